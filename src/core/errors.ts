@@ -1,0 +1,81 @@
+/**
+ * One error family for the whole service. Every refusal a client can see carries a stable `code`
+ * and an HTTP status; `src/http/problem.ts` is the one place that turns it into problem+json.
+ */
+export type ErrorCode =
+  | 'bad_request'
+  | 'unauthorized'
+  | 'key_forbidden'
+  | 'coverage'
+  | 'tier'
+  | 'not_found'
+  | 'limit_exceeded'
+  | 'credits_exhausted'
+  | 'rate_limited'
+  | 'conflict'
+  | 'internal';
+
+const STATUS: Record<ErrorCode, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  key_forbidden: 403,
+  coverage: 403,
+  tier: 403,
+  not_found: 404,
+  limit_exceeded: 422,
+  credits_exhausted: 429,
+  rate_limited: 429,
+  conflict: 409,
+  internal: 500,
+};
+
+const TITLE: Record<ErrorCode, string> = {
+  bad_request: 'Bad request',
+  unauthorized: 'Authentication required',
+  key_forbidden: 'API key not allowed',
+  coverage: 'Outside your coverage',
+  tier: 'Plan tier too low',
+  not_found: 'Not found',
+  limit_exceeded: 'Parameter above its maximum',
+  credits_exhausted: 'Credits exhausted',
+  rate_limited: 'Too many requests',
+  conflict: 'Conflict',
+  internal: 'Internal error',
+};
+
+export class AppError extends Error {
+  readonly status: number;
+  readonly title: string;
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly extensions: Record<string, unknown> = {},
+  ) {
+    super(detail);
+    this.name = 'AppError';
+    this.status = STATUS[code];
+    this.title = TITLE[code];
+  }
+}
+
+export const badRequest = (detail: string, ext?: Record<string, unknown>) => new AppError('bad_request', detail, ext);
+export const notFound = (detail: string) => new AppError('not_found', detail);
+
+/** Raised by an EventStore when the expected revision does not match the stream's. */
+export class ConcurrencyError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly expected: unknown,
+    readonly actual: number | null,
+  ) {
+    super(`stream ${streamId}: expected revision ${String(expected)}, actual ${actual === null ? 'no stream' : actual}`);
+    this.name = 'ConcurrencyError';
+  }
+}
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}
+export function titleOf(code: ErrorCode): string {
+  return TITLE[code];
+}

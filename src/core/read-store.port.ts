@@ -1,0 +1,71 @@
+/**
+ * ReadStore port: typed document collections for read models, plus projector checkpoints.
+ * Adapters: infra/sqlite (embedded default), infra/mongodb.
+ *
+ * Filters, sorts and cursors may only use fields a collection declares in `fields`: each adapter
+ * indexes exactly those, so a query can never silently become a full scan.
+ */
+
+export type Scalar = string | number | boolean | null;
+
+export interface CollectionDef<T> {
+  name: string;
+  /** The document id; unique within the collection. */
+  key(doc: T): string;
+  /** Queryable fields (top-level, scalar values). */
+  fields: readonly (keyof T & string)[];
+  /** Compound indexes over `fields`, in query order, e.g. [['ticker','date'], ['restated_at']]. */
+  indexes: readonly (readonly (keyof T & string)[])[];
+}
+
+export function defineCollection<T>(def: CollectionDef<T>): CollectionDef<T> {
+  return def;
+}
+
+export type FieldCondition =
+  | Scalar
+  | { $eq?: Scalar; $gt?: Scalar; $gte?: Scalar; $lt?: Scalar; $lte?: Scalar; $in?: Scalar[]; $ne?: Scalar };
+
+export type Filter<T> = { [K in keyof T & string]?: FieldCondition };
+
+export type SortSpec<T> = readonly (readonly [keyof T & string, 1 | -1])[];
+
+export interface FindOptions<T> {
+  sort?: SortSpec<T>;
+  limit?: number;
+  /** Opaque cursor from a previous page's `nextCursor` (same filter and sort). */
+  cursor?: string | null;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Present when more items match. */
+  nextCursor: string | null;
+}
+
+export type Write =
+  | { op: 'upsert'; collection: string; id: string; doc: unknown }
+  | { op: 'delete'; collection: string; id: string };
+
+export interface CommitBatch {
+  writes: Write[];
+  /** projector name → position of the last event the writes include. */
+  checkpoints: Record<string, string>;
+}
+
+export interface ReadStore {
+  /** Creates tables / indexes for the collections. Idempotent. */
+  register(defs: readonly CollectionDef<never>[] | readonly CollectionDef<any>[]): Promise<void>;
+  get<T>(def: CollectionDef<T>, id: string): Promise<T | null>;
+  getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>>;
+  find<T>(def: CollectionDef<T>, filter: Filter<T>, options?: FindOptions<T>): Promise<Page<T>>;
+  count<T>(def: CollectionDef<T>, filter: Filter<T>): Promise<number>;
+  /** Every document, in id order (for replay comparisons and exports). */
+  scan<T>(def: CollectionDef<T>, batchSize?: number): AsyncIterable<T>;
+  /** Applies writes and checkpoints atomically (embedded) or position-guarded (MongoDB). */
+  commit(batch: CommitBatch): Promise<void>;
+  checkpoint(projector: string): Promise<string | null>;
+  /** Drops the documents of the collections and the checkpoints of the projectors. */
+  reset(collections: readonly string[], projectors: readonly string[]): Promise<void>;
+  close(): Promise<void>;
+}
