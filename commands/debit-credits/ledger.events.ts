@@ -1,0 +1,170 @@
+/**
+ * Credit-ledger events. One stream per account: `ledger-<account_id>`.
+ *
+ * Every event's data carries `at` (the ISO instant the decision was taken) and a hash chain:
+ * `hash = sha256hex(prev_hash + "\n" + canonicalJson(data without hash))`, the first event's
+ * `prev_hash` being 64 zeros. `scores audit` replays a stream with `verifyChain` so that an edited,
+ * inserted or removed event in the middle of a ledger is detected.
+ */
+import { createHash } from 'node:crypto';
+import type { Tier, UsageAlertThreshold } from '../../src/domain/plans.js';
+import type { RateKey } from '../../src/domain/rate-card.js';
+
+export const LEDGER_STREAM_PREFIX = 'ledger-';
+export const ledgerStream = (accountId: string) => `${LEDGER_STREAM_PREFIX}${accountId}`;
+
+/** `prev_hash` of a stream's first event. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+export type Channel = 'rest' | 'mcp';
+
+/** Fields every ledger event's data carries. */
+export interface Chained {
+  at: string;
+  prev_hash: string;
+  hash: string;
+}
+
+type Event<T extends string, D> = { type: T; data: D & Chained };
+
+/** A developer account's ledger starts. Overage always starts off (hard stop). */
+export type LedgerOpened = Event<'LedgerOpened', { account_id: string; tier: Tier; pro: boolean; allow_overage: false }>;
+
+/** A calendar month (UTC) starts: the allowance resets, prepaid credits carry over. */
+export type AllowancePeriodOpened = Event<
+  'AllowancePeriodOpened',
+  { period: string; /** null = unmetered */ allowance: number | null; resets_at: string }
+>;
+
+/** A metered call was charged, split across the three sources in draw order. */
+export type CreditsDebited = Event<
+  'CreditsDebited',
+  {
+    request_id: string;
+    endpoint: RateKey;
+    channel: Channel;
+    cost: number;
+    from_allowance: number;
+    from_prepaid: number;
+    from_overage: number;
+    period: string;
+  }
+>;
+
+export type PackPurchased = Event<'PackPurchased', { pack_id: string; credits: number }>;
+
+export type OverageSwitched = Event<'OverageSwitched', { allow_overage: boolean }>;
+
+export type PlanChanged = Event<'PlanChanged', { tier: Tier; reason: 'set' | 'cancelled_at_period_end' }>;
+
+/** The paid plan falls back to free at `effective_at` (the period end); the key keeps working. */
+export type PlanCancellationScheduled = Event<'PlanCancellationScheduled', { effective_at: string }>;
+
+export type ProMembershipChanged = Event<'ProMembershipChanged', { pro: boolean }>;
+
+export type UsageAlertRaised = Event<
+  'UsageAlertRaised',
+  { period: string; threshold: UsageAlertThreshold; used: number; allowance: number }
+>;
+
+export type LedgerEvent =
+  | LedgerOpened
+  | AllowancePeriodOpened
+  | CreditsDebited
+  | PackPurchased
+  | OverageSwitched
+  | PlanChanged
+  | PlanCancellationScheduled
+  | ProMembershipChanged
+  | UsageAlertRaised;
+
+export type LedgerEventType = LedgerEvent['type'];
+
+/** An event's own fields, before `at` and the chain are added. */
+export type LedgerEventBody<T extends LedgerEventType> = Omit<Extract<LedgerEvent, { type: T }>['data'], keyof Chained>;
+
+export const LEDGER_EVENT_TYPES: readonly LedgerEventType[] = [
+  'LedgerOpened',
+  'AllowancePeriodOpened',
+  'CreditsDebited',
+  'PackPurchased',
+  'OverageSwitched',
+  'PlanChanged',
+  'PlanCancellationScheduled',
+  'ProMembershipChanged',
+  'UsageAlertRaised',
+];
+
+export function isLedgerEvent(e: { type: string }): e is LedgerEvent {
+  return (LEDGER_EVENT_TYPES as readonly string[]).includes(e.type);
+}
+
+/** JSON with object keys sorted at every depth, so the same data always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    // undefined has no JSON form; JSON.stringify drops such object keys, and so do we below.
+    return JSON.stringify(value) ?? 'null';
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/** The hash an event's data must carry. A `hash` field present in `data` is ignored. */
+export function computeHash(data: { prev_hash: string }): string {
+  const { hash: _ignored, ...rest } = data as { prev_hash: string; hash?: unknown };
+  return createHash('sha256').update(`${data.prev_hash}\n${canonicalJson(rest)}`).digest('hex');
+}
+
+/** Builds an event with `at`, `prev_hash` and `hash` filled in. */
+export function sealEvent<T extends LedgerEventType>(
+  type: T,
+  body: LedgerEventBody<T>,
+  at: string,
+  prevHash: string,
+): Extract<LedgerEvent, { type: T }> {
+  const unsealed = { ...body, at, prev_hash: prevHash };
+  return { type, data: { ...unsealed, hash: computeHash(unsealed) } } as unknown as Extract<LedgerEvent, { type: T }>;
+}
+
+export type ChainBreakReason = 'not_chained' | 'prev_hash_mismatch' | 'hash_mismatch';
+
+export interface ChainBreak {
+  /** Index (in the array given) of the first event that does not fit the chain. */
+  index: number;
+  reason: ChainBreakReason;
+  detail: string;
+}
+
+const isHex64 = (x: unknown): x is string => typeof x === 'string' && /^[0-9a-f]{64}$/.test(x);
+
+/**
+ * The first broken link of a stream's events, or null when the chain holds. Detects an edited
+ * event (`hash_mismatch`) and an inserted or removed one (`prev_hash_mismatch` at the next event).
+ * Removing events from the end of the stream leaves a valid (shorter) chain: compare the last
+ * hash with one kept elsewhere to detect that.
+ */
+export function verifyChain(events: ReadonlyArray<{ type: string; data: unknown }>): ChainBreak | null {
+  let prev = GENESIS_HASH;
+  for (const [index, e] of events.entries()) {
+    const data = e.data as Record<string, unknown> | null;
+    if (data === null || typeof data !== 'object' || !isHex64(data.prev_hash) || !isHex64(data.hash)) {
+      return { index, reason: 'not_chained', detail: `${e.type} at ${index} has no prev_hash/hash` };
+    }
+    if (data.prev_hash !== prev) {
+      return {
+        index,
+        reason: 'prev_hash_mismatch',
+        detail: `${e.type} at ${index} follows ${data.prev_hash.slice(0, 12)}…, but the previous event's hash is ${prev.slice(0, 12)}… (an event was removed, inserted or reordered)`,
+      };
+    }
+    const expected = computeHash(data as { prev_hash: string });
+    if (expected !== data.hash) {
+      return { index, reason: 'hash_mismatch', detail: `${e.type} at ${index} was altered after it was written` };
+    }
+    prev = data.hash;
+  }
+  return null;
+}

@@ -1,0 +1,91 @@
+import { z } from 'zod';
+
+const date = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
+  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'is not a calendar date');
+const instant = z
+  .string()
+  .refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 instant')
+  .transform((s) => new Date(s).toISOString());
+const ticker = z
+  .string()
+  .trim()
+  .min(1)
+  .max(12, 'is longer than 12 characters')
+  .regex(/^[A-Za-z0-9.-]+$/, 'may hold only letters, digits, "." and "-"')
+  .transform((s) => s.toUpperCase());
+const score = z.coerce.number({ invalid_type_error: 'must be a number' }).min(0).max(100);
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', '']).transform((s) => s === 'true' || s === '1')]);
+/** CSV cells carry lists as `a;b;c`; JSON carries arrays. */
+const list = (item: z.ZodTypeAny) =>
+  z.union([z.array(item), z.string().transform((s) => (s.trim() === '' ? [] : s.split(';').map((x) => x.trim())))]).pipe(z.array(item));
+
+export const ingestSchemas = {
+  score: z.object({
+    ticker,
+    date,
+    main_street: score,
+    wall_street: score,
+    estimated: bool.optional().default(false),
+    /** When the row was (first) written; defaults to the ingest time. */
+    published_at: instant.optional(),
+  }),
+  ticker: z.object({
+    symbol: ticker,
+    company: z.string().trim().min(1),
+    sector: z.string().trim().min(1),
+    size_rank: z.coerce.number().int().positive(),
+  }),
+  price: z.object({ ticker, date, close: z.coerce.number().positive() }),
+  visits: z.object({ ticker, date, visits: z.coerce.number().int().nonnegative() }),
+  earnings: z.object({ ticker, date }),
+  theme: z.object({
+    slug: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lowercase letters, digits and dashes'),
+    name: z.string().min(1),
+    description: z.string().default(''),
+    strength: z.coerce.number().min(0).max(100),
+    /** CSV: `AAPL:core;TSM:supplier`. */
+    constituents: z.union([
+      z.array(z.object({ ticker, relationship: z.string().min(1) })),
+      z.string().transform((s, ctx) =>
+        s
+          .split(';')
+          .filter((x) => x.trim())
+          .map((pair) => {
+            const [t, rel] = pair.split(':').map((x) => x.trim());
+            if (!t || !rel) ctx.addIssue({ code: 'custom', message: `constituent "${pair}" must be TICKER:relationship` });
+            return { ticker: (t ?? '').toUpperCase(), relationship: rel ?? '' };
+          }),
+      ),
+    ]),
+  }),
+  signal: z.object({
+    id: z.coerce.number().int().positive(),
+    alert_type: z.string().min(1),
+    content: z.string().min(1),
+    tickers: list(ticker),
+    themes: list(z.string()),
+    created_at: instant,
+  }),
+} as const;
+
+export type IngestKind = keyof typeof ingestSchemas;
+export const INGEST_KINDS = Object.keys(ingestSchemas) as IngestKind[];
+
+export type IngestRow = {
+  [K in IngestKind]: { kind: K; line: number; value: z.output<(typeof ingestSchemas)[K]> };
+}[IngestKind];
+
+/** A file's kind when rows carry no `type`: recognised by its columns. */
+export function kindFromColumns(columns: readonly string[]): IngestKind | null {
+  const has = (...c: string[]) => c.every((x) => columns.includes(x));
+  if (has('main_street', 'wall_street')) return 'score';
+  if (has('symbol', 'company')) return 'ticker';
+  if (has('close')) return 'price';
+  if (has('visits')) return 'visits';
+  if (has('slug', 'constituents')) return 'theme';
+  if (has('alert_type', 'content')) return 'signal';
+  if (has('ticker', 'date') && columns.length === 2) return 'earnings';
+  return null;
+}

@@ -1,0 +1,91 @@
+import { AppError, notFound } from '../../src/core/errors.js';
+import type { AccountEvent } from './account.events.js';
+
+export interface KeyState {
+  key_id: string;
+  prefix: string;
+  status: 'active' | 'revoked' | 'rotated';
+  grace_until: string | null;
+}
+
+export interface AccountState {
+  exists: boolean;
+  account_id: string | null;
+  email: string | null;
+  keys: Map<string, KeyState>;
+}
+
+export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map() });
+
+export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
+  switch (event.type) {
+    case 'AccountCreated':
+      return { ...state, exists: true, account_id: event.data.account_id, email: event.data.email };
+    case 'ApiKeyIssued': {
+      const keys = new Map(state.keys);
+      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, status: 'active', grace_until: null });
+      return { ...state, keys };
+    }
+    case 'ApiKeyRevoked': {
+      const keys = new Map(state.keys);
+      const k = keys.get(event.data.key_id);
+      if (k) keys.set(k.key_id, { ...k, status: 'revoked' });
+      return { ...state, keys };
+    }
+    case 'ApiKeyRotated': {
+      const keys = new Map(state.keys);
+      const k = keys.get(event.data.key_id);
+      if (k) keys.set(k.key_id, { ...k, status: 'rotated', grace_until: event.data.grace_until });
+      return { ...state, keys };
+    }
+    default: {
+      const _exhaustive: never = event;
+      return _exhaustive;
+    }
+  }
+}
+
+export type AccountCommand =
+  | { type: 'CreateAccount'; account_id: string; email: string | null; key: { key_id: string; key_hash: string; prefix: string } }
+  | { type: 'IssueKey'; key: { key_id: string; key_hash: string; prefix: string } }
+  | { type: 'RevokeKey'; key_id: string }
+  | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: { key_id: string; key_hash: string; prefix: string } };
+
+/** Pure: what the command changes in the account, or why it cannot. */
+export function decideAccount(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
+  const at = now.toISOString();
+  switch (command.type) {
+    case 'CreateAccount':
+      if (state.exists) throw new AppError('conflict', `account ${command.account_id} already exists`);
+      return [
+        { type: 'AccountCreated', data: { account_id: command.account_id, email: command.email, at } },
+        { type: 'ApiKeyIssued', data: { ...command.key, at } },
+      ];
+    case 'IssueKey':
+      if (!state.exists) throw notFound('no such account');
+      return [{ type: 'ApiKeyIssued', data: { ...command.key, at } }];
+    case 'RevokeKey': {
+      const k = state.keys.get(command.key_id);
+      if (!k) throw notFound(`no key ${command.key_id} on this account`);
+      if (k.status === 'revoked') return [];
+      return [{ type: 'ApiKeyRevoked', data: { key_id: k.key_id, at } }];
+    }
+    case 'RotateKey': {
+      const k = state.keys.get(command.key_id);
+      if (!k) throw notFound(`no key ${command.key_id} on this account`);
+      if (k.status !== 'active') throw new AppError('conflict', `key ${command.key_id} is ${k.status}; only an active key can be rotated`);
+      if (!Number.isInteger(command.grace_seconds) || command.grace_seconds < 0) {
+        throw new AppError('bad_request', 'grace period must be a whole number of seconds, 0 or more');
+      }
+      const grace_until = new Date(now.getTime() + command.grace_seconds * 1000).toISOString();
+      return [
+        { type: 'ApiKeyIssued', data: { ...command.key, at } },
+        { type: 'ApiKeyRotated', data: { key_id: k.key_id, replaced_by: command.key.key_id, grace_until, at } },
+      ];
+    }
+    default: {
+      const _exhaustive: never = command;
+      return _exhaustive;
+    }
+  }
+}

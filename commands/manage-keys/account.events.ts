@@ -1,0 +1,22 @@
+/** Account and key events. One stream per account: `account-<account_id>`. */
+export interface AccountCreated {
+  type: 'AccountCreated';
+  data: { account_id: string; email: string | null; at: string };
+}
+export interface ApiKeyIssued {
+  type: 'ApiKeyIssued';
+  /** Only the SHA-256 of the key is kept, with a short clear prefix to tell keys apart. */
+  data: { key_id: string; key_hash: string; prefix: string; at: string };
+}
+export interface ApiKeyRevoked {
+  type: 'ApiKeyRevoked';
+  data: { key_id: string; at: string };
+}
+export interface ApiKeyRotated {
+  type: 'ApiKeyRotated';
+  /** The old key keeps working until `grace_until` (= `at` for an immediate rotation). */
+  data: { key_id: string; replaced_by: string; grace_until: string; at: string };
+}
+export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated;
+
+export const accountStream = (accountId: string) => `account-${accountId}`;

@@ -1,0 +1,232 @@
+import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type Producer } from 'kafkajs';
+import type { BusMessage, BusSubscription, EventBus, SubscribeBusOptions } from '../../src/core/event-bus.port.js';
+
+export interface KafkaBusErrorContext {
+  topic: string;
+  group: string;
+  message: BusMessage;
+}
+
+export interface KafkaEventBusOptions {
+  brokers: string[];
+  clientId: string;
+  /** Partitions of the topics this bus creates (consumers of one group share them). */
+  partitions?: number;
+  /** Replication factor of the topics this bus creates; default: the broker's default. */
+  replicationFactor?: number;
+  /**
+   * A handler failed: the message is skipped (its offset committed). Callers that must not lose
+   * it route it themselves, e.g. the ingest consumer's dead-letter topic.
+   */
+  onError?(err: unknown, context: KafkaBusErrorContext): void;
+  logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+  /** Consumer tuning; kafkajs defaults when absent. */
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  maxWaitTimeMs?: number;
+}
+
+const LOG_LEVELS = {
+  nothing: logLevel.NOTHING,
+  error: logLevel.ERROR,
+  warn: logLevel.WARN,
+  info: logLevel.INFO,
+  debug: logLevel.DEBUG,
+} as const;
+
+/**
+ * EventBus over Kafka (kafkajs).
+ *
+ * - Publishing uses an idempotent producer (acks from all in-sync replicas, one request in flight,
+ *   so retries neither duplicate nor reorder); the key picks the partition, hence per-key order.
+ * - A subscription is a consumer in the group `group`. Each message's offset is committed after
+ *   its handler settled: at-least-once delivery (a crash mid-handler means the message comes again).
+ * - A new group that is not `fromBeginning` is pinned to the end of the topic before it joins, so
+ *   "only messages published after `subscribe` resolved" holds without a race on the first fetch.
+ * - Topics are created when missing (`partitions`, `replicationFactor`).
+ */
+export class KafkaEventBus implements EventBus {
+  private readonly kafka: Kafka;
+  private admin: Promise<Admin> | null = null;
+  private producer: Promise<Producer> | null = null;
+  private readonly topics = new Map<string, Promise<void>>();
+  private readonly consumers = new Set<Consumer>();
+  private closed = false;
+
+  constructor(private readonly options: KafkaEventBusOptions) {
+    this.kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: options.brokers,
+      logLevel: LOG_LEVELS[options.logLevel ?? 'warn'],
+    });
+  }
+
+  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+    if (this.closed) throw new Error('event bus is closed');
+    if (messages.length === 0) return;
+    await this.ensureTopic(topic);
+    const producer = await this.getProducer();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map((m) => ({ key: m.key, value: m.value, ...(m.headers ? { headers: { ...m.headers } } : {}) })),
+    });
+  }
+
+  async subscribe(options: SubscribeBusOptions): Promise<BusSubscription> {
+    if (this.closed) throw new Error('event bus is closed');
+    const { topic, group } = options;
+    await this.ensureTopic(topic);
+    if (!options.fromBeginning) await this.pinNewGroupToEnd(group, topic);
+    const consumer = this.kafka.consumer({
+      groupId: group,
+      ...(this.options.sessionTimeoutMs !== undefined ? { sessionTimeout: this.options.sessionTimeoutMs } : {}),
+      ...(this.options.heartbeatIntervalMs !== undefined ? { heartbeatInterval: this.options.heartbeatIntervalMs } : {}),
+      ...(this.options.maxWaitTimeMs !== undefined ? { maxWaitTimeInMs: this.options.maxWaitTimeMs } : {}),
+    });
+    this.consumers.add(consumer);
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [topic], fromBeginning: options.fromBeginning ?? false });
+      // Resolves once the consumer has joined the group and holds its partitions.
+      await consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ topic: t, partition, message }) => {
+          const busMessage: BusMessage = {
+            key: message.key ? message.key.toString('utf8') : null,
+            value: message.value ? message.value.toString('utf8') : '',
+            ...decodeHeaders(message.headers),
+          };
+          try {
+            await options.handler(busMessage);
+          } catch (err) {
+            this.report(err, { topic: t, group, message: busMessage });
+          }
+          await consumer.commitOffsets([{ topic: t, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+        },
+      });
+    } catch (err) {
+      this.consumers.delete(consumer);
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
+    let stopped = false;
+    return {
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        this.consumers.delete(consumer);
+        // Waits for the running handler, then leaves the group.
+        await consumer.disconnect();
+      },
+    };
+  }
+
+  /** Disconnects every consumer (after their running handlers), the producer and the admin client. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const consumers = [...this.consumers];
+    this.consumers.clear();
+    await Promise.allSettled(consumers.map((c) => c.disconnect()));
+    const producer = this.producer;
+    const admin = this.admin;
+    this.producer = null;
+    this.admin = null;
+    await Promise.allSettled([producer?.then((p) => p.disconnect()), admin?.then((a) => a.disconnect())]);
+  }
+
+  /** Deletes topics (test teardown). */
+  async deleteTopics(topics: string[]): Promise<void> {
+    const admin = await this.getAdmin();
+    await admin.deleteTopics({ topics });
+    for (const t of topics) this.topics.delete(t);
+  }
+
+  private ensureTopic(topic: string): Promise<void> {
+    let ready = this.topics.get(topic);
+    if (!ready) {
+      ready = this.getAdmin()
+        .then((admin) =>
+          admin.createTopics({
+            waitForLeaders: true,
+            topics: [
+              {
+                topic,
+                numPartitions: this.options.partitions ?? 3,
+                replicationFactor: this.options.replicationFactor ?? -1,
+              },
+            ],
+          }),
+        )
+        .then(() => undefined); // false = it existed already: fine
+      ready.catch(() => this.topics.delete(topic));
+      this.topics.set(topic, ready);
+    }
+    return ready;
+  }
+
+  /**
+   * A group with no committed offset would otherwise pick "latest" at its first fetch, after
+   * `subscribe` resolved: a message published in between would be lost. Commit the current end
+   * of every partition for it now. Only possible while the group has no member; when another
+   * member got there first, the group already has its place.
+   */
+  private async pinNewGroupToEnd(group: string, topic: string): Promise<void> {
+    const admin = await this.getAdmin();
+    const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+    if (!offsets || offsets.partitions.some((p) => p.offset !== '-1')) return;
+    try {
+      await admin.resetOffsets({ groupId: group, topic, earliest: false });
+    } catch {
+      // The group became active meanwhile: its members fixed the offsets.
+    }
+  }
+
+  private getAdmin(): Promise<Admin> {
+    this.admin ??= (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })();
+    this.admin.catch(() => {
+      this.admin = null;
+    });
+    return this.admin;
+  }
+
+  private getProducer(): Promise<Producer> {
+    this.producer ??= (async () => {
+      const producer = this.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      await producer.connect();
+      return producer;
+    })();
+    this.producer.catch(() => {
+      this.producer = null;
+    });
+    return this.producer;
+  }
+
+  private report(err: unknown, context: KafkaBusErrorContext): void {
+    try {
+      if (this.options.onError) this.options.onError(err, context);
+      else console.error(`event bus: handler failed on ${context.topic} (group ${context.group})`, err);
+    } catch {
+      // A failing error reporter must not stop the consumer.
+    }
+  }
+}
+
+function decodeHeaders(headers: IHeaders | undefined): { headers?: Record<string, string> } {
+  if (!headers) return {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v === undefined) continue;
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first !== undefined) out[k] = first.toString();
+  }
+  return Object.keys(out).length > 0 ? { headers: out } : {};
+}

@@ -1,0 +1,72 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((s) => (s && s.trim() !== '' ? s.trim() : undefined));
+
+/** Every environment variable the service reads (the README has the same table). */
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  PUBLIC_BASE_URL: optionalString.pipe(z.string().url().optional()),
+  SCORES_DATA_DIR: z.string().default('./data'),
+  SCORES_NOW: optionalString.pipe(
+    z
+      .string()
+      .refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 instant')
+      .optional(),
+  ),
+  SCORES_DEMO: z.enum(['on', 'off']).default('on'),
+  SCORES_DEMO_SEED: z.coerce.number().int().default(20190102),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ESDB_URL: optionalString,
+  MONGODB_URI: optionalString,
+  MONGODB_DB: z.string().default('scores'),
+  KAFKA_BROKERS: optionalString,
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Base of every absolute URL the service writes (citation_url, docs, mcp). */
+  publicBaseUrl: string | null;
+  dataDir: string;
+  sqliteFile: string;
+  now: Date | null;
+  demo: boolean;
+  demoSeed: number;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  esdbUrl: string | null;
+  mongodbUri: string | null;
+  mongodbDb: string;
+  kafkaBrokers: string[] | null;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid environment:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const dataDir = resolve(e.SCORES_DATA_DIR);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicBaseUrl: e.PUBLIC_BASE_URL ? e.PUBLIC_BASE_URL.replace(/\/+$/, '') : null,
+    dataDir,
+    sqliteFile: resolve(dataDir, 'scores.sqlite'),
+    now: e.SCORES_NOW ? new Date(e.SCORES_NOW) : null,
+    demo: e.SCORES_DEMO === 'on',
+    demoSeed: e.SCORES_DEMO_SEED,
+    logLevel: e.LOG_LEVEL,
+    esdbUrl: e.ESDB_URL ?? null,
+    mongodbUri: e.MONGODB_URI ?? null,
+    mongodbDb: e.MONGODB_DB,
+    kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
+  };
+}

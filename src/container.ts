@@ -1,0 +1,100 @@
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { InMemoryEventBus } from '../infra/memory/event-bus.js';
+import { openSqlite, type SqliteDb } from '../infra/sqlite/database.js';
+import { SqliteEventStore } from '../infra/sqlite/event-store.js';
+import { SqliteReadStore } from '../infra/sqlite/read-store.js';
+import { allProjections } from '../projections/index.js';
+import { fixedClock, systemClock, type Clock } from './core/clock.js';
+import type { EventBus } from './core/event-bus.port.js';
+import type { EventStore } from './core/event-store.port.js';
+import { ProjectorRunner } from './core/projector-runner.js';
+import type { ReadStore } from './core/read-store.port.js';
+import type { Config } from './config.js';
+
+/** Everything a process of the service needs, wired once (the composition root's output). */
+export interface Services {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  events: EventStore;
+  reads: ReadStore;
+  bus: EventBus;
+  runner: ProjectorRunner;
+  /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
+  baseUrl(): string;
+  setListenUrl(url: string): void;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  clock?: Clock;
+  log?: Logger;
+}
+
+/** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
+export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
+  const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
+  const log = options.log ?? pino({ level: config.logLevel });
+  // Two connections to the one file: the log commits with a full fsync, read models without.
+  const connections: SqliteDb[] = [];
+  const embedded = (synchronous: 'FULL' | 'NORMAL') => {
+    const db = openSqlite(config.sqliteFile, { synchronous });
+    connections.push(db);
+    return db;
+  };
+  const closers: (() => Promise<void>)[] = [];
+
+  let events: EventStore;
+  if (config.esdbUrl) {
+    const { EventStoreDbEventStore } = await import('../infra/eventstoredb/event-store.js');
+    events = new EventStoreDbEventStore(config.esdbUrl);
+  } else {
+    events = new SqliteEventStore(embedded('FULL'), clock);
+  }
+  let reads: ReadStore;
+  if (config.mongodbUri) {
+    const { MongoReadStore } = await import('../infra/mongodb/read-store.js');
+    reads = new MongoReadStore(config.mongodbUri, config.mongodbDb);
+  } else {
+    reads = new SqliteReadStore(embedded('NORMAL'));
+  }
+  let bus: EventBus;
+  if (config.kafkaBrokers) {
+    const { KafkaEventBus } = await import('../infra/kafka/event-bus.js');
+    bus = new KafkaEventBus({ brokers: config.kafkaBrokers, clientId: 'scores-service' });
+  } else {
+    bus = new InMemoryEventBus({ onError: (err: unknown) => log.error({ err }, 'bus handler failed') });
+  }
+  const runner = new ProjectorRunner(events, reads, allProjections(), {
+    onError: (err) => log.error({ err }, 'projector stopped'),
+  });
+  let listenUrl = `http://localhost:${config.port}`;
+  closers.push(
+    () => runner.stop(),
+    () => bus.close(),
+    () => events.close(),
+    () => reads.close(),
+    async () => {
+      for (const db of connections) db.close();
+    },
+  );
+  return {
+    config,
+    clock,
+    log,
+    events,
+    reads,
+    bus,
+    runner,
+    baseUrl: () => config.publicBaseUrl ?? listenUrl,
+    setListenUrl: (url) => {
+      listenUrl = url;
+    },
+    async close() {
+      for (const c of closers) await c();
+    },
+  };
+}
+
+export const dataFile = (config: Config, name: string) => join(config.dataDir, name);

@@ -1,0 +1,26 @@
+import type { RecordedEvent } from './event-store.port.js';
+import type { CollectionDef } from './read-store.port.js';
+
+/**
+ * What a projection sees while it applies events: reads see the writes made earlier in the same
+ * batch, writes are buffered and committed together with the checkpoint.
+ */
+export interface ProjectionContext {
+  get<T>(def: CollectionDef<T>, id: string): Promise<T | null>;
+  getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>>;
+  upsert<T>(def: CollectionDef<T>, doc: T): void;
+  delete<T>(def: CollectionDef<T>, id: string): void;
+}
+
+/**
+ * A read model builder. `apply` must be idempotent (applying an event twice changes nothing) and
+ * must never reject an event: what it cannot use, it ignores.
+ */
+export interface Projection {
+  /** Checkpoint name; changing it rebuilds the read model from the start. */
+  readonly name: string;
+  readonly collections: readonly CollectionDef<any>[];
+  /** Event types it reads; others only advance its checkpoint. */
+  readonly eventTypes: readonly string[];
+  apply(event: RecordedEvent, ctx: ProjectionContext): Promise<void> | void;
+}

@@ -1,0 +1,183 @@
+import type { EventStore, RecordedEvent, Subscription } from './event-store.port.js';
+import type { CollectionDef, ReadStore, Write } from './read-store.port.js';
+import type { Projection, ProjectionContext } from './projection.js';
+
+export interface RunnerOptions {
+  batchSize?: number;
+  onError?(err: unknown): void;
+  /** Called after each committed batch with the number of events and the last position. */
+  onProgress?(events: number, position: string): void;
+}
+
+/**
+ * Runs projections over the log: catch-up from each projection's checkpoint, then live.
+ * Each batch of events is applied to every projection in memory and committed in one ReadStore
+ * commit together with the checkpoints, so a crash never applies an event twice or skips one.
+ */
+export class ProjectorRunner {
+  private subscription: Subscription | null = null;
+  private checkpoints = new Map<string, string | null>();
+  private lastPosition: string | null = null;
+  private waiters: { position: string; resolve(): void }[] = [];
+  private caughtUp: Promise<void> | null = null;
+  private readonly progressListeners = new Set<(position: string) => void>();
+  private readonly appliedListeners = new Set<(events: number) => void>();
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly store: ReadStore,
+    private readonly projections: readonly Projection[],
+    private readonly options: RunnerOptions = {},
+  ) {}
+
+  get collections(): CollectionDef<any>[] {
+    return this.projections.flatMap((p) => p.collections);
+  }
+
+  /** Starts following the log; resolves once the read models have caught up with it. */
+  async start(): Promise<void> {
+    await this.store.register(this.collections);
+    for (const p of this.projections) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
+    const values = [...this.checkpoints.values()];
+    const from = values.some((v) => v === null) ? null : values.reduce((a, b) => (a! < b! ? a : b), values[0] ?? null);
+    this.lastPosition = from;
+    let resolveCaughtUp!: () => void;
+    let rejectCaughtUp!: (e: unknown) => void;
+    this.caughtUp = new Promise((res, rej) => {
+      resolveCaughtUp = res;
+      rejectCaughtUp = rej;
+    });
+    this.subscription = this.events.subscribeToAll({
+      after: from,
+      // Large batches during catch-up: each month bucket is rewritten once per batch.
+      maxBatch: this.options.batchSize ?? 1000,
+      onEvents: (batch) => this.handle(batch),
+      onCaughtUp: () => resolveCaughtUp(),
+      onError: (err) => {
+        rejectCaughtUp(err);
+        this.options.onError?.(err);
+      },
+    });
+    await this.caughtUp;
+  }
+
+  /** Calls `listener` after every committed batch; returns the function that removes it. */
+  onProgressChange(listener: (position: string) => void): () => void {
+    this.progressListeners.add(listener);
+    return () => this.progressListeners.delete(listener);
+  }
+
+  /** Calls `listener` with the number of events of every committed batch. */
+  onEventsApplied(listener: (events: number) => void): () => void {
+    this.appliedListeners.add(listener);
+    return () => this.appliedListeners.delete(listener);
+  }
+
+  /** Position of the last event in the read models (null before the first). */
+  get position(): string | null {
+    return this.lastPosition;
+  }
+
+  /** Resolves once every event up to `position` is in the read models. */
+  waitFor(position: string): Promise<void> {
+    if (this.lastPosition !== null && this.lastPosition >= position) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ position, resolve }));
+  }
+
+  /** Resolves once the read models include the whole log as it is now. */
+  async waitForHead(): Promise<void> {
+    const head = await this.events.headPosition();
+    if (head) await this.waitFor(head);
+  }
+
+  async stop(): Promise<void> {
+    await this.subscription?.stop();
+    this.subscription = null;
+  }
+
+  /** Drops every read model and its checkpoint, then rebuilds them from the whole log. */
+  async replay(): Promise<void> {
+    await this.stop();
+    await this.store.register(this.collections);
+    await this.store.reset(
+      this.collections.map((c) => c.name),
+      this.projections.map((p) => p.name),
+    );
+    this.checkpoints.clear();
+    await this.start();
+  }
+
+  private async handle(batch: RecordedEvent[]): Promise<void> {
+    const writes = new PendingWrites();
+    const checkpoints: Record<string, string> = {};
+    const last = batch[batch.length - 1]!.position;
+    for (const projection of this.projections) {
+      const done = this.checkpoints.get(projection.name) ?? null;
+      const ctx = this.context(writes);
+      const types = new Set(projection.eventTypes);
+      for (const event of batch) {
+        if (done !== null && event.position <= done) continue;
+        if (types.has(event.type)) await projection.apply(event, ctx);
+      }
+      if (done === null || last > done) checkpoints[projection.name] = last;
+    }
+    await this.store.commit({ writes: writes.all(), checkpoints });
+    for (const [name, position] of Object.entries(checkpoints)) this.checkpoints.set(name, position);
+    this.lastPosition = last;
+    this.options.onProgress?.(batch.length, last);
+    for (const l of this.progressListeners) l(last);
+    for (const l of this.appliedListeners) l(batch.length);
+    this.waiters = this.waiters.filter((w) => {
+      if (w.position <= last) {
+        w.resolve();
+        return false;
+      }
+      return true;
+    });
+  }
+
+  private context(writes: PendingWrites): ProjectionContext {
+    const store = this.store;
+    return {
+      async get<T>(def: CollectionDef<T>, id: string): Promise<T | null> {
+        const w = writes.of(def.name).get(id);
+        if (w) return w.op === 'upsert' ? (w.doc as T) : null;
+        return store.get(def, id);
+      },
+      async getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
+        const out = new Map<string, T>();
+        const pending = writes.of(def.name);
+        const missing: string[] = [];
+        for (const id of ids) {
+          const w = pending.get(id);
+          if (!w) missing.push(id);
+          else if (w.op === 'upsert') out.set(id, w.doc as T);
+        }
+        if (missing.length) for (const [id, doc] of await store.getMany(def, missing)) out.set(id, doc);
+        return out;
+      },
+      upsert<T>(def: CollectionDef<T>, doc: T): void {
+        const id = def.key(doc);
+        writes.of(def.name).set(id, { op: 'upsert', collection: def.name, id, doc });
+      },
+      delete<T>(def: CollectionDef<T>, id: string): void {
+        writes.of(def.name).set(id, { op: 'delete', collection: def.name, id });
+      },
+    };
+  }
+}
+
+/** The last write of each document in a batch, per collection (only the last one matters). */
+class PendingWrites {
+  private readonly byCollection = new Map<string, Map<string, Write>>();
+
+  of(collection: string): Map<string, Write> {
+    let m = this.byCollection.get(collection);
+    if (!m) this.byCollection.set(collection, (m = new Map<string, Write>()));
+    return m;
+  }
+
+  all(): Write[] {
+    return [...this.byCollection.values()].flatMap((m) => [...m.values()]);
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Plan tiers and the Pro-member overlay: THE one table of what each tier includes.
+ * Metering, `/v1/usage`, gating, OpenAPI text and docs all read these numbers from here
+ * (DESIGN §5, STYLE rule 8).
+ */
+
+/** Lowest to highest; the position is the tier's rank for gating. */
+export const TIERS = ['free', 'hobbyist', 'builder', 'quant', 'enterprise'] as const;
+export type Tier = (typeof TIERS)[number];
+
+export type Coverage = 'all' | 'top100';
+
+export interface TierPlan {
+  tier: Tier;
+  /** Position in TIERS; higher includes everything lower tiers may call. */
+  rank: number;
+  /** Included credits per calendar month (UTC); null = unmetered (enterprise). */
+  monthly_allowance: number | null;
+  /** How many days the data trails the current date. */
+  delay_days: number;
+  coverage: Coverage;
+  /** Depth of history visible; null = full history. */
+  history_days: number | null;
+  /** Overage price per 1,000 credits; null when the tier cannot run into overage. */
+  overage_per_1k_usd: number | null;
+}
+
+type PlanRow = Omit<TierPlan, 'tier' | 'rank'>;
+
+const ROWS: Record<Tier, PlanRow> = {
+  free: { monthly_allowance: 1_000, delay_days: 7, coverage: 'top100', history_days: 90, overage_per_1k_usd: null },
+  hobbyist: { monthly_allowance: 25_000, delay_days: 0, coverage: 'all', history_days: 730, overage_per_1k_usd: 0.5 },
+  builder: { monthly_allowance: 250_000, delay_days: 0, coverage: 'all', history_days: 1_825, overage_per_1k_usd: 0.4 },
+  quant: { monthly_allowance: 2_500_000, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: 0.25 },
+  enterprise: { monthly_allowance: null, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: null },
+};
+
+export const PLANS: Readonly<Record<Tier, Readonly<TierPlan>>> = Object.freeze(
+  Object.fromEntries(TIERS.map((tier, rank) => [tier, Object.freeze({ tier, rank, ...ROWS[tier] })])) as Record<Tier, TierPlan>,
+);
+
+/** What a key may see and spend, after the Pro overlay. The shape `/v1/usage` shows as `entitlements`. */
+export interface Entitlements {
+  /** Monthly credits; null = unmetered. */
+  credits: number | null;
+  delay_days: number;
+  coverage: Coverage;
+  /** null = full history. */
+  history_days: number | null;
+}
+
+/**
+ * The consumer Pro membership's overlay: live data, full universe, one year of history and
+ * 5,000 credits a month. Deeper history, webhooks and bulk exports stay with the developer plans,
+ * so the overlay never changes the tier (gating), only these entitlements.
+ */
+export const PRO_OVERLAY: Readonly<Entitlements> = Object.freeze({
+  credits: 5_000,
+  delay_days: 0,
+  coverage: 'all',
+  history_days: 365,
+});
+
+/** Usage alerts fire once per month at these percentages of the allowance. */
+export const USAGE_ALERT_THRESHOLDS = [75, 90, 100] as const;
+export type UsageAlertThreshold = (typeof USAGE_ALERT_THRESHOLDS)[number];
+
+/** The larger of two allowances or depths, where null (unlimited) beats any number. */
+export function moreOf(a: number | null, b: number | null): number | null {
+  return a === null || b === null ? null : Math.max(a, b);
+}
+
+const wider = (a: Coverage, b: Coverage): Coverage => (a === 'all' || b === 'all' ? 'all' : 'top100');
+
+/** The tier's entitlements, each improved by the Pro overlay when the account is a Pro member. */
+export function entitlementsOf(tier: Tier, pro: boolean): Entitlements {
+  const p = PLANS[tier];
+  const own: Entitlements = {
+    credits: p.monthly_allowance,
+    delay_days: p.delay_days,
+    coverage: p.coverage,
+    history_days: p.history_days,
+  };
+  if (!pro) return own;
+  return {
+    credits: moreOf(own.credits, PRO_OVERLAY.credits),
+    delay_days: Math.min(own.delay_days, PRO_OVERLAY.delay_days),
+    coverage: wider(own.coverage, PRO_OVERLAY.coverage),
+    history_days: moreOf(own.history_days, PRO_OVERLAY.history_days),
+  };
+}
+
+/** True when `tier` is `min` or higher. */
+export function tierAtLeast(tier: Tier, min: Tier): boolean {
+  return PLANS[tier].rank >= PLANS[min].rank;
+}
+
+export function isTier(x: unknown): x is Tier {
+  return typeof x === 'string' && (TIERS as readonly string[]).includes(x);
+}
+
+/**
+ * Whether the tier may switch overage on. Free is hard-stop only; enterprise is unmetered, so
+ * there is nothing to overrun.
+ */
+export function overageAllowed(tier: Tier): boolean {
+  return PLANS[tier].overage_per_1k_usd !== null;
+}

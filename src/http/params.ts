@@ -1,0 +1,12 @@
+import { badRequest } from '../core/errors.js';
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A `YYYY-MM-DD` query parameter that is a real calendar date, or undefined. */
+export function parseDateParam(name: string, value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!DATE.test(value) || new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) !== value) {
+    throw badRequest(`${name} must be a date YYYY-MM-DD`, { errors: [{ parameter: name, message: 'must be a date YYYY-MM-DD' }] });
+  }
+  return value;
+}

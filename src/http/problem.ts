@@ -1,0 +1,56 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import { ValidateError } from '@tsoa/runtime';
+import { AppError, type ErrorCode, statusOf, titleOf } from '../core/errors.js';
+
+export interface ProblemDetails {
+  /** A URI naming the problem type; resolves to the error reference in the docs. */
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, limit_exceeded, credits_exhausted, rate_limited. */
+  code: string;
+  /** Set on validation errors: what was wrong with each parameter. */
+  errors?: { parameter: string; message: string }[];
+  [extension: string]: unknown;
+}
+
+export function problemOf(code: ErrorCode, detail: string, baseUrl: string, extensions: Record<string, unknown> = {}): ProblemDetails {
+  return {
+    type: `${baseUrl}/docs/errors#${code}`,
+    title: titleOf(code),
+    status: statusOf(code),
+    detail,
+    code,
+    ...extensions,
+  };
+}
+
+export function sendProblem(res: Response, problem: ProblemDetails): void {
+  res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
+}
+
+/** Turns tsoa's validation errors into a parameter-by-parameter 400 problem. */
+function fromValidateError(err: ValidateError, baseUrl: string): ProblemDetails {
+  const errors = Object.entries(err.fields).map(([field, info]) => ({
+    parameter: field.replace(/^(query|path|body|header)\./, ''),
+    message: info.message,
+  }));
+  return problemOf('bad_request', errors.map((e) => `${e.parameter}: ${e.message}`).join('; '), baseUrl, { errors });
+}
+
+/** The one place errors become problem+json (RFC 9457). Bad input is never a 500. */
+export function problemHandler(baseUrl: () => string, log: { error(obj: unknown, msg: string): void }): ErrorRequestHandler {
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) return next(err);
+    if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
+    if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
+    const e = err as { type?: string; status?: number; message?: string };
+    if (e?.type === 'entity.parse.failed' || e?.status === 400) {
+      return sendProblem(res, problemOf('bad_request', 'request body is not valid JSON', baseUrl()));
+    }
+    if (e?.status === 413) return sendProblem(res, { ...problemOf('bad_request', 'request body too large', baseUrl()), status: 413 });
+    log.error({ err, path: req.path }, 'unhandled error');
+    sendProblem(res, problemOf('internal', 'the service failed to answer; the error was logged', baseUrl()));
+  };
+}

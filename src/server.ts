@@ -1,0 +1,110 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SingleBar, Presets } from 'cli-progress';
+import { advanceDemo, startDemoPublisher } from '../commands/seed-demo/seed-demo.handler.js';
+import { startIngestConsumer } from '../commands/ingest/ingest.consumer.js';
+import { DemoDataset } from './demo/generate.js';
+import type { Services } from './container.js';
+import { createApp } from './http/app.js';
+
+export interface RunningServer {
+  /** Where this process listens. */
+  url: string;
+  /** The base of the URLs the service writes (PUBLIC_BASE_URL, else `url`). */
+  baseUrl: string;
+  server: Server;
+  /** Stops accepting, lets in-flight requests finish, then closes the stores cleanly. */
+  shutdown(): Promise<void>;
+}
+
+function progressBar(label: string, enabled: boolean) {
+  if (!enabled) return null;
+  return new SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} | {duration_formatted}`, hideCursor: true }, Presets.shades_classic);
+}
+
+/** Seeds the demo into an empty store (with a progress bar on a terminal); returns whether it seeded. */
+export async function seedIfEmpty(services: Services, options: { progress?: boolean } = {}): Promise<boolean> {
+  if (!services.config.demo) return false;
+  const dataset = new DemoDataset({ seed: services.config.demoSeed });
+  const empty = (await services.events.headPosition()) === null;
+  const bar = empty ? progressBar('seeding demo history ', options.progress ?? process.stdout.isTTY) : null;
+  let started = false;
+  const result = await advanceDemo({
+    store: services.events,
+    clock: services.clock,
+    dataset,
+    onProgress: (done, total) => {
+      if (!bar) return;
+      if (!started) {
+        bar.start(total, 0);
+        started = true;
+      }
+      bar.update(done);
+    },
+  });
+  bar?.stop();
+  if (result.appends > 0) services.log.info({ appends: result.appends, events: result.events, through: result.through }, 'demo history written');
+  return empty && result.appends > 0;
+}
+
+/** Brings the read models up to the log, showing progress when there is much to do. */
+export async function catchUpReadModels(services: Services, options: { progress?: boolean } = {}): Promise<void> {
+  const head = await services.events.headPosition();
+  const bar = progressBar('building read models  ', (options.progress ?? process.stdout.isTTY) && head !== null);
+  const headN = head ? Number(head.split(':')[0]) : 0;
+  let started = false;
+  const stopProgress = services.runner.onProgressChange((position) => {
+    if (!bar || !Number.isFinite(headN) || headN === 0) return;
+    if (!started) {
+      bar.start(headN, 0);
+      started = true;
+    }
+    bar.update(Math.min(headN, Number(position.split(':')[0])));
+  });
+  await services.runner.start();
+  stopProgress();
+  if (started) bar?.update(headN);
+  bar?.stop();
+}
+
+/** `npm start` / `scores serve`: seed when empty, catch up, serve REST on PORT, follow the log. */
+export async function startServer(services: Services, options: { progress?: boolean; port?: number } = {}): Promise<RunningServer> {
+  await seedIfEmpty(services, options);
+  await catchUpReadModels(services, options);
+  const publisher = services.config.demo
+    ? startDemoPublisher({
+        store: services.events,
+        clock: services.clock,
+        dataset: new DemoDataset({ seed: services.config.demoSeed }),
+        onError: (err) => services.log.error({ err }, 'demo publisher failed'),
+      })
+    : null;
+  const ingestConsumer = await startIngestConsumer({
+    bus: services.bus,
+    store: services.events,
+    clock: services.clock,
+    log: (msg) => services.log.warn(msg),
+  });
+
+  const app = createApp(services);
+  const server = app.listen(options.port ?? services.config.port, services.config.host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  services.setListenUrl(`http://localhost:${port}`);
+
+  let closing: Promise<void> | null = null;
+  const shutdown = () =>
+    (closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      // In-flight requests finish; keep-alive sockets that stay idle are closed as they free up.
+      const force = setTimeout(() => server.closeAllConnections(), 10_000);
+      await closed;
+      clearTimeout(force);
+      await publisher?.stop();
+      await ingestConsumer.stop();
+      await services.close();
+    })());
+  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), server, shutdown };
+}

@@ -1,0 +1,42 @@
+import { rmSync } from 'node:fs';
+import { loadConfig } from '../../src/config.js';
+import { openServices } from '../../src/container.js';
+import { catchUpReadModels, seedIfEmpty } from '../../src/server.js';
+import { scoreHistory } from '../../projections/score-history/score-history.projection.js';
+import { tempDir, testEnv } from '../support/server.js';
+import { fmt, median, report } from './stats.js';
+
+/**
+ * Seed time of the full demo dataset (events written + read models built) and replay throughput
+ * (score rows per second when every read model is rebuilt from the log).
+ */
+export async function benchSeedAndReplay(runs: number, now: string): Promise<void> {
+  const seedSeconds: number[] = [];
+  const replayRowsPerSecond: number[] = [];
+  let rows = 0;
+  for (let i = 0; i < runs; i++) {
+    const dir = tempDir('scores-bench-');
+    const services = await openServices(loadConfig(testEnv(dir, now)));
+    try {
+      const t0 = performance.now();
+      await seedIfEmpty(services, { progress: false });
+      await catchUpReadModels(services, { progress: false });
+      seedSeconds.push((performance.now() - t0) / 1000);
+      rows = await services.reads.count(scoreHistory, {});
+      const t1 = performance.now();
+      await services.runner.replay();
+      const replaySeconds = (performance.now() - t1) / 1000;
+      replayRowsPerSecond.push(rows / replaySeconds);
+      process.stderr.write(
+        `  run ${i + 1}/${runs}: seed ${fmt(seedSeconds[i]!)} s, replay ${fmt(replaySeconds)} s (${rows.toLocaleString('en-US')} score rows)\n`,
+      );
+    } finally {
+      await services.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const seed = median(seedSeconds);
+  const replay = median(replayRowsPerSecond);
+  report(`seed full demo dataset (median of ${runs})`, `${fmt(seed)} s`, '< 60 s', seed < 60);
+  report(`replay throughput (median of ${runs})`, `${fmt(replay, 0)} score rows/s`, '>= 200,000/s', replay >= 200_000);
+}

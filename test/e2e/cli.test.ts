@@ -1,0 +1,59 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/core/paths.js';
+import { runCli, until } from '../support/processes.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-02-15T12:00:00Z';
+
+describe('The scores CLI', function () {
+  this.timeout(120_000);
+  const dir = tempDir();
+  const env = testEnv(dir, NOW, { PORT: '0' });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  describe('When an ingest file has one bad row', () => {
+    it('exits non-zero, names the row and writes nothing', async () => {
+      expect((await runCli(['seed', '--json'], env)).code).to.equal(0);
+      const before = JSON.parse((await runCli(['seed', '--json'], env)).stdout) as { head: string };
+      const file = join(dir, 'bad.csv');
+      writeFileSync(file, ['ticker,date,main_street,wall_street', 'AAPL,2019-02-14,50,50', 'MSFT,2019-02-14,fifty,50', 'AMZN,2019-02-14,40,50'].join('\n'));
+      const r = await runCli(['ingest', file], env);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.match(/line 3: main_street/).and.match(/nothing was written/);
+      const after = JSON.parse((await runCli(['seed', '--json'], env)).stdout) as { head: string };
+      expect(after.head).to.equal(before.head);
+    });
+  });
+
+  describe('When the CLI appends while the server runs', () => {
+    it('the server serves the new data within a second', async () => {
+      const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      try {
+        await until(() => /listening on (http:\/\/\S+)/.test(out), 60_000);
+        const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+        const file = join(dir, 'new.jsonl');
+        writeFileSync(
+          file,
+          [
+            JSON.stringify({ type: 'ticker', symbol: 'NEWCO', company: 'New Co', sector: 'Industrials', size_rank: 999 }),
+            JSON.stringify({ type: 'score', ticker: 'NEWCO', date: '2019-02-14', main_street: 71, wall_street: 33 }),
+          ].join('\n'),
+        );
+        expect((await runCli(['ingest', file], env)).code).to.equal(0);
+        const t0 = Date.now();
+        await until(async () => (await fetch(`${url}/v1/scores/NEWCO`)).status === 200, 5_000, 50);
+        expect(Date.now() - t0).to.be.below(1000);
+        const body = (await (await fetch(`${url}/v1/scores/NEWCO`)).json()) as Record<string, unknown>;
+        expect(body).to.include({ ticker: 'NEWCO', main_street: 71, wall_street: 33, divergence_gap: 38 });
+      } finally {
+        server.kill('SIGTERM');
+        await new Promise((r) => server.on('exit', r));
+      }
+    });
+  });
+});

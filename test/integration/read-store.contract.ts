@@ -1,0 +1,448 @@
+import { expect } from 'chai';
+import { AppError } from '../../src/core/errors.js';
+import {
+  defineCollection,
+  type CollectionDef,
+  type Filter,
+  type Page,
+  type ReadStore,
+  type SortSpec,
+  type Write,
+} from '../../src/core/read-store.port.js';
+
+export interface ReadStoreFixture {
+  store: ReadStore;
+  cleanup(): Promise<void>;
+}
+
+/** A read-model row with every kind of queryable value: strings, numbers, booleans, nulls. */
+interface Row {
+  id: string;
+  ticker: string;
+  date: string;
+  score: number;
+  active: boolean;
+  sector: string | null;
+  /** Not queryable: only stored and returned. */
+  detail?: { reasons: string[]; weight: number | null };
+}
+
+const rows = defineCollection<Row>({
+  name: 'contract_rows',
+  key: (r) => r.id,
+  fields: ['ticker', 'date', 'score', 'active', 'sector'],
+  indexes: [['ticker', 'date'], ['score'], ['sector', 'score']],
+});
+
+const others = defineCollection<{ id: string; n: number }>({
+  name: 'contract_others',
+  key: (r) => r.id,
+  fields: ['n'],
+  indexes: [],
+});
+
+/** 14 rows: ties on every sort field, nulls in `sector`, both booleans. */
+const DATA: Row[] = [
+  { id: 'r01', ticker: 'AAPL', date: '2024-01-02', score: 70, active: true, sector: 'Tech' },
+  { id: 'r02', ticker: 'AAPL', date: '2024-01-03', score: 55.5, active: false, sector: 'Tech' },
+  { id: 'r03', ticker: 'AAPL', date: '2024-01-04', score: 70, active: true, sector: 'Tech' },
+  { id: 'r04', ticker: 'MSFT', date: '2024-01-02', score: 40, active: true, sector: 'Tech' },
+  { id: 'r05', ticker: 'MSFT', date: '2024-01-03', score: 90, active: false, sector: null },
+  { id: 'r06', ticker: 'XOM', date: '2024-01-02', score: 10, active: true, sector: 'Energy' },
+  { id: 'r07', ticker: 'XOM', date: '2024-01-03', score: -5, active: true, sector: 'Energy' },
+  { id: 'r08', ticker: 'JPM', date: '2024-01-02', score: 70, active: false, sector: 'Finance' },
+  { id: 'r09', ticker: 'JPM', date: '2024-01-03', score: 0, active: true, sector: null },
+  { id: 'r10', ticker: 'KO', date: '2024-01-02', score: 33, active: true, sector: 'Staples', detail: { reasons: ['a', 'b'], weight: null } },
+  { id: 'r11', ticker: 'KO', date: '2024-01-03', score: 33, active: false, sector: null },
+  { id: 'r12', ticker: 'BRK.B', date: '2024-01-02', score: 61, active: true, sector: 'Finance' },
+  { id: 'r13', ticker: 'ÅBB', date: '2024-01-02', score: 12.25, active: false, sector: 'Industrials' },
+  { id: 'r14', ticker: 'AAPL', date: '2024-01-05', score: 99, active: true, sector: 'Tech' },
+];
+
+const upsert = (doc: Row): Write => ({ op: 'upsert', collection: rows.name, id: doc.id, doc });
+
+/** One behaviour spec for every ReadStore adapter. Each test gets an empty store. */
+export function readStoreContract(name: string, make: () => Promise<ReadStoreFixture>): void {
+  describe(`ReadStore contract: ${name}`, function () {
+    let fixture: ReadStoreFixture;
+    let store: ReadStore;
+
+    beforeEach(async function () {
+      fixture = await make();
+      store = fixture.store;
+      await store.register([rows, others]);
+    });
+
+    afterEach(async function () {
+      await fixture.cleanup();
+    });
+
+    const seed = () => store.commit({ writes: DATA.map(upsert), checkpoints: {} });
+    const ids = (docs: { id: string }[]) => docs.map((d) => d.id);
+    const idsOf = async (filter: Filter<Row>) => ids((await store.find(rows, filter)).items);
+    /** The reference answer, computed here: filter, then sort with the id as last key. */
+    const expected = (keep: (r: Row) => boolean, sort: SortSpec<Row> = []) =>
+      DATA.filter(keep)
+        .sort((a, b) => {
+          for (const [f, d] of [...sort, ['id', 1] as const]) {
+            const c = compare(a[f], b[f]);
+            if (c !== 0) return c * d;
+          }
+          return 0;
+        })
+        .map((r) => r.id);
+
+    describe('When collections are registered', function () {
+      it('can register them again without harm', async function () {
+        await seed();
+        await store.register([rows, others]);
+        expect(await store.count(rows, {})).to.equal(DATA.length);
+      });
+    });
+
+    describe('When documents are written through commit', function () {
+      it('reads one back exactly as written, booleans and nulls included', async function () {
+        await seed();
+
+        expect(await store.get(rows, 'r10')).to.deep.equal(DATA[9]);
+        const r05 = await store.get(rows, 'r05');
+        expect(r05).to.deep.equal(DATA[4]);
+        expect(r05!.active).to.equal(false);
+        expect(r05!.sector).to.equal(null);
+      });
+
+      it('answers null for an id it does not hold', async function () {
+        expect(await store.get(rows, 'nope')).to.equal(null);
+      });
+
+      it('replaces the whole document on a second upsert', async function () {
+        await seed();
+        const changed: Row = { id: 'r10', ticker: 'KO', date: '2024-01-02', score: 34, active: false, sector: null };
+        await store.commit({ writes: [upsert(changed)], checkpoints: {} });
+
+        expect(await store.get(rows, 'r10')).to.deep.equal(changed);
+        expect(await store.count(rows, { score: 34 })).to.equal(1);
+        expect(await store.count(rows, { score: 33 })).to.equal(1);
+      });
+
+      it('deletes a document', async function () {
+        await seed();
+        await store.commit({ writes: [{ op: 'delete', collection: rows.name, id: 'r01' }], checkpoints: {} });
+
+        expect(await store.get(rows, 'r01')).to.equal(null);
+        expect(await store.count(rows, {})).to.equal(DATA.length - 1);
+      });
+
+      it('applies the writes of a batch in order (the last write of an id wins)', async function () {
+        await store.commit({
+          writes: [upsert(DATA[0]!), { op: 'delete', collection: rows.name, id: 'r01' }, upsert(DATA[1]!), upsert({ ...DATA[1]!, score: 1 })],
+          checkpoints: {},
+        });
+
+        expect(await store.get(rows, 'r01')).to.equal(null);
+        expect((await store.get(rows, 'r02'))!.score).to.equal(1);
+      });
+
+      it('fetches several by id, leaving out the ones it does not hold', async function () {
+        await seed();
+        const found = await store.getMany(rows, ['r03', 'nope', 'r09']);
+
+        expect([...found.keys()].sort()).to.deep.equal(['r03', 'r09']);
+        expect(found.get('r09')).to.deep.equal(DATA[8]);
+        expect((await store.getMany(rows, [])).size).to.equal(0);
+      });
+    });
+
+    describe('When filtering', function () {
+      beforeEach(seed);
+
+      it('matches a plain value and $eq', async function () {
+        expect(await idsOf({ ticker: 'AAPL' })).to.deep.equal(expected((r) => r.ticker === 'AAPL'));
+        expect(await idsOf({ score: { $eq: 70 } })).to.deep.equal(['r01', 'r03', 'r08']);
+      });
+
+      it('matches booleans', async function () {
+        expect(await idsOf({ active: false })).to.deep.equal(expected((r) => !r.active));
+        expect(await idsOf({ active: { $eq: true } })).to.deep.equal(expected((r) => r.active));
+      });
+
+      it('compares with $gt, $gte, $lt and $lte, on numbers and strings', async function () {
+        expect(await idsOf({ score: { $gt: 70 } })).to.deep.equal(expected((r) => r.score > 70));
+        expect(await idsOf({ score: { $gte: 70 } })).to.deep.equal(expected((r) => r.score >= 70));
+        expect(await idsOf({ score: { $lt: 10 } })).to.deep.equal(expected((r) => r.score < 10));
+        expect(await idsOf({ score: { $lte: 10 } })).to.deep.equal(expected((r) => r.score <= 10));
+        expect(await idsOf({ date: { $gte: '2024-01-03', $lt: '2024-01-05' } })).to.deep.equal(
+          expected((r) => r.date >= '2024-01-03' && r.date < '2024-01-05'),
+        );
+      });
+
+      it('matches a list with $in, and nothing with an empty list', async function () {
+        expect(await idsOf({ ticker: { $in: ['KO', 'XOM'] } })).to.deep.equal(expected((r) => ['KO', 'XOM'].includes(r.ticker)));
+        expect(await idsOf({ ticker: { $in: [] } })).to.deep.equal([]);
+      });
+
+      it('excludes a value with $ne', async function () {
+        expect(await idsOf({ ticker: { $ne: 'AAPL' } })).to.deep.equal(expected((r) => r.ticker !== 'AAPL'));
+      });
+
+      it('combines conditions on several fields with AND', async function () {
+        expect(await idsOf({ ticker: 'AAPL', active: true, score: { $gte: 70, $lte: 90 } })).to.deep.equal(['r01', 'r03']);
+      });
+
+      it('matches everything with an empty filter', async function () {
+        expect(await idsOf({})).to.deep.equal(expected(() => true));
+      });
+    });
+
+    describe('When a filter compares with null', function () {
+      beforeEach(seed);
+
+      it('matches nulls with a plain null', async function () {
+        expect(await idsOf({ sector: null })).to.deep.equal(['r05', 'r09', 'r11']);
+      });
+
+      it('matches nulls with $eq: null, as with a plain null', async function () {
+        expect(await idsOf({ sector: { $eq: null } })).to.deep.equal(['r05', 'r09', 'r11']);
+      });
+
+      it('matches every non-null value with $ne: null', async function () {
+        expect(await idsOf({ sector: { $ne: null } })).to.deep.equal(expected((r) => r.sector !== null));
+      });
+
+      it('keeps nulls with $ne on a value (null is not that value)', async function () {
+        expect(await idsOf({ sector: { $ne: 'Tech' } })).to.deep.equal(expected((r) => r.sector !== 'Tech'));
+      });
+
+      it('matches nulls listed in $in', async function () {
+        expect(await idsOf({ sector: { $in: ['Energy', null] } })).to.deep.equal(
+          expected((r) => r.sector === 'Energy' || r.sector === null),
+        );
+      });
+    });
+
+    describe('When sorting', function () {
+      beforeEach(seed);
+
+      it('orders by id when no sort is given', async function () {
+        expect(ids((await store.find(rows, {})).items)).to.deep.equal(expected(() => true));
+      });
+
+      it('orders ascending and descending, ties broken by id', async function () {
+        for (const sort of [[['score', 1]], [['score', -1]], [['date', -1]]] as SortSpec<Row>[]) {
+          expect(ids((await store.find(rows, {}, { sort })).items), JSON.stringify(sort)).to.deep.equal(expected(() => true, sort));
+        }
+      });
+
+      it('orders by several fields in mixed directions', async function () {
+        const sort: SortSpec<Row> = [
+          ['ticker', 1],
+          ['date', -1],
+        ];
+        expect(ids((await store.find(rows, {}, { sort })).items)).to.deep.equal(expected(() => true, sort));
+        const sort2: SortSpec<Row> = [
+          ['active', -1],
+          ['score', 1],
+        ];
+        expect(ids((await store.find(rows, {}, { sort: sort2 })).items)).to.deep.equal(expected(() => true, sort2));
+      });
+
+      it('puts nulls first ascending and last descending', async function () {
+        const asc = ids((await store.find(rows, {}, { sort: [['sector', 1]] })).items);
+        const desc = ids((await store.find(rows, {}, { sort: [['sector', -1]] })).items);
+
+        expect(asc.slice(0, 3)).to.deep.equal(['r05', 'r09', 'r11']);
+        expect(desc.slice(-3)).to.deep.equal(['r05', 'r09', 'r11']);
+        expect(asc).to.deep.equal(expected(() => true, [['sector', 1]]));
+        expect(desc).to.deep.equal(expected(() => true, [['sector', -1]]));
+      });
+    });
+
+    describe('When paging with limit and cursor', function () {
+      beforeEach(seed);
+
+      /** Follows nextCursor to the end, returning the pages' ids. */
+      const walk = async (filter: Filter<Row>, sort: SortSpec<Row> | undefined, limit: number) => {
+        const pages: string[][] = [];
+        let cursor: string | null = null;
+        do {
+          const page: Page<Row> = await store.find(rows, filter, { ...(sort ? { sort } : {}), limit, cursor });
+          pages.push(ids(page.items));
+          cursor = page.nextCursor;
+          if (pages.length > DATA.length + 1) throw new Error('pagination does not end');
+        } while (cursor);
+        return pages;
+      };
+
+      const cases: [string, Filter<Row>, SortSpec<Row> | undefined][] = [
+        ['no sort (id order)', {}, undefined],
+        ['one field ascending, with ties', {}, [['score', 1]]],
+        ['one field descending, with ties', {}, [['score', -1]]],
+        ['two fields in mixed directions', {}, [['ticker', 1], ['date', -1]]],
+        ['a boolean then a number descending', {}, [['active', 1], ['score', -1]]],
+        ['a filter and a sort', { date: { $lte: '2024-01-03' } }, [['date', -1], ['score', 1]]],
+      ];
+      for (const [label, filter, sort] of cases) {
+        it(`walks every page with no duplicate and no gap: ${label}`, async function () {
+          const all = ids((await store.find(rows, filter, sort ? { sort } : {})).items);
+          for (const limit of [1, 3, 5]) {
+            const pages = await walk(filter, sort, limit);
+            expect(pages.flat(), `limit ${limit}`).to.deep.equal(all);
+            for (const p of pages.slice(0, -1)) expect(p).to.have.length(limit);
+          }
+        });
+      }
+
+      for (const dir of [1, -1] as const) {
+        it(`walks every page when the sort field holds nulls (${dir === 1 ? 'ascending' : 'descending'})`, async function () {
+          const sort: SortSpec<Row> = [['sector', dir]];
+          const all = expected(() => true, sort);
+          for (const limit of [1, 2, 4]) {
+            expect((await walk({}, sort, limit)).flat(), `limit ${limit}`).to.deep.equal(all);
+          }
+        });
+      }
+
+      it('gives no cursor on the last page, even when it is exactly full', async function () {
+        const filter: Filter<Row> = { ticker: 'AAPL' }; // 4 rows
+        const first = await store.find(rows, filter, { limit: 2 });
+        const second = await store.find(rows, filter, { limit: 2, cursor: first.nextCursor });
+
+        expect(first.nextCursor).to.be.a('string');
+        expect(ids(second.items)).to.deep.equal(['r03', 'r14']);
+        expect(second.nextCursor).to.equal(null);
+        expect((await store.find(rows, filter, { limit: 10 })).nextCursor).to.equal(null);
+      });
+
+      it('refuses a cursor it did not make with a bad request', async function () {
+        for (const cursor of ['not a cursor!', Buffer.from('{"a":1}').toString('base64url'), Buffer.from('[1]').toString('base64url')]) {
+          const err = await failureOf(() => store.find(rows, {}, { sort: [['score', 1]], limit: 2, cursor }));
+          expect(err, cursor).to.be.instanceOf(AppError);
+          expect((err as AppError).code).to.equal('bad_request');
+        }
+      });
+    });
+
+    describe('When counting', function () {
+      it('counts what a filter matches', async function () {
+        expect(await store.count(rows, {})).to.equal(0);
+        await seed();
+
+        expect(await store.count(rows, {})).to.equal(DATA.length);
+        expect(await store.count(rows, { ticker: 'AAPL', active: true })).to.equal(3);
+        expect(await store.count(rows, { score: { $gt: 1000 } })).to.equal(0);
+      });
+    });
+
+    describe('When scanning a collection', function () {
+      it('yields every document once, in id order, across batches', async function () {
+        await seed();
+        const seen: Row[] = [];
+        for await (const doc of store.scan(rows, 4)) seen.push(doc);
+
+        expect(ids(seen)).to.deep.equal([...DATA.map((r) => r.id)].sort());
+        expect(seen.find((r) => r.id === 'r10')).to.deep.equal(DATA[9]);
+      });
+
+      it('yields nothing for an empty collection', async function () {
+        const seen: unknown[] = [];
+        for await (const doc of store.scan(others)) seen.push(doc);
+        expect(seen).to.deep.equal([]);
+      });
+    });
+
+    describe('When a projector commits with its checkpoint', function () {
+      it('has no checkpoint before its first commit', async function () {
+        expect(await store.checkpoint('scores')).to.equal(null);
+      });
+
+      it('stores the checkpoint with the writes', async function () {
+        await store.commit({ writes: [upsert(DATA[0]!)], checkpoints: { scores: '00000000000000000005', usage: '00000000000000000003' } });
+
+        expect(await store.checkpoint('scores')).to.equal('00000000000000000005');
+        expect(await store.checkpoint('usage')).to.equal('00000000000000000003');
+        expect(await store.get(rows, 'r01')).to.deep.equal(DATA[0]);
+      });
+
+      it('keeps neither the writes nor the checkpoint of a batch that fails', async function () {
+        await store.commit({ writes: [upsert(DATA[0]!)], checkpoints: { scores: '00000000000000000001' } });
+
+        const err = await failureOf(() =>
+          store.commit({
+            writes: [upsert({ ...DATA[0]!, score: 1 }), upsert(DATA[1]!), { op: 'upsert', collection: 'not_registered', id: 'x', doc: {} }],
+            checkpoints: { scores: '00000000000000000002' },
+          }),
+        );
+
+        expect(err).to.be.instanceOf(Error);
+        expect(await store.checkpoint('scores')).to.equal('00000000000000000001');
+        expect(await store.get(rows, 'r01')).to.deep.equal(DATA[0]);
+        expect(await store.get(rows, 'r02')).to.equal(null);
+      });
+
+      it('ignores a re-delivered batch whose checkpoint is not newer than the stored one', async function () {
+        const v1 = { ...DATA[0]!, score: 1 };
+        const v2 = { ...DATA[0]!, score: 2 };
+        await store.commit({ writes: [upsert(v2)], checkpoints: { scores: '00000000000000000010' } });
+
+        await store.commit({ writes: [upsert(v1), upsert(DATA[1]!)], checkpoints: { scores: '00000000000000000007' } });
+        await store.commit({ writes: [upsert(v1)], checkpoints: { scores: '00000000000000000010' } });
+
+        expect(await store.get(rows, 'r01')).to.deep.equal(v2);
+        expect(await store.get(rows, 'r02')).to.equal(null);
+        expect(await store.checkpoint('scores')).to.equal('00000000000000000010');
+      });
+    });
+
+    describe('When read models are reset', function () {
+      it('drops the named collections and checkpoints only, and the collections stay usable', async function () {
+        await seed();
+        await store.commit({
+          writes: [{ op: 'upsert', collection: others.name, id: 'o1', doc: { id: 'o1', n: 1 } }],
+          checkpoints: { scores: '00000000000000000009', usage: '00000000000000000004' },
+        });
+
+        await store.reset([rows.name], ['scores']);
+
+        expect(await store.count(rows, {})).to.equal(0);
+        expect(await store.get(others, 'o1')).to.deep.equal({ id: 'o1', n: 1 });
+        expect(await store.checkpoint('scores')).to.equal(null);
+        expect(await store.checkpoint('usage')).to.equal('00000000000000000004');
+        await seed();
+        expect(await idsOf({ ticker: 'KO' })).to.deep.equal(['r10', 'r11']);
+      });
+    });
+
+    describe('When a query names a field the collection does not declare', function () {
+      beforeEach(seed);
+      const undeclared = rows as unknown as CollectionDef<Row & { detail: string }>;
+
+      it('refuses it in a filter', async function () {
+        expect(await failureOf(() => store.find(undeclared, { detail: 'x' }))).to.be.instanceOf(Error);
+        expect(await failureOf(() => store.count(undeclared, { id: 'r01' }))).to.be.instanceOf(Error);
+      });
+
+      it('refuses it in a sort', async function () {
+        expect(await failureOf(() => store.find(undeclared, {}, { sort: [['detail', 1]] }))).to.be.instanceOf(Error);
+      });
+    });
+  });
+}
+
+/** The failure of an operation, whether it throws at once or rejects. */
+async function failureOf(op: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await op();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a failure, but it succeeded');
+}
+
+/** Nulls first, then the natural order of numbers, booleans (false < true) and strings (code points). */
+function compare(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return -1;
+  if (b === null || b === undefined) return 1;
+  if (typeof a === 'string' && typeof b === 'string') return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  return (a as number) < (b as number) ? -1 : 1;
+}

@@ -1,0 +1,52 @@
+/**
+ * Given / when / then for pure deciders:
+ *   spec.given(events).when(command, now).then(expectedEvents)
+ *   spec.given(events).when(command, now).thenThrows('credits_exhausted', (err) => …)
+ * `normalize` maps each produced event before comparison (e.g. to drop hash-chain fields), so
+ * expectations state only what the behaviour is about.
+ */
+import { expect } from 'chai';
+import { AppError, type ErrorCode } from '../../src/core/errors.js';
+
+export interface Decider<State, Command, Event> {
+  decide(state: State, command: Command, now: Date): Event[];
+  evolve(state: State, event: Event): State;
+  initialState(): State;
+}
+
+export function deciderSpec<State, Command, Event>(
+  decider: Decider<State, Command, Event>,
+  options: { normalize?: (event: Event) => unknown } = {},
+) {
+  const normalize = options.normalize ?? ((e: Event) => e);
+  return {
+    given(events: Event[]) {
+      return {
+        when(command: Command, now: Date) {
+          const run = () => decider.decide(events.reduce((s, e) => decider.evolve(s, e), decider.initialState()), command, now);
+          return {
+            /** Asserts the produced events (normalized) deep-equal `expected`; returns them raw. */
+            then(expected: unknown[]): Event[] {
+              const produced = run();
+              expect(produced.map(normalize)).to.deep.equal(expected);
+              return produced;
+            },
+            /** Asserts the decision is refused with an AppError of `code` (so no events at all). */
+            thenThrows(code: ErrorCode, check?: (err: AppError) => void): AppError {
+              let produced: Event[] | undefined;
+              try {
+                produced = run();
+              } catch (err) {
+                expect(err).to.be.instanceOf(AppError);
+                expect((err as AppError).code).to.equal(code);
+                check?.(err as AppError);
+                return err as AppError;
+              }
+              expect.fail(`expected AppError(${code}), got events ${JSON.stringify(produced?.map(normalize))}`);
+            },
+          };
+        },
+      };
+    },
+  };
+}

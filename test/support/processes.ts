@@ -1,0 +1,38 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { projectRoot } from '../../src/core/paths.js';
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the `scores` CLI from source (tsx) as a separate process. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<Exit> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
+    cwd: projectRoot(),
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Exit>((resolve) => {
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, done };
+}
+
+export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Exit> {
+  return spawnCli(args, env).done;
+}
+
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

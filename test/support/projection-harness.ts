@@ -1,0 +1,61 @@
+import type { RecordedEvent } from '../../src/core/event-store.port.js';
+import type { Projection, ProjectionContext } from '../../src/core/projection.js';
+import type { CollectionDef } from '../../src/core/read-store.port.js';
+
+/** Applies events to a projection over plain Maps: the unit-test twin of the runner. */
+export class ProjectionHarness {
+  readonly docs = new Map<string, Map<string, unknown>>();
+  private position = 0;
+
+  constructor(private readonly projection: Projection) {}
+
+  private table(name: string) {
+    let t = this.docs.get(name);
+    if (!t) this.docs.set(name, (t = new Map()));
+    return t;
+  }
+
+  readonly ctx: ProjectionContext = {
+    get: async <T>(def: CollectionDef<T>, id: string) => (this.table(def.name).get(id) as T | undefined) ?? null,
+    getMany: async <T>(def: CollectionDef<T>, ids: readonly string[]) => {
+      const out = new Map<string, T>();
+      for (const id of ids) {
+        const d = this.table(def.name).get(id);
+        if (d !== undefined) out.set(id, structuredClone(d) as T);
+      }
+      return out;
+    },
+    upsert: <T>(def: CollectionDef<T>, doc: T) => {
+      this.table(def.name).set(def.key(doc), structuredClone(doc));
+    },
+    delete: <T>(def: CollectionDef<T>, id: string) => {
+      this.table(def.name).delete(id);
+    },
+  };
+
+  event(streamId: string, type: string, data: unknown): RecordedEvent {
+    this.position += 1;
+    return {
+      id: `evt-${this.position}`,
+      streamId,
+      type,
+      data,
+      metadata: {},
+      revision: 0,
+      position: String(this.position).padStart(20, '0'),
+      recordedAt: '2024-01-01T00:00:00.000Z',
+    };
+  }
+
+  async apply(...events: RecordedEvent[]): Promise<void> {
+    for (const e of events) if (this.projection.eventTypes.includes(e.type)) await this.projection.apply(e, this.ctx);
+  }
+
+  snapshot(): Record<string, Record<string, unknown>> {
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const [name, t] of [...this.docs].sort(([a], [b]) => a.localeCompare(b))) {
+      out[name] = Object.fromEntries([...t].sort(([a], [b]) => a.localeCompare(b)));
+    }
+    return structuredClone(out);
+  }
+}

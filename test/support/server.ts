@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { openServices, type Services } from '../../src/container.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+
+export interface TestServer {
+  url: string;
+  services: Services;
+  running: RunningServer;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+export function tempDir(prefix = 'scores-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Environment for a service process on a temp data dir with a pinned clock. */
+export function testEnv(dir: string, now: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...extra };
+}
+
+/** A real HTTP server on a random port over a real SQLite file, seeded with the demo up to `now`. */
+export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string> }): Promise<TestServer> {
+  const dir = options.dir ?? tempDir();
+  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)));
+  const running = await startServer(services, { progress: false, port: 0 });
+  return {
+    url: running.url,
+    services,
+    running,
+    dir,
+    async stop() {
+      await running.shutdown();
+      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

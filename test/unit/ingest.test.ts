@@ -1,0 +1,138 @@
+import { expect } from 'chai';
+import type { RecordedEvent } from '../../src/core/event-store.port.js';
+import { planIngest } from '../../commands/ingest/ingest.decide.js';
+import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parse.js';
+import { compositeScore } from '../../src/domain/composite.js';
+
+const recorded = (type: string, data: unknown, revision = 0): RecordedEvent => ({
+  id: `e${revision}`,
+  streamId: 's',
+  type,
+  data,
+  metadata: {},
+  revision,
+  position: String(revision).padStart(20, '0'),
+  recordedAt: '2024-01-01T00:00:00.000Z',
+});
+
+describe('Ingest parsing', () => {
+  describe('When a CSV file has one bad row among good ones', () => {
+    const csv = [
+      'ticker,date,main_street,wall_street',
+      'AAPL,2024-01-02,61.5,48.0',
+      'MSFT,2024-01-02,55,52',
+      'NVDA,2024-13-02,70,40',
+      'AMZN,2024-01-02,58,51',
+    ].join('\n');
+
+    it('refuses the whole file and names the line and the reason', () => {
+      expect(() => parseIngestFile(csv, 'csv')).to.throw(IngestValidationError).that.satisfies((e: IngestValidationError) => {
+        expect(e.errors).to.have.length(1);
+        expect(e.errors[0]!.line).to.equal(4);
+        expect(e.errors[0]!.reason).to.match(/date/);
+        expect(e.message).to.match(/line 4/).and.match(/nothing was written/);
+        return true;
+      });
+    });
+  });
+
+  describe('When a JSONL file mixes row types', () => {
+    const jsonl = [
+      '{"type":"ticker","symbol":"zzzz","company":"Zed Corp","sector":"Industrials","size_rank":600}',
+      '',
+      '{"type":"score","ticker":"ZZZZ","date":"2024-01-02","main_street":50,"wall_street":40}',
+      '{"type":"price","ticker":"ZZZZ","date":"2024-01-02","close":12.5}',
+    ].join('\n');
+
+    it('validates each row against its own type and upper-cases tickers', () => {
+      const rows = parseIngestFile(jsonl, 'jsonl');
+      expect(rows.map((r) => r.kind)).to.deep.equal(['ticker', 'score', 'price']);
+      expect(rows[0]!.value).to.include({ symbol: 'ZZZZ' });
+      expect(rows[1]!.line).to.equal(3);
+    });
+
+    it('names a line that is not JSON and one whose type is unknown', () => {
+      try {
+        parseIngestFile('{"type":"score"\n{"type":"weather","x":1}\n', 'jsonl');
+        expect.fail('should have thrown');
+      } catch (e) {
+        const err = e as IngestValidationError;
+        expect(err.errors.map((x) => x.line)).to.deep.equal([1, 2]);
+        expect(err.errors[0]!.reason).to.match(/not valid JSON/);
+        expect(err.errors[1]!.reason).to.match(/unknown row type "weather"/);
+      }
+    });
+
+    it('refuses scores outside 0-100 and tickers longer than 12 characters', () => {
+      expect(() => parseIngestFile('{"type":"score","ticker":"AAPL","date":"2024-01-02","main_street":101,"wall_street":40}', 'jsonl')).to.throw(
+        /main_street/,
+      );
+      expect(() => parseIngestFile('{"type":"score","ticker":"ABCDEFGHIJKLM","date":"2024-01-02","main_street":1,"wall_street":4}', 'jsonl')).to.throw(
+        /12 characters/,
+      );
+    });
+  });
+});
+
+describe('Ingest decisions', () => {
+  const rows = parseIngestFile(
+    ['ticker,date,main_street,wall_street', 'AAPL,2024-01-02,60,50', 'MSFT,2024-01-02,55,52'].join('\n'),
+    'csv',
+  );
+  const known = new Set(['AAPL', 'MSFT']);
+  const now = '2024-01-03T10:00:00.000Z';
+
+  describe('When the date has no scores yet', () => {
+    it('publishes every row with the composite computed by the service', () => {
+      const plan = planIngest(rows, known);
+      expect(plan.errors).to.be.empty;
+      const [d] = plan.decisions;
+      const out = d!.decide([], now);
+      expect(d!.streamId).to.equal('scores-2024-01-02');
+      expect(out.events).to.have.length(1);
+      expect(out.events[0]!.type).to.equal('ScoresPublished');
+      const data = out.events[0]!.data as { published_at: string; rows: { ticker: string; service_score: number }[] };
+      expect(data.published_at).to.equal(now);
+      expect(data.rows[0]!.service_score).to.equal(compositeScore(60, 50));
+    });
+  });
+
+  describe('When the same rows are ingested again', () => {
+    it('writes nothing', () => {
+      const [d] = planIngest(rows, known).decisions;
+      const first = d!.decide([], now);
+      const history = first.events.map((e, i) => recorded(e.type, e.data, i));
+      const again = d!.decide(history, now);
+      expect(again.events).to.be.empty;
+      expect(again.unchanged).to.equal(2);
+    });
+  });
+
+  describe('When one value changed', () => {
+    it('restates only that row, at the ingest time', () => {
+      const [d] = planIngest(rows, known).decisions;
+      const history = d!.decide([], now).events.map((e, i) => recorded(e.type, e.data, i));
+      const changed = parseIngestFile(['ticker,date,main_street,wall_street', 'AAPL,2024-01-02,61,50', 'MSFT,2024-01-02,55,52'].join('\n'), 'csv');
+      const [d2] = planIngest(changed, known).decisions;
+      const later = '2024-01-05T09:00:00.000Z';
+      const out = d2!.decide(history, later);
+      expect(out.events).to.have.length(1);
+      expect(out.events[0]!.type).to.equal('ScoresRestated');
+      expect(out.events[0]!.data).to.deep.include({ restated_at: later, date: '2024-01-02' });
+      expect((out.events[0]!.data as { rows: { ticker: string }[] }).rows.map((r) => r.ticker)).to.deep.equal(['AAPL']);
+    });
+  });
+
+  describe('When a score names a ticker nobody listed, or a row repeats', () => {
+    it('reports both with their lines', () => {
+      const bad = parseIngestFile(
+        ['ticker,date,main_street,wall_street', 'AAPL,2024-01-02,60,50', 'XYZQ,2024-01-02,1,2', 'AAPL,2024-01-02,61,50'].join('\n'),
+        'csv',
+      );
+      const plan = planIngest(bad, known);
+      expect(plan.errors.map((e) => e.line).sort()).to.deep.equal([3, 4]);
+      expect(plan.errors.find((e) => e.line === 3)!.reason).to.match(/not listed/);
+      expect(plan.errors.find((e) => e.line === 4)!.reason).to.match(/duplicates line 2/);
+    });
+  });
+});

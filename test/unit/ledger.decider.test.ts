@@ -1,0 +1,390 @@
+import { expect } from 'chai';
+import {
+  creditsRemainingHeader,
+  decide,
+  foldLedger,
+  ledgerDecider,
+  usageFigures,
+  type LedgerCommand,
+  type LedgerState,
+} from '../../commands/debit-credits/ledger.decider.js';
+import {
+  GENESIS_HASH,
+  computeHash,
+  sealEvent,
+  verifyChain,
+  type LedgerEvent,
+  type LedgerEventBody,
+  type LedgerEventType,
+} from '../../commands/debit-credits/ledger.events.js';
+import type { Tier } from '../../src/domain/plans.js';
+import { deciderSpec } from '../support/decider-spec.js';
+
+// ----- fixtures ------------------------------------------------------------------------------
+
+const MAY = new Date('2024-05-15T12:00:00Z');
+const JUNE = new Date('2024-06-03T09:00:00Z');
+const JUNE_1 = '2024-06-01T00:00:00.000Z';
+const JULY_1 = '2024-07-01T00:00:00.000Z';
+
+/** Expectations leave out `at` and the hash chain; the chain has its own tests. */
+const unchained = (e: LedgerEvent) => {
+  const { at: _at, prev_hash: _p, hash: _h, ...data } = e.data;
+  return { type: e.type, data };
+};
+const spec = deciderSpec(ledgerDecider, { normalize: unchained });
+
+type Step = { type: LedgerEventType; body: unknown };
+const step = <T extends LedgerEventType>(type: T, body: LedgerEventBody<T>): Step => ({ type, body });
+
+/** Past events as the store would hold them: sealed and chained. */
+function history(...steps: Step[]): LedgerEvent[] {
+  let prev = GENESIS_HASH;
+  return steps.map((s) => {
+    const e = sealEvent(s.type, s.body as never, '2024-05-01T00:00:00.000Z', prev);
+    prev = e.data.hash;
+    return e;
+  });
+}
+const stateOf = (...steps: Step[]): LedgerState => foldLedger(history(...steps));
+
+const opened = (tier: Tier, pro = false) => step('LedgerOpened', { account_id: 'acc-1', tier, pro, allow_overage: false });
+const mayOpened = (allowance: number | null) => step('AllowancePeriodOpened', { period: '2024-05', allowance, resets_at: JUNE_1 });
+const spent = (from_allowance: number, from_prepaid = 0, from_overage = 0) =>
+  step('CreditsDebited', {
+    request_id: 'r-earlier',
+    endpoint: 'scores',
+    channel: 'rest',
+    cost: from_allowance + from_prepaid + from_overage,
+    from_allowance,
+    from_prepaid,
+    from_overage,
+    period: '2024-05',
+  });
+const packBought = (credits: number) => step('PackPurchased', { pack_id: 'pack-1', credits });
+const overageOn = step('OverageSwitched', { allow_overage: true });
+const alerted = (threshold: 75 | 90 | 100, used: number, allowance: number) =>
+  step('UsageAlertRaised', { period: '2024-05', threshold, used, allowance });
+
+const debit = (cost: number, channel: 'rest' | 'mcp' = 'rest'): LedgerCommand => ({
+  type: 'DebitCredits',
+  data: { request_id: 'r-1', endpoint: 'screener', channel, cost },
+});
+const charged = (from_allowance: number, from_prepaid = 0, from_overage = 0, period = '2024-05', channel = 'rest') => ({
+  type: 'CreditsDebited',
+  data: {
+    request_id: 'r-1',
+    endpoint: 'screener',
+    channel,
+    cost: from_allowance + from_prepaid + from_overage,
+    from_allowance,
+    from_prepaid,
+    from_overage,
+    period,
+  },
+});
+const alert = (threshold: number, used: number, allowance: number, period = '2024-05') => ({
+  type: 'UsageAlertRaised',
+  data: { period, threshold, used, allowance },
+});
+const periodOpened = (period: string, allowance: number | null, resets_at: string) => ({
+  type: 'AllowancePeriodOpened',
+  data: { period, allowance, resets_at },
+});
+
+// ----- behaviour -----------------------------------------------------------------------------
+
+describe('Credit ledger', () => {
+  describe('When a ledger is opened', () => {
+    it('records the plan with overage off and opens the current month', () => {
+      spec
+        .given([])
+        .when({ type: 'OpenLedger', data: { account_id: 'acc-1', tier: 'hobbyist', pro: false } }, MAY)
+        .then([
+          { type: 'LedgerOpened', data: { account_id: 'acc-1', tier: 'hobbyist', pro: false, allow_overage: false } },
+          periodOpened('2024-05', 25_000, JUNE_1),
+        ]);
+    });
+
+    it('refuses to open it twice', () => {
+      spec
+        .given(history(opened('free'), mayOpened(1_000)))
+        .when({ type: 'OpenLedger', data: { account_id: 'acc-1', tier: 'free', pro: false } }, MAY)
+        .thenThrows('conflict');
+    });
+
+    it('refuses a debit on an account without a ledger', () => {
+      spec.given([]).when(debit(2), MAY).thenThrows('not_found');
+    });
+  });
+
+  describe('Draw order', () => {
+    it('draws from the allowance while it lasts', () => {
+      spec.given(history(opened('hobbyist'), mayOpened(25_000))).when(debit(2), MAY).then([charged(2)]);
+    });
+
+    it('splits a call across the rest of the allowance and prepaid credits', () => {
+      spec
+        .given(history(opened('hobbyist'), mayOpened(25_000), packBought(500), spent(24_990), alerted(75, 18_750, 25_000), alerted(90, 22_500, 25_000)))
+        .when(debit(30), MAY)
+        .then([charged(10, 20), alert(100, 25_000, 25_000)]);
+    });
+
+    it('with overage on, splits across allowance, prepaid and overage', () => {
+      spec
+        .given(history(opened('hobbyist'), mayOpened(25_000), overageOn, packBought(5), spent(24_990), alerted(75, 18_750, 25_000), alerted(90, 22_500, 25_000)))
+        .when(debit(20), MAY)
+        .then([charged(10, 5, 5), alert(100, 25_005, 25_000)]);
+    });
+
+    it('uses up the allowance exactly: remaining reaches 0, not below', () => {
+      const given = history(opened('free'), mayOpened(1_000), spent(998), alerted(75, 750, 1_000), alerted(90, 900, 1_000));
+      const produced = spec.given(given).when(debit(2), MAY).then([charged(2), alert(100, 1_000, 1_000)]);
+      const after = foldLedger([...given, ...produced]);
+      expect(usageFigures(after, MAY)).to.include({ used_this_month: 1_000, credits_remaining: 0, overage_credits: 0 });
+      expect(creditsRemainingHeader(after)).to.equal('0');
+    });
+
+    describe('When the allowance and prepaid are used up and overage is off', () => {
+      const exhausted = history(opened('free'), mayOpened(1_000), spent(1_000), alerted(75, 750, 1_000), alerted(90, 900, 1_000), alerted(100, 1_000, 1_000));
+
+      it('refuses with 429 and charges nothing', () => {
+        spec
+          .given(exhausted)
+          .when(debit(2), MAY)
+          .thenThrows('credits_exhausted', (err) => {
+            expect(err.status).to.equal(429);
+            expect(err.extensions).to.include({ credits_remaining: 0, prepaid_credits: 0, cost: 2 });
+          });
+      });
+
+      it('refuses a call that would only partly fit, without a partial charge', () => {
+        spec
+          .given(history(opened('free'), mayOpened(1_000), packBought(3), spent(999), alerted(75, 750, 1_000), alerted(90, 900, 1_000)))
+          .when(debit(5), MAY)
+          .thenThrows('credits_exhausted', (err) => expect(err.extensions).to.include({ credits_remaining: 1, prepaid_credits: 3, cost: 5 }));
+      });
+
+      it('serves again once a pack is bought (prepaid works without a subscription)', () => {
+        const withPack = [...exhausted, ...decide(foldLedger(exhausted), { type: 'PurchasePack', data: { pack_id: 'p-9', credits: 500 } }, MAY)];
+        spec.given(withPack).when(debit(50, 'mcp'), MAY).then([charged(0, 50, 0, '2024-05', 'mcp')]);
+      });
+    });
+
+    it('refuses to switch overage on for the free tier', () => {
+      spec
+        .given(history(opened('free'), mayOpened(1_000)))
+        .when({ type: 'SwitchOverage', data: { on: true } }, MAY)
+        .thenThrows('bad_request');
+    });
+
+    it('records nothing when overage is switched to the position it already has', () => {
+      spec.given(history(opened('builder'), mayOpened(250_000))).when({ type: 'SwitchOverage', data: { on: false } }, MAY).then([]);
+    });
+
+    it('never refuses an enterprise call and raises no alerts (unmetered)', () => {
+      const given = history(opened('enterprise'), mayOpened(null), spent(9_000_000));
+      const produced = spec.given(given).when(debit(1_000_000), MAY).then([charged(1_000_000)]);
+      const after = foldLedger([...given, ...produced]);
+      expect(usageFigures(after, MAY)).to.include({ monthly_allowance: null, used_this_month: 10_000_000, credits_remaining: null });
+      expect(creditsRemainingHeader(after)).to.equal('unlimited');
+    });
+
+    it('records nothing for a free call', () => {
+      spec.given(history(opened('free'), mayOpened(1_000))).when(debit(0), JUNE).then([]);
+    });
+
+    it('refuses a malformed debit or pack', () => {
+      const given = history(opened('free'), mayOpened(1_000));
+      spec.given(given).when(debit(-1), MAY).thenThrows('bad_request');
+      spec.given(given).when(debit(1.5), MAY).thenThrows('bad_request');
+      spec.given(given).when({ type: 'PurchasePack', data: { pack_id: 'p', credits: -100 } }, MAY).thenThrows('bad_request');
+      spec.given(given).when({ type: 'PurchasePack', data: { pack_id: 'p', credits: 0 } }, MAY).thenThrows('bad_request');
+    });
+  });
+
+  describe('Overage figures', () => {
+    it('reports negative credits_remaining and the accrued cost in dollars', () => {
+      const s = stateOf(opened('hobbyist'), mayOpened(25_000), overageOn, spent(25_000, 0, 3_000), packBought(200));
+      const f = usageFigures(s, MAY);
+      expect(f).to.include({
+        used_this_month: 28_000,
+        credits_remaining: -3_000,
+        overage_credits: 3_000,
+        overage_cost_usd: 1.5,
+        overage_per_1k_usd: 0.5,
+        prepaid_credits: 200,
+        allow_overage: true,
+        resets_at: JUNE_1,
+      });
+      expect(creditsRemainingHeader(s)).to.equal('-2800');
+    });
+  });
+
+  describe('At the month boundary', () => {
+    const mayHistory = history(opened('free'), mayOpened(1_000), packBought(300), spent(800), alerted(75, 750, 1_000));
+
+    it('opens the new period first, with a fresh allowance, and charges it', () => {
+      spec.given(mayHistory).when(debit(2), JUNE).then([periodOpened('2024-06', 1_000, JULY_1), charged(2, 0, 0, '2024-06')]);
+    });
+
+    it('shows the new month in the figures before any event, with prepaid carried over', () => {
+      const f = usageFigures(foldLedger(mayHistory), JUNE);
+      expect(f).to.include({ used_this_month: 0, credits_remaining: 1_000, prepaid_credits: 300, resets_at: JULY_1, period: '2024-06' });
+      expect(creditsRemainingHeader(foldLedger(mayHistory), JUNE)).to.equal('1300');
+      expect(creditsRemainingHeader(foldLedger(mayHistory))).to.equal('500');
+    });
+
+    it('re-arms the alerts', () => {
+      const juneOpened = decide(foldLedger(mayHistory), debit(2), JUNE);
+      spec
+        .given([...mayHistory, ...juneOpened])
+        .when(debit(748), JUNE)
+        .then([charged(748, 0, 0, '2024-06'), alert(75, 750, 1_000, '2024-06')]);
+    });
+  });
+
+  describe('Usage alerts', () => {
+    it('raises each threshold once per month', () => {
+      spec.given(history(opened('free'), mayOpened(1_000), spent(760), alerted(75, 760, 1_000))).when(debit(10), MAY).then([charged(10)]);
+    });
+
+    it('raises every threshold one debit crosses', () => {
+      spec.given(history(opened('free'), mayOpened(1_000), spent(700))).when(debit(210), MAY).then([charged(210), alert(75, 910, 1_000), alert(90, 910, 1_000)]);
+    });
+  });
+
+  describe('When a paid plan is cancelled', () => {
+    const builder = history(opened('builder'), mayOpened(250_000), overageOn, spent(1_000));
+
+    it('schedules the fall to free for the end of the period', () => {
+      spec.given(builder).when({ type: 'CancelPlan' }, MAY).then([{ type: 'PlanCancellationScheduled', data: { effective_at: JUNE_1 } }]);
+    });
+
+    const cancelled = [...builder, ...decide(foldLedger(builder), { type: 'CancelPlan' }, MAY)];
+
+    it('keeps the paid plan until then', () => {
+      spec.given(cancelled).when(debit(2), MAY).then([charged(2)]);
+      expect(usageFigures(foldLedger(cancelled), MAY)).to.include({ tier: 'builder', plan_ends_at: JUNE_1 });
+    });
+
+    it('moves to free at the boundary, switches overage off, and the key keeps working', () => {
+      spec
+        .given(cancelled)
+        .when(debit(2), JUNE)
+        .then([
+          { type: 'PlanChanged', data: { tier: 'free', reason: 'cancelled_at_period_end' } },
+          { type: 'OverageSwitched', data: { allow_overage: false } },
+          periodOpened('2024-06', 1_000, JULY_1),
+          charged(2, 0, 0, '2024-06'),
+        ]);
+      expect(usageFigures(foldLedger(cancelled), JUNE)).to.include({ tier: 'free', monthly_allowance: 1_000, allow_overage: false, plan_ends_at: null });
+    });
+
+    it('is withdrawn by setting the same plan again', () => {
+      spec.given(cancelled).when({ type: 'SetPlan', data: { tier: 'builder' } }, MAY).then([{ type: 'PlanChanged', data: { tier: 'builder', reason: 'set' } }]);
+    });
+
+    it('cannot be asked of the free tier', () => {
+      spec.given(history(opened('free'), mayOpened(1_000))).when({ type: 'CancelPlan' }, MAY).thenThrows('bad_request');
+    });
+  });
+
+  describe('Plan changes', () => {
+    it('an upgrade lifts a hard stop at once', () => {
+      const stopped = history(opened('free'), mayOpened(1_000), spent(1_000), alerted(75, 750, 1_000), alerted(90, 900, 1_000), alerted(100, 1_000, 1_000));
+      const upgraded = [...stopped, ...decide(foldLedger(stopped), { type: 'SetPlan', data: { tier: 'hobbyist' } }, MAY)];
+      expect(usageFigures(foldLedger(upgraded), MAY)).to.include({ monthly_allowance: 25_000, credits_remaining: 24_000 });
+      spec.given(upgraded).when(debit(2), MAY).then([charged(2)]);
+    });
+
+    it('a move to free switches overage off', () => {
+      spec
+        .given(history(opened('quant'), mayOpened(2_500_000), overageOn))
+        .when({ type: 'SetPlan', data: { tier: 'free' } }, MAY)
+        .then([{ type: 'PlanChanged', data: { tier: 'free', reason: 'set' } }, { type: 'OverageSwitched', data: { allow_overage: false } }]);
+    });
+
+    it('refuses an unknown tier', () => {
+      spec
+        .given(history(opened('free'), mayOpened(1_000)))
+        .when({ type: 'SetPlan', data: { tier: 'platinum' as Tier } }, MAY)
+        .thenThrows('bad_request');
+    });
+  });
+
+  // Decision: Pro raises the current period's allowance immediately (a member who hits the free
+  // hard stop and joins Pro can continue at once). When Pro ends, the lower allowance applies from
+  // the next period: credits already granted this month are not taken back.
+  describe('Pro overlay', () => {
+    const freeStopped = history(opened('free'), mayOpened(1_000), spent(1_000), alerted(75, 750, 1_000), alerted(90, 900, 1_000), alerted(100, 1_000, 1_000));
+
+    it('raises the current allowance to 5,000 at once', () => {
+      const joined = [...freeStopped, ...spec.given(freeStopped).when({ type: 'SetPro', data: { on: true } }, MAY).then([{ type: 'ProMembershipChanged', data: { pro: true } }])];
+      expect(usageFigures(foldLedger(joined), MAY)).to.deep.include({
+        pro_member: true,
+        monthly_allowance: 5_000,
+        credits_remaining: 4_000,
+        entitlements: { credits: 5_000, delay_days: 0, coverage: 'all', history_days: 365 },
+      });
+      spec.given(joined).when(debit(2), MAY).then([charged(2)]);
+    });
+
+    it('keeps the raised allowance until the month ends when membership lapses', () => {
+      const member = history(opened('free', true), mayOpened(5_000), spent(2_000));
+      const lapsed = [...member, ...decide(foldLedger(member), { type: 'SetPro', data: { on: false } }, MAY)];
+      expect(usageFigures(foldLedger(lapsed), MAY)).to.include({ pro_member: false, monthly_allowance: 5_000, credits_remaining: 3_000 });
+      expect(usageFigures(foldLedger(lapsed), JUNE)).to.include({ monthly_allowance: 1_000, credits_remaining: 1_000 });
+    });
+
+    it('never lowers a larger tier allowance', () => {
+      const s = stateOf(opened('builder', true), mayOpened(250_000));
+      expect(usageFigures(s, JUNE)).to.include({ monthly_allowance: 250_000 });
+    });
+  });
+
+  describe('Hash chain', () => {
+    const given = history(opened('free'), mayOpened(1_000), packBought(300), spent(800), alerted(75, 750, 1_000));
+    const produced = decide(foldLedger(given), debit(900), JUNE); // period opened, charge, 75 and 90 alerts
+    const stream = [...given, ...produced];
+
+    it('continues from the last recorded hash and links each new event to the one before', () => {
+      expect(produced).to.have.length(4);
+      expect(produced[0]!.data.prev_hash).to.equal(given.at(-1)!.data.hash);
+      for (let i = 1; i < produced.length; i++) expect(produced[i]!.data.prev_hash).to.equal(produced[i - 1]!.data.hash);
+      for (const e of produced) expect(e.data.hash).to.equal(computeHash(e.data));
+      expect(produced.every((e) => e.data.at === JUNE.toISOString())).to.equal(true);
+    });
+
+    it('starts from 64 zeros', () => {
+      expect(stream[0]!.data.prev_hash).to.equal('0'.repeat(64));
+    });
+
+    it('verifies an intact stream', () => {
+      expect(verifyChain(stream)).to.equal(null);
+    });
+
+    it('detects an altered event', () => {
+      const altered = stream.map((e, i) => (i === 3 ? { ...e, data: { ...e.data, from_allowance: 1 } } : e));
+      expect(verifyChain(altered)).to.include({ index: 3, reason: 'hash_mismatch' });
+    });
+
+    it('detects an altered event whose own hash was recomputed, at the next link', () => {
+      const forged = stream.map((e, i) => {
+        if (i !== 3) return e;
+        const data = { ...e.data, from_allowance: 1 };
+        return { ...e, data: { ...data, hash: computeHash(data) } };
+      });
+      expect(verifyChain(forged)).to.include({ index: 4, reason: 'prev_hash_mismatch' });
+    });
+
+    it('detects a removed event', () => {
+      const removed = stream.filter((_, i) => i !== 2);
+      expect(verifyChain(removed)).to.include({ index: 2, reason: 'prev_hash_mismatch' });
+    });
+
+    it('detects an event without chain fields', () => {
+      expect(verifyChain([{ type: 'LedgerOpened', data: { account_id: 'x' } }])).to.include({ index: 0, reason: 'not_chained' });
+    });
+  });
+});
