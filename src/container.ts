@@ -5,6 +5,7 @@ import { openSqlite, type SqliteDb } from '../infra/sqlite/database.js';
 import { SqliteEventStore } from '../infra/sqlite/event-store.js';
 import { SqliteReadStore } from '../infra/sqlite/read-store.js';
 import { allProjections } from '../projections/index.js';
+import { LedgerService } from '../commands/debit-credits/ledger.service.js';
 import { fixedClock, systemClock, type Clock } from './core/clock.js';
 import type { EventBus } from './core/event-bus.port.js';
 import type { EventStore } from './core/event-store.port.js';
@@ -21,6 +22,8 @@ export interface Services {
   reads: ReadStore;
   bus: EventBus;
   runner: ProjectorRunner;
+  /** Write side of the credit ledgers: every spend decision goes through it. */
+  ledger: LedgerService;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
   baseUrl(): string;
   setListenUrl(url: string): void;
@@ -87,6 +90,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     reads,
     bus,
     runner,
+    ledger: new LedgerService(events, clock),
     baseUrl: () => config.publicBaseUrl ?? listenUrl,
     setListenUrl: (url) => {
       listenUrl = url;

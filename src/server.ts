@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { SingleBar, Presets } from 'cli-progress';
 import { advanceDemo, startDemoPublisher } from '../commands/seed-demo/seed-demo.handler.js';
 import { startIngestConsumer } from '../commands/ingest/ingest.consumer.js';
+import { ensureDemoAccounts } from '../commands/manage-keys/keys.handler.js';
 import { DemoDataset } from './demo/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
@@ -13,6 +14,8 @@ export interface RunningServer {
   url: string;
   /** The base of the URLs the service writes (PUBLIC_BASE_URL, else `url`). */
   baseUrl: string;
+  /** One demo key per tier when the demo dataset is on. */
+  demoKeys: { tier: string; key: string; account_id: string }[];
   server: Server;
   /** Stops accepting, lets in-flight requests finish, then closes the stores cleanly. */
   shutdown(): Promise<void>;
@@ -71,6 +74,7 @@ export async function catchUpReadModels(services: Services, options: { progress?
 /** `npm start` / `scores serve`: seed when empty, catch up, serve REST on PORT, follow the log. */
 export async function startServer(services: Services, options: { progress?: boolean; port?: number } = {}): Promise<RunningServer> {
   await seedIfEmpty(services, options);
+  const demoKeys = services.config.demo ? await ensureDemoAccounts(services, services.config.demoSeed) : [];
   await catchUpReadModels(services, options);
   const publisher = services.config.demo
     ? startDemoPublisher({
@@ -106,5 +110,5 @@ export async function startServer(services: Services, options: { progress?: bool
       await ingestConsumer.stop();
       await services.close();
     })());
-  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), server, shutdown };
+  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, shutdown };
 }

@@ -1,5 +1,6 @@
-import { Controller, Get, Path, Query, Response, Route, Tags } from '@tsoa/runtime';
-import type { Services } from '../../src/container.js';
+import { Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
 import { parseDateParam } from '../../src/http/params.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
 import { citationUrl } from '../../src/http/provenance.js';
@@ -33,11 +34,8 @@ export const HISTORY_NOTE =
 
 @Route('v1/scores')
 @Tags('Scores and history')
-export class GetScoreHistoryController extends Controller {
-  constructor(private readonly services: Services) {
-    super();
-  }
-
+@Security('api_key', ['history'])
+export class GetScoreHistoryController extends MeteredController {
   /**
    * Daily score history of one stock, oldest first.
    * @param ticker Stock symbol, case-insensitive.
@@ -46,9 +44,13 @@ export class GetScoreHistoryController extends Controller {
    */
   @Get('{ticker}/history')
   @Response<ProblemDetails>(400, 'Malformed date')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')
+  @Response<ProblemDetails>(429, 'Credits exhausted')
   public async getHistory(
     @Path() ticker: string,
+    @Request() req: AuthedRequest,
     @Query() start?: string,
     @Query() end?: string,
   ): Promise<ScoreHistoryResponse> {
@@ -56,6 +58,7 @@ export class GetScoreHistoryController extends Controller {
     const from = parseDateParam('start', start);
     const to = parseDateParam('end', end);
     const rows = await getScoreHistory(this.services.reads, { ticker: symbol, start: from, end: to });
+    await this.charge(req, 'history', rows.length);
     return {
       ticker: symbol,
       rows: rows.map((r) => ({

@@ -1,6 +1,7 @@
-import { Controller, Get, Path, Response, Route, Tags } from '@tsoa/runtime';
-import type { Services } from '../../src/container.js';
+import { Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import { badRequest } from '../../src/core/errors.js';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../../src/http/provenance.js';
 import { getLatestScore } from './get-score.query.js';
@@ -30,11 +31,8 @@ export interface ScoreResponse {
 
 @Route('v1/scores')
 @Tags('Scores and history')
-export class GetScoreController extends Controller {
-  constructor(private readonly services: Services) {
-    super();
-  }
-
+@Security('api_key', ['scores'])
+export class GetScoreController extends MeteredController {
   /**
    * The latest Main-Street / Wall-Street scores of one stock.
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
@@ -42,10 +40,14 @@ export class GetScoreController extends Controller {
    */
   @Get('{ticker}')
   @Response<ProblemDetails>(400, 'Malformed ticker')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')
-  public async getScore(@Path() ticker: string): Promise<ScoreResponse> {
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getScore(@Path() ticker: string, @Request() req: AuthedRequest): Promise<ScoreResponse> {
     const symbol = checkTicker(ticker);
     const row = await getLatestScore(this.services.reads, symbol);
+    await this.charge(req, 'scores');
     return {
       ticker: symbol,
       date: row.date,

@@ -4,6 +4,11 @@ import { extname } from 'node:path';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parse.js';
 import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.schema.js';
+import { randomUUID } from 'node:crypto';
+import { usageFigures, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
+import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
+import { AppError } from '../core/errors.js';
+import { TIERS, type Tier } from '../domain/plans.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { openServices, type Services } from '../container.js';
 import { catchUpReadModels, seedIfEmpty, startServer } from '../server.js';
@@ -15,9 +20,11 @@ function printer(json: boolean) {
   };
 }
 
-async function withServices<T>(fn: (s: Services) => Promise<T>): Promise<T> {
+/** Opens the ports for one command; `readModels` first brings the read models up to the log. */
+async function withServices<T>(fn: (s: Services) => Promise<T>, options: { readModels?: boolean } = {}): Promise<T> {
   const services = await openServices(loadConfig());
   try {
+    if (options.readModels) await services.runner.start();
     return await fn(services);
   } finally {
     await services.close();
@@ -39,6 +46,12 @@ export function buildCli(): Command {
       const running = await startServer(services, { port: opts.port });
       process.stdout.write(`\nscores service listening on ${running.url}\n`);
       process.stdout.write(`  base URL: ${running.baseUrl}\n  OpenAPI:  ${running.baseUrl}/openapi.json\n`);
+      if (running.demoKeys.length) {
+        process.stdout.write('\ndemo API keys (one per tier; send as X-API-Key):\n');
+        for (const k of running.demoKeys) process.stdout.write(`  ${k.tier.padEnd(10)} ${k.key}\n`);
+        const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0]!;
+        process.stdout.write(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL\n`);
+      }
       const stop = () => {
         services.log.info('shutting down: finishing in-flight requests');
         void running.shutdown().then(() => process.exit(0));
@@ -101,8 +114,135 @@ export function buildCli(): Command {
       });
     });
 
+  addAccountCommands(program);
   return program;
 }
+
+const tierOption = () => new Option('--tier <tier>', 'plan tier').choices(TIERS as unknown as string[]);
+const accountOption = () => new Option('--account <id>', 'account id (from `keys create`)').makeOptionMandatory();
+
+/** Runs one ledger command for an account and prints its usage figures afterwards. */
+async function ledgerCommand(accountId: string, command: LedgerCommand, json: boolean, what: string): Promise<void> {
+  await withServices(async (s) => {
+    const outcome = await s.ledger.execute(accountId, command);
+    const figures = usageFigures(outcome.state, s.clock.now());
+    printer(json)(
+      `${what} (account ${accountId}): ${outcome.events.length ? outcome.events.map((e) => e.type).join(', ') : 'no change'}\n` +
+        `  tier ${figures.tier}${figures.pro_member ? ' + Pro' : ''}, allowance ${figures.monthly_allowance ?? 'unmetered'}, used ${figures.used_this_month}, prepaid ${figures.prepaid_credits}, overage ${figures.allow_overage ? 'on' : 'off'}`,
+      { account_id: accountId, events: outcome.events.map((e) => e.type), usage: figures },
+    );
+  });
+}
+
+function addAccountCommands(program: Command): void {
+  const keys = program.command('keys').description('API keys: create (with a new account), revoke, rotate');
+  keys
+    .command('create')
+    .description('Create an account on a tier and print its first API key (shown once)')
+    .addOption(tierOption().makeOptionMandatory())
+    .option('--pro', 'the account holds a consumer Pro membership (overlay)')
+    .option('--email <email>', 'where usage alerts are sent')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { tier: Tier; pro?: boolean; email?: string; json?: boolean }) => {
+      if (opts.email !== undefined && !/^[^@\s]+@[^@\s]+$/.test(opts.email)) throw new CliError(`--email ${opts.email} is not an email address`);
+      await withServices(async (s) => {
+        const issued = await createAccountWithKey(s, { tier: opts.tier, pro: Boolean(opts.pro), email: opts.email ?? null });
+        printer(Boolean(opts.json))(
+          `account ${issued.account_id} on ${issued.tier}${issued.pro ? ' + Pro' : ''}\nkey id ${issued.key_id}\nAPI key (shown once, store it now): ${issued.key}`,
+          issued,
+        );
+      });
+    });
+  keys
+    .command('revoke')
+    .description('Revoke a key at once (403 key_forbidden from then on)')
+    .argument('<key_id>', 'the key id printed by `keys create`')
+    .option('--json', 'machine-readable output')
+    .action(async (keyId: string, opts: { json?: boolean }) => {
+      await withServices(async (s) => {
+        const r = await revokeKey(s, keyId);
+        printer(Boolean(opts.json))(r.revoked ? `key ${keyId} revoked` : `key ${keyId} was already revoked`, r);
+      }, { readModels: true });
+    });
+  keys
+    .command('rotate')
+    .description('Issue a replacement key; the old one keeps working for the grace period')
+    .argument('<key_id>', 'the key id to replace')
+    .option('--grace <seconds>', 'how long the old key keeps working (0 = stops at once)', (v) => Number(v), 0)
+    .option('--json', 'machine-readable output')
+    .action(async (keyId: string, opts: { grace: number; json?: boolean }) => {
+      await withServices(async (s) => {
+        const r = await rotateKey(s, keyId, opts.grace);
+        printer(Boolean(opts.json))(
+          `new key id ${r.key_id}\nAPI key (shown once): ${r.key}\nold key ${keyId} works until ${r.old_key_valid_until}`,
+          r,
+        );
+      }, { readModels: true });
+    });
+
+  const plan = program.command('plan').description('Change or cancel an account\'s plan');
+  plan
+    .command('set')
+    .description('Move the account to a tier (a higher allowance applies at once)')
+    .addOption(accountOption())
+    .addOption(tierOption().makeOptionMandatory())
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; tier: Tier; json?: boolean }) =>
+      ledgerCommand(opts.account, { type: 'SetPlan', data: { tier: opts.tier } }, Boolean(opts.json), `plan set to ${opts.tier}`),
+    );
+  plan
+    .command('cancel')
+    .description('Back to free at the end of the current month; the key keeps working')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; json?: boolean }) => ledgerCommand(opts.account, { type: 'CancelPlan' }, Boolean(opts.json), 'plan cancelled'));
+
+  program
+    .command('pro')
+    .description('Switch the Pro-member overlay on or off')
+    .argument('<state>', 'on or off')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((state: string, opts: { account: string; json?: boolean }) =>
+      ledgerCommand(opts.account, { type: 'SetPro', data: { on: onOff(state) } }, Boolean(opts.json), `Pro ${state}`),
+    );
+
+  program
+    .command('overage')
+    .description('Switch between hard stop (off) and overage billing (on)')
+    .argument('<state>', 'on or off')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((state: string, opts: { account: string; json?: boolean }) =>
+      ledgerCommand(opts.account, { type: 'SwitchOverage', data: { on: onOff(state) } }, Boolean(opts.json), `overage ${state}`),
+    );
+
+  const packs = program.command('packs').description('Prepaid credit packs');
+  packs
+    .command('add')
+    .description('Add a prepaid pack (credits carry over month to month)')
+    .addOption(accountOption())
+    .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
+    .option('--pack-id <id>', 'purchase reference (default: a new id)')
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) =>
+      ledgerCommand(
+        opts.account,
+        { type: 'PurchasePack', data: { pack_id: opts.packId ?? `pack_${randomUUID()}`, credits: opts.credits } },
+        Boolean(opts.json),
+        `pack of ${opts.credits} credits added`,
+      ),
+    );
+}
+
+function onOff(state: string): boolean {
+  if (state === 'on') return true;
+  if (state === 'off') return false;
+  throw new CliError(`expected "on" or "off", got "${state}"`);
+}
+
+/** A usage error the CLI reports in one line. */
+class CliError extends Error {}
 
 /** Runs the CLI; errors print a clear message and set a non-zero exit code. */
 export async function runCli(argv: string[]): Promise<void> {
@@ -113,7 +253,12 @@ export async function runCli(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode;
       return;
     }
-    if (err instanceof IngestValidationError || err instanceof ConfigError) {
+    if (err instanceof AppError) {
+      process.stderr.write(`error (${err.code}): ${err.detail}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    if (err instanceof IngestValidationError || err instanceof ConfigError || err instanceof CliError) {
       process.stderr.write(`${err.message}\n`);
       process.exitCode = 1;
       return;

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import type { Services } from '../container.js';
 import { projectRoot } from '../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
+import { requestIdOf, type AuthedRequest } from './authentication.js';
+import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 
 function loadOpenApi(): Record<string, unknown> {
@@ -21,6 +23,11 @@ export function createApp(services: Services): Express {
   app.set('trust proxy', 'loopback');
   app.use(helmet({ contentSecurityPolicy: false }));
   app.use(express.json({ limit: '64kb' }));
+  // Every response names its request: the id is on the ledger entry of the call's charge.
+  app.use((req, res, next) => {
+    res.setHeader('X-Request-Id', requestIdOf(req as AuthedRequest));
+    next();
+  });
 
   const openapi = loadOpenApi();
   app.get('/openapi.json', (_req, res) => {
@@ -36,6 +43,15 @@ export function createApp(services: Services): Express {
   app.use((req, res) => {
     sendProblem(res, problemOf('not_found', `no route for ${req.method} ${req.path}`, services.baseUrl()));
   });
-  app.use(problemHandler(() => services.baseUrl(), services.log));
+  app.use(
+    problemHandler(
+      () => services.baseUrl(),
+      services.log,
+      async (req) => {
+        const user = (req as AuthedRequest).user;
+        return user ? remainingFor(services, user) : null;
+      },
+    ),
+  );
   return app;
 }

@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
 import { ValidateError } from '@tsoa/runtime';
 import { AppError, type ErrorCode, statusOf, titleOf } from '../core/errors.js';
 
@@ -39,10 +39,26 @@ function fromValidateError(err: ValidateError, baseUrl: string): ProblemDetails 
   return problemOf('bad_request', errors.map((e) => `${e.parameter}: ${e.message}`).join('; '), baseUrl, { errors });
 }
 
-/** The one place errors become problem+json (RFC 9457). Bad input is never a 500. */
-export function problemHandler(baseUrl: () => string, log: { error(obj: unknown, msg: string): void }): ErrorRequestHandler {
+/**
+ * The one place errors become problem+json (RFC 9457). Bad input is never a 500. A response to an
+ * authenticated caller carries `X-Credits-Remaining` even when it is an error.
+ */
+export function problemHandler(
+  baseUrl: () => string,
+  log: { error(obj: unknown, msg: string): void },
+  creditsHeader: (req: Request) => Promise<string | null>,
+): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) return next(err);
+    creditsHeader(req)
+      .then((value) => {
+        if (value !== null && !res.headersSent) res.setHeader('X-Credits-Remaining', value);
+      })
+      .catch(() => undefined)
+      .finally(() => respond(err, req, res, next));
+  };
+
+  function respond(err: unknown, req: Request, res: Response, next: NextFunction): void {
     if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
     if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
     const e = err as { type?: string; status?: number; message?: string };
@@ -52,5 +68,5 @@ export function problemHandler(baseUrl: () => string, log: { error(obj: unknown,
     if (e?.status === 413) return sendProblem(res, { ...problemOf('bad_request', 'request body too large', baseUrl()), status: 413 });
     log.error({ err, path: req.path }, 'unhandled error');
     sendProblem(res, problemOf('internal', 'the service failed to answer; the error was logged', baseUrl()));
-  };
+  }
 }

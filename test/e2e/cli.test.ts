@@ -4,7 +4,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/core/paths.js';
 import { runCli, until } from '../support/processes.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
 
@@ -46,9 +46,10 @@ describe('The scores CLI', function () {
         );
         expect((await runCli(['ingest', file], env)).code).to.equal(0);
         const t0 = Date.now();
-        await until(async () => (await fetch(`${url}/v1/scores/NEWCO`)).status === 200, 5_000, 50);
+        const key = { headers: { 'X-API-Key': demoKey('hobbyist') } };
+        await until(async () => (await fetch(`${url}/v1/scores/NEWCO`, key)).status === 200, 5_000, 50);
         expect(Date.now() - t0).to.be.below(1000);
-        const body = (await (await fetch(`${url}/v1/scores/NEWCO`)).json()) as Record<string, unknown>;
+        const body = (await (await fetch(`${url}/v1/scores/NEWCO`, key)).json()) as Record<string, unknown>;
         expect(body).to.include({ ticker: 'NEWCO', main_street: 71, wall_street: 33, divergence_gap: 38 });
       } finally {
         server.kill('SIGTERM');

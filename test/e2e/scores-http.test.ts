@@ -1,12 +1,8 @@
 import { expect } from 'chai';
 import type { TestServer } from '../support/server.js';
-import { startTestServer } from '../support/server.js';
+import { demoKey, getJson, startTestServer } from '../support/server.js';
 
-async function get(base: string, path: string) {
-  const res = await fetch(`${base}${path}`);
-  const text = await res.text();
-  return { status: res.status, type: res.headers.get('content-type') ?? '', body: JSON.parse(text) as Record<string, any> };
-}
+const get = (base: string, path: string) => getJson(`${base}${path}`, demoKey('quant'));
 
 describe('Scores over HTTP', () => {
   let server: TestServer;

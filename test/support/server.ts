@@ -4,6 +4,21 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { openServices, type Services } from '../../src/container.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { demoApiKey } from '../../commands/manage-keys/api-key.js';
+import { DEMO_DEFAULT_SEED } from '../../src/demo/generate.js';
+import type { Tier } from '../../src/domain/plans.js';
+
+/** The demo account's key for a tier (the demo is seeded with these accounts). */
+export function demoKey(tier: Tier): string {
+  return demoApiKey(DEMO_DEFAULT_SEED, tier);
+}
+
+/** GET with an API key; the body parsed as JSON. */
+export async function getJson(url: string, key?: string): Promise<{ status: number; headers: Headers; type: string; body: Record<string, any> }> {
+  const res = await fetch(url, { headers: key ? { 'X-API-Key': key } : {} });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, type: res.headers.get('content-type') ?? '', body: text ? (JSON.parse(text) as Record<string, any>) : {} };
+}
 
 export interface TestServer {
   url: string;

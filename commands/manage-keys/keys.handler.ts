@@ -1,0 +1,117 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Clock } from '../../src/core/clock.js';
+import { notFound } from '../../src/core/errors.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { TIERS, type Tier } from '../../src/domain/plans.js';
+import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
+import { decide as decideLedger, initialLedgerState } from '../debit-credits/ledger.decider.js';
+import { ledgerStream } from '../debit-credits/ledger.events.js';
+import { decideAccount, evolveAccount, initialAccountState, type AccountCommand } from './account.decider.js';
+import { accountStream, type AccountEvent } from './account.events.js';
+import { demoApiKey, generateApiKey, hashApiKey, shownPrefix } from './api-key.js';
+
+export interface IssuedKey {
+  account_id: string;
+  key_id: string;
+  /** The key itself: shown once, never stored. */
+  key: string;
+  prefix: string;
+  tier: Tier;
+  pro: boolean;
+}
+
+const newKeyId = () => `key_${randomBytes(9).toString('base64url')}`;
+
+function keyMaterial(key: string, keyId = newKeyId()) {
+  return { key_id: keyId, key_hash: hashApiKey(key), prefix: shownPrefix(key) };
+}
+
+/** Creates an account with its first key and opens its credit ledger, in one atomic append. */
+export async function createAccountWithKey(
+  deps: { events: EventStore; clock: Clock },
+  input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string },
+): Promise<IssuedKey> {
+  const now = deps.clock.now();
+  const accountId = input.accountId ?? `acct_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+  const key = input.key ?? generateApiKey();
+  const material = keyMaterial(key);
+  const accountEvents = decideAccount(
+    initialAccountState(),
+    { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material },
+    now,
+  );
+  const ledgerEvents = decideLedger(
+    initialLedgerState,
+    { type: 'OpenLedger', data: { account_id: accountId, tier: input.tier, pro: input.pro ?? false } },
+    now,
+  );
+  await deps.events.appendMany([
+    { streamId: accountStream(accountId), events: accountEvents, expectedRevision: 'no_stream' },
+    { streamId: ledgerStream(accountId), events: ledgerEvents.map((e) => ({ type: e.type, data: e.data })), expectedRevision: 'no_stream' },
+  ]);
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: input.tier, pro: input.pro ?? false };
+}
+
+async function accountOfKey(reads: ReadStore, keyId: string): Promise<string> {
+  const idx = await reads.get(keyIndex, keyId);
+  if (!idx) throw notFound(`no key ${keyId}`);
+  return idx.account_id;
+}
+
+async function runAccountCommand(events: EventStore, clock: Clock, accountId: string, command: AccountCommand): Promise<AccountEvent[]> {
+  const history = await events.readStream(accountStream(accountId));
+  if (history.length === 0) throw notFound(`no account ${accountId}`);
+  const state = history.reduce((s, e) => evolveAccount(s, e as unknown as AccountEvent), initialAccountState());
+  const out = decideAccount(state, command, clock.now());
+  if (out.length) await events.append(accountStream(accountId), out, history[history.length - 1]!.revision);
+  return out;
+}
+
+/** Revokes a key at once (403 `key_forbidden` from then on). */
+export async function revokeKey(deps: { events: EventStore; reads: ReadStore; clock: Clock }, keyId: string): Promise<{ key_id: string; revoked: boolean }> {
+  const accountId = await accountOfKey(deps.reads, keyId);
+  const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'RevokeKey', key_id: keyId });
+  return { key_id: keyId, revoked: out.length > 0 };
+}
+
+/** Issues a replacement key; the old one keeps working for `graceSeconds` (0 = stops at once). */
+export async function rotateKey(
+  deps: { events: EventStore; reads: ReadStore; clock: Clock },
+  keyId: string,
+  graceSeconds: number,
+): Promise<IssuedKey & { replaced_key_id: string; old_key_valid_until: string }> {
+  const accountId = await accountOfKey(deps.reads, keyId);
+  const key = generateApiKey();
+  const material = keyMaterial(key);
+  const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'RotateKey', key_id: keyId, grace_seconds: graceSeconds, key: material });
+  const rotated = out.find((e) => e.type === 'ApiKeyRotated');
+  return {
+    account_id: accountId,
+    key_id: material.key_id,
+    key,
+    prefix: material.prefix,
+    tier: 'free',
+    pro: false,
+    replaced_key_id: keyId,
+    old_key_valid_until: rotated?.type === 'ApiKeyRotated' ? rotated.data.grace_until : deps.clock.now().toISOString(),
+  };
+}
+
+/**
+ * The demo's accounts, one per tier (`demo-<tier>`), with keys derived from the demo seed so
+ * `npm start` can print them on every start. Created once; later starts find them.
+ */
+export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock }, seed: number): Promise<{ tier: Tier; key: string; account_id: string }[]> {
+  const out: { tier: Tier; key: string; account_id: string }[] = [];
+  for (const tier of TIERS) {
+    const accountId = `demo-${tier}`;
+    const key = demoApiKey(seed, tier);
+    const existing = await deps.events.readStream(accountStream(accountId), { maxCount: 1 });
+    if (existing.length === 0) {
+      await createAccountWithKey(deps, { tier, accountId, key, email: `${tier}@demo.invalid` });
+    }
+    out.push({ tier, key, account_id: accountId });
+  }
+  return out;
+}

@@ -1,0 +1,90 @@
+import { AppError, badRequest } from '../../src/core/errors.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { RateKey } from '../../src/domain/rate-card.js';
+import type { Channel, LedgerEventType } from '../../commands/debit-credits/ledger.events.js';
+import { ledgerEntries, type LedgerEntryDoc } from '../../projections/usage/usage.projection.js';
+
+export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
+export const USAGE_LEDGER_MAX_LIMIT = 1000;
+
+export interface UsageLedgerParams {
+  accountId: string;
+  /** `YYYY-MM` (UTC month); absent = every month. */
+  month?: string;
+  /** Entries per page: default 100, at most 1000. */
+  limit?: number;
+  /** `next_cursor` of the previous page (same account and month). */
+  cursor?: string | null;
+}
+
+/** One line of the account's credit ledger. Fields an entry's kind does not carry are null. */
+export interface UsageLedgerEntry {
+  /** Position of the event in the account's ledger (0-based, gap-free). */
+  seq: number;
+  kind: LedgerEventType;
+  /** ISO 8601 UTC instant the ledger recorded the decision. */
+  at: string;
+  /** `YYYY-MM` the entry belongs to. */
+  period: string;
+  request_id: string | null;
+  endpoint: RateKey | null;
+  channel: Channel | null;
+  cost: number | null;
+  from_allowance: number | null;
+  from_prepaid: number | null;
+  from_overage: number | null;
+  /** Credits added by a pack purchase. */
+  credits: number | null;
+  detail: string;
+  /** SHA-256 chain: `hash` of this entry, and `hash` of the one before (64 zeros for the first). */
+  hash: string;
+  prev_hash: string;
+}
+
+export interface UsageLedgerPage {
+  /** The month asked for; null when every month is listed. */
+  month: string | null;
+  /** Newest first. */
+  entries: UsageLedgerEntry[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  next_cursor: string | null;
+  /** Entries in this page. */
+  count: number;
+}
+
+const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
+
+function toEntry(d: LedgerEntryDoc): UsageLedgerEntry {
+  return {
+    seq: d.seq,
+    kind: d.kind,
+    at: d.at,
+    period: d.period,
+    request_id: d.request_id,
+    endpoint: d.endpoint,
+    channel: d.channel,
+    cost: d.cost,
+    from_allowance: d.from_allowance,
+    from_prepaid: d.from_prepaid,
+    from_overage: d.from_overage,
+    credits: d.credits,
+    detail: d.detail,
+    hash: d.hash,
+    prev_hash: d.prev_hash,
+  };
+}
+
+/** An account's credit ledger (every charge, pack, plan change and alert), newest first, paged. */
+export async function getUsageLedger(reads: ReadStore, params: UsageLedgerParams): Promise<UsageLedgerPage> {
+  const month = params.month ?? null;
+  if (month !== null && !MONTH.test(month)) throw badRequest('month must be YYYY-MM', { month });
+  const limit = params.limit ?? USAGE_LEDGER_DEFAULT_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw badRequest('limit must be a whole number of at least 1', { limit });
+  if (limit > USAGE_LEDGER_MAX_LIMIT) {
+    throw new AppError('limit_exceeded', `limit is at most ${USAGE_LEDGER_MAX_LIMIT}`, { limit, max: USAGE_LEDGER_MAX_LIMIT });
+  }
+  const filter = month === null ? { account_id: params.accountId } : { account_id: params.accountId, period: month };
+  const page = await reads.find(ledgerEntries, filter, { sort: [['seq', -1]], limit, cursor: params.cursor ?? null });
+  const entries = page.items.map(toEntry);
+  return { month, entries, next_cursor: page.nextCursor, count: entries.length };
+}

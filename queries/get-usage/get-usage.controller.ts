@@ -1,0 +1,83 @@
+import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { rateCardForUsage, type RateUnit } from '../../src/domain/rate-card.js';
+import { usageFigures } from '../../commands/debit-credits/ledger.decider.js';
+
+export interface EntitlementsResponse {
+  /** Monthly credits; null = unmetered. */
+  credits: number | null;
+  /** How many days the data you see trails today. */
+  delay_days: number;
+  /** `all` or `top100`. */
+  coverage: string;
+  /** Days of history you can reach; null = the full history. */
+  history_days: number | null;
+}
+
+export interface RateResponse {
+  credits: number;
+  /** `call`, `row` or `constituent`. */
+  unit: RateUnit;
+  /** Method and path. */
+  endpoint: string;
+}
+
+export interface UsageResponse {
+  tier: string;
+  /** Whether the Pro-member overlay is active. */
+  pro_member: boolean;
+  /** Included credits; null means enterprise, unmetered. */
+  monthly_allowance: number | null;
+  /** Credits used this calendar month (allowance draws plus overage). */
+  used_this_month: number;
+  /** Allowance minus used; negative only in overage; null when unmetered. */
+  credits_remaining: number | null;
+  overage_credits: number;
+  /** Accrued overage in dollars. */
+  overage_cost_usd: number;
+  /** Banked pack credits; consumed after the allowance. */
+  prepaid_credits: number;
+  /** Switch between hard stop (false) and overage (true). */
+  allow_overage: boolean;
+  /** Overage price per 1,000 credits; null on tiers without overage (free: hard stop only; enterprise: unmetered). */
+  overage_per_1k_usd: number | null;
+  /** ISO 8601 UTC instant when the allowance resets (the next month boundary). */
+  resets_at: string;
+  entitlements: EntitlementsResponse;
+  /** Live credit cost of every endpoint, from the same table the metering charges by. */
+  rate_card: Record<string, RateResponse>;
+}
+
+@Route('v1/usage')
+@Tags('Account')
+@Security('api_key', ['usage'])
+export class GetUsageController extends MeteredController {
+  /**
+   * Your plan, this month's usage and balances, and the live rate card. Free.
+   */
+  @Get()
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key')
+  public async getUsage(@Request() req: AuthedRequest): Promise<UsageResponse> {
+    const p = this.principal(req);
+    await this.charge(req, 'usage');
+    const f = usageFigures(await this.services.ledger.state(p.account_id), this.services.clock.now());
+    return {
+      tier: f.tier,
+      pro_member: f.pro_member,
+      monthly_allowance: f.monthly_allowance,
+      used_this_month: f.used_this_month,
+      credits_remaining: f.credits_remaining,
+      overage_credits: f.overage_credits,
+      overage_cost_usd: f.overage_cost_usd,
+      prepaid_credits: f.prepaid_credits,
+      allow_overage: f.allow_overage,
+      overage_per_1k_usd: f.overage_per_1k_usd,
+      resets_at: f.resets_at,
+      entitlements: { ...f.entitlements },
+      rate_card: rateCardForUsage(),
+    };
+  }
+}

@@ -1,0 +1,77 @@
+import type { Request } from 'express';
+import { randomBytes } from 'node:crypto';
+import type { Services } from '../container.js';
+import { AppError } from '../core/errors.js';
+import { entitlementsOf, tierAtLeast, type Entitlements, type Tier } from '../domain/plans.js';
+import { RATE_CARD, endpointOf, isRateKey, type RateKey } from '../domain/rate-card.js';
+import { apiKeys } from '../../projections/api-keys/api-keys.projection.js';
+import { hashApiKey } from '../../commands/manage-keys/api-key.js';
+import { stateAt } from '../../commands/debit-credits/ledger.decider.js';
+
+/** Who is calling: the account behind the key and what its plan entitles it to right now. */
+export interface Principal {
+  account_id: string;
+  key_id: string;
+  tier: Tier;
+  pro: boolean;
+  entitlements: Entitlements;
+  request_id: string;
+}
+
+export type AuthedRequest = Request & { user?: Principal; requestId?: string };
+
+export function requestIdOf(req: AuthedRequest): string {
+  return (req.requestId ??= `req_${randomBytes(12).toString('base64url')}`);
+}
+
+/**
+ * tsoa's security hook for `@Security('api_key', [rateKey])`: 401 for a missing or unknown key,
+ * 403 `key_forbidden` for a revoked key (or a rotated one past its grace period), 403 `tier`
+ * when the plan is below the endpoint's minimum tier in the rate card. Runs before parameter
+ * validation, so the check order is key, tier, parameters.
+ */
+export async function expressAuthentication(request: Request, securityName: string, scopes?: string[]): Promise<Principal> {
+  if (securityName !== 'api_key') throw new AppError('internal', `unknown security scheme ${securityName}`);
+  const services = request.app.locals['services'] as Services;
+  const principal = await authenticate(services, request.header('x-api-key'), request as AuthedRequest);
+  const endpoint = scopes?.[0];
+  if (endpoint) {
+    if (!isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
+    requireTier(principal, endpoint);
+  }
+  return principal;
+}
+
+/** 403 `tier` when the caller's plan is below the endpoint's minimum (shared by REST and MCP). */
+export function requireTier(principal: Principal, endpoint: RateKey): void {
+  const min = RATE_CARD[endpoint].min_tier;
+  if (!tierAtLeast(principal.tier, min)) {
+    throw new AppError('tier', `${endpointOf(endpoint)} needs the ${min} plan or higher; this key is on ${principal.tier}`, {
+      required_tier: min,
+      tier: principal.tier,
+    });
+  }
+}
+
+/** Resolves an API key to its principal (shared by REST and MCP). */
+export async function authenticate(services: Services, key: string | undefined, req?: AuthedRequest): Promise<Principal> {
+  if (!key) throw new AppError('unauthorized', 'send your API key in the X-API-Key header');
+  const doc = await services.reads.get(apiKeys, hashApiKey(key.trim()));
+  if (!doc) throw new AppError('unauthorized', 'unknown API key');
+  const now = services.clock.now();
+  if (doc.status === 'revoked') throw new AppError('key_forbidden', `key ${doc.prefix}… was revoked`);
+  if (doc.status === 'rotated' && (doc.grace_until === null || doc.grace_until <= now.toISOString())) {
+    throw new AppError('key_forbidden', `key ${doc.prefix}… was rotated and its grace period ended at ${doc.grace_until ?? 'once'}`);
+  }
+  const ledger = stateAt(await services.ledger.state(doc.account_id), now);
+  const principal: Principal = {
+    account_id: doc.account_id,
+    key_id: doc.key_id,
+    tier: ledger.tier,
+    pro: ledger.pro,
+    entitlements: entitlementsOf(ledger.tier, ledger.pro),
+    request_id: req ? requestIdOf(req) : `req_${randomBytes(12).toString('base64url')}`,
+  };
+  if (req) req.user = principal;
+  return principal;
+}

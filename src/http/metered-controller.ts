@@ -1,0 +1,23 @@
+import { Controller } from '@tsoa/runtime';
+import type { Services } from '../container.js';
+import type { RateKey } from '../domain/rate-card.js';
+import type { AuthedRequest, Principal } from './authentication.js';
+import { CREDITS_HEADER, charge } from './metering.js';
+
+/** Base of every `/v1` controller: the services of its app and the metering of its calls. */
+export abstract class MeteredController extends Controller {
+  constructor(protected readonly services: Services) {
+    super();
+  }
+
+  protected principal(req: AuthedRequest): Principal {
+    if (!req.user) throw new Error('controller reached without authentication');
+    return req.user;
+  }
+
+  /** Debits the call (durably) and sets `X-Credits-Remaining`; 429 when the credits do not cover it. */
+  protected async charge(req: AuthedRequest, endpoint: RateKey, quantity = 1): Promise<void> {
+    const c = await charge(this.services, this.principal(req), endpoint, quantity, 'rest');
+    this.setHeader(CREDITS_HEADER, c.remaining);
+  }
+}
