@@ -25,6 +25,8 @@ const envSchema = z.object({
   MONGODB_URI: optionalString,
   MONGODB_DB: z.string().default('scores'),
   KAFKA_BROKERS: optionalString,
+  SMTP_URL: optionalString,
+  MAIL_FROM: z.string().default('Scores API <alerts@localhost>'),
 });
 
 export interface Config {
@@ -42,6 +44,9 @@ export interface Config {
   mongodbUri: string | null;
   mongodbDb: string;
   kafkaBrokers: string[] | null;
+  /** SMTP server for usage-alert emails; without it they go to `<dataDir>/outbox`. */
+  smtpUrl: string | null;
+  mailFrom: string;
 }
 
 export class ConfigError extends Error {}
@@ -68,5 +73,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbUri: e.MONGODB_URI ?? null,
     mongodbDb: e.MONGODB_DB,
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
+    smtpUrl: e.SMTP_URL ?? null,
+    mailFrom: e.MAIL_FROM,
   };
 }

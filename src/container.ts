@@ -6,6 +6,9 @@ import { SqliteEventStore } from '../infra/sqlite/event-store.js';
 import { SqliteReadStore } from '../infra/sqlite/read-store.js';
 import { allProjections } from '../projections/index.js';
 import { LedgerService } from '../commands/debit-credits/ledger.service.js';
+import { FileOutboxMailer } from '../infra/mail/file-outbox.js';
+import { SmtpMailer } from '../infra/mail/smtp.js';
+import type { Mailer } from './core/mail.port.js';
 import { fixedClock, systemClock, type Clock } from './core/clock.js';
 import type { EventBus } from './core/event-bus.port.js';
 import type { EventStore } from './core/event-store.port.js';
@@ -22,6 +25,8 @@ export interface Services {
   reads: ReadStore;
   bus: EventBus;
   runner: ProjectorRunner;
+  /** Usage-alert emails: SMTP when configured, else files in `<dataDir>/outbox`. */
+  mailer: Mailer;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
@@ -72,9 +77,13 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector stopped'),
   });
+  const mailer: Mailer = config.smtpUrl
+    ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })
+    : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock });
   let listenUrl = `http://localhost:${config.port}`;
   closers.push(
     () => runner.stop(),
+    () => mailer.close(),
     () => bus.close(),
     () => events.close(),
     () => reads.close(),
@@ -90,6 +99,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     reads,
     bus,
     runner,
+    mailer,
     ledger: new LedgerService(events, clock),
     baseUrl: () => config.publicBaseUrl ?? listenUrl,
     setListenUrl: (url) => {

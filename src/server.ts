@@ -5,6 +5,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { advanceDemo, startDemoPublisher } from '../commands/seed-demo/seed-demo.handler.js';
 import { startIngestConsumer } from '../commands/ingest/ingest.consumer.js';
 import { ensureDemoAccounts } from '../commands/manage-keys/keys.handler.js';
+import { startAlertDispatcher } from '../commands/send-usage-alerts/alert-dispatcher.js';
 import { DemoDataset } from './demo/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
@@ -84,6 +85,13 @@ export async function startServer(services: Services, options: { progress?: bool
         onError: (err) => services.log.error({ err }, 'demo publisher failed'),
       })
     : null;
+  const alerts = startAlertDispatcher({
+    reads: services.reads,
+    events: services.events,
+    mailer: services.mailer,
+    clock: services.clock,
+    onError: (err, alertId) => services.log.warn({ err, alertId }, 'usage alert email not sent'),
+  });
   const ingestConsumer = await startIngestConsumer({
     bus: services.bus,
     store: services.events,
@@ -107,6 +115,7 @@ export async function startServer(services: Services, options: { progress?: bool
       await closed;
       clearTimeout(force);
       await publisher?.stop();
+      await alerts.stop();
       await ingestConsumer.stop();
       await services.close();
     })());

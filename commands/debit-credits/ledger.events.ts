@@ -112,10 +112,14 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
 }
 
-/** The hash an event's data must carry. A `hash` field present in `data` is ignored. */
-export function computeHash(data: { prev_hash: string }): string {
+/**
+ * The hash an event must carry: `sha256hex(prev_hash + "\n" + type + "\n" + canonicalJson(data
+ * without hash))`. The type is part of it, so relabelling an entry breaks the chain too.
+ * A `hash` field present in `data` is ignored.
+ */
+export function computeHash(type: string, data: { prev_hash: string }): string {
   const { hash: _ignored, ...rest } = data as { prev_hash: string; hash?: unknown };
-  return createHash('sha256').update(`${data.prev_hash}\n${canonicalJson(rest)}`).digest('hex');
+  return createHash('sha256').update(`${data.prev_hash}\n${type}\n${canonicalJson(rest)}`).digest('hex');
 }
 
 /** Builds an event with `at`, `prev_hash` and `hash` filled in. */
@@ -126,7 +130,7 @@ export function sealEvent<T extends LedgerEventType>(
   prevHash: string,
 ): Extract<LedgerEvent, { type: T }> {
   const unsealed = { ...body, at, prev_hash: prevHash };
-  return { type, data: { ...unsealed, hash: computeHash(unsealed) } } as unknown as Extract<LedgerEvent, { type: T }>;
+  return { type, data: { ...unsealed, hash: computeHash(type, unsealed) } } as unknown as Extract<LedgerEvent, { type: T }>;
 }
 
 export type ChainBreakReason = 'not_chained' | 'prev_hash_mismatch' | 'hash_mismatch';
@@ -160,7 +164,7 @@ export function verifyChain(events: ReadonlyArray<{ type: string; data: unknown 
         detail: `${e.type} at ${index} follows ${data.prev_hash.slice(0, 12)}…, but the previous event's hash is ${prev.slice(0, 12)}… (an event was removed, inserted or reordered)`,
       };
     }
-    const expected = computeHash(data as { prev_hash: string });
+    const expected = computeHash(e.type, data as { prev_hash: string });
     if (expected !== data.hash) {
       return { index, reason: 'hash_mismatch', detail: `${e.type} at ${index} was altered after it was written` };
     }

@@ -80,6 +80,8 @@ export interface LedgerEntryDoc {
   detail: string;
   hash: string;
   prev_hash: string;
+  /** The event's data exactly as hashed (with `hash`): what a customer recomputes the chain from. */
+  data: Record<string, unknown>;
 }
 
 /**
@@ -228,6 +230,7 @@ export function entryOf(accountId: string, seq: number, e: LedgerEvent): LedgerE
     detail: describeEvent(e),
     hash: str(d['hash']) ?? '',
     prev_hash: str(d['prev_hash']) ?? '',
+    data: d,
   };
 }
 

@@ -39,6 +39,12 @@ export interface UsageLedgerEntry {
   /** SHA-256 chain: `hash` of this entry, and `hash` of the one before (64 zeros for the first). */
   hash: string;
   prev_hash: string;
+  /**
+   * The ledger event exactly as hashed: verify with
+   * `sha256hex(prev_hash + "\n" + kind + "\n" + canonicalJson(data without "hash")) == hash`
+   * (canonical JSON: object keys sorted at every depth, no whitespace).
+   */
+  data: Record<string, unknown>;
 }
 
 export interface UsageLedgerPage {
@@ -71,6 +77,7 @@ function toEntry(d: LedgerEntryDoc): UsageLedgerEntry {
     detail: d.detail,
     hash: d.hash,
     prev_hash: d.prev_hash,
+    data: d.data,
   };
 }
 

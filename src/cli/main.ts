@@ -7,6 +7,7 @@ import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.sche
 import { randomUUID } from 'node:crypto';
 import { usageFigures, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../commands/audit-ledger/audit-ledger.js';
 import { AppError } from '../core/errors.js';
 import { TIERS, type Tier } from '../domain/plans.js';
 import { ConfigError, loadConfig } from '../config.js';
@@ -118,7 +119,7 @@ export function buildCli(): Command {
   return program;
 }
 
-const tierOption = () => new Option('--tier <tier>', 'plan tier').choices(TIERS as unknown as string[]);
+const tierOption = () => new Option('--tier <tier>', 'plan tier').choices(TIERS);
 const accountOption = () => new Option('--account <id>', 'account id (from `keys create`)').makeOptionMandatory();
 
 /** Runs one ledger command for an account and prints its usage figures afterwards. */
@@ -216,6 +217,32 @@ function addAccountCommands(program: Command): void {
     .action((state: string, opts: { account: string; json?: boolean }) =>
       ledgerCommand(opts.account, { type: 'SwitchOverage', data: { on: onOff(state) } }, Boolean(opts.json), `overage ${state}`),
     );
+
+  program
+    .command('audit')
+    .description("Replay an account's credit ledger from its first event, verify its hash chain and compare every month with the usage read model")
+    .option('--account <id>', 'the account to audit')
+    .option('--all', 'audit every account')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { account?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
+      await withServices(
+        async (s) => {
+          const deps = { events: s.events, reads: s.reads };
+          if (opts.all) {
+            const all = await auditAll(deps);
+            printer(Boolean(opts.json))(formatAuditSummary(all), all);
+            if (!all.ok) process.exitCode = 2;
+            return;
+          }
+          const report = await auditAccount({ ...deps, accountId: opts.account! });
+          if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`);
+          printer(Boolean(opts.json))(formatAuditReport(report), report);
+          if (!report.ok) process.exitCode = 2;
+        },
+        { readModels: true },
+      );
+    });
 
   const packs = program.command('packs').description('Prepaid credit packs');
   packs

@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
+import type { ErrorRequestHandler, Request, Response } from 'express';
 import { ValidateError } from '@tsoa/runtime';
 import { AppError, type ErrorCode, statusOf, titleOf } from '../core/errors.js';
 
@@ -55,10 +55,10 @@ export function problemHandler(
         if (value !== null && !res.headersSent) res.setHeader('X-Credits-Remaining', value);
       })
       .catch(() => undefined)
-      .finally(() => respond(err, req, res, next));
+      .finally(() => respond(err, req, res));
   };
 
-  function respond(err: unknown, req: Request, res: Response, next: NextFunction): void {
+  function respond(err: unknown, req: Request, res: Response): void {
     if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
     if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
     const e = err as { type?: string; status?: number; message?: string };

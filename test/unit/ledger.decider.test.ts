@@ -352,7 +352,7 @@ describe('Credit ledger', () => {
       expect(produced).to.have.length(4);
       expect(produced[0]!.data.prev_hash).to.equal(given.at(-1)!.data.hash);
       for (let i = 1; i < produced.length; i++) expect(produced[i]!.data.prev_hash).to.equal(produced[i - 1]!.data.hash);
-      for (const e of produced) expect(e.data.hash).to.equal(computeHash(e.data));
+      for (const e of produced) expect(e.data.hash).to.equal(computeHash(e.type, e.data));
       expect(produced.every((e) => e.data.at === JUNE.toISOString())).to.equal(true);
     });
 
@@ -364,6 +364,11 @@ describe('Credit ledger', () => {
       expect(verifyChain(stream)).to.equal(null);
     });
 
+    it('detects an event whose type was relabelled', () => {
+      const relabelled = stream.map((e, i) => (i === 3 ? { ...e, type: 'PackPurchased' } : e));
+      expect(verifyChain(relabelled)).to.include({ index: 3, reason: 'hash_mismatch' });
+    });
+
     it('detects an altered event', () => {
       const altered = stream.map((e, i) => (i === 3 ? { ...e, data: { ...e.data, from_allowance: 1 } } : e));
       expect(verifyChain(altered)).to.include({ index: 3, reason: 'hash_mismatch' });
@@ -373,7 +378,7 @@ describe('Credit ledger', () => {
       const forged = stream.map((e, i) => {
         if (i !== 3) return e;
         const data = { ...e.data, from_allowance: 1 };
-        return { ...e, data: { ...data, hash: computeHash(data) } };
+        return { ...e, data: { ...data, hash: computeHash(e.type, data) } };
       });
       expect(verifyChain(forged)).to.include({ index: 4, reason: 'prev_hash_mismatch' });
     });

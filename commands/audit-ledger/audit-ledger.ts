@@ -1,0 +1,320 @@
+/**
+ * `scores audit`: replays an account's credit ledger from its first event and checks it.
+ *
+ * 1. The hash chain (`verifyChain`): every event's `hash` matches its data, every `prev_hash` is the
+ *    hash of the event before it, the first one's is the genesis hash. An edited event, or an
+ *    event removed, inserted or reordered in the middle, breaks it. Revisions must also run
+ *    0, 1, 2… without a gap.
+ * 2. The read models: every month's figures are recomputed by folding the events with the
+ *    decider's `evolve` (`replayUsage`, what the usage projection runs) and compared field by
+ *    field with the `usage_balances` documents; every `ledger_entries` line with the event at its
+ *    seq. A ledger cut short at its end keeps a valid chain, but the read models (built before
+ *    the cut) then hold more than the log does, and that is reported.
+ *
+ * The audit reads the read models as they are: run it once the projector has caught up, or a
+ * lag shows up as differences (reported as such).
+ */
+import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
+import type { Page, ReadStore } from '../../src/core/read-store.port.js';
+import { accounts } from '../../projections/api-keys/api-keys.projection.js';
+import {
+  ledgerEntries,
+  ledgerStates,
+  replayUsage,
+  usageBalances,
+  usageProjection,
+  type LedgerEntryDoc,
+  type UsageBalanceDoc,
+} from '../../projections/usage/usage.projection.js';
+import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../debit-credits/ledger.events.js';
+
+export interface FieldMismatch {
+  field: string;
+  expected: unknown;
+  actual: unknown;
+}
+
+/** One month: the figures recomputed from the log, the stored document, and how they differ. */
+export interface PeriodAudit {
+  period: string;
+  /** Null when the log has no such month (the read model has an extra document). */
+  expected: UsageBalanceDoc | null;
+  /** Null when the read model has no document for the month. */
+  actual: UsageBalanceDoc | null;
+  mismatches: FieldMismatch[];
+}
+
+export interface EntryAudit {
+  seq: number;
+  kind: string | null;
+  mismatches: FieldMismatch[];
+}
+
+/** The first broken link, named by the event's revision (seq), id and type. */
+export interface AuditChainBreak extends ChainBreak {
+  seq: number;
+  event_id: string;
+  type: string;
+  at: string | null;
+}
+
+export interface AuditReport {
+  account_id: string;
+  /** True when the chain holds and the read models equal what the log gives. */
+  ok: boolean;
+  /** Events in the account's ledger stream. */
+  events: number;
+  /** Hash of the last event: keep it elsewhere to detect a ledger cut short at its end later. */
+  last_hash: string | null;
+  periods: PeriodAudit[];
+  entries: {
+    expected: number;
+    actual: number;
+    /** Lines that differ (at most ENTRY_MISMATCH_LIMIT are listed; `problems` gives the total). */
+    mismatches: EntryAudit[];
+  };
+  chain: AuditChainBreak | null;
+  /** Every finding as a sentence, chain first; empty when ok. */
+  problems: string[];
+}
+
+export interface AuditAllReport {
+  ok: boolean;
+  accounts: AuditReport[];
+}
+
+export interface AuditDeps {
+  events: EventStore;
+  reads: ReadStore;
+}
+
+export const ENTRY_MISMATCH_LIMIT = 100;
+const PAGE = 1000;
+
+const short = (h: unknown) => (typeof h === 'string' && h.length > 12 ? `${h.slice(0, 12)}…` : JSON.stringify(h));
+const show = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v));
+const differences = (ms: FieldMismatch[]) => ms.map((m) => `${m.field} is ${show(m.actual)}, the log gives ${show(m.expected)}`).join('; ');
+
+/** Field-by-field differences of two documents (arrays and objects compared as JSON). */
+function diffDocs(expected: object, actual: object): FieldMismatch[] {
+  const e = expected as Record<string, unknown>;
+  const a = actual as Record<string, unknown>;
+  const fields = [...new Set([...Object.keys(e), ...Object.keys(a)])];
+  return fields
+    .filter((f) => canonicalJson(e[f]) !== canonicalJson(a[f]))
+    .map((field) => ({ field, expected: e[field], actual: a[field] }));
+}
+
+const reasonText: Record<ChainBreak['reason'], string> = {
+  not_chained: 'it carries no prev_hash/hash',
+  prev_hash_mismatch: 'its prev_hash is not the hash of the event before it: an event was removed, inserted or reordered before it',
+  hash_mismatch: 'its data does not match its hash: it was altered after it was written',
+};
+
+function checkChain(events: RecordedEvent[], problems: string[]): AuditChainBreak | null {
+  const found = verifyChain(events);
+  if (found === null) return null;
+  const e = events[found.index]!;
+  const data = e.data as Record<string, unknown> | null;
+  const at = data && typeof data['at'] === 'string' ? data['at'] : null;
+  const chain: AuditChainBreak = { ...found, seq: e.revision, event_id: e.id, type: e.type, at };
+  problems.push(`Hash chain broken at seq ${e.revision} (${e.type}${at ? ` at ${at}` : ''}, event ${e.id}): ${reasonText[found.reason]}.`);
+  return chain;
+}
+
+function checkRevisions(events: RecordedEvent[], problems: string[]): void {
+  const gaps: string[] = [];
+  let expected = 0;
+  for (const e of events) {
+    if (e.revision > expected) gaps.push(expected === e.revision - 1 ? `${expected}` : `${expected}–${e.revision - 1}`);
+    expected = e.revision + 1;
+  }
+  if (gaps.length) problems.push(`The stream has no event at seq ${gaps.join(', ')}: events were deleted from the log.`);
+  const foreign = events.filter((e) => !isLedgerEvent(e));
+  if (foreign.length) {
+    const named = foreign.slice(0, 5).map((e) => `${e.type} at seq ${e.revision}`);
+    problems.push(`The stream holds ${foreign.length} event(s) that are not ledger events: ${named.join(', ')}.`);
+  }
+}
+
+async function storedBalances(reads: ReadStore, accountId: string): Promise<Map<string, UsageBalanceDoc>> {
+  const out = new Map<string, UsageBalanceDoc>();
+  let cursor: string | null = null;
+  do {
+    const page: Page<UsageBalanceDoc> = await reads.find(
+      usageBalances,
+      { account_id: accountId },
+      { sort: [['period', 1]], limit: PAGE, cursor },
+    );
+    for (const d of page.items) out.set(d.period, d);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return out;
+}
+
+function comparePeriods(expected: UsageBalanceDoc[], actual: Map<string, UsageBalanceDoc>, problems: string[]): PeriodAudit[] {
+  const byPeriod = new Map(expected.map((d) => [d.period, d]));
+  const periods = [...new Set([...byPeriod.keys(), ...actual.keys()])].sort();
+  return periods.map((period) => {
+    const e = byPeriod.get(period) ?? null;
+    const a = actual.get(period) ?? null;
+    let mismatches: FieldMismatch[];
+    if (e && a) {
+      mismatches = diffDocs(e, a);
+      for (const m of mismatches) problems.push(`usage_balances ${period}: ${differences([m])}.`);
+    } else if (e) {
+      mismatches = [{ field: 'document', expected: 'present', actual: 'missing' }];
+      problems.push(`usage_balances ${period}: no document, but the log has that month.`);
+    } else {
+      mismatches = [{ field: 'document', expected: 'missing', actual: 'present' }];
+      problems.push(`usage_balances ${period}: a document exists, but the log has no such month.`);
+    }
+    return { period, expected: e, actual: a, mismatches };
+  });
+}
+
+async function compareEntries(
+  reads: ReadStore,
+  accountId: string,
+  expected: LedgerEntryDoc[],
+  problems: string[],
+): Promise<AuditReport['entries']> {
+  const bySeq = new Map(expected.map((d) => [d.seq, d]));
+  const seen = new Set<number>();
+  const mismatches: EntryAudit[] = [];
+  let differing = 0;
+  let actual = 0;
+  const note = (m: EntryAudit, sentence: string) => {
+    differing += 1;
+    if (mismatches.length < ENTRY_MISMATCH_LIMIT) {
+      mismatches.push(m);
+      problems.push(sentence);
+    }
+  };
+  let cursor: string | null = null;
+  do {
+    const page: Page<LedgerEntryDoc> = await reads.find(
+      ledgerEntries,
+      { account_id: accountId },
+      { sort: [['seq', 1]], limit: PAGE, cursor },
+    );
+    for (const a of page.items) {
+      actual += 1;
+      seen.add(a.seq);
+      const e = bySeq.get(a.seq);
+      if (!e) {
+        note(
+          { seq: a.seq, kind: a.kind, mismatches: [{ field: 'document', expected: 'missing', actual: 'present' }] },
+          `ledger_entries seq ${a.seq} (${a.kind}, hash ${short(a.hash)}) has no event in the log.`,
+        );
+        continue;
+      }
+      const diff = diffDocs(e, a);
+      if (diff.length) {
+        note({ seq: a.seq, kind: e.kind, mismatches: diff }, `ledger_entries seq ${a.seq} (${e.kind}): ${differences(diff)}.`);
+      }
+    }
+    cursor = page.nextCursor;
+  } while (cursor);
+  for (const e of expected) {
+    if (seen.has(e.seq)) continue;
+    note(
+      { seq: e.seq, kind: e.kind, mismatches: [{ field: 'document', expected: 'present', actual: 'missing' }] },
+      `ledger_entries seq ${e.seq} (${e.kind}): no line, but the log has the event.`,
+    );
+  }
+  if (differing > mismatches.length) problems.push(`… and ${differing - mismatches.length} more ledger_entries lines differ.`);
+  return { expected: expected.length, actual, mismatches };
+}
+
+/** Replays `ledger-<accountId>` and checks its hash chain and the usage read models against it. */
+export async function auditAccount(deps: AuditDeps & { accountId: string }): Promise<AuditReport> {
+  const { events: store, reads, accountId } = deps;
+  await reads.register(usageProjection.collections);
+  const events = await store.readStream(ledgerStream(accountId));
+  const problems: string[] = [];
+  const chain = checkChain(events, problems);
+  checkRevisions(events, problems);
+
+  const replay = replayUsage(accountId, events);
+  const periods = comparePeriods(replay.balances, await storedBalances(reads, accountId), problems);
+  const entries = await compareEntries(reads, accountId, replay.entries, problems);
+
+  const running = await reads.get(ledgerStates, accountId);
+  const lastSeq = events.length ? events[events.length - 1]!.revision : -1;
+  const behind = (applied: string) =>
+    `The usage projection has ${applied}; the log ends at seq ${lastSeq} (is the projector behind?).`;
+  if (running === null) {
+    if (events.length) problems.push(behind('not applied any event of the account'));
+  } else if (running.seq < lastSeq) {
+    problems.push(behind(`applied up to seq ${running.seq}`));
+  } else {
+    const { state: s, ...rest } = running;
+    const { state: expectedState, ...expectedRest } = replay.fold;
+    const diff = [
+      ...diffDocs(expectedRest, rest),
+      ...diffDocs(expectedState, s).map((m) => ({ ...m, field: `state.${m.field}` })),
+    ];
+    if (diff.length) problems.push(`ledger_states (the usage projection's running state): ${differences(diff)}.`);
+  }
+
+  const lastData = events.length ? (events[events.length - 1]!.data as Record<string, unknown> | null) : null;
+  return {
+    account_id: accountId,
+    ok: problems.length === 0,
+    events: events.length,
+    last_hash: lastData && typeof lastData['hash'] === 'string' ? lastData['hash'] : null,
+    periods,
+    entries,
+    chain,
+    problems,
+  };
+}
+
+/**
+ * Audits every account the read models know: those with usage documents and those of the
+ * `accounts` collection (api-keys projection), so an account whose ledger never reached the
+ * usage read models is audited too.
+ */
+export async function auditAll(deps: AuditDeps): Promise<AuditAllReport> {
+  const { reads } = deps;
+  await reads.register([...usageProjection.collections, accounts]);
+  const ids = new Set<string>();
+  for await (const d of reads.scan(ledgerStates)) ids.add(d.account_id);
+  for await (const d of reads.scan(usageBalances)) ids.add(d.account_id);
+  for await (const d of reads.scan(accounts)) ids.add(d.account_id);
+  const reports: AuditReport[] = [];
+  for (const accountId of [...ids].sort()) reports.push(await auditAccount({ ...deps, accountId }));
+  return { ok: reports.every((r) => r.ok), accounts: reports };
+}
+
+/** Human text: a one-line verdict, then every difference found. */
+export function formatAuditReport(report: AuditReport): string {
+  const months = `${report.periods.length} month${report.periods.length === 1 ? '' : 's'}`;
+  const events = `${report.events} event${report.events === 1 ? '' : 's'}`;
+  if (report.ok) {
+    if (report.events === 0) return `Account ${report.account_id}: OK (no credit ledger).`;
+    return (
+      `Account ${report.account_id}: OK. ${events}, hash chain intact (last hash ${report.last_hash ?? '-'}), ` +
+      `${months} and ${report.entries.actual} ledger entries match the log.`
+    );
+  }
+  const problems = `${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}`;
+  const lines = [
+    `Account ${report.account_id}: AUDIT FAILED. ${events}, ${months}, ${problems}:`,
+    ...report.problems.map((p) => `  - ${p}`),
+  ];
+  return lines.join('\n');
+}
+
+/** Human text for `auditAll`: every account's verdict, then the totals. */
+export function formatAuditSummary(all: AuditAllReport): string {
+  const failed = all.accounts.filter((r) => !r.ok).length;
+  const lines = all.accounts.map(formatAuditReport);
+  lines.push(
+    failed === 0
+      ? `All ${all.accounts.length} account${all.accounts.length === 1 ? '' : 's'} pass.`
+      : `${failed} of ${all.accounts.length} account${all.accounts.length === 1 ? '' : 's'} failed the audit.`,
+  );
+  return lines.join('\n');
+}

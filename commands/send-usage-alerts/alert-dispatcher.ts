@@ -1,0 +1,140 @@
+/**
+ * Sends the usage-alert emails the `mail_outbox` read model holds as pending, and records each
+ * send as `UsageAlertEmailed` on `mail-<account_id>`.
+ *
+ * The log, not the read model, decides whether a mail went out: before sending, the dispatcher
+ * reads the account's mail stream and skips an alert already recorded there. So a read model that
+ * lags behind the log, or is being rebuilt by a replay (its docs pending again for a moment), never
+ * causes a second email. Delivery is at least once: when the send succeeds but the append fails,
+ * or two dispatchers race, the mail can go twice, under the same id (the file outbox keeps one
+ * file per id; SMTP repeats the same Message-ID).
+ *
+ * Only alerts of the current month (by the clock) are sent: once the allowance has reset, "you
+ * have used 90%" is no longer true. Such an alert stays `pending` in the read model, unsent.
+ */
+import type { Clock } from '../../src/core/clock.js';
+import { ConcurrencyError } from '../../src/core/errors.js';
+import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
+import type { Mailer } from '../../src/core/mail.port.js';
+import type { Page, ReadStore } from '../../src/core/read-store.port.js';
+import { mailOutbox, mailStream, type MailOutboxDoc, type UsageAlertEmailed } from '../../projections/usage-alerts/usage-alerts.projection.js';
+
+export interface AlertDispatcherOptions {
+  reads: ReadStore;
+  events: EventStore;
+  mailer: Mailer;
+  clock: Clock;
+  /** Pause between passes; default 5 s. The first pass runs one interval after the start. */
+  intervalMs?: number;
+  /** A failed send (the alert stays pending) or a failed pass. `alertId` names the alert, when one. */
+  onError?(err: unknown, alertId?: string): void;
+}
+
+export interface AlertDispatcher {
+  /** Runs one pass now (after any pass in progress); resolves with the number of emails sent. */
+  drain(): Promise<number>;
+  /** Stops the timer and waits for a pass in progress. Does not close the mailer. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_ALERT_INTERVAL_MS = 5_000;
+const PAGE = 100;
+/** Waits after the 1st, 2nd, … consecutive failure of one alert before it is tried again. */
+const RETRY_AFTER_MS = [30_000, 120_000, 600_000, 1_800_000, 3_600_000] as const;
+const APPEND_ATTEMPTS = 5;
+
+const emailedHere = (events: RecordedEvent[], alertId: string) =>
+  events.some((e) => e.type === 'UsageAlertEmailed' && (e.data as UsageAlertEmailed['data'] | null)?.alert_event_id === alertId);
+
+/** Starts the periodic pass; call `stop()` at shutdown. */
+export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDispatcher {
+  const { reads, events, mailer, clock } = options;
+  const interval = options.intervalMs ?? DEFAULT_ALERT_INTERVAL_MS;
+  const report = (err: unknown, alertId?: string) => options.onError?.(err, alertId);
+  // Kept in memory only: after a restart every pending alert is tried at once.
+  const failures = new Map<string, { count: number; retryAt: number }>();
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let chain: Promise<unknown> = Promise.resolve();
+
+  /** Sends one alert unless the log says it went already; true when this call sent it. */
+  async function deliver(doc: MailOutboxDoc & { to: string }): Promise<boolean> {
+    const stream = mailStream(doc.account_id);
+    let mailed = false;
+    for (let attempt = 1; ; attempt++) {
+      const recorded = await events.readStream(stream);
+      if (emailedHere(recorded, doc.id)) return mailed;
+      if (!mailed) {
+        await mailer.send({ id: doc.id, to: doc.to, subject: doc.subject, text: doc.text });
+        mailed = true;
+      }
+      const emailed: UsageAlertEmailed = { type: 'UsageAlertEmailed', data: { alert_event_id: doc.id, to: doc.to, at: clock.now().toISOString() } };
+      try {
+        await events.append(stream, [emailed], recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream');
+        return true;
+      } catch (err) {
+        // Another alert of the account was recorded meanwhile (or this one, by another process).
+        if (!(err instanceof ConcurrencyError) || attempt >= APPEND_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  async function pass(): Promise<number> {
+    const now = clock.now();
+    const period = now.toISOString().slice(0, 7);
+    let sent = 0;
+    let cursor: string | null = null;
+    do {
+      const page: Page<MailOutboxDoc> = await reads.find(
+        mailOutbox,
+        { status: 'pending', period: { $gte: period } },
+        // One call can cross several thresholds at once: 75% goes out before 90%.
+        { sort: [['created_at', 1], ['threshold', 1]], limit: PAGE, cursor },
+      );
+      for (const doc of page.items) {
+        if (stopped) return sent;
+        const failed = failures.get(doc.id);
+        if (doc.to === null || (failed && failed.retryAt > now.getTime())) continue;
+        try {
+          if (await deliver({ ...doc, to: doc.to })) sent++;
+          failures.delete(doc.id);
+        } catch (err) {
+          const count = (failed?.count ?? 0) + 1;
+          const wait = RETRY_AFTER_MS[Math.min(count, RETRY_AFTER_MS.length) - 1]!;
+          failures.set(doc.id, { count, retryAt: now.getTime() + wait });
+          report(err, doc.id);
+        }
+      }
+      cursor = page.nextCursor;
+    } while (cursor && !stopped);
+    return sent;
+  }
+
+  function drain(): Promise<number> {
+    const run = chain.then(pass);
+    chain = run.catch(() => undefined);
+    return run;
+  }
+
+  function schedule(): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      drain()
+        .catch((err: unknown) => report(err))
+        .finally(schedule);
+    }, interval);
+    // The dispatcher alone never keeps the process alive.
+    timer.unref();
+  }
+
+  schedule();
+  return {
+    drain,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      await chain;
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import { Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { getUsageLedger } from './get-usage-ledger.query.js';
+
+/** One line of your credit ledger. Fields an entry's kind does not carry are null. */
+export interface LedgerEntryResponse {
+  /** Position in your ledger (0-based, gap-free). */
+  seq: number;
+  /** CreditsDebited, PackPurchased, AllowancePeriodOpened, PlanChanged, UsageAlertRaised, … */
+  kind: string;
+  /** ISO 8601 UTC instant the ledger recorded it. */
+  at: string;
+  /** `YYYY-MM` the entry belongs to. */
+  period: string;
+  /** The `X-Request-Id` of the charged call. */
+  request_id: string | null;
+  /** Rate-card key of the endpoint charged. */
+  endpoint: string | null;
+  /** `rest` or `mcp`. */
+  channel: string | null;
+  cost: number | null;
+  from_allowance: number | null;
+  from_prepaid: number | null;
+  from_overage: number | null;
+  /** Credits a pack added. */
+  credits: number | null;
+  detail: string;
+  hash: string;
+  prev_hash: string;
+  /** The entry's data exactly as hashed. */
+  data: Record<string, unknown>;
+}
+
+export interface LedgerPageResponse {
+  /** The month asked for; null when every month is listed. */
+  month: string | null;
+  /** Newest first. */
+  entries: LedgerEntryResponse[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  next_cursor: string | null;
+  /** Entries on this page. */
+  count: number;
+}
+
+@Route('v1/usage/ledger')
+@Tags('Account')
+@Security('api_key', ['usage_ledger'])
+export class GetUsageLedgerController extends MeteredController {
+  /**
+   * Your own credit ledger, newest first: every charge (request id, endpoint, channel, cost and
+   * where it was drawn from), pack, plan change and usage alert. Free. Each entry carries its
+   * SHA-256 `hash` and the previous entry's `prev_hash`, and `data` exactly as hashed, so you can
+   * verify the chain yourself: `sha256hex(prev_hash + "\n" + kind + "\n" + canonicalJson(data
+   * without "hash")) == hash`, and each `prev_hash` equals the `hash` of the entry before it.
+   * @param month Calendar month `YYYY-MM` (UTC); default: every month.
+   * @param limit Entries per page (default 100, max 1000).
+   * @param cursor `next_cursor` of the previous page.
+   */
+  @Get()
+  @Response<ProblemDetails>(400, 'Malformed month or cursor')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key')
+  @Response<ProblemDetails>(422, 'limit above 1000')
+  public async getLedger(
+    @Request() req: AuthedRequest,
+    @Query() month?: string,
+    @Query() limit?: number,
+    @Query() cursor?: string,
+  ): Promise<LedgerPageResponse> {
+    const p = this.principal(req);
+    // Read your own writes: the ledger read model includes this account's last charge.
+    const position = this.services.ledger.position(p.account_id);
+    if (position) await Promise.race([this.services.runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
+    const page = await getUsageLedger(this.services.reads, { accountId: p.account_id, month, limit, cursor });
+    await this.charge(req, 'usage_ledger');
+    return page;
+  }
+}

@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { ledgerStream, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { loadConfig } from '../../src/config.js';
+import { openServices } from '../../src/container.js';
+import { projectRoot } from '../../src/core/paths.js';
+import { runCli, until } from '../support/processes.js';
+import { demoKey, tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-02-15T12:00:00Z';
+
+describe('Credit ledger under kill -9', function () {
+  this.timeout(180_000);
+  const dir = tempDir();
+  const env = testEnv(dir, NOW);
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps the debit of every 200 response, and the audit passes for every account', async () => {
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise((r) => server.on('exit', r));
+    await until(() => /listening on (http:\/\/\S+)/.test(out), 90_000);
+    const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
+
+    const charged = new Map<string, string>(); // request id → account
+    const keys = { 'demo-free': demoKey('free'), 'demo-hobbyist': demoKey('hobbyist'), 'demo-builder': demoKey('builder') };
+    let stop = false;
+    let refused = 0;
+    const worker = async (account: string, key: string, path: string) => {
+      while (!stop) {
+        try {
+          const res = await fetch(`${url}${path}`, { headers: { 'X-API-Key': key } });
+          await res.arrayBuffer();
+          if (res.status === 200) charged.set(res.headers.get('x-request-id')!, account);
+          else if (res.status === 429) refused++;
+        } catch {
+          return; // the server is gone
+        }
+      }
+    };
+    const workers = Object.entries(keys).flatMap(([account, key]) => [
+      worker(account, key, '/v1/scores/AAPL'),
+      worker(account, key, '/v1/scores/MSFT/history?start=2019-02-01'),
+      worker(account, key, '/v1/scores/NVDA'),
+    ]);
+    await until(() => charged.size >= 400 && refused > 0, 90_000, 10);
+    server.kill('SIGKILL');
+    stop = true;
+    await Promise.all(workers);
+    await exited;
+    expect(charged.size).to.be.greaterThan(400);
+    expect(refused, 'the free account ran out of credits under load').to.be.greaterThan(0);
+
+    // Restart: the audit catches the read models up from the log, then checks every account.
+    const audit = await runCli(['audit', '--all', '--json'], env);
+    expect(audit.code, audit.stdout + audit.stderr).to.equal(0);
+    expect(JSON.parse(audit.stdout)).to.include({ ok: true });
+
+    const services = await openServices(loadConfig(env));
+    try {
+      const inLedger = new Set<string>();
+      let free = { allowance: 0, used: 0 };
+      for (const account of Object.keys(keys)) {
+        const events = (await services.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[];
+        for (const e of events) {
+          if (e.type === 'CreditsDebited') inLedger.add(e.data.request_id);
+          if (account === 'demo-free' && e.type === 'AllowancePeriodOpened') free = { allowance: e.data.allowance ?? 0, used: 0 };
+          if (account === 'demo-free' && e.type === 'CreditsDebited') free.used += e.data.from_allowance + e.data.from_prepaid;
+        }
+      }
+      const missing = [...charged.keys()].filter((id) => !inLedger.has(id));
+      expect(missing, 'request ids answered 200 but absent from the ledger').to.deep.equal([]);
+      expect(free.used).to.be.at.most(free.allowance);
+    } finally {
+      await services.close();
+    }
+  });
+});

@@ -1,0 +1,335 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../commands/audit-ledger/audit-ledger.js';
+import { decide, foldLedger, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
+import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
+import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
+import {
+  balanceKey,
+  usageBalances,
+  usageProjection,
+  type UsageBalanceDoc,
+} from '../../projections/usage/usage.projection.js';
+import { getUsageLedger } from '../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { loadConfig } from '../../src/config.js';
+import { openServices, type Services } from '../../src/container.js';
+import { AppError } from '../../src/core/errors.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import { ProjectorRunner } from '../../src/core/projector-runner.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+const ACCOUNT = 'acc-audit';
+const ENTERPRISE = 'acc-ent';
+
+const debit = (cost: number, request_id: string, channel: 'rest' | 'mcp' = 'rest'): LedgerCommand => ({
+  type: 'DebitCredits',
+  data: { request_id, endpoint: 'divergence', channel, cost },
+});
+
+/** Two months and the start of a third: packs, alerts, an upgrade, overage, a refusal, a cancellation. */
+const SCRIPT: [LedgerCommand, string][] = [
+  [{ type: 'OpenLedger', data: { account_id: ACCOUNT, tier: 'free', pro: false } }, '2024-05-02T08:00:00Z'],
+  [debit(600, 'r-1'), '2024-05-03T10:00:00Z'],
+  [{ type: 'PurchasePack', data: { pack_id: 'pack-a', credits: 500 } }, '2024-05-04T10:00:00Z'],
+  [debit(350, 'r-2'), '2024-05-05T10:00:00Z'], // alerts 75 and 90
+  [debit(200, 'r-3', 'mcp'), '2024-05-06T10:00:00Z'], // allowance + prepaid; alert 100
+  [debit(400, 'r-refused'), '2024-05-07T10:00:00Z'], // 350 left, overage off: 429, no event
+  [{ type: 'SetPlan', data: { tier: 'hobbyist' } }, '2024-06-02T09:00:00Z'],
+  [{ type: 'SwitchOverage', data: { on: true } }, '2024-06-02T09:05:00Z'],
+  [debit(24_000, 'r-4'), '2024-06-03T10:00:00Z'],
+  [debit(1_500, 'r-5'), '2024-06-04T10:00:00Z'], // allowance, prepaid and overage
+  [{ type: 'PurchasePack', data: { pack_id: 'pack-b', credits: 1_000 } }, '2024-06-05T10:00:00Z'],
+  [debit(100, 'r-6', 'mcp'), '2024-06-06T10:00:00Z'], // from the new pack
+  [{ type: 'CancelPlan' }, '2024-06-20T10:00:00Z'],
+  [debit(30, 'r-7'), '2024-07-02T10:00:00Z'], // falls back to free, July opens
+];
+
+/** Runs commands through the real decider and appends what it decides, as the metering handler does. */
+async function runLedger(events: EventStore, accountId: string, script: [LedgerCommand, string][]): Promise<string[]> {
+  const refused: string[] = [];
+  const stream = ledgerStream(accountId);
+  for (const [command, now] of script) {
+    const past = await events.readStream(stream);
+    let decided;
+    try {
+      decided = decide(foldLedger(past), command, new Date(now));
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'credits_exhausted') {
+        refused.push(now);
+        continue;
+      }
+      throw err;
+    }
+    if (decided.length === 0) continue;
+    await events.append(
+      stream,
+      decided.map((e) => ({ type: e.type, data: e.data })),
+      past.length ? past[past.length - 1]!.revision : 'no_stream',
+    );
+  }
+  return refused;
+}
+
+interface EventRow {
+  position: number;
+  id: string;
+  stream_id: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string;
+}
+
+describe('Ledger audit', () => {
+  let dir: string;
+  let services: Services;
+  let runner: ProjectorRunner;
+  let db: SqliteDb;
+  let refused: string[];
+
+  const row = (revision: number) =>
+    db.prepare('SELECT * FROM events WHERE stream_id = ? AND revision = ?').get(ledgerStream(ACCOUNT), revision) as EventRow;
+  const rowOf = (pred: (data: Record<string, unknown>, r: EventRow) => boolean) =>
+    (db.prepare('SELECT * FROM events WHERE stream_id = ? ORDER BY revision').all(ledgerStream(ACCOUNT)) as EventRow[]).find((r) =>
+      pred(JSON.parse(r.data) as Record<string, unknown>, r),
+    )!;
+  const restore = (r: EventRow) => {
+    db.prepare('DELETE FROM events WHERE position = ?').run(r.position);
+    db.prepare(
+      `INSERT INTO events (position, id, stream_id, revision, type, data, metadata, recorded_at)
+       VALUES (@position, @id, @stream_id, @revision, @type, @data, @metadata, @recorded_at)`,
+    ).run(r);
+  };
+  const audit = () => auditAccount({ events: services.events, reads: services.reads, accountId: ACCOUNT });
+
+  before(async () => {
+    dir = tempDir();
+    services = await openServices(loadConfig(testEnv(dir, '2024-07-15T12:00:00Z', { SCORES_DEMO: 'off' })));
+    refused = await runLedger(services.events, ACCOUNT, SCRIPT);
+    await runLedger(services.events, ENTERPRISE, [
+      [{ type: 'OpenLedger', data: { account_id: ENTERPRISE, tier: 'enterprise', pro: false } }, '2024-06-10T08:00:00Z'],
+      [debit(3_000_000, 'e-1'), '2024-06-11T08:00:00Z'],
+    ]);
+    runner = new ProjectorRunner(services.events, services.reads, [usageProjection]);
+    await runner.start();
+    await runner.waitForHead();
+    db = openSqlite(services.config.sqliteFile);
+  });
+
+  after(async () => {
+    db?.close();
+    await runner?.stop();
+    await services?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('When the log and the read models agree', () => {
+    it('reports the ledger sound: chain intact, every month and entry equal to the replay', async () => {
+      const report = await audit();
+      expect(report.problems).to.deep.equal([]);
+      expect(report.ok).to.equal(true);
+      expect(report.chain).to.equal(null);
+      expect(report.periods.map((p) => p.period)).to.deep.equal(['2024-05', '2024-06', '2024-07']);
+      for (const p of report.periods) expect(p.mismatches).to.deep.equal([]);
+      expect(report.events).to.equal((await services.events.readStream(ledgerStream(ACCOUNT))).length);
+      expect(report.entries).to.deep.include({ expected: report.events, actual: report.events, mismatches: [] });
+      expect(formatAuditReport(report)).to.match(/^Account acc-audit: OK\. \d+ events, hash chain intact/);
+    });
+
+    it('recorded nothing for the refused call (429)', async () => {
+      expect(refused).to.deep.equal(['2024-05-07T10:00:00Z']);
+      const may = await services.reads.get(usageBalances, balanceKey(ACCOUNT, '2024-05'));
+      expect(may).to.include({ debits: 3, credits_debited: 1_150, prepaid_credits: 350, used_this_month: 1_000 });
+      expect(may!.alerts).to.deep.equal([75, 90, 100]);
+      const june = await services.reads.get(usageBalances, balanceKey(ACCOUNT, '2024-06'));
+      expect(june).to.include({
+        tier: 'hobbyist',
+        overage_credits: 150,
+        credits_remaining: -150,
+        prepaid_credits: 900,
+        overage_cost_usd: 0.08,
+      });
+    });
+
+    it('audits every account the read models know', async () => {
+      const all = await auditAll({ events: services.events, reads: services.reads });
+      expect(all.ok).to.equal(true);
+      expect(all.accounts.map((a) => a.account_id)).to.deep.equal([ACCOUNT, ENTERPRISE]);
+      expect(formatAuditSummary(all)).to.include('All 2 accounts pass.');
+    });
+
+    it('rebuilds identical read models from the log (no positions or clock times in them)', async () => {
+      const snapshot = async () => {
+        const out: Record<string, unknown[]> = {};
+        for (const def of usageProjection.collections) {
+          out[def.name] = [];
+          for await (const d of services.reads.scan(def)) out[def.name]!.push(d);
+        }
+        return out;
+      };
+      const live = await snapshot();
+      await runner.replay();
+      expect(await snapshot()).to.deep.equal(live);
+    });
+  });
+
+  describe('When the ledger is listed (GET /v1/usage/ledger)', () => {
+    it('pages through every entry newest first', async () => {
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await getUsageLedger(services.reads, { accountId: ACCOUNT, limit: 4, cursor });
+        expect(page.count).to.equal(page.entries.length);
+        expect(page.month).to.equal(null);
+        seen.push(...page.entries.map((e) => e.seq));
+        cursor = page.next_cursor;
+      } while (cursor);
+      const events = await services.events.readStream(ledgerStream(ACCOUNT));
+      expect(seen).to.deep.equal(events.map((e) => e.revision).reverse());
+    });
+
+    it("keeps to one month and shows each charge's split", async () => {
+      const june = await getUsageLedger(services.reads, { accountId: ACCOUNT, month: '2024-06' });
+      expect(june.entries.every((e) => e.period === '2024-06')).to.equal(true);
+      expect(june.next_cursor).to.equal(null);
+      expect(june.entries.find((e) => e.request_id === 'r-5')).to.include({
+        kind: 'CreditsDebited',
+        endpoint: 'divergence',
+        channel: 'rest',
+        cost: 1_500,
+        from_allowance: 1_000,
+        from_prepaid: 350,
+        from_overage: 150,
+        at: '2024-06-04T10:00:00.000Z',
+      });
+      expect(june.entries.map((e) => e.request_id)).to.not.include('r-refused');
+    });
+
+    it('refuses a malformed month and a limit above 1000', async () => {
+      for (const month of ['2024-13', '2024-6', 'june']) {
+        const err = await getUsageLedger(services.reads, { accountId: ACCOUNT, month }).catch((e: unknown) => e);
+        expect(err).to.be.instanceOf(AppError).and.to.include({ code: 'bad_request' });
+      }
+      const tooMany = await getUsageLedger(services.reads, { accountId: ACCOUNT, limit: 1001 }).catch((e: unknown) => e);
+      expect(tooMany).to.be.instanceOf(AppError).and.to.include({ code: 'limit_exceeded' });
+      const zero = await getUsageLedger(services.reads, { accountId: ACCOUNT, limit: 0 }).catch((e: unknown) => e);
+      expect(zero).to.be.instanceOf(AppError).and.to.include({ code: 'bad_request' });
+    });
+  });
+
+  describe("When an event's data is altered in the log", () => {
+    let original: EventRow;
+    before(() => {
+      original = rowOf((d) => d['request_id'] === 'r-5');
+      db.prepare(
+        "UPDATE events SET data = json_set(data, '$.cost', 150, '$.from_allowance', 0, '$.from_prepaid', 0) WHERE position = ?",
+      ).run(original.position);
+    });
+    after(() => restore(original));
+
+    it('names the altered event in the chain check', async () => {
+      const report = await audit();
+      expect(report.ok).to.equal(false);
+      expect(report.chain).to.include({ reason: 'hash_mismatch', seq: original.revision, type: 'CreditsDebited', event_id: original.id });
+      expect(report.problems[0]).to.equal(
+        `Hash chain broken at seq ${original.revision} (CreditsDebited at 2024-06-04T10:00:00.000Z, event ${original.id}): ` +
+          'its data does not match its hash: it was altered after it was written.',
+      );
+      expect(formatAuditReport(report)).to.include(`Hash chain broken at seq ${original.revision}`);
+    });
+
+    it('also shows what the altered data would change in the figures', async () => {
+      const june = (await audit()).periods.find((p) => p.period === '2024-06')!;
+      expect(june.mismatches).to.deep.include({ field: 'used_allowance', expected: 24_000, actual: 25_000 });
+    });
+  });
+
+  describe('When an event is deleted from the middle of the log', () => {
+    let deleted: EventRow;
+    before(() => {
+      deleted = rowOf((d, r) => r.type === 'PackPurchased' && d['pack_id'] === 'pack-a');
+      db.prepare('DELETE FROM events WHERE position = ?').run(deleted.position);
+    });
+    after(() => restore(deleted));
+
+    it('finds the gap: the next event no longer follows its predecessor', async () => {
+      const report = await audit();
+      expect(report.ok).to.equal(false);
+      expect(report.chain).to.include({ reason: 'prev_hash_mismatch', seq: deleted.revision + 1 });
+      expect(report.problems).to.include(`The stream has no event at seq ${deleted.revision}: events were deleted from the log.`);
+      expect(report.problems.some((p) => p.startsWith(`ledger_entries seq ${deleted.revision} (PackPurchased`))).to.equal(true);
+      const may = report.periods.find((p) => p.period === '2024-05')!;
+      expect(may.mismatches).to.deep.include({ field: 'prepaid_credits', expected: -150, actual: 350 });
+    });
+  });
+
+  describe('When the last event is cut off the log', () => {
+    let last: EventRow;
+    before(async () => {
+      const events = await services.events.readStream(ledgerStream(ACCOUNT));
+      last = row(events[events.length - 1]!.revision);
+      db.prepare('DELETE FROM events WHERE position = ?').run(last.position);
+    });
+    after(() => restore(last));
+
+    it('keeps a valid chain, but the read models hold more than the log', async () => {
+      const report = await audit();
+      expect(report.chain).to.equal(null);
+      expect(report.ok).to.equal(false);
+      expect(report.problems.some((p) => p.startsWith(`ledger_entries seq ${last.revision} (CreditsDebited`))).to.equal(true);
+      const july = report.periods.find((p) => p.period === '2024-07')!;
+      expect(july.mismatches).to.deep.include({ field: 'used_this_month', expected: 0, actual: 30 });
+    });
+  });
+
+  describe('When a usage_balances document is changed', () => {
+    let original: UsageBalanceDoc;
+    const put = (doc: UsageBalanceDoc) =>
+      services.reads.commit({
+        writes: [{ op: 'upsert', collection: usageBalances.name, id: balanceKey(doc.account_id, doc.period), doc }],
+        checkpoints: {},
+      });
+    before(async () => {
+      original = (await services.reads.get(usageBalances, balanceKey(ACCOUNT, '2024-06')))!;
+      await put({ ...original, overage_credits: 25 });
+    });
+    after(() => put(original));
+
+    it('names the field and both values', async () => {
+      const report = await audit();
+      expect(report.ok).to.equal(false);
+      expect(report.chain).to.equal(null);
+      const june = report.periods.find((p) => p.period === '2024-06')!;
+      expect(june.mismatches).to.deep.equal([{ field: 'overage_credits', expected: 150, actual: 25 }]);
+      expect(report.problems).to.deep.equal(['usage_balances 2024-06: overage_credits is 25, the log gives 150.']);
+      expect(formatAuditReport(report)).to.include('AUDIT FAILED').and.to.include('overage_credits is 25, the log gives 150');
+    });
+  });
+
+  describe('When the read models have a month the log does not', () => {
+    const ghost = balanceKey(ACCOUNT, '2023-01');
+    before(async () => {
+      const june = (await services.reads.get(usageBalances, balanceKey(ACCOUNT, '2024-06')))!;
+      const doc = { ...june, period: '2023-01' };
+      await services.reads.commit({ writes: [{ op: 'upsert', collection: usageBalances.name, id: ghost, doc }], checkpoints: {} });
+    });
+    after(() => services.reads.commit({ writes: [{ op: 'delete', collection: usageBalances.name, id: ghost }], checkpoints: {} }));
+
+    it('reports the extra document', async () => {
+      const report = await audit();
+      expect(report.periods[0]).to.deep.include({
+        period: '2023-01',
+        expected: null,
+        mismatches: [{ field: 'document', expected: 'missing', actual: 'present' }],
+      });
+      expect(report.problems).to.deep.equal(['usage_balances 2023-01: a document exists, but the log has no such month.']);
+    });
+  });
+
+  describe('After every tampering is undone', () => {
+    it('passes again', async () => {
+      expect((await audit()).problems).to.deep.equal([]);
+    });
+  });
+});
