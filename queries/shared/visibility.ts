@@ -1,0 +1,76 @@
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { AppError } from '../../src/core/errors.js';
+import type { Entitlements } from '../../src/domain/plans.js';
+import { addDays, toDateString } from '../../src/domain/trading-calendar.js';
+import { dailyScores, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { tickers } from '../../projections/reference/reference.projection.js';
+
+/** Size rank at or below which a ticker belongs to the `top100` universe. */
+export const TOP100_RANK = 100;
+
+/**
+ * What one caller may see right now, from the entitlements of its plan (DESIGN §5):
+ * - `asOf`: the latest score date on or before today − delay_days (the free tier trails 7 days);
+ *   every endpoint serves data as of this date and no later.
+ * - `floor`: the earliest date reachable (today − history_days; null = the full history).
+ * - `coverage`: `all`, or `top100` (the 100 largest tickers by size rank).
+ */
+export interface Visibility {
+  today: string;
+  asOf: string | null;
+  /** The latest date the caller's delay allows, whether or not scores exist for it. */
+  cutoff: string;
+  floor: string | null;
+  coverage: 'all' | 'top100';
+  /** Tickers in the caller's universe (null = all). */
+  universe: ReadonlySet<string> | null;
+}
+
+export async function visibilityFor(reads: ReadStore, entitlements: Entitlements, now: Date): Promise<Visibility> {
+  const today = toDateString(now);
+  const cutoff = addDays(today, -entitlements.delay_days);
+  const latest = await reads.find(dailyScores, { date: { $lte: cutoff } }, { sort: [['date', -1]], limit: 1 });
+  const universe = entitlements.coverage === 'top100' ? await top100(reads) : null;
+  return {
+    today,
+    asOf: latest.items[0]?.date ?? null,
+    cutoff,
+    floor: entitlements.history_days === null ? null : addDays(today, -entitlements.history_days),
+    coverage: entitlements.coverage,
+    universe,
+  };
+}
+
+async function top100(reads: ReadStore): Promise<Set<string>> {
+  const page = await reads.find(tickers, { size_rank: { $lte: TOP100_RANK } }, { sort: [['size_rank', 1]] });
+  return new Set(page.items.map((t) => t.symbol));
+}
+
+export function inUniverse(v: Visibility, ticker: string): boolean {
+  return v.universe === null || v.universe.has(ticker);
+}
+
+/** 403 `coverage` for a ticker outside the caller's universe. */
+export function requireInUniverse(v: Visibility, ticker: string): void {
+  if (!inUniverse(v, ticker)) {
+    throw new AppError('coverage', `${ticker} is outside your coverage (${v.coverage}); upgrade or add Pro for the full universe`, {
+      coverage: v.coverage,
+    });
+  }
+}
+
+/** Clamps a requested date window to what the caller may see (silently, as the spec says). */
+export function clampWindow(v: Visibility, start?: string, end?: string): { start: string | null; end: string | null } {
+  let s = start ?? v.floor ?? null;
+  if (s !== null && v.floor !== null && s < v.floor) s = v.floor;
+  let e = end ?? v.asOf;
+  if (e !== null && v.asOf !== null && e > v.asOf) e = v.asOf;
+  if (v.asOf === null) e = null;
+  return { start: s, end: e };
+}
+
+/** The cross-section of the caller's as-of date (null before any scores exist). */
+export async function crossSectionAsOf(reads: ReadStore, v: Visibility): Promise<DailyScores | null> {
+  if (!v.asOf) return null;
+  return reads.get(dailyScores, v.asOf);
+}
