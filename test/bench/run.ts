@@ -1,7 +1,13 @@
+import { benchDebits } from './debit.bench.js';
+import { benchHttp } from './http.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
+// BENCH_ONLY=seed,debit,http picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,debit,http').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
-await benchSeedAndReplay(runs, now);
+if (only.has('seed')) await benchSeedAndReplay(runs, now);
+if (only.has('debit')) await benchDebits(runs);
+if (only.has('http')) await benchHttp(runs);
