@@ -9,6 +9,7 @@ import { LedgerService } from '../commands/debit-credits/ledger.service.js';
 import { FileOutboxMailer } from '../infra/mail/file-outbox.js';
 import { SmtpMailer } from '../infra/mail/smtp.js';
 import type { Mailer } from './core/mail.port.js';
+import type { ApiKeyDoc } from '../projections/api-keys/api-keys.projection.js';
 import { fixedClock, systemClock, type Clock } from './core/clock.js';
 import type { EventBus } from './core/event-bus.port.js';
 import type { EventStore } from './core/event-store.port.js';
@@ -29,6 +30,11 @@ export interface Services {
   mailer: Mailer;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
+  /**
+   * Key lookups by hash, cached until a key event reaches the read models (at most 5 s): a
+   * revocation takes effect as soon as the key read model has it, as without the cache.
+   */
+  keyLookup(hash: string, load: () => Promise<ApiKeyDoc | null>): Promise<ApiKeyDoc | null>;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
   baseUrl(): string;
   setListenUrl(url: string): void;
@@ -81,6 +87,11 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })
     : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock });
   let listenUrl = `http://localhost:${config.port}`;
+  const keyCache = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
+  // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
+  runner.onBatch((batch) => {
+    if (batch.some((e) => e.streamId.startsWith('account-'))) keyCache.clear();
+  });
   closers.push(
     () => runner.stop(),
     () => mailer.close(),
@@ -101,6 +112,15 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     runner,
     mailer,
     ledger: new LedgerService(events, clock),
+    keyLookup(hash, load) {
+      const now = performance.now();
+      const hit = keyCache.get(hash);
+      if (hit && now - hit.at < 5000) return hit.doc;
+      if (keyCache.size > 10_000) keyCache.clear();
+      const doc = load();
+      keyCache.set(hash, { at: now, doc });
+      return doc;
+    },
     baseUrl: () => config.publicBaseUrl ?? listenUrl,
     setListenUrl: (url) => {
       listenUrl = url;

@@ -5,6 +5,8 @@ import { decide, evolve, initialLedgerState, type DebitCredits, type LedgerComma
 import { ledgerStream, type LedgerEvent } from './ledger.events.js';
 
 interface Cached {
+  /** Clock reading (ms, monotonic) when the stream was last read. */
+  checkedAt: number;
   state: LedgerState;
   /** Revision of the last event folded into `state`; -1 for an empty stream. */
   revision: number;
@@ -47,6 +49,13 @@ export class LedgerService {
   constructor(
     private readonly events: EventStore,
     private readonly clock: Clock,
+    /**
+     * How long a state read from the stream is trusted without reading again. Decisions stay
+     * exact regardless: an append on a stale revision fails and is decided again on the fresh
+     * state. Only reads (tier for gating, `X-Credits-Remaining`) may lag another process's
+     * write by this much.
+     */
+    private readonly freshForMs = 250,
   ) {}
 
   /** The account's current state, refreshed with anything appended since it was last read. */
@@ -72,14 +81,15 @@ export class LedgerService {
     return this.execute(accountId, { type: 'DebitCredits', data });
   }
 
-  private async refresh(accountId: string): Promise<Cached> {
-    const cached = this.cache.get(accountId) ?? { state: initialLedgerState, revision: -1, position: null };
+  private async refresh(accountId: string, force = false): Promise<Cached> {
+    const now = performance.now();
+    const cached = this.cache.get(accountId) ?? { checkedAt: 0, state: initialLedgerState, revision: -1, position: null };
+    if (!force && cached.revision >= 0 && now - cached.checkedAt < this.freshForMs) return cached;
     const fresh = await this.events.readStream(ledgerStream(accountId), { fromRevision: cached.revision + 1 });
-    if (fresh.length === 0) return cached;
     let state = cached.state;
     for (const e of fresh) state = evolve(state, e as unknown as LedgerEvent);
-    const last = fresh[fresh.length - 1]!;
-    const next = { state, revision: last.revision, position: last.position };
+    const last = fresh[fresh.length - 1];
+    const next = last ? { checkedAt: now, state, revision: last.revision, position: last.position } : { ...cached, checkedAt: now };
     this.cache.set(accountId, next);
     return next;
   }
@@ -103,7 +113,7 @@ export class LedgerService {
     for (let attempt = 1; ; attempt++) {
       let base: Cached;
       try {
-        base = await this.refresh(accountId);
+        base = await this.refresh(accountId, attempt > 1);
       } catch (err) {
         for (const q of batch) q.reject(err);
         return;
@@ -131,7 +141,7 @@ export class LedgerService {
             base.revision < 0 ? 'no_stream' : base.revision,
           );
           position = written.position;
-          this.cache.set(accountId, { state, revision: written.nextExpectedRevision, position });
+          this.cache.set(accountId, { checkedAt: performance.now(), state, revision: written.nextExpectedRevision, position });
         } catch (err) {
           if (err instanceof ConcurrencyError && attempt < 10) continue;
           for (const q of batch) q.reject(err);

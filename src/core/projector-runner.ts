@@ -22,6 +22,7 @@ export class ProjectorRunner {
   private caughtUp: Promise<void> | null = null;
   private readonly progressListeners = new Set<(position: string) => void>();
   private readonly appliedListeners = new Set<(events: number) => void>();
+  private readonly batchListeners = new Set<(events: readonly RecordedEvent[]) => void>();
 
   constructor(
     private readonly events: EventStore,
@@ -71,6 +72,12 @@ export class ProjectorRunner {
   onEventsApplied(listener: (events: number) => void): () => void {
     this.appliedListeners.add(listener);
     return () => this.appliedListeners.delete(listener);
+  }
+
+  /** Calls `listener` with the events of every batch once its read-model writes are committed. */
+  onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void {
+    this.batchListeners.add(listener);
+    return () => this.batchListeners.delete(listener);
   }
 
   /** Position of the last event in the read models (null before the first). */
@@ -127,6 +134,7 @@ export class ProjectorRunner {
     this.options.onProgress?.(batch.length, last);
     for (const l of this.progressListeners) l(last);
     for (const l of this.appliedListeners) l(batch.length);
+    for (const l of this.batchListeners) l(batch);
     this.waiters = this.waiters.filter((w) => {
       if (w.position <= last) {
         w.resolve();
