@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type {
@@ -14,6 +17,17 @@ import type {
   Subscription,
 } from '../../src/core/event-store.port.js';
 import type { SqliteDb } from './database.js';
+import { EVENTS_DDL, groupWriter, type GroupOutcome, type SerializedGroup } from './event-writes.js';
+
+/** The writer thread, from dist (compiled .js) or from source under tsx (.ts). */
+function startWriter(file: string): Worker {
+  const js = new URL('./event-writer.worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData: { file } });
+  // Running from source (tests under tsx): register tsx inside the worker, then load the .ts.
+  const ts = new URL('./event-writer.worker.ts', import.meta.url).href;
+  const boot = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(ts)}); })`;
+  return new Worker(boot, { eval: true, workerData: { file } });
+}
 
 const POSITION_WIDTH = 20;
 export const encodePosition = (n: number | bigint) => n.toString().padStart(POSITION_WIDTH, '0');
@@ -31,57 +45,82 @@ interface EventRow {
 }
 
 interface Pending {
-  appends: StreamAppend[];
+  group: SerializedGroup;
   resolve(results: AppendResult[]): void;
   reject(err: unknown): void;
+}
+
+export interface SqliteEventStoreOptions {
+  /** How often to look for other processes' appends while following the log. */
+  pollMs?: number;
+  /**
+   * `worker` (default for a file): commits run on a writer thread, so their fsync never blocks
+   * the event loop. `inline`: on the calling thread (`:memory:` databases, tools).
+   */
+  writer?: 'worker' | 'inline';
 }
 
 /**
  * The embedded event log: one table in the SQLite file.
  *
- * Appends that arrive in the same turn of the event loop are committed together in one
+ * Appends that arrive while a commit is in flight are committed together in the next
  * transaction (group commit): one fsync for many writers, each still checked against its own
- * expected revision and failing alone. A promise resolves only after its transaction committed.
+ * expected revision and failing alone. A promise resolves only after its transaction committed
+ * with a full fsync.
  */
 export class SqliteEventStore implements EventStore {
   private queue: Pending[] = [];
   private flushScheduled = false;
+  private inFlight: Promise<void> | null = null;
   private readonly wakers = new Set<() => void>();
   private closed = false;
   private readonly stmts;
+  private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
+  private readonly closeWriter: () => Promise<void>;
 
   constructor(
     private readonly db: SqliteDb,
     private readonly clock: Clock,
-    private readonly options: { pollMs?: number } = {},
+    private readonly options: SqliteEventStoreOptions = {},
   ) {
-    db.exec(`
-      CREATE TABLE IF NOT EXISTS events (
-        position    INTEGER PRIMARY KEY AUTOINCREMENT,
-        id          TEXT NOT NULL UNIQUE,
-        stream_id   TEXT NOT NULL,
-        revision    INTEGER NOT NULL,
-        type        TEXT NOT NULL,
-        data        TEXT NOT NULL,
-        metadata    TEXT NOT NULL,
-        recorded_at TEXT NOT NULL,
-        UNIQUE (stream_id, revision)
-      );
-    `);
+    db.exec(EVENTS_DDL);
     this.stmts = {
-      head: db.prepare<[string], { revision: number | null }>(
-        'SELECT max(revision) AS revision FROM events WHERE stream_id = ?',
-      ),
-      insert: db.prepare(
-        `INSERT INTO events (id, stream_id, revision, type, data, metadata, recorded_at)
-         VALUES (@id, @stream_id, @revision, @type, @data, @metadata, @recorded_at)`,
-      ),
       readStream: db.prepare<[string, number, number], EventRow>(
         'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
       ),
       readAll: db.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
       last: db.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events'),
     };
+    const useWorker = (options.writer ?? 'worker') === 'worker' && !db.memory;
+    if (useWorker) {
+      const worker = startWriter(db.name);
+      let seq = 0;
+      const waiting = new Map<number, { resolve(o: GroupOutcome[]): void; reject(e: unknown): void }>();
+      worker.on('message', (msg: { id: number; outcomes?: GroupOutcome[]; failure?: { name: string; message: string } }) => {
+        const w = waiting.get(msg.id);
+        if (!w) return;
+        waiting.delete(msg.id);
+        if (msg.outcomes) w.resolve(msg.outcomes);
+        else w.reject(Object.assign(new Error(msg.failure?.message ?? 'write failed'), { name: msg.failure?.name ?? 'Error' }));
+      });
+      worker.on('error', (err) => {
+        for (const w of waiting.values()) w.reject(err);
+        waiting.clear();
+      });
+      this.commit = (groups, recordedAt) =>
+        new Promise((resolve, reject) => {
+          const id = ++seq;
+          waiting.set(id, { resolve, reject });
+          worker.postMessage({ id, groups, recordedAt });
+        });
+      this.closeWriter = async () => {
+        await worker.terminate();
+      };
+    } else {
+      const write = groupWriter(db);
+      this.commit = (groups, recordedAt) => Promise.resolve(write(groups, recordedAt));
+      this.closeWriter = () => Promise.resolve();
+    }
   }
 
   append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision = 'any'): Promise<AppendResult> {
@@ -90,68 +129,62 @@ export class SqliteEventStore implements EventStore {
 
   appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new Error('event store is closed'));
+    let group: SerializedGroup;
+    try {
+      group = {
+        appends: appends.map((a) => ({
+          streamId: a.streamId,
+          expectedRevision: a.expectedRevision ?? 'any',
+          events: a.events.map((e) => ({
+            id: e.id ?? randomUUID(),
+            type: e.type,
+            data: JSON.stringify(e.data),
+            metadata: JSON.stringify(e.metadata ?? {}),
+          })),
+        })),
+      };
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ appends, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.queue.push({ group, resolve, reject });
+      this.schedule();
     });
   }
 
-  private flush(): void {
-    this.flushScheduled = false;
+  private schedule(): void {
+    if (this.flushScheduled || this.inFlight) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.inFlight = this.flush().finally(() => {
+        this.inFlight = null;
+        if (this.queue.length) this.schedule();
+      });
+    });
+  }
+
+  private async flush(): Promise<void> {
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
-    const outcomes: ({ ok: true; results: AppendResult[] } | { ok: false; error: unknown })[] = [];
-    const writeOne = this.db.transaction((p: Pending) => this.write(p.appends));
-    const writeAll = this.db.transaction(() => {
-      for (const p of batch) {
-        try {
-          // A nested transaction is a savepoint: a failing writer rolls back alone.
-          outcomes.push({ ok: true, results: writeOne(p) });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
-        }
-      }
-    });
+    let outcomes: GroupOutcome[];
     try {
-      writeAll();
+      outcomes = await this.commit(
+        batch.map((p) => p.group),
+        this.clock.now().toISOString(),
+      );
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
     }
     batch.forEach((p, i) => {
       const o = outcomes[i]!;
-      if (o.ok) p.resolve(o.results);
-      else p.reject(o.error);
+      if (o.ok) p.resolve(o.results.map((r) => ({ nextExpectedRevision: r.nextExpectedRevision, position: encodePosition(r.position) })));
+      else if (o.error.kind === 'concurrency') p.reject(new ConcurrencyError(o.error.streamId, o.error.expected, o.error.actual));
+      else p.reject(Object.assign(new Error(o.error.message), { name: o.error.name }));
     });
     this.wake();
-  }
-
-  private write(appends: StreamAppend[]): AppendResult[] {
-    const recordedAt = this.clock.now().toISOString();
-    return appends.map(({ streamId, events, expectedRevision = 'any' }) => {
-      const current = this.stmts.head.get(streamId)?.revision ?? null;
-      checkExpected(streamId, expectedRevision, current);
-      let revision = current ?? -1;
-      let position = 0;
-      for (const e of events) {
-        revision += 1;
-        const info = this.stmts.insert.run({
-          id: e.id ?? randomUUID(),
-          stream_id: streamId,
-          revision,
-          type: e.type,
-          data: JSON.stringify(e.data),
-          metadata: JSON.stringify(e.metadata ?? {}),
-          recorded_at: recordedAt,
-        });
-        position = Number(info.lastInsertRowid);
-      }
-      return { nextExpectedRevision: revision, position: encodePosition(position) };
-    });
   }
 
   readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -231,20 +264,15 @@ export class SqliteEventStore implements EventStore {
     for (const w of [...this.wakers]) w();
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.closed = true;
+    // Appends already accepted are committed before the writer stops.
+    while (this.inFlight || this.queue.length || this.flushScheduled) {
+      await (this.inFlight ?? new Promise((r) => setImmediate(r)));
+    }
+    await this.closeWriter();
     this.wake();
-    return Promise.resolve();
   }
-}
-
-function checkExpected(streamId: string, expected: ExpectedRevision, current: number | null): void {
-  const ok =
-    expected === 'any' ||
-    (expected === 'no_stream' && current === null) ||
-    (expected === 'stream_exists' && current !== null) ||
-    (typeof expected === 'number' && expected === current);
-  if (!ok) throw new ConcurrencyError(streamId, expected, current);
 }
 
 function toRecorded(r: EventRow): RecordedEvent {

@@ -49,6 +49,7 @@ export interface LedgerPageResponse {
 @Security('api_key', ['usage_ledger'])
 export class GetUsageLedgerController extends MeteredController {
   /**
+   * @summary Your credit ledger
    * Your own credit ledger, newest first: every charge (request id, endpoint, channel, cost and
    * where it was drawn from), pack, plan change and usage alert. Free. Each entry carries its
    * SHA-256 `hash` and the previous entry's `prev_hash`, and `data` exactly as hashed, so you can

@@ -55,6 +55,7 @@ export interface UsageResponse {
 @Security('api_key', ['usage'])
 export class GetUsageController extends MeteredController {
   /**
+   * @summary Usage, balances and rate card
    * Your plan, this month's usage and balances, and the live rate card. Free.
    */
   @Get()

@@ -1,0 +1,41 @@
+import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import { parseDateParam } from '../../src/http/params.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { coveredTickers } from './get-coverage.query.js';
+
+export interface CoverageResponse {
+  /** Symbols you can query, sorted. */
+  tickers: string[];
+  /** Number of tickers. */
+  count: number;
+  /** The universe this key sees: `all` or `top100`. */
+  coverage: 'all' | 'top100';
+  /** Echo of the `since` filter; null when absent. */
+  since: string | null;
+}
+
+@Route('v1/coverage')
+@Tags('Discovery')
+@Security('api_key', ['coverage'])
+export class GetCoverageController extends MeteredController {
+  /**
+   * The tickers your key can see scores for. Free. Replaces the older charts endpoint
+   * `/charts/v1/companies/with-social-heat-score`.
+   * @param since Date YYYY-MM-DD: only tickers with a score dated on or after it (up to your as-of date).
+   * @summary Tickers your key can see
+   */
+  @Get()
+  @Example<CoverageResponse>({ tickers: ['AAPL', 'AMZN', 'MSFT'], count: 3, coverage: 'top100', since: null })
+  @Response<ProblemDetails>(400, 'since is not a date YYYY-MM-DD')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
+  public async getCoverage(@Request() req: AuthedRequest, @Query() since?: string): Promise<CoverageResponse> {
+    const from = parseDateParam('since', since);
+    const v = await this.visibility(req);
+    const tickers = await coveredTickers(this.services.reads, v, from);
+    await this.charge(req, 'coverage');
+    return { tickers, count: tickers.length, coverage: v.coverage, since: from ?? null };
+  }
+}

@@ -1,0 +1,51 @@
+import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
+import { parseIntParam } from '../shared/int-param.js';
+import { EARNINGS_DAYS, upcomingReporters, type EarningsReporter } from './get-earnings.query.js';
+
+export interface EarningsResponse {
+  /** Upcoming reporters, ordered by next_earnings_date, then ticker. */
+  reporters: EarningsReporter[];
+  /** Number of reporters. */
+  count: number;
+  /** Date of the scores shown. */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
+}
+
+@Route('v1/earnings')
+@Tags('Discovery')
+@Security('api_key', ['earnings'])
+export class GetEarningsController extends MeteredController {
+  /**
+   * Stocks reporting earnings in the next `days` days (today included), with their current
+   * scores going in. Builder plan or higher; 100 credits per call.
+   * @param days Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is a 422.
+   * @summary Upcoming earnings reporters
+   */
+  @Get()
+  @Example<EarningsResponse>({
+    reporters: [
+      { ticker: 'ORCL', name: 'Oracle Corp.', next_earnings_date: '2019-06-19', main_street: 52.3, wall_street: 61.8, service_score: 56.0 },
+    ],
+    count: 1,
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
+  })
+  @Response<ProblemDetails>(400, 'days is not an integer or is negative')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below builder (tier)')
+  @Response<ProblemDetails>(422, 'days above 60 (limit_exceeded)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getEarnings(@Request() req: AuthedRequest, @Query() days?: string): Promise<EarningsResponse> {
+    const horizon = parseIntParam('days', days, EARNINGS_DAYS);
+    const v = await this.visibility(req);
+    const reporters = await upcomingReporters(this.services.reads, v, horizon);
+    await this.charge(req, 'earnings');
+    return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+  }
+}

@@ -1,0 +1,61 @@
+import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { FIELD_DEFINITIONS, type FieldDefinition } from './field-definitions.js';
+import { DATASET_STATEMENT, RESTATEMENT_POLICY, coverageStatement, datasetStats, type HistoryDepth, type VintageStats } from './get-meta.query.js';
+
+export interface MetaHistory {
+  /** How far the score history reaches. */
+  depth: HistoryDepth;
+  /** Point-in-time vintage statistics of the restatements. */
+  vintages: VintageStats;
+  /** How and why rows are restated, and how to follow the corrections. */
+  restatement_policy: string;
+}
+
+export interface MetaResponse {
+  /** What the dataset is. */
+  dataset: string;
+  /** Universe statement, with the number of stocks. */
+  coverage: string;
+  /** Definition of every field any endpoint returns, by field name. */
+  fields: Record<string, FieldDefinition>;
+  /** Depth, point-in-time vintage statistics and restatement policy of the score history. */
+  history: MetaHistory;
+  /** Licence terms. */
+  license: string;
+  /** Documentation. */
+  docs: string;
+  /** MCP server endpoint (streamable HTTP; send the same X-API-Key). */
+  mcp: string;
+}
+
+@Route('v1/meta')
+@Tags('Account')
+@Security('api_key', ['meta'])
+export class GetMetaController extends MeteredController {
+  /**
+   * Dataset information: what it is, its universe, a definition of every field, the depth of the
+   * history with point-in-time restatement statistics, and where the licence, docs and MCP server
+   * are. Free; no `as_of` (it describes the dataset, not a day's data).
+   * @summary Dataset information
+   */
+  @Get()
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
+  public async getMeta(@Request() req: AuthedRequest): Promise<MetaResponse> {
+    const stats = await datasetStats(this.services.reads);
+    await this.charge(req, 'meta');
+    const base = this.services.baseUrl();
+    return {
+      dataset: DATASET_STATEMENT,
+      coverage: coverageStatement(stats.universe),
+      fields: { ...FIELD_DEFINITIONS },
+      history: { depth: stats.depth, vintages: stats.vintages, restatement_policy: RESTATEMENT_POLICY },
+      license: `${base}/license`,
+      docs: `${base}/docs`,
+      mcp: `${base}/mcp/http`,
+    };
+  }
+}

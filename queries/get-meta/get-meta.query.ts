@@ -1,0 +1,121 @@
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
+import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
+import { tickers } from '../../projections/reference/reference.projection.js';
+import { scoreHistory, scoreVersions } from '../../projections/score-history/score-history.projection.js';
+import { toTimestamp } from '../shared/cross-section.js';
+import { TOP100_RANK } from '../shared/visibility.js';
+
+export interface HistoryDepth {
+  /** First date with scores; null before any. */
+  first_date: string | null;
+  /** Latest published score date; null before any. */
+  last_date: string | null;
+  /** Trading days with published scores. */
+  trading_days: number;
+  /** Score rows (one per stock per trading day from its first score to its latest). */
+  rows: number;
+}
+
+/** Point-in-time statistics: how much of the history was restated, how late, how often. */
+export interface VintageStats {
+  /** Rows restated at least once. */
+  rows_restated: number;
+  /** rows_restated / rows, a fraction 0-1 (4 decimals). */
+  share_restated: number;
+  /** Superseded versions kept (one per restatement). */
+  restatements: number;
+  /** Median time from a row's first publication to its first restatement, hours (1 decimal); null when none. */
+  median_restatement_lag_hours: number | null;
+  /** Longest such time, hours (1 decimal); null when none. */
+  max_restatement_lag_hours: number | null;
+  /** Most versions any row has had (1 = never restated). */
+  max_versions_per_row: number;
+  /** Latest restatement, `YYYY-MM-DD HH:MM:SS` UTC; null when none. */
+  last_restated_at: string | null;
+}
+
+export interface DatasetStats {
+  universe: number;
+  depth: HistoryDepth;
+  vintages: VintageStats;
+}
+
+const HOUR_MS = 3_600_000;
+const round = (x: number, places: number) => Math.round(x * 10 ** places) / 10 ** places;
+
+/**
+ * Dataset depth and vintage statistics, computed per call from the read models (no cache):
+ * the first day's cross-section and each stock's latest score give the depth, and the stored
+ * point-in-time versions give the restatement statistics. A few tens of milliseconds on the
+ * full demo history (about a million rows).
+ *
+ * `rows` counts, per stock, the trading days from its first score to its latest: the service
+ * publishes every stock on every trading day once its coverage starts.
+ */
+export async function datasetStats(reads: ReadStore): Promise<DatasetStats> {
+  const [universe, days, firstPage, latest] = await Promise.all([
+    reads.count(tickers, {}),
+    reads.count(dailyScores, {}),
+    reads.find(dailyScores, {}, { sort: [['date', 1]], limit: 1 }),
+    reads.find(latestScores, {}),
+  ]);
+  const firstDay = firstPage.items[0];
+  const depth: HistoryDepth = { first_date: firstDay?.date ?? null, last_date: null, trading_days: days, rows: 0 };
+  if (firstDay && latest.items.length > 0) {
+    const lastDate = latest.items.reduce((m, r) => (r.date > m ? r.date : m), firstDay.date);
+    depth.last_date = lastDate;
+    const index = new Map(tradingDaysBetween(firstDay.date, lastDate).map((d, i) => [d, i]));
+    for (const row of latest.items) {
+      const first = firstDay.rows[row.ticker] ? firstDay.date : await firstScoreDate(reads, row.ticker);
+      const from = first === null ? undefined : index.get(first);
+      const to = index.get(row.date);
+      if (from !== undefined && to !== undefined && to >= from) depth.rows += to - from + 1;
+    }
+  }
+  return { universe, depth, vintages: await vintageStats(reads, depth.rows) };
+}
+
+/** A stock whose coverage began after the first day: the first date of its oldest history bucket. */
+async function firstScoreDate(reads: ReadStore, ticker: string): Promise<string | null> {
+  const page = await reads.find(scoreHistory, { ticker }, { sort: [['month', 1]], limit: 1 });
+  const dates = Object.keys(page.items[0]?.rows ?? {}).sort();
+  return dates[0] ?? null;
+}
+
+async function vintageStats(reads: ReadStore, rows: number): Promise<VintageStats> {
+  const versions = (await reads.find(scoreVersions, {})).items;
+  const lags: number[] = [];
+  let maxVersion = 0;
+  let last = '';
+  for (const v of versions) {
+    // Version 1 is the first publication: its end is the row's first restatement.
+    if (v.version === 1) lags.push((Date.parse(v.valid_to) - Date.parse(v.valid_from)) / HOUR_MS);
+    if (v.version > maxVersion) maxVersion = v.version;
+    if (v.valid_to > last) last = v.valid_to;
+  }
+  lags.sort((a, b) => a - b);
+  const median = lags.length === 0 ? null : lags.length % 2 === 1 ? lags[(lags.length - 1) / 2]! : (lags[lags.length / 2 - 1]! + lags[lags.length / 2]!) / 2;
+  return {
+    rows_restated: lags.length,
+    share_restated: rows === 0 ? 0 : round(lags.length / rows, 4),
+    restatements: versions.length,
+    median_restatement_lag_hours: median === null ? null : round(median, 1),
+    max_restatement_lag_hours: lags.length === 0 ? null : round(lags[lags.length - 1]!, 1),
+    // The current value is one version past the newest superseded one.
+    max_versions_per_row: maxVersion + 1,
+    last_restated_at: last ? toTimestamp(last) : null,
+  };
+}
+
+/** The universe statement of the meta response. */
+export function coverageStatement(universe: number): string {
+  return `${universe} US-listed stocks, ranked by size. Paid plans and Pro members see all of them (coverage "all"); free keys see the ${TOP100_RANK} largest (coverage "top100"), 7 days delayed.`;
+}
+
+export const DATASET_STATEMENT =
+  'Daily Main-Street (measured consumer demand) and Wall-Street (analyst sentiment) scores, 0-100, with a composite service_score and the divergence gap between them, for US-listed stocks; published every US trading day at 22:00 UTC, with theme baskets, research signals, earnings dates and divergence outcomes.';
+
+export const RESTATEMENT_POLICY =
+  'Scores are restated deliberately when an input is corrected, typically one to five days after first publication. A restatement overwrites the row and sets its restated_at; the value it replaced is kept as a point-in-time version with the interval in which it was current. To stay in sync, fetch GET /v1/scores/history?since=<your last sync> and replace rows whose restated_at is newer than your copy; to reproduce what was known at an instant, ask for the history as_known_at it. Rows marked estimated are model backfill from before a stock’s measured coverage began.';

@@ -1,0 +1,61 @@
+import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { SOURCE_STATEMENT, citationUrl } from '../../src/http/provenance.js';
+import { parseIntParam, parseOptionalIntParam } from '../shared/int-param.js';
+import { SCREENER_LIMIT, screenStocks, type ScreenerRow } from './get-screener.query.js';
+
+export interface ScreenerResponse {
+  /** Stocks ranked by service_score, descending (ties by ticker). */
+  rows: ScreenerRow[];
+  /** Rows returned, after your tier's coverage filter: the billed quantity. */
+  count: number;
+  /** Data as-of date; on the free tier it trails today by 7 days. null before any scores exist. */
+  as_of: string | null;
+  /** A data-source statement. */
+  source: string;
+  /** Canonical page to cite. */
+  citation_url: string;
+}
+
+@Route('v1/screener')
+@Tags('Discovery')
+@Security('api_key', ['screener'])
+export class GetScreenerController extends MeteredController {
+  /**
+   * The whole universe you can see, ranked by `service_score` descending, as of your as-of date.
+   * Free keys see the `top100` universe, 7 days delayed. Costs 2 credits per row returned
+   * (an empty answer is free).
+   * @param min_score Integer 0-100: only rows with `service_score` at or above it.
+   * @param limit Integer 1-650 (default 100): the most rows to return; above 650 is a 422.
+   * @summary Rank stocks by service_score
+   */
+  @Get()
+  @Example<ScreenerResponse>({
+    rows: [{ ticker: 'COST', date: '2019-06-13', main_street: 81.2, wall_street: 74.5, service_score: 78.9, divergence_gap: 6.7 }],
+    count: 1,
+    as_of: '2019-06-13',
+    source: SOURCE_STATEMENT,
+    citation_url: 'https://api.example.com/docs',
+  })
+  @Response<ProblemDetails>(400, 'limit or min_score is not an integer, limit below 1, or min_score outside 0-100')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
+  @Response<ProblemDetails>(422, 'limit above 650 (limit_exceeded)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getScreener(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
+    const minScore = parseOptionalIntParam('min_score', min_score, { min: 0, max: 100, aboveMax: 'bad_request' });
+    const max = parseIntParam('limit', limit, SCREENER_LIMIT);
+    const v = await this.visibility(req);
+    const rows = await screenStocks(this.services.reads, v, { minScore, limit: max });
+    await this.charge(req, 'screener', rows.length);
+    return {
+      rows,
+      count: rows.length,
+      as_of: v.asOf,
+      source: SOURCE_STATEMENT,
+      citation_url: citationUrl(this.services.baseUrl()),
+    };
+  }
+}

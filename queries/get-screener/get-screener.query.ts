@@ -1,0 +1,46 @@
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { byServiceScoreDesc, visibleCrossSection } from '../shared/cross-section.js';
+import type { Visibility } from '../shared/visibility.js';
+
+export const SCREENER_LIMIT = { default: 100, min: 1, max: 650 } as const;
+
+export interface ScreenerRow {
+  /** Stock symbol. */
+  ticker: string;
+  /** Score date; equals `as_of`. */
+  date: string;
+  /** Measured consumer demand, 0-100. */
+  main_street: number;
+  /** Analyst sentiment, 0-100. */
+  wall_street: number;
+  /** Composite, 0-100; the ranking key. */
+  service_score: number;
+  /** main_street − wall_street. */
+  divergence_gap: number;
+}
+
+export interface ScreenerCriteria {
+  /** Only rows with service_score >= this. */
+  minScore?: number;
+  limit: number;
+}
+
+/**
+ * The caller's as-of cross-section (its universe only), ranked by service_score descending
+ * (ties by ticker), filtered by `minScore`, cut at `limit`.
+ */
+export async function screenStocks(reads: ReadStore, v: Visibility, criteria: ScreenerCriteria): Promise<ScreenerRow[]> {
+  const rows = [...(await visibleCrossSection(reads, v)).values()];
+  return rows
+    .filter((r) => criteria.minScore === undefined || r.service_score >= criteria.minScore)
+    .sort(byServiceScoreDesc)
+    .slice(0, criteria.limit)
+    .map((r) => ({
+      ticker: r.ticker,
+      date: r.date,
+      main_street: r.main_street,
+      wall_street: r.wall_street,
+      service_score: r.service_score,
+      divergence_gap: r.divergence_gap,
+    }));
+}

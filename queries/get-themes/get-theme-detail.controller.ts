@@ -1,0 +1,66 @@
+import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import { badRequest } from '../../src/core/errors.js';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
+import { getThemeDetail, type ThemeDetail } from './get-themes.query.js';
+
+export interface ThemeDetailResponse extends ThemeDetail {
+  /** Date of the constituents' scores; on the free tier it trails today by 7 days. */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
+}
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,63}$/;
+
+@Route('v1/themes')
+@Tags('Discovery')
+@Security('api_key', ['theme_detail'])
+export class GetThemeDetailController extends MeteredController {
+  /**
+   * One theme with each constituent's scores on your as-of date. 1 credit per constituent
+   * returned. Free keys see only the constituents in their `top100` universe (and pay only for those).
+   * @param slug Theme identifier from GET /v1/themes (case-insensitive).
+   * @example slug "semiconductors"
+   * @summary One theme with its constituents
+   */
+  @Get('{slug}')
+  @Example<ThemeDetailResponse>({
+    slug: 'semiconductors',
+    name: 'Semiconductors',
+    strength: 83,
+    stock_count: 1,
+    scored_count: 1,
+    avg_main_street: 64.2,
+    avg_wall_street: 71.0,
+    avg_service_score: 67.3,
+    constituents: [
+      {
+        ticker: 'NVDA',
+        relationship: 'core',
+        date: '2019-06-13',
+        main_street: 64.2,
+        wall_street: 71.0,
+        service_score: 67.3,
+        divergence_gap: -6.8,
+      },
+    ],
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
+  })
+  @Response<ProblemDetails>(400, 'Malformed slug')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
+  @Response<ProblemDetails>(404, 'Unknown theme (not_found)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getThemeDetail(@Path() slug: string, @Request() req: AuthedRequest): Promise<ThemeDetailResponse> {
+    const s = slug.trim().toLowerCase();
+    if (!SLUG.test(s)) throw badRequest('slug must be 1 to 64 characters of letters, digits and "-"', { errors: [{ parameter: 'slug', message: 'malformed' }] });
+    const v = await this.visibility(req);
+    const theme = await getThemeDetail(this.services.reads, v, s);
+    await this.charge(req, 'theme_detail', theme.constituents.length);
+    return { ...theme, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+  }
+}

@@ -1,0 +1,59 @@
+import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
+import { listThemes, type ThemeListItem } from './get-themes.query.js';
+
+export interface ThemesResponse {
+  /** Every theme, strongest first. */
+  themes: ThemeListItem[];
+  /** Number of themes. */
+  count: number;
+  /** Date of the scores the averages use; on the free tier it trails today by 7 days. */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
+}
+
+@Route('v1/themes')
+@Tags('Discovery')
+@Security('api_key', ['themes'])
+export class GetThemesController extends MeteredController {
+  /**
+   * Theme baskets with the average scores of their constituents on your as-of date. 2 credits per call.
+   *
+   * Free keys: constituents outside the `top100` universe are left out of `tickers`,
+   * `stock_count`, `scored_count` and the averages; the scores are 7 days delayed.
+   * @summary List theme baskets
+   */
+  @Get()
+  @Example<ThemesResponse>({
+    themes: [
+      {
+        slug: 'ai-infrastructure',
+        name: 'AI infrastructure',
+        description: 'Compute, networking, memory, power and data-centre capacity behind AI training and inference.',
+        strength: 88,
+        stock_count: 2,
+        tickers: ['NVDA', 'MSFT'],
+        avg_main_street: 61.4,
+        avg_wall_street: 58.2,
+        avg_service_score: 60.1,
+        scored_count: 2,
+      },
+    ],
+    count: 1,
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
+  })
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getThemes(@Request() req: AuthedRequest): Promise<ThemesResponse> {
+    const v = await this.visibility(req);
+    const themes = await listThemes(this.services.reads, v);
+    await this.charge(req, 'themes');
+    return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+  }
+}
