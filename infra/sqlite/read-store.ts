@@ -38,6 +38,8 @@ function toSql(v: Scalar | undefined): string | number | null {
  */
 export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Prepared>();
+  /** Statements of `find` / `count` by SQL text: a query shape is compiled once. */
+  private readonly statements = new Map<string, Statement>();
   private readonly checkpointGet;
   private readonly checkpointPut;
 
@@ -154,7 +156,7 @@ export class SqliteReadStore implements ReadStore {
       (where.parts.length ? ` WHERE ${where.parts.join(' AND ')}` : '') +
       ` ORDER BY ${sort.map(([c, d]) => `${c} ${d === 1 ? 'ASC' : 'DESC'}`).join(', ')}` +
       ` LIMIT ${limit < 0 ? -1 : limit + 1}`;
-    const rows = this.db.prepare(sql).all(...where.params) as Record<string, string | number | null>[];
+    const rows = this.statement(sql).all(...where.params) as Record<string, string | number | null>[];
     let nextCursor: string | null = null;
     if (limit === 0) return Promise.resolve({ items: [], nextCursor: null });
     if (limit >= 0 && rows.length > limit) {
@@ -165,12 +167,22 @@ export class SqliteReadStore implements ReadStore {
     return Promise.resolve({ items: rows.map((r) => JSON.parse(r['doc'] as string) as T), nextCursor });
   }
 
+  private statement(sql: string): Statement {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      if (this.statements.size > 500) this.statements.clear();
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
+  }
+
   count<T>(def: CollectionDef<T>, filter: Filter<T>): Promise<number> {
     const { table } = this.table(def);
     const where = whereClause(def, filter);
-    const row = this.db
-      .prepare(`SELECT count(*) AS n FROM ${table}${where.parts.length ? ` WHERE ${where.parts.join(' AND ')}` : ''}`)
-      .get(...where.params) as { n: number };
+    const row = this.statement(`SELECT count(*) AS n FROM ${table}${where.parts.length ? ` WHERE ${where.parts.join(' AND ')}` : ''}`).get(
+      ...where.params,
+    ) as { n: number };
     return Promise.resolve(row.n);
   }
 
@@ -229,6 +241,7 @@ export class SqliteReadStore implements ReadStore {
     });
     run();
     // Statements prepared against dropped tables are invalid: prepare them again.
+    this.statements.clear();
     for (const name of collections) {
       const def = this.collections.get(name)!.def;
       this.collections.delete(name);

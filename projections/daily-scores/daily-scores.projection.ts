@@ -27,6 +27,14 @@ export const dailyScores = defineCollection<DailyScores>({
   indexes: [['date']],
 });
 
+/** The dates that have scores (tiny documents: as-of lookups read these, not the cross-sections). */
+export const scoreDates = defineCollection<{ date: string }>({
+  name: 'score_dates',
+  key: (d) => d.date,
+  fields: ['date'],
+  indexes: [['date']],
+});
+
 export interface CrossSectionRow {
   ticker: string;
   date: string;
@@ -51,7 +59,7 @@ export function crossSection(day: DailyScores): CrossSectionRow[] {
 
 export const dailyScoresProjection: Projection = {
   name: 'daily-scores',
-  collections: [dailyScores],
+  collections: [dailyScores, scoreDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as ScoreEvent;
@@ -74,6 +82,9 @@ export const dailyScoresProjection: Projection = {
       day.rows[v.ticker] = [v.main_street, v.wall_street, v.service_score, v.estimated ? 1 : 0];
       changed = true;
     }
-    if (changed) ctx.upsert(dailyScores, day);
+    if (changed) {
+      ctx.upsert(dailyScores, day);
+      ctx.upsert(scoreDates, { date });
+    }
   },
 };

@@ -2,7 +2,7 @@ import type { ReadStore } from '../../src/core/read-store.port.js';
 import { AppError } from '../../src/core/errors.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import { addDays, toDateString } from '../../src/domain/trading-calendar.js';
-import { dailyScores, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores, scoreDates, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { tickers } from '../../projections/reference/reference.projection.js';
 
 /** Size rank at or below which a ticker belongs to the `top100` universe. */
@@ -29,7 +29,7 @@ export interface Visibility {
 export async function visibilityFor(reads: ReadStore, entitlements: Entitlements, now: Date): Promise<Visibility> {
   const today = toDateString(now);
   const cutoff = addDays(today, -entitlements.delay_days);
-  const latest = await reads.find(dailyScores, { date: { $lte: cutoff } }, { sort: [['date', -1]], limit: 1 });
+  const latest = await reads.find(scoreDates, { date: { $lte: cutoff } }, { sort: [['date', -1]], limit: 1 });
   const universe = entitlements.coverage === 'top100' ? await top100(reads) : null;
   return {
     today,
