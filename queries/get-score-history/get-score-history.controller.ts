@@ -1,10 +1,12 @@
-import { Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import { Example, Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import { parseDateParam } from '../../src/http/params.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
 import { citationUrl } from '../../src/http/provenance.js';
-import { checkTicker } from '../get-score/get-score.controller.js';
+import { requireOrderedDates } from '../shared/date-window.js';
+import { parseInstantParam } from '../shared/instants.js';
+import { tickerFromPath } from '../shared/tickers.js';
 import { getScoreHistory } from './get-score-history.query.js';
 
 export interface HistoryRowResponse {
@@ -19,13 +21,18 @@ export interface HistoryRowResponse {
 export interface ScoreHistoryResponse {
   ticker: string;
   rows: HistoryRowResponse[];
-  /** Number of rows returned. */
+  /** Number of rows returned (the billed quantity). */
   count: number;
-  /** Effective start date after tier clamping. */
+  /**
+   * Effective start date after tier clamping: the requested `start` raised to your tier's floor,
+   * or (no `start`) the floor itself, or on a tier with the full history the ticker's first date.
+   */
   history_floor: string | null;
   /** History methodology statement. */
   provenance_note: string;
+  /** Data as-of date; `end` never goes past it. On the free tier it trails the current date by 7 days. */
   as_of: string | null;
+  /** Canonical page to cite. */
   citation_url: string;
 }
 
@@ -37,13 +44,41 @@ export const HISTORY_NOTE =
 @Security('api_key', ['history'])
 export class GetScoreHistoryController extends MeteredController {
   /**
-   * Daily score history of one stock, oldest first.
-   * @param ticker Stock symbol, case-insensitive.
+   * Daily score history of one stock, oldest first. Costs 1 credit per row returned (an empty
+   * answer is free).
+   *
+   * Dates outside your window are clamped silently: `start` is raised to your tier's history floor
+   * (today − the tier's history days; reported as `history_floor`) and `end` is lowered to your
+   * as-of date.
+   *
+   * Point in time: with `as_known_at`, each row is returned as it was published at that instant.
+   * Rows first published later are absent, and a row restated later shows the value that was
+   * current then. Scores are restated deliberately when inputs are corrected, so today's history
+   * of a past day can differ from what anyone could have known on that day. A backtest that trades
+   * on the corrected values has look-ahead bias; replaying each decision with `as_known_at` set to
+   * its decision time avoids it.
+   * @summary Score history of one stock
+   * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
    * @param end Last date (YYYY-MM-DD); clamped to your as-of date.
+   * @param asKnownAt An instant (ISO 8601 such as 2024-05-01T21:00:00Z, or YYYY-MM-DD for 00:00 UTC):
+   * return each row as it was published at that instant (see above).
+   * @example ticker "AAPL"
    */
   @Get('{ticker}/history')
-  @Response<ProblemDetails>(400, 'Malformed date')
+  @Example<ScoreHistoryResponse>({
+    ticker: 'AAPL',
+    rows: [
+      { date: '2019-06-12', main_street: 52.3, wall_street: 45.7, service_score: 49.3, estimated: false },
+      { date: '2019-06-13', main_street: 52.4, wall_street: 44.2, service_score: 48.7, estimated: false },
+    ],
+    count: 2,
+    history_floor: '2019-06-12',
+    provenance_note: HISTORY_NOTE,
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/stocks/AAPL',
+  })
+  @Response<ProblemDetails>(400, 'Malformed date or instant, or start after end')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')
@@ -53,11 +88,15 @@ export class GetScoreHistoryController extends MeteredController {
     @Request() req: AuthedRequest,
     @Query() start?: string,
     @Query() end?: string,
+    @Query('as_known_at') asKnownAt?: string,
   ): Promise<ScoreHistoryResponse> {
-    const symbol = checkTicker(ticker);
     const from = parseDateParam('start', start);
     const to = parseDateParam('end', end);
-    const rows = await getScoreHistory(this.services.reads, { ticker: symbol, start: from, end: to });
+    requireOrderedDates(from, to);
+    const knownAt = parseInstantParam('as_known_at', asKnownAt);
+    const symbol = tickerFromPath(ticker);
+    const v = await this.visibility(req);
+    const { rows, historyFloor } = await getScoreHistory(this.services.reads, v, { ticker: symbol, start: from, end: to, asKnownAt: knownAt });
     await this.charge(req, 'history', rows.length);
     return {
       ticker: symbol,
@@ -69,9 +108,9 @@ export class GetScoreHistoryController extends MeteredController {
         estimated: r.estimated,
       })),
       count: rows.length,
-      history_floor: from ?? rows[0]?.date ?? null,
+      history_floor: historyFloor,
       provenance_note: HISTORY_NOTE,
-      as_of: rows[rows.length - 1]?.date ?? null,
+      as_of: v.asOf,
       citation_url: citationUrl(this.services.baseUrl(), symbol),
     };
   }

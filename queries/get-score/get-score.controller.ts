@@ -1,10 +1,15 @@
-import { Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import { badRequest } from '../../src/core/errors.js';
+import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../../src/http/provenance.js';
-import { getLatestScore } from './get-score.query.js';
+import { tickerFromPath } from '../shared/tickers.js';
+import { getScoreAsOf } from './get-score.query.js';
+// Route order: express tries routes in registration order, and GET /v1/scores/{ticker} would
+// capture GET /v1/scores/history. tsoa registers controllers in the TypeScript program's file
+// order, where a file's imports come before it, so this import puts the multi-ticker route first
+// whatever order the controller glob yields (test/e2e/history.test.ts checks it).
+import '../get-multi-ticker-history/get-multi-ticker-history.controller.js';
 
 export interface ScoreResponse {
   /** Requested symbol (upper-cased). */
@@ -21,7 +26,7 @@ export interface ScoreResponse {
   divergence_gap: number | null;
   /** true when the row is model-backfilled. */
   estimated: boolean;
-  /** Data as-of date. */
+  /** Data as-of date: the date of this row. On the free tier it trails the current date by 7 days. */
   as_of: string;
   /** A data-source statement. */
   source: string;
@@ -34,19 +39,34 @@ export interface ScoreResponse {
 @Security('api_key', ['scores'])
 export class GetScoreController extends MeteredController {
   /**
-   * The latest Main-Street / Wall-Street scores of one stock.
-   * @param ticker Stock symbol, case-insensitive, at most 12 characters.
+   * The Main-Street / Wall-Street scores of one stock as of your as-of date: the latest published
+   * day on paid tiers, the latest day on or before today − 7 days on the free tier. `date` equals
+   * `as_of`. Costs 2 credits.
+   * @summary Scores of one stock
+   * @param ticker Stock symbol, case-insensitive, at most 12 characters. A longer value, or one with
+   * characters other than letters, digits, "." and "-", names no stock: 404 `not_found`.
    * @example ticker "AAPL"
    */
   @Get('{ticker}')
-  @Response<ProblemDetails>(400, 'Malformed ticker')
+  @Example<ScoreResponse>({
+    ticker: 'AAPL',
+    date: '2019-06-13',
+    main_street: 52.4,
+    wall_street: 44.2,
+    service_score: 48.7,
+    divergence_gap: 8.2,
+    estimated: false,
+    as_of: '2019-06-13',
+    source: SOURCE_STATEMENT,
+    citation_url: 'https://api.example.com/stocks/AAPL',
+  })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
-  @Response<ProblemDetails>(404, 'Unknown ticker')
+  @Response<ProblemDetails>(404, 'Unknown ticker, or not a ticker at all (more than 12 characters)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getScore(@Path() ticker: string, @Request() req: AuthedRequest): Promise<ScoreResponse> {
-    const symbol = checkTicker(ticker);
-    const row = await getLatestScore(this.services.reads, symbol);
+    const symbol = tickerFromPath(ticker);
+    const row = await getScoreAsOf(this.services.reads, await this.visibility(req), symbol);
     await this.charge(req, 'scores');
     return {
       ticker: symbol,
@@ -61,12 +81,4 @@ export class GetScoreController extends MeteredController {
       citation_url: citationUrl(this.services.baseUrl(), symbol),
     };
   }
-}
-
-/** Ticker path parameters: at most 12 characters, letters, digits, '.' and '-'; upper-cased. */
-export function checkTicker(ticker: string): string {
-  const t = ticker.trim().toUpperCase();
-  if (t.length === 0 || t.length > 12) throw badRequest('ticker must be 1 to 12 characters');
-  if (!/^[A-Z0-9.-]+$/.test(t)) throw badRequest('ticker may hold only letters, digits, "." and "-"');
-  return t;
 }

@@ -1,10 +1,28 @@
 import { notFound } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { latestScores, type LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
+import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
+import { rowsBetween, scoreHistory } from '../../projections/score-history/score-history.projection.js';
+import { requireVisibleTicker } from '../shared/tickers.js';
+import type { Visibility } from '../shared/visibility.js';
 
-/** A ticker's most recent published score. */
-export async function getLatestScore(reads: ReadStore, ticker: string): Promise<LatestScore> {
-  const row = await reads.get(latestScores, ticker.toUpperCase());
-  if (!row) throw notFound(`no scores for ticker ${ticker.toUpperCase()}`);
-  return row;
+/**
+ * The ticker's score as of the caller's as-of date: its latest row on or before `v.asOf` (the
+ * free tier trails 7 days). 404 for an unknown ticker (or one with nothing visible yet), 403
+ * `coverage` outside the caller's universe.
+ */
+export async function getScoreAsOf(reads: ReadStore, v: Visibility, ticker: string): Promise<LatestScore> {
+  const latest = await requireVisibleTicker(reads, v, ticker);
+  if (v.asOf === null) throw notFound(`no scores published on or before ${v.cutoff} yet`);
+  if (latest.date <= v.asOf) return latest;
+  // The delayed view: the newest row at or before as_of. Two buckets cover an as_of early in a
+  // month whose bucket already holds later days only.
+  const page = await reads.find(
+    scoreHistory,
+    { ticker, month: { $lte: v.asOf.slice(0, 7) } },
+    { sort: [['month', -1]], limit: 2 },
+  );
+  const row = rowsBetween(page.items, undefined, v.asOf).at(-1);
+  if (!row) throw notFound(`no scores for ticker ${ticker} on or before ${v.asOf}`);
+  const { version: _version, ...score } = row;
+  return score;
 }

@@ -8,6 +8,7 @@ import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf, type AuthedRequest } from './authentication.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
+import { registerPages } from './pages/index.js';
 
 function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/http/generated/swagger.json');
@@ -31,13 +32,19 @@ export function createApp(services: Services): Express {
 
   const openapi = loadOpenApi();
   app.get('/openapi.json', (_req, res) => {
-    res.json({ ...openapi, servers: [{ url: services.baseUrl() }] });
+    const base = services.baseUrl();
+    res.json({
+      ...openapi,
+      info: { ...(openapi['info'] as object), license: { name: 'Licence terms by plan tier', url: `${base}/license` } },
+      servers: [{ url: base }],
+    });
   });
   app.get('/healthz', async (_req, res) => {
     const head = await services.events.headPosition();
     res.json({ status: 'ok', time: services.clock.now().toISOString(), log_position: head });
   });
 
+  registerPages(app, services);
   RegisterRoutes(app);
 
   app.use((req, res) => {

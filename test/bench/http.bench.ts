@@ -10,7 +10,7 @@ import { fmt, median, report } from './stats.js';
 function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, args, { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   // `pattern` captures the port in its first group.
   return until(() => pattern.test(out), 120_000).then(() => ({ child, port: Number(pattern.exec(out)![1]) }));
 }

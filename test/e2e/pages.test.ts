@@ -1,0 +1,237 @@
+import { expect } from 'chai';
+import { loadUsTickers } from '../../src/demo/us-tickers.js';
+import type { TestServer } from '../support/server.js';
+import { demoKey, getJson, startTestServer } from '../support/server.js';
+
+const BASE = 'https://api.example.test';
+
+/** The page's visible text: tags dropped, the entities the pages write decoded. */
+function textOf(markup: string): string {
+  return markup
+    .replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ')
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ');
+}
+
+async function getPage(url: string, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { headers, redirect: 'manual' });
+  return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+describe('Public pages', () => {
+  let server: TestServer;
+  before(async () => {
+    // Monday 2019-04-01, noon: the free tier's cutoff is Monday 2019-03-25, a trading day whose
+    // scores were published that evening; a paid key already sees Friday 2019-03-29.
+    server = await startTestServer({ now: '2019-04-01T12:00:00Z', env: { PUBLIC_BASE_URL: BASE } });
+  });
+  after(() => server?.stop());
+
+  describe('GET /stocks/{ticker}, the citation page', () => {
+    const FREE_AS_OF = '2019-03-25';
+
+    it("shows the free tier's scores as of its delayed as-of date, and nothing newer", async () => {
+      const { status, headers, body } = await getPage(`${server.url}/stocks/AAPL`);
+      expect(status).to.equal(200);
+      expect(headers.get('content-type')).to.match(/^text\/html/);
+      const text = textOf(body);
+      expect(text).to.include('Apple Inc.').and.include('Information Technology');
+      expect(text).to.include(`Scores as of ${FREE_AS_OF}`);
+
+      // The values are the row a paid key reads for that date.
+      const history = await getJson(`${server.url}/v1/scores/AAPL/history?start=${FREE_AS_OF}&end=${FREE_AS_OF}`, demoKey('quant'));
+      expect(history.status).to.equal(200);
+      const row = history.body.rows[0];
+      expect(row.date).to.equal(FREE_AS_OF);
+      const shown = (field: string) => new RegExp(`data-field="${field}">([^<]+)<`).exec(body)?.[1];
+      expect(Number(shown('service_score'))).to.be.closeTo(row.service_score, 0.051);
+      expect(Number(shown('main_street'))).to.be.closeTo(row.main_street, 0.051);
+      expect(Number(shown('wall_street'))).to.be.closeTo(row.wall_street, 0.051);
+
+      const live = await getJson(`${server.url}/v1/scores/AAPL`, demoKey('quant'));
+      expect(live.body.date > FREE_AS_OF, 'a paid key sees newer data than the page').to.equal(true);
+      const dates = [...new Set(text.match(/\d{4}-\d{2}-\d{2}/g))];
+      expect(dates).to.include(FREE_AS_OF);
+      expect(dates.filter((d) => d > FREE_AS_OF)).to.deep.equal([]);
+    });
+
+    it('charts and tabulates the recent visible history, newest first', async () => {
+      const { body } = await getPage(`${server.url}/stocks/AAPL`);
+      expect(body).to.match(/<svg class="sparkline"[^>]*role="img"/);
+      expect(body).to.match(/<polyline [^>]*points="[\d., ]+"/);
+      const table = /<table class="history"[\s\S]*?<\/table>/.exec(body)?.[0] ?? '';
+      const rowDates = [...table.matchAll(/<tr><td>(\d{4}-\d{2}-\d{2})/g)].map((m) => m[1]);
+      expect(rowDates).to.have.length(10);
+      expect(rowDates[0]).to.equal(FREE_AS_OF);
+      expect([...rowDates].sort().reverse()).to.deep.equal(rowDates);
+    });
+
+    it('gives the attribution line the Free licence asks for, and points to the docs and the licence', async () => {
+      const { body } = await getPage(`${server.url}/stocks/AAPL`);
+      const text = textOf(body);
+      expect(text).to.include(`Data: Scores API Main-Street/Wall-Street scores, as of ${FREE_AS_OF} — ${BASE}/stocks/AAPL`);
+      expect(text).to.match(/need an API key/);
+      expect(text).to.include('X-API-Key');
+      expect(body).to.include('href="/docs"').and.include('href="/license"');
+      expect(body).to.include(`<link rel="canonical" href="${BASE}/stocks/AAPL">`);
+    });
+
+    it('is the page citation_url names', async () => {
+      const score = await getJson(`${server.url}/v1/scores/MSFT`, demoKey('quant'));
+      expect(score.body.citation_url).to.equal(`${BASE}/stocks/MSFT`);
+      const { status } = await getPage(`${server.url}${new URL(score.body.citation_url as string).pathname}`);
+      expect(status).to.equal(200);
+    });
+
+    it('may be cached by anyone for five minutes', async () => {
+      const { headers } = await getPage(`${server.url}/stocks/AAPL`);
+      expect(headers.get('cache-control')).to.equal('public, max-age=300');
+    });
+
+    it('needs no key and serves every listed stock, outside the free coverage too', async () => {
+      const outside = loadUsTickers().find((t) => t.size_rank > 100)!;
+      const { status, body } = await getPage(`${server.url}/stocks/${outside.symbol}`);
+      expect(status).to.equal(200);
+      const text = textOf(body);
+      expect(text).to.include(outside.company);
+      expect(text).to.include(`Scores as of ${FREE_AS_OF}`);
+      expect(text).to.include('Free keys cover the 100 largest stocks');
+    });
+
+    it('redirects a lower-case symbol to the canonical page', async () => {
+      const { status, headers } = await getPage(`${server.url}/stocks/aapl`);
+      expect(status).to.equal(301);
+      expect(headers.get('location')).to.equal('/stocks/AAPL');
+    });
+
+    it('answers an unknown ticker with a 404 HTML page', async () => {
+      const { status, headers, body } = await getPage(`${server.url}/stocks/NOPEX`);
+      expect(status).to.equal(404);
+      expect(headers.get('content-type')).to.match(/^text\/html/);
+      expect(textOf(body)).to.include('Unknown ticker').and.include('NOPEX');
+    });
+
+    it('escapes text from the read models and from the request', async () => {
+      const att = await getPage(`${server.url}/stocks/T`);
+      expect(att.status).to.equal(200);
+      expect(att.body).to.include('AT&amp;T Inc.');
+      expect(att.body).to.not.include('AT&T Inc.');
+
+      const mcd = await getPage(`${server.url}/stocks/MCD`);
+      expect(mcd.body).to.include('McDonald&#39;s Corporation');
+
+      const evil = await getPage(`${server.url}/stocks/${encodeURIComponent('<script>alert(1)</script>')}`);
+      expect(evil.status).to.equal(404);
+      expect(evil.body).to.include('&lt;script&gt;alert(1)&lt;/script&gt;');
+      expect(evil.body).to.not.include('<script>alert(1)');
+    });
+
+    it('forbids scripts with its content security policy', async () => {
+      const { headers } = await getPage(`${server.url}/stocks/AAPL`);
+      expect(headers.get('content-security-policy')).to.match(/default-src 'none'/);
+    });
+  });
+
+  describe('GET /license', () => {
+    // The spec's licence table, word for word.
+    const TERMS = [
+      ['Free', 'Personal projects, with attribution to the service', 'Commercial use, redistribution, removing attribution'],
+      ['Hobbyist', 'Personal trading, private tools', 'Commercial products, sharing data'],
+      ['Builder', "Internal commercial use in the user's company", "Displaying data to the user's users, redistribution"],
+      ['Quant', 'Indie apps displaying scores, with attribution', 'Bulk redistribution, resale'],
+      ['Enterprise', 'Redistribution, embeds, firm-wide feeds, custom terms', 'none'],
+    ] as const;
+
+    it("shows every tier's permitted and not-permitted terms as a table", async () => {
+      const { status, headers, body } = await getPage(`${server.url}/license`, { accept: 'text/html' });
+      expect(status).to.equal(200);
+      expect(headers.get('content-type')).to.match(/^text\/html/);
+      const rows = [...body.matchAll(/<tr id="\w+"><th scope="row">([^<]*)<\/th><td>([^<]*)<\/td><td>([^<]*)<\/td><\/tr>/g)].map((m) =>
+        m.slice(1).map(textOf).map((s) => s.trim()),
+      );
+      expect(rows).to.deep.equal(TERMS.map((t) => [...t]));
+      expect(textOf(body)).to.include('Permitted').and.include('Not permitted');
+    });
+
+    it('answers JSON when asked for it', async () => {
+      const { status, type, body } = await (async () => {
+        const res = await fetch(`${server.url}/license`, { headers: { accept: 'application/json' } });
+        return { status: res.status, type: res.headers.get('content-type') ?? '', body: (await res.json()) as Record<string, any> };
+      })();
+      expect(status).to.equal(200);
+      expect(type).to.match(/^application\/json/);
+      expect(body.license).to.equal(`${BASE}/license`);
+      const tiers = body.tiers as { name: string; permitted: string; not_permitted: string }[];
+      expect(tiers.map((t) => [t.name, t.permitted, t.not_permitted])).to.deep.equal(TERMS.map((t) => [...t]));
+    });
+
+    it('falls back to the page for an Accept it does not speak', async () => {
+      const { status, headers } = await getPage(`${server.url}/license`, { accept: 'image/png' });
+      expect(status).to.equal(200);
+      expect(headers.get('content-type')).to.match(/^text\/html/);
+    });
+  });
+
+  describe('GET /docs', () => {
+    const CODES = ['bad_request', 'unauthorized', 'key_forbidden', 'coverage', 'tier', 'not_found', 'limit_exceeded', 'credits_exhausted', 'rate_limited'];
+
+    it('introduces the base URL, the key header and the error codes, and loads Redoc from this server', async () => {
+      const { status, body } = await getPage(`${server.url}/docs`);
+      expect(status).to.equal(200);
+      const text = textOf(body);
+      expect(text).to.include(BASE);
+      expect(text).to.include('X-API-Key');
+      for (const code of CODES) expect(body, code).to.include(`href="/docs/errors#${code}"`);
+      expect(body).to.include('<script src="/docs/assets/redoc.standalone.js"');
+      expect(body).to.include('<div id="redoc">');
+      expect(body).to.not.match(/<script[^>]+src="https?:/);
+    });
+
+    it('serves the Redoc bundle and the script that points it at /openapi.json', async () => {
+      const bundle = await fetch(`${server.url}/docs/assets/redoc.standalone.js`);
+      expect(bundle.status).to.equal(200);
+      expect(bundle.headers.get('content-type')).to.match(/javascript/);
+      expect((await bundle.arrayBuffer()).byteLength).to.be.greaterThan(100_000);
+      const init = await getPage(`${server.url}/docs/assets/docs.js`);
+      expect(init.body).to.include("Redoc.init('/openapi.json'");
+    });
+
+    it('has an anchor on /docs/errors for every problem code', async () => {
+      const { status, body } = await getPage(`${server.url}/docs/errors`);
+      expect(status).to.equal(200);
+      for (const code of CODES) expect(body, code).to.include(`<section id="${code}">`);
+    });
+
+    it("is where a problem's type points", async () => {
+      const problem = await getJson(`${server.url}/v1/scores/AAPL`);
+      expect(problem.status).to.equal(401);
+      const type = new URL(problem.body.type as string);
+      expect(`${type.origin}${type.pathname}`).to.equal(`${BASE}/docs/errors`);
+      const { body } = await getPage(`${server.url}${type.pathname}`);
+      expect(body).to.include(`<section id="${type.hash.slice(1)}">`);
+    });
+  });
+
+  describe('The retired charts endpoint', () => {
+    it('redirects permanently to /v1/coverage, keeping the query string, and says it is deprecated', async () => {
+      const { status, headers } = await getPage(`${server.url}/charts/v1/companies/with-social-heat-score?since=2019-01-01&x=a%20b`);
+      expect(status).to.equal(308);
+      expect(headers.get('location')).to.equal(`${BASE}/v1/coverage?since=2019-01-01&x=a%20b`);
+      expect(headers.get('deprecation')).to.match(/^(true|@\d+)$/);
+      const link = headers.get('link') ?? '';
+      expect(link).to.include(`<${BASE}/v1/coverage>; rel="successor-version"`);
+      expect(link).to.match(new RegExp(`<${BASE}/docs[^>]*>; rel="deprecation"`));
+    });
+
+    it('redirects without a query string too', async () => {
+      const { status, headers } = await getPage(`${server.url}/charts/v1/companies/with-social-heat-score`);
+      expect(status).to.equal(308);
+      expect(headers.get('location')).to.equal(`${BASE}/v1/coverage`);
+    });
+  });
+});
