@@ -2,47 +2,7 @@ import { Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runt
 import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
-import { getUsageLedger } from './get-usage-ledger.query.js';
-
-/** One line of your credit ledger. Fields an entry's kind does not carry are null. */
-export interface LedgerEntryResponse {
-  /** Position in your ledger (0-based, gap-free). */
-  seq: number;
-  /** CreditsDebited, PackPurchased, AllowancePeriodOpened, PlanChanged, UsageAlertRaised, … */
-  kind: string;
-  /** ISO 8601 UTC instant the ledger recorded it. */
-  at: string;
-  /** `YYYY-MM` the entry belongs to. */
-  period: string;
-  /** The `X-Request-Id` of the charged call. */
-  request_id: string | null;
-  /** Rate-card key of the endpoint charged. */
-  endpoint: string | null;
-  /** `rest` or `mcp`. */
-  channel: string | null;
-  cost: number | null;
-  from_allowance: number | null;
-  from_prepaid: number | null;
-  from_overage: number | null;
-  /** Credits a pack added. */
-  credits: number | null;
-  detail: string;
-  hash: string;
-  prev_hash: string;
-  /** The entry's data exactly as hashed. */
-  data: Record<string, unknown>;
-}
-
-export interface LedgerPageResponse {
-  /** The month asked for; null when every month is listed. */
-  month: string | null;
-  /** Newest first. */
-  entries: LedgerEntryResponse[];
-  /** Pass as `cursor` for the next (older) page; null on the last page. */
-  next_cursor: string | null;
-  /** Entries on this page. */
-  count: number;
-}
+import { getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')
 @Tags('Account')

@@ -1,7 +1,5 @@
 import { AppError, badRequest } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import type { RateKey } from '../../src/domain/rate-card.js';
-import type { Channel, LedgerEventType } from '../../commands/debit-credits/ledger.events.js';
 import { ledgerEntries, type LedgerEntryDoc } from '../../projections/usage/usage.projection.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
@@ -17,50 +15,50 @@ export interface UsageLedgerParams {
   cursor?: string | null;
 }
 
-/** One line of the account's credit ledger. Fields an entry's kind does not carry are null. */
-export interface UsageLedgerEntry {
-  /** Position of the event in the account's ledger (0-based, gap-free). */
+// Plain interfaces (no derived types): tsoa reads them for the OpenAPI document.
+/** One line of your credit ledger. Fields an entry's kind does not carry are null. */
+export interface LedgerEntryResponse {
+  /** Position in your ledger (0-based, gap-free). */
   seq: number;
-  kind: LedgerEventType;
-  /** ISO 8601 UTC instant the ledger recorded the decision. */
+  /** CreditsDebited, PackPurchased, AllowancePeriodOpened, PlanChanged, UsageAlertRaised, … */
+  kind: string;
+  /** ISO 8601 UTC instant the ledger recorded it. */
   at: string;
   /** `YYYY-MM` the entry belongs to. */
   period: string;
+  /** The `X-Request-Id` of the charged call. */
   request_id: string | null;
-  endpoint: RateKey | null;
-  channel: Channel | null;
+  /** Rate-card key of the endpoint charged. */
+  endpoint: string | null;
+  /** `rest` or `mcp`. */
+  channel: string | null;
   cost: number | null;
   from_allowance: number | null;
   from_prepaid: number | null;
   from_overage: number | null;
-  /** Credits added by a pack purchase. */
+  /** Credits a pack added. */
   credits: number | null;
   detail: string;
-  /** SHA-256 chain: `hash` of this entry, and `hash` of the one before (64 zeros for the first). */
   hash: string;
   prev_hash: string;
-  /**
-   * The ledger event exactly as hashed: verify with
-   * `sha256hex(prev_hash + "\n" + kind + "\n" + canonicalJson(data without "hash")) == hash`
-   * (canonical JSON: object keys sorted at every depth, no whitespace).
-   */
+  /** The entry's data exactly as hashed. */
   data: Record<string, unknown>;
 }
 
-export interface UsageLedgerPage {
+export interface LedgerPageResponse {
   /** The month asked for; null when every month is listed. */
   month: string | null;
   /** Newest first. */
-  entries: UsageLedgerEntry[];
+  entries: LedgerEntryResponse[];
   /** Pass as `cursor` for the next (older) page; null on the last page. */
   next_cursor: string | null;
-  /** Entries in this page. */
+  /** Entries on this page. */
   count: number;
 }
 
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
-function toEntry(d: LedgerEntryDoc): UsageLedgerEntry {
+function toEntry(d: LedgerEntryDoc): LedgerEntryResponse {
   return {
     seq: d.seq,
     kind: d.kind,
@@ -82,7 +80,7 @@ function toEntry(d: LedgerEntryDoc): UsageLedgerEntry {
 }
 
 /** An account's credit ledger (every charge, pack, plan change and alert), newest first, paged. */
-export async function getUsageLedger(reads: ReadStore, params: UsageLedgerParams): Promise<UsageLedgerPage> {
+export async function getUsageLedger(reads: ReadStore, params: UsageLedgerParams): Promise<LedgerPageResponse> {
   const month = params.month ?? null;
   if (month !== null && !MONTH.test(month)) throw badRequest('month must be YYYY-MM', { month });
   const limit = params.limit ?? USAGE_LEDGER_DEFAULT_LIMIT;
