@@ -12,7 +12,8 @@ const CACHE_NOT_FOUND = 'public, max-age=60';
 const TABLE_ROWS = 10;
 const SYMBOL = /^[A-Z0-9.-]{1,12}$/;
 
-const score = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(1));
+// Scores carry one decimal; show it always so the columns line up (49.0, not 49).
+const score = (x: number) => (Math.round(x * 10) / 10 === x ? x.toFixed(1) : String(x));
 const signed = (x: number | null) => (x === null ? '—' : `${x > 0 ? '+' : x < 0 ? '−' : ''}${score(Math.abs(x))}`);
 
 /**
