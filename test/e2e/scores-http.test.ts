@@ -59,6 +59,12 @@ describe('Scores over HTTP', () => {
       expect(body.provenance_note).to.be.a('string').and.not.empty;
     });
 
+    it('refuses an impossible month with a 400, not a 500', async () => {
+      const { status, body } = await get(server.url, '/v1/scores/MSFT/history?end=2019-13-01');
+      expect(status).to.equal(400);
+      expect(body.detail).to.match(/end/);
+    });
+
     it('refuses a malformed date with a 400 problem naming the parameter', async () => {
       const { status, body } = await get(server.url, '/v1/scores/MSFT/history?start=2019-02-30');
       expect(status).to.equal(400);

@@ -1,0 +1,70 @@
+import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import { badRequest } from '../../src/core/errors.js';
+import { parseDateParam } from '../../src/http/params.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { closedEvents, type DivergenceEvent } from './get-divergence-events.query.js';
+
+export interface DivergenceEventsResponse {
+  /** Closed divergence events, newest flag_date first, at most 2,000. */
+  events: DivergenceEvent[];
+  /** Number of events returned. */
+  count: number;
+  /** The flag_date floor applied (your `since`, or 365 days before today). */
+  since: string;
+}
+
+@Route('v1/divergence/events')
+@Tags('Outcomes')
+@Security('api_key', ['divergence_events'])
+export class GetDivergenceEventsController extends MeteredController {
+  /**
+   * Closed divergence events with their dated outcome: the close price on the flag date and on
+   * the close date, the percent change between them and the calendar days in between. An event
+   * opens on the first day of an extreme (percentile ≥ 0.95) and closes when the percentile falls
+   * below 0.5, after 60 trading days, or when an extreme of the opposite direction starts.
+   * Quant plan or higher; 10 credits per call.
+   * @param since Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today).
+   * @summary Closed divergence events with outcomes
+   */
+  @Get()
+  @Example<DivergenceEventsResponse>({
+    events: [
+      {
+        ticker: 'COST',
+        direction: 'bull',
+        flag_date: '2019-03-04',
+        close_date: '2019-04-22',
+        price_at_flag: 231.4,
+        price_at_close: 244.12,
+        pct_change: 5.5,
+        days: 49,
+      },
+    ],
+    count: 1,
+    since: '2018-06-14',
+  })
+  @Response<ProblemDetails>(400, 'since is not a date YYYY-MM-DD')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getDivergenceEvents(@Request() req: AuthedRequest, @Query() since?: string): Promise<DivergenceEventsResponse> {
+    const from = parseSince(since);
+    const v = await this.visibility(req);
+    const result = await closedEvents(this.services.reads, v, from);
+    await this.charge(req, 'divergence_events');
+    return { events: result.events, count: result.events.length, since: result.since };
+  }
+}
+
+/**
+ * `since` as a real date. parseDateParam throws a RangeError (a 500) on an impossible date such as
+ * 2019-13-01, so such values are refused here first.
+ */
+function parseSince(value: string | undefined): string | undefined {
+  if (value !== undefined && value !== '' && Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
+    throw badRequest('since must be a date YYYY-MM-DD', { errors: [{ parameter: 'since', message: 'must be a date YYYY-MM-DD' }] });
+  }
+  return parseDateParam('since', value);
+}

@@ -1,0 +1,56 @@
+import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
+import { openTrades, type OpenDivergenceTrade } from './get-divergence-open.query.js';
+
+export interface OpenDivergenceResponse {
+  /** Divergence events open on the as-of date, newest flag_date first. */
+  open_trades: OpenDivergenceTrade[];
+  /** Number of open trades. */
+  count: number;
+  /** Data as-of date. */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
+}
+
+@Route('v1/divergence/open')
+@Tags('Outcomes')
+@Security('api_key', ['divergence_open'])
+export class GetDivergenceOpenController extends MeteredController {
+  /**
+   * Divergence events still open on your as-of date: where each stood when it was flagged and
+   * where it stands now. Quant plan or higher; 500 credits per call.
+   * @summary Open divergence extremes
+   */
+  @Get()
+  @Example<OpenDivergenceResponse>({
+    open_trades: [
+      {
+        ticker: 'COST',
+        direction: 'bull',
+        flag_date: '2019-06-03',
+        flag_gap: 27.9,
+        price_at_flag: 240.1,
+        days_open: 8,
+        current_gap: 21.4,
+        current_percentile: 0.9421,
+        days_at_extreme: 0,
+      },
+    ],
+    count: 1,
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
+  })
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getDivergenceOpen(@Request() req: AuthedRequest): Promise<OpenDivergenceResponse> {
+    const v = await this.visibility(req);
+    const trades = await openTrades(this.services.reads, v);
+    await this.charge(req, 'divergence_open');
+    return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+  }
+}

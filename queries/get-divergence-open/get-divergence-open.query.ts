@@ -1,0 +1,53 @@
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { directionName, divergenceDays, divergenceEvents, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
+import { compareText } from '../shared/cross-section.js';
+import { inUniverse, type Visibility } from '../shared/visibility.js';
+
+export interface OpenDivergenceTrade {
+  /** Stock symbol. */
+  ticker: string;
+  /** `bull` or `bear`. */
+  direction: DivergenceDirection;
+  /** First day of the extreme that opened the event. */
+  flag_date: string;
+  /** gap on flag_date. */
+  flag_gap: number;
+  /** Close price on flag_date (the latest earlier close if that day has none). */
+  price_at_flag: number | null;
+  /** Trading days since flag_date (0 on the flag day). */
+  days_open: number;
+  /** gap on the as-of date (the latest scored day of the stock). */
+  current_gap: number;
+  /** percentile on the as-of date. */
+  current_percentile: number;
+  /** Consecutive days at an extreme in the current direction (0 once the extreme has eased). */
+  days_at_extreme: number;
+}
+
+/** Events open on the caller's as-of date, newest flag first (ties by ticker). */
+export async function openTrades(reads: ReadStore, v: Visibility): Promise<OpenDivergenceTrade[]> {
+  if (!v.asOf) return [];
+  const day = await reads.get(divergenceDays, v.asOf);
+  if (!day) return [];
+  const open = [...Object.entries(day.rows), ...Object.entries(day.carried)].filter(([t, c]) => c[4] !== null && inUniverse(v, t));
+  const docs = await reads.getMany(
+    divergenceEvents,
+    open.map(([t, c]) => `${t}|${c[4]}`),
+  );
+  return open
+    .map(([t, c]): OpenDivergenceTrade => {
+      const e = docs.get(`${t}|${c[4]}`);
+      return {
+        ticker: t,
+        direction: directionName(c[5]),
+        flag_date: c[4]!,
+        flag_gap: e?.flag_gap ?? c[0],
+        price_at_flag: e?.price_at_flag ?? null,
+        days_open: c[6],
+        current_gap: c[0],
+        current_percentile: c[1],
+        days_at_extreme: c[2],
+      };
+    })
+    .sort((a, b) => compareText(b.flag_date, a.flag_date) || compareText(a.ticker, b.ticker));
+}

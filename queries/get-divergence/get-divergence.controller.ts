@@ -1,0 +1,69 @@
+import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
+import type { AuthedRequest } from '../../src/http/authentication.js';
+import { MeteredController } from '../../src/http/metered-controller.js';
+import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
+import { parseIntParam } from '../shared/int-param.js';
+import { DIVERGENCE_LIMIT, includesWhyNow, parseDirection, widestGaps, type DivergenceRow } from './get-divergence.query.js';
+
+export interface DivergenceResponse {
+  /** Stocks ranked by |gap| descending (ties by ticker). */
+  rows: DivergenceRow[];
+  /** Rows returned: the billed quantity. */
+  count: number;
+  /** Whether your tier received why_now and why_now_headline (builder and higher). */
+  why_now_included: boolean;
+  /** Data as-of date; on the free tier it trails today by 7 days. null before any scores exist. */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
+}
+
+@Route('v1/divergence')
+@Tags('Discovery')
+@Security('api_key', ['divergence'])
+export class GetDivergenceController extends MeteredController {
+  /**
+   * The widest gaps between main_street and wall_street on your as-of date, ranked by |gap|.
+   * `percentile` is the rank of |gap| in that day's whole cross-section; `days_at_extreme`
+   * counts consecutive days at percentile ≥ 0.95 in one direction. Builder keys and higher also
+   * get `why_now` research. Costs 3 credits per row returned (an empty answer is free).
+   * @param direction `bull` (main_street above wall_street) or `bear` (below), any case; absent = both.
+   * @param limit Integer 1-100 (default 25): the most rows to return; above 100 is a 422.
+   * @summary Widest divergence gaps
+   */
+  @Get()
+  @Example<DivergenceResponse>({
+    rows: [
+      {
+        ticker: 'COST',
+        company: 'Costco Wholesale Corp.',
+        main_street: 81.2,
+        wall_street: 52.5,
+        gap: 28.7,
+        percentile: 0.9981,
+        days_at_extreme: 4,
+        why_now: 'COST has main_street 81.2 against wall_street 52.5 on 2019-06-13: a gap of +28.7, …',
+        why_now_headline: 'COST: bull gap +28.7 (top 1%), 4d at extreme',
+      },
+    ],
+    count: 1,
+    why_now_included: true,
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
+  })
+  @Response<ProblemDetails>(400, 'direction is not bull or bear, or limit is not an integer or below 1')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
+  @Response<ProblemDetails>(422, 'limit above 100 (limit_exceeded)')
+  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
+  public async getDivergence(@Request() req: AuthedRequest, @Query() direction?: string, @Query() limit?: string): Promise<DivergenceResponse> {
+    const dir = parseDirection(direction);
+    const max = parseIntParam('limit', limit, DIVERGENCE_LIMIT);
+    const whyNow = includesWhyNow(this.principal(req).tier);
+    const v = await this.visibility(req);
+    const rows = await widestGaps(this.services.reads, v, { direction: dir, limit: max, whyNow });
+    await this.charge(req, 'divergence', rows.length);
+    return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+  }
+}
