@@ -5,6 +5,9 @@ import type { fixedClock } from '../../src/core/clock.js';
 import { expressAuthentication } from '../../src/http/authentication.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Request } from 'express';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { until } from '../support/processes.js';
 
 describe('Across a month boundary (SCORES_NOW)', function () {
   this.timeout(120_000);
@@ -30,6 +33,12 @@ describe('Across a month boundary (SCORES_NOW)', function () {
     // 240 from the allowance, 160 from the pack.
     await ledger.debit(k.account_id, { request_id: 'b', endpoint: 'history', channel: 'rest', cost: 400 });
     expect(await alerts(k.account_id)).to.deep.equal(['2019-03:75', '2019-03:90', '2019-03:100']);
+    // The running server's alert dispatcher mails each one (embedded: .eml files in the outbox).
+    const outbox = join(server.dir, 'outbox');
+    await until(() => existsSync(outbox) && readdirSync(outbox).filter((f) => f.endsWith('.eml')).length === 3, 15_000, 100);
+    const mails = readdirSync(outbox).map((f) => readFileSync(join(outbox, f), 'utf8'));
+    expect(mails.every((m) => /To: boundary@example\.test/.test(m))).to.equal(true);
+    expect(mails.some((m) => /100%/.test(m))).to.equal(true);
     const march = await getJson(`${server.url}/v1/usage`, k.key);
     expect(march.body).to.include({ used_this_month: 1000, credits_remaining: 0, prepaid_credits: 340, resets_at: '2019-04-01T00:00:00.000Z' });
     expect(march.headers.get('x-credits-remaining')).to.equal('340');

@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { runCli } from '../support/processes.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+describe('The scores CLI for accounts and billing', function () {
+  this.timeout(120_000);
+  const dir = tempDir();
+  const env = testEnv(dir, '2024-03-15T12:00:00Z', { SCORES_DEMO: 'off' });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const json = async (args: string[]) => {
+    const r = await runCli([...args, '--json'], env);
+    expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(0);
+    return JSON.parse(r.stdout) as Record<string, any>;
+  };
+
+  it('creates a key, changes the plan, adds packs, switches overage and Pro, cancels, rotates and revokes', async () => {
+    const created = await json(['keys', 'create', '--tier', 'hobbyist', '--email', 'cli@example.test']);
+    expect(created).to.include({ tier: 'hobbyist', pro: false });
+    expect(created['key']).to.match(/^sk_live_[A-Za-z0-9_-]{43}$/);
+    const account = created['account_id'] as string;
+
+    expect((await json(['plan', 'set', '--account', account, '--tier', 'builder']))['usage']).to.include({ tier: 'builder', monthly_allowance: 250_000 });
+    expect((await json(['packs', 'add', '--account', account, '--credits', '5000']))['usage']).to.include({ prepaid_credits: 5000 });
+    expect((await json(['overage', 'on', '--account', account]))['usage']).to.include({ allow_overage: true });
+    expect((await json(['pro', 'on', '--account', account]))['usage']).to.include({ pro_member: true });
+    const cancelled = await json(['plan', 'cancel', '--account', account]);
+    expect(cancelled['usage']).to.include({ tier: 'builder', plan_ends_at: '2024-04-01T00:00:00.000Z' });
+
+    const rotated = await json(['keys', 'rotate', created['key_id'] as string, '--grace', '60']);
+    expect(rotated).to.include({ replaced_key_id: created['key_id'], old_key_valid_until: '2024-03-15T12:01:00.000Z' });
+    expect((await json(['keys', 'revoke', rotated['key_id'] as string]))).to.include({ revoked: true });
+
+    const audit = await json(['audit', '--account', account]);
+    expect(audit).to.include({ ok: true });
+  });
+
+  it('refuses overage on a free account and an unknown tier with a clear message', async () => {
+    const free = await json(['keys', 'create', '--tier', 'free']);
+    const r = await runCli(['overage', 'on', '--account', free['account_id'] as string], env);
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/bad_request/);
+    const bad = await runCli(['keys', 'create', '--tier', 'platinum'], env);
+    expect(bad.code).to.not.equal(0);
+    expect(bad.stderr).to.match(/platinum/);
+  });
+});
