@@ -9,6 +9,7 @@ import { requestIdOf, type AuthedRequest } from './authentication.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 import { registerPages } from './pages/index.js';
+import { mcpHandler, mcpMethodNotAllowed } from '../mcp/http.js';
 
 function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/http/generated/swagger.json');
@@ -45,6 +46,8 @@ export function createApp(services: Services): Express {
   });
 
   registerPages(app, services);
+  app.post('/mcp/http', mcpHandler(services));
+  app.all('/mcp/http', mcpMethodNotAllowed(services));
   RegisterRoutes(app);
 
   app.use((req, res) => {

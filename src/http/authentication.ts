@@ -18,7 +18,8 @@ export interface Principal {
   request_id: string;
 }
 
-export type AuthedRequest = Request & { user?: Principal; requestId?: string };
+/** `channel` says which face took the call (the ledger records it); absent means REST. */
+export type AuthedRequest = Request & { user?: Principal; requestId?: string; channel?: 'rest' | 'mcp' };
 
 export function requestIdOf(req: AuthedRequest): string {
   return (req.requestId ??= `req_${randomBytes(12).toString('base64url')}`);

@@ -23,7 +23,7 @@ export abstract class MeteredController extends Controller {
 
   /** Debits the call (durably) and sets `X-Credits-Remaining`; 429 when the credits do not cover it. */
   protected async charge(req: AuthedRequest, endpoint: RateKey, quantity = 1): Promise<void> {
-    const c = await charge(this.services, this.principal(req), endpoint, quantity, 'rest');
+    const c = await charge(this.services, this.principal(req), endpoint, quantity, req.channel ?? 'rest');
     this.setHeader(CREDITS_HEADER, c.remaining);
   }
 }

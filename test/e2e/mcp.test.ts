@@ -1,0 +1,199 @@
+import { expect } from 'chai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
+import { ledgerStream, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
+import type { Tier } from '../../src/domain/plans.js';
+
+const TOOL_NAMES = [
+  'get_dataset_info',
+  'get_divergence_events',
+  'get_divergences',
+  'get_score_history',
+  'get_scores',
+  'get_track_record',
+  'get_upcoming_earnings',
+  'screen_stocks',
+];
+
+/** The same question asked over both faces: a tool call and its REST twin. */
+const TWINS: { tool: string; args: Record<string, unknown>; path: string }[] = [
+  { tool: 'get_scores', args: { ticker: 'AAPL' }, path: '/v1/scores/AAPL' },
+  {
+    tool: 'get_score_history',
+    args: { ticker: 'msft', start: '2019-06-01', end: '2019-06-12', as_known_at: '2019-06-13T00:00:00Z' },
+    path: '/v1/scores/msft/history?start=2019-06-01&end=2019-06-12&as_known_at=2019-06-13T00:00:00Z',
+  },
+  { tool: 'screen_stocks', args: { min_score: 40, limit: 7 }, path: '/v1/screener?min_score=40&limit=7' },
+  { tool: 'get_divergences', args: { direction: 'bull', limit: 4 }, path: '/v1/divergence?direction=bull&limit=4' },
+  { tool: 'get_upcoming_earnings', args: { days: 30 }, path: '/v1/earnings?days=30' },
+  { tool: 'get_divergence_events', args: { since: '2018-01-01' }, path: '/v1/divergence/events?since=2018-01-01' },
+  { tool: 'get_track_record', args: {}, path: '/v1/track-record' },
+  { tool: 'get_dataset_info', args: {}, path: '/v1/meta' },
+];
+
+describe('The hosted MCP server at /mcp/http', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  const clients: Client[] = [];
+  before(async () => {
+    server = await startTestServer({ now: '2019-06-14T12:00:00Z' });
+  });
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await server.stop();
+  });
+
+  async function connect(key: string): Promise<Client> {
+    const client = new Client({ name: 'mcp-e2e', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp/http`), {
+      requestInit: { headers: { 'X-API-Key': key } },
+    });
+    await client.connect(transport);
+    clients.push(client);
+    return client;
+  }
+  async function newKey(tier: Tier) {
+    const issued = await createAccountWithKey(server.services, { tier, email: `${tier}-mcp@example.test` });
+    await server.services.runner.waitForHead();
+    return issued;
+  }
+  const get = (path: string, key: string) => getJson(`${server.url}${path}`, key);
+  const call = async (client: Client, name: string, args: Record<string, unknown> = {}) =>
+    (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const debits = async (accountId: string) =>
+    ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap((e) =>
+      e.type === 'CreditsDebited' ? [e.data] : [],
+    );
+  const postRaw = (headers: Record<string, string>) =>
+    fetch(`${server.url}/mcp/http`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+
+  describe('When a client lists the tools', () => {
+    it('offers exactly the eight spec tools, each read-only with every input field described', async () => {
+      const client = await connect(demoKey('builder'));
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).to.deep.equal(TOOL_NAMES);
+      for (const tool of tools) {
+        expect(tool.annotations?.readOnlyHint, tool.name).to.equal(true);
+        expect(tool.title, tool.name).to.be.a('string').and.not.equal('');
+        expect(tool.description, tool.name).to.match(/Costs (free|\d+ credits?)/);
+        for (const [field, schema] of Object.entries(tool.inputSchema.properties ?? {})) {
+          expect((schema as { description?: string }).description, `${tool.name}.${field}`).to.be.a('string').and.not.equal('');
+        }
+      }
+      const screen = tools.find((t) => t.name === 'screen_stocks')!;
+      expect(screen.inputSchema.properties).to.have.keys(['min_score', 'limit']);
+      expect((screen.inputSchema.properties!['limit'] as { type: string }).type).to.equal('integer');
+      const history = tools.find((t) => t.name === 'get_score_history')!;
+      expect(history.inputSchema.required).to.deep.equal(['ticker']);
+      expect(history.inputSchema.properties).to.have.keys(['ticker', 'start', 'end', 'as_known_at']);
+    });
+  });
+
+  describe('When the same question is asked over REST and over MCP', () => {
+    it('returns the same body for every tool and draws the same credits, recorded with channel mcp', async () => {
+      const viaRest = await newKey('quant');
+      const viaMcp = await newKey('quant');
+      const client = await connect(viaMcp.key);
+      let restRemaining: string | null = null;
+      let mcpRemaining: unknown = null;
+      for (const twin of TWINS) {
+        const rest = await get(twin.path, viaRest.key);
+        expect(rest.status, twin.path).to.equal(200);
+        const result = await call(client, twin.tool, twin.args);
+        expect(result.isError, twin.tool).to.not.equal(true);
+        expect(result.structuredContent, twin.tool).to.deep.equal(rest.body);
+        const text = result.content[0];
+        expect(text?.type).to.equal('text');
+        expect(JSON.parse(text?.type === 'text' ? text.text : 'null'), twin.tool).to.deep.equal(rest.body);
+        restRemaining = rest.headers.get('x-credits-remaining');
+        mcpRemaining = result._meta?.['credits_remaining'];
+        expect(mcpRemaining, twin.tool).to.equal(restRemaining);
+      }
+      const restDebits = await debits(viaRest.account_id);
+      const mcpDebits = await debits(viaMcp.account_id);
+      // Non-trivial answers: rows were returned and billed per row.
+      expect(mcpDebits.find((d) => d.endpoint === 'screener')?.cost).to.equal(14);
+      expect(mcpDebits.find((d) => d.endpoint === 'history')?.cost).to.be.greaterThan(0);
+      expect(restDebits.map((d) => [d.endpoint, d.cost])).to.deep.equal(mcpDebits.map((d) => [d.endpoint, d.cost]));
+      expect(restDebits.map((d) => d.channel)).to.satisfy((cs: string[]) => cs.every((c) => c === 'rest'));
+      expect(mcpDebits.map((d) => d.channel)).to.satisfy((cs: string[]) => cs.every((c) => c === 'mcp'));
+      expect(mcpDebits.reduce((a, d) => a + d.cost, 0)).to.be.greaterThan(100);
+      expect((await get('/v1/usage', viaMcp.key)).body.used_this_month).to.equal((await get('/v1/usage', viaRest.key)).body.used_this_month);
+    });
+  });
+
+  describe('When the key is missing, unknown or revoked', () => {
+    it('refuses at the HTTP level with a 401 or 403 problem before any MCP message is handled', async () => {
+      for (const headers of [{}, { 'X-API-Key': 'sk_live_nope' }] as Record<string, string>[]) {
+        const r = await postRaw(headers);
+        expect(r.status).to.equal(401);
+        expect(r.headers.get('content-type')).to.match(/^application\/problem\+json/);
+        expect(((await r.json()) as { code: string }).code).to.equal('unauthorized');
+      }
+      const k = await newKey('hobbyist');
+      expect((await postRaw({ 'X-API-Key': k.key })).status).to.equal(200);
+      await revokeKey(server.services, k.key_id);
+      await server.services.runner.waitForHead();
+      const revoked = await postRaw({ 'X-API-Key': k.key });
+      expect(revoked.status).to.equal(403);
+      expect(((await revoked.json()) as { code: string }).code).to.equal('key_forbidden');
+    });
+
+    it('answers GET and DELETE with 405: the server is stateless', async () => {
+      for (const method of ['GET', 'DELETE']) {
+        const r = await fetch(`${server.url}/mcp/http`, { method, headers: { 'X-API-Key': demoKey('builder') } });
+        expect(r.status, method).to.equal(405);
+        expect(r.headers.get('allow')).to.equal('POST');
+      }
+    });
+  });
+
+  describe('When a call is refused', () => {
+    async function expectSameRefusal(key: string, tool: string, args: Record<string, unknown>, path: string, code: string) {
+      const client = await connect(key);
+      const result = await call(client, tool, args);
+      const rest = await get(path, key);
+      expect(result.isError).to.equal(true);
+      expect(result.structuredContent).to.include({ code, status: rest.status });
+      expect(result.structuredContent).to.deep.equal(rest.body);
+      return result;
+    }
+
+    it('gives a plan below the minimum tier the same tier problem as REST', async () => {
+      await expectSameRefusal(demoKey('hobbyist'), 'get_upcoming_earnings', {}, '/v1/earnings', 'tier');
+    });
+
+    it('gives a free key asking for a ticker outside top100 the same coverage problem, and charges nothing', async () => {
+      const wide = (await get('/v1/coverage', demoKey('builder'))).body.tickers as string[];
+      const top = new Set((await get('/v1/coverage', demoKey('free'))).body.tickers as string[]);
+      const outside = wide.find((t) => !top.has(t))!;
+      const k = await newKey('free');
+      await expectSameRefusal(k.key, 'get_scores', { ticker: outside }, `/v1/scores/${outside}`, 'coverage');
+      expect(await debits(k.account_id)).to.deep.equal([]);
+    });
+
+    it('gives a limit above the maximum the same limit_exceeded problem', async () => {
+      await expectSameRefusal(demoKey('builder'), 'screen_stocks', { limit: 651 }, '/v1/screener?limit=651', 'limit_exceeded');
+    });
+
+    it('gives an exhausted account the same credits_exhausted problem and debits nothing more', async () => {
+      const k = await newKey('free');
+      await server.services.ledger.debit(k.account_id, { request_id: 'setup', endpoint: 'history', channel: 'rest', cost: 999 });
+      const result = await expectSameRefusal(k.key, 'get_scores', { ticker: 'AAPL' }, '/v1/scores/AAPL', 'credits_exhausted');
+      expect(result._meta?.['credits_remaining']).to.equal('1');
+      expect((await debits(k.account_id)).map((d) => d.cost)).to.deep.equal([999]);
+    });
+  });
+});
