@@ -1,0 +1,36 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/core/paths.js';
+import { demoKey, startTestServer, type TestServer } from '../support/server.js';
+
+function run(script: string, args: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+describe('The official MCP inspector CLI against the server (scripts/mcp-inspector.sh)', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ now: '2019-06-14T12:00:00Z' });
+  });
+  after(() => server.stop());
+
+  it('lists the eight tools and calls get_scores with the REST body', async () => {
+    const { code, out } = await run(join(projectRoot(), 'scripts/mcp-inspector.sh'), [`${server.url}/mcp/http`, demoKey('quant')]);
+    expect(code, out).to.equal(0);
+    for (const tool of ['get_scores', 'get_score_history', 'screen_stocks', 'get_divergences', 'get_upcoming_earnings', 'get_divergence_events', 'get_track_record', 'get_dataset_info']) {
+      expect(out).to.include(`"name": "${tool}"`);
+    }
+    const rest = (await (await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': demoKey('quant') } })).json()) as Record<string, unknown>;
+    const structured = /"structuredContent": (\{[\s\S]*?\n {2}\})/.exec(out);
+    expect(structured, out).to.not.equal(null);
+    expect(JSON.parse(structured![1]!)).to.deep.equal(rest);
+  });
+});
