@@ -118,8 +118,13 @@ export const scoreMoves = defineCollection<ScoreMoveDoc>({
   indexes: [['date'], ['ticker', 'date']],
 });
 
-export const EXTREME_PERCENTILE = 0.95;
-export const CLOSE_PERCENTILE = 0.5;
+/**
+ * The percentile thresholds (DESIGN §5) as fractions, so that `percentile >= 0.95` is decided on
+ * integers: percentile = less / (n − 1), and less / (n − 1) ≥ num / den ⇔ less · den ≥ num · (n − 1).
+ */
+export const EXTREME_PERCENTILE = { num: 19, den: 20 } as const; // 0.95: at an extreme
+export const CLOSE_PERCENTILE = { num: 1, den: 2 } as const; // 0.5: below it an event closes
+const atLeast = (less: number, n: number, p: { num: number; den: number }) => less * p.den >= p.num * (n - 1);
 export const MAX_TRADING_DAYS_OPEN = 60;
 export const SCORE_MOVE_THRESHOLD = 10;
 
@@ -160,8 +165,8 @@ export function computeDay(date: string, values: Readonly<Record<string, DailyVa
     const less = lowerBound(abs, Math.abs(s.gap));
     const percentile = n <= 1 ? 1 : less / (n - 1);
     const dir = sign(s.gap);
-    const extreme = dir !== 0 && (n <= 1 || less * 20 >= 19 * (n - 1));
-    const belowHalf = n > 1 && less * 2 < n - 1;
+    const extreme = dir !== 0 && (n <= 1 || atLeast(less, n, EXTREME_PERCENTILE));
+    const belowHalf = n > 1 && !atLeast(less, n, CLOSE_PERCENTILE);
     const p = prev ? (prev.rows[s.ticker] ?? prev.carried[s.ticker]) : undefined;
     const days = extreme ? (p && p[3] === dir ? p[2] + 1 : 1) : 0;
     let open: string | null = p?.[4] ?? null;
