@@ -131,4 +131,3 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   };
 }
 
-export const dataFile = (config: Config, name: string) => join(config.dataDir, name);

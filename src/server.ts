@@ -27,10 +27,17 @@ function progressBar(label: string, enabled: boolean) {
   return new SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} | {duration_formatted}`, hideCursor: true }, Presets.shades_classic);
 }
 
-/** Seeds the demo into an empty store (with a progress bar on a terminal); returns whether it seeded. */
-export async function seedIfEmpty(services: Services, options: { progress?: boolean } = {}): Promise<boolean> {
+/**
+ * Writes the demo's publication history up to the clock: all of it into an empty store (with a
+ * progress bar on a terminal), else only what was published since the last start. Returns
+ * whether the store was empty. `dataset` lets a caller share one simulation with the publisher.
+ */
+export async function seedIfEmpty(
+  services: Services,
+  options: { progress?: boolean; dataset?: DemoDataset } = {},
+): Promise<boolean> {
   if (!services.config.demo) return false;
-  const dataset = new DemoDataset({ seed: services.config.demoSeed });
+  const dataset = options.dataset ?? new DemoDataset({ seed: services.config.demoSeed });
   const empty = (await services.events.headPosition()) === null;
   const bar = empty ? progressBar('seeding demo history ', options.progress ?? process.stdout.isTTY) : null;
   let started = false;
@@ -74,14 +81,16 @@ export async function catchUpReadModels(services: Services, options: { progress?
 
 /** `npm start` / `scores serve`: seed when empty, catch up, serve REST on PORT, follow the log. */
 export async function startServer(services: Services, options: { progress?: boolean; port?: number } = {}): Promise<RunningServer> {
-  await seedIfEmpty(services, options);
+  // One simulation of the demo history serves the seed and the live publisher.
+  const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
+  await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demoKeys = services.config.demo ? await ensureDemoAccounts(services, services.config.demoSeed) : [];
   await catchUpReadModels(services, options);
-  const publisher = services.config.demo
+  const publisher = dataset
     ? startDemoPublisher({
         store: services.events,
         clock: services.clock,
-        dataset: new DemoDataset({ seed: services.config.demoSeed }),
+        dataset,
         onError: (err) => services.log.error({ err }, 'demo publisher failed'),
       })
     : null;

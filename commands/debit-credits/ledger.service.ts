@@ -1,5 +1,5 @@
 import type { Clock } from '../../src/core/clock.js';
-import { AppError, ConcurrencyError } from '../../src/core/errors.js';
+import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, NewEvent } from '../../src/core/event-store.port.js';
 import { decide, evolve, initialLedgerState, type DebitCredits, type LedgerCommand, type LedgerState } from './ledger.decider.js';
 import { ledgerStream, type LedgerEvent } from './ledger.events.js';
@@ -156,8 +156,4 @@ export class LedgerService {
       return;
     }
   }
-}
-
-export function isCreditsExhausted(err: unknown): err is AppError {
-  return err instanceof AppError && err.code === 'credits_exhausted';
 }

@@ -33,7 +33,8 @@ const POSITION_WIDTH = 20;
 export const encodePosition = (n: number | bigint) => n.toString().padStart(POSITION_WIDTH, '0');
 const decodePosition = (p: string | null | undefined) => (p ? Number(p) : 0);
 
-interface EventRow {
+/** A row of the `events` table. */
+export interface EventRow {
   position: number;
   id: string;
   stream_id: string;

@@ -21,7 +21,7 @@ export interface RowValues {
 /**
  * The same, packed as stored inside a month bucket: a full rebuild writes over a million of
  * them, and field names would be most of the bytes. `restated_at` is null while it equals
- * `published_at`. Read it only through `unpack`.
+ * `published_at`. Written by `stored`, read only through `unpack`.
  */
 export type StoredRow = [
   main_street: number,
@@ -32,10 +32,6 @@ export type StoredRow = [
   published_at: string,
   restated_at: string | null,
 ];
-
-export function pack(r: RowValues): StoredRow {
-  return [r.main_street, r.wall_street, r.service_score, r.estimated ? 1 : 0, r.version, r.published_at, r.restated_at === r.published_at ? null : r.restated_at];
-}
 
 export function unpack(s: StoredRow): RowValues {
   return {

@@ -1,5 +1,4 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { AppError } from '../../src/core/errors.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import { addDays, toDateString } from '../../src/domain/trading-calendar.js';
 import { dailyScores, scoreDates, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
@@ -48,15 +47,6 @@ async function top100(reads: ReadStore): Promise<Set<string>> {
 
 export function inUniverse(v: Visibility, ticker: string): boolean {
   return v.universe === null || v.universe.has(ticker);
-}
-
-/** 403 `coverage` for a ticker outside the caller's universe. */
-export function requireInUniverse(v: Visibility, ticker: string): void {
-  if (!inUniverse(v, ticker)) {
-    throw new AppError('coverage', `${ticker} is outside your coverage (${v.coverage}); upgrade or add Pro for the full universe`, {
-      coverage: v.coverage,
-    });
-  }
 }
 
 /** Clamps a requested date window to what the caller may see (silently, as the spec says). */

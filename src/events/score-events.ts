@@ -27,4 +27,3 @@ export interface ScoresRestated {
 export type ScoreEvent = ScoresPublished | ScoresRestated;
 
 export const scoreStream = (date: string) => `scores-${date}`;
-export const SCORE_STREAM_PREFIX = 'scores-';

@@ -57,7 +57,8 @@ export function requireTier(principal: Principal, endpoint: RateKey): void {
 /** Resolves an API key to its principal (shared by REST and MCP). */
 export async function authenticate(services: Services, key: string | undefined, req?: AuthedRequest): Promise<Principal> {
   if (!key) throw new AppError('unauthorized', 'send your API key in the X-API-Key header');
-  const doc = await services.keyLookup(hashApiKey(key.trim()), () => services.reads.get(apiKeys, hashApiKey(key.trim())));
+  const hash = hashApiKey(key.trim());
+  const doc = await services.keyLookup(hash, () => services.reads.get(apiKeys, hash));
   if (!doc) throw new AppError('unauthorized', 'unknown API key');
   const now = services.clock.now();
   if (doc.status === 'revoked') throw new AppError('key_forbidden', `key ${doc.prefix}… was revoked`);

@@ -1,4 +1,3 @@
-import type { Response } from 'express';
 import type { Services } from '../container.js';
 import { costOf, type RateKey } from '../domain/rate-card.js';
 import { creditsRemainingHeader } from '../../commands/debit-credits/ledger.decider.js';
@@ -27,8 +26,4 @@ export async function charge(services: Services, principal: Principal, endpoint:
 /** `X-Credits-Remaining` for a response that charged nothing (an error after authentication). */
 export async function remainingFor(services: Services, principal: Principal): Promise<string> {
   return creditsRemainingHeader(await services.ledger.state(principal.account_id), services.clock.now());
-}
-
-export function setCreditsHeader(res: Response, value: string): void {
-  res.setHeader(CREDITS_HEADER, value);
 }

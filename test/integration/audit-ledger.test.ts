@@ -4,6 +4,7 @@ import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '.
 import { decide, foldLedger, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
 import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
+import type { EventRow } from '../../infra/sqlite/event-store.js';
 import {
   balanceKey,
   usageBalances,
@@ -68,17 +69,6 @@ async function runLedger(events: EventStore, accountId: string, script: [LedgerC
     );
   }
   return refused;
-}
-
-interface EventRow {
-  position: number;
-  id: string;
-  stream_id: string;
-  revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  recorded_at: string;
 }
 
 describe('Ledger audit', () => {
