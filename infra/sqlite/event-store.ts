@@ -74,6 +74,8 @@ export class SqliteEventStore implements EventStore {
   private flushScheduled = false;
   private inFlight: Promise<void> | null = null;
   private readonly wakers = new Set<() => void>();
+  /** Commits made through this store so far: a subscription busy when one lands reads again at once. */
+  private commits = 0;
   private closed = false;
   private readonly stmts;
   private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
@@ -230,6 +232,7 @@ export class SqliteEventStore implements EventStore {
       const target = (await this.headPosition()) ?? '';
       while (!stopped) {
         let batch: RecordedEvent[];
+        const commitsSeen = this.commits;
         try {
           batch = this.readAllSync(after, max);
         } catch (err) {
@@ -244,7 +247,8 @@ export class SqliteEventStore implements EventStore {
           caughtUp = true;
           options.onCaughtUp?.();
         }
-        if (batch.length < max && !stopped) await waitForMore();
+        // Wait only if nothing was committed here since the read (its wake-up found no waiter).
+        if (batch.length < max && !stopped && this.commits === commitsSeen) await waitForMore();
       }
     };
     const running = loop().catch((err) => {
@@ -262,6 +266,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   private wake(): void {
+    this.commits++;
     for (const w of [...this.wakers]) w();
   }
 

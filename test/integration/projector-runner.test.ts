@@ -1,0 +1,108 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
+import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
+import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
+import { fixedClock } from '../../src/core/clock.js';
+import type { RecordedEvent } from '../../src/core/event-store.port.js';
+import type { Projection } from '../../src/core/projection.js';
+import { ProjectorRunner } from '../../src/core/projector-runner.js';
+import { defineCollection } from '../../src/core/read-store.port.js';
+import { tempDir } from '../support/server.js';
+
+const ticks = defineCollection<{ id: string; n: number }>({ name: 'ticks', key: (d) => d.id, fields: [], indexes: [] });
+
+/** Counts `Ticked` events in one document. */
+const counter: Projection = {
+  name: 'counter',
+  collections: [ticks],
+  eventTypes: ['Ticked'],
+  async apply(_event, ctx) {
+    const doc = (await ctx.get(ticks, 'all')) ?? { id: 'all', n: 0 };
+    ctx.upsert(ticks, { id: 'all', n: doc.n + 1 });
+  },
+};
+
+describe('Projector runner, live', () => {
+  let dir: string;
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let dbs: SqliteDb[];
+  let runner: ProjectorRunner;
+  let batches: number[];
+  let nextBatch: Promise<readonly RecordedEvent[]>;
+
+  const tick = () => events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+
+  async function start(liveCoalesceMs: number): Promise<void> {
+    runner = new ProjectorRunner(events, reads, [counter], { liveCoalesceMs });
+    batches = [];
+    let resolveNext!: (batch: readonly RecordedEvent[]) => void;
+    const arm = () => {
+      nextBatch = new Promise((resolve) => (resolveNext = resolve));
+    };
+    arm();
+    runner.onBatch((batch) => {
+      batches.push(batch.length);
+      const resolve = resolveNext;
+      arm();
+      resolve(batch);
+    });
+    await runner.start();
+  }
+
+  beforeEach(() => {
+    dir = tempDir('scores-runner-');
+    dbs = [openSqlite(join(dir, 'scores.sqlite')), openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' })];
+    // No polling: every read of the runner must come from a wake-up by a commit of this store.
+    events = new SqliteEventStore(dbs[0]!, fixedClock(new Date('2024-01-02T00:00:00Z')), { writer: 'inline', pollMs: 600_000 });
+    reads = new SqliteReadStore(dbs[1]!);
+  });
+
+  afterEach(async () => {
+    await runner.stop();
+    await events.close();
+    await reads.close();
+    for (const db of dbs) db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('applies the first live event at once, and gathers the events of a burst into one batch', async () => {
+    await start(1000);
+    await tick();
+    expect(await nextBatch).to.have.length(1);
+    // The runner now lets events gather for up to a second: three commits become one batch.
+    const burst = nextBatch;
+    await tick();
+    await tick();
+    await tick();
+    expect(await burst).to.have.length(3);
+    expect(batches).to.deep.equal([1, 3]);
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 4 });
+  });
+
+  it('ends the gathering at once for a caller waiting for its write (read-your-writes)', async () => {
+    // Ten minutes of gathering: were waitFor not to cut it short, this test would time out.
+    await start(600_000);
+    await tick();
+    await nextBatch;
+    const { position } = await tick();
+    await runner.waitFor(position);
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 2 });
+  });
+
+  it('stops without waiting for the gathering to end', async () => {
+    await start(600_000);
+    await tick();
+    await nextBatch;
+    await runner.stop();
+  });
+
+  it('does not wait between full batches while catching up', async () => {
+    for (let i = 0; i < 5; i++) await tick();
+    runner = new ProjectorRunner(events, reads, [counter], { batchSize: 2, liveCoalesceMs: 600_000 });
+    await runner.start();
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 5 });
+  });
+});
