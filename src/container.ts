@@ -14,8 +14,12 @@ import { fixedClock, systemClock, type Clock } from './core/clock.js';
 import type { EventBus } from './core/event-bus.port.js';
 import type { EventStore } from './core/event-store.port.js';
 import { ProjectorRunner } from './core/projector-runner.js';
+import { CachedReadStore } from './core/cached-read-store.js';
+import { latestScores, latestScoresProjection } from '../projections/latest-scores/latest-scores.projection.js';
 import type { ReadStore } from './core/read-store.port.js';
 import type { Config } from './config.js';
+import type { Entitlements } from './domain/plans.js';
+import { VISIBILITY_EVENT_TYPES, VisibilityCache, type Visibility } from '../queries/shared/visibility.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -35,6 +39,8 @@ export interface Services {
    * revocation takes effect as soon as the key read model has it, as without the cache.
    */
   keyLookup(hash: string, load: () => Promise<ApiKeyDoc | null>): Promise<ApiKeyDoc | null>;
+  /** What a plan may see now (as-of date, floor, coverage), memoised until scores or tickers change. */
+  visibility(entitlements: Entitlements): Promise<Visibility>;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
   baseUrl(): string;
   setListenUrl(url: string): void;
@@ -89,8 +95,13 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   let listenUrl = `http://localhost:${config.port}`;
   const keyCache = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
   // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
+  // Queries read through a cache of the latest scores (one read per metered score call).
+  const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
+  const visibility = new VisibilityCache(queryReads);
   runner.onBatch((batch) => {
+    queryReads.invalidate(batch);
     if (batch.some((e) => e.streamId.startsWith('account-'))) keyCache.clear();
+    if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
   });
   closers.push(
     () => runner.stop(),
@@ -107,7 +118,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     clock,
     log,
     events,
-    reads,
+    reads: queryReads,
     bus,
     runner,
     mailer,
@@ -121,6 +132,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       keyCache.set(hash, { at: now, doc });
       return doc;
     },
+    visibility: (entitlements) => visibility.get(entitlements, clock.now()),
     baseUrl: () => config.publicBaseUrl ?? listenUrl,
     setListenUrl: (url) => {
       listenUrl = url;

@@ -3,6 +3,8 @@ import type { Entitlements } from '../../src/domain/plans.js';
 import { addDays, toDateString } from '../../src/domain/trading-calendar.js';
 import { dailyScores, scoreDates, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { tickers } from '../../projections/reference/reference.projection.js';
+import type { ScoreEvent } from '../../src/events/score-events.js';
+import type { TickerListed } from '../../src/events/reference-events.js';
 
 /** Size rank at or below which a ticker belongs to the `top100` universe. */
 export const TOP100_RANK = 100;
@@ -38,6 +40,47 @@ export async function visibilityFor(reads: ReadStore, entitlements: Entitlements
     coverage: entitlements.coverage,
     universe,
   };
+}
+
+/** Event types whose projection changes what `visibilityFor` reads (score dates, the ticker list). */
+export const VISIBILITY_EVENT_TYPES: ReadonlySet<string> = new Set<ScoreEvent['type'] | TickerListed['type']>([
+  'ScoresPublished',
+  'ScoresRestated',
+  'TickerListed',
+]);
+
+/**
+ * `visibilityFor`, memoised per day and plan shape. A visibility depends only on today's date,
+ * the entitlements' delay / history / coverage, the score dates and the ticker list; the last two
+ * change only when an event of `VISIBILITY_EVENT_TYPES` reaches the read models, and the owner
+ * calls `invalidate()` then. Every metered call needs one, so this keeps two read-model queries
+ * off the hot path. A computation that overlaps an invalidation is not kept.
+ */
+export class VisibilityCache {
+  private readonly memo = new Map<string, Promise<Visibility>>();
+  private generation = 0;
+
+  constructor(private readonly reads: ReadStore) {}
+
+  get(entitlements: Entitlements, now: Date): Promise<Visibility> {
+    const key = `${toDateString(now)}|${entitlements.delay_days}|${entitlements.history_days}|${entitlements.coverage}`;
+    const hit = this.memo.get(key);
+    if (hit) return hit;
+    if (this.memo.size >= 64) this.memo.clear(); // old days' entries
+    const generation = this.generation;
+    const computed = visibilityFor(this.reads, entitlements, now);
+    this.memo.set(key, computed);
+    const forget = () => {
+      if (this.memo.get(key) === computed) this.memo.delete(key);
+    };
+    computed.then(() => generation !== this.generation && forget(), forget);
+    return computed;
+  }
+
+  invalidate(): void {
+    this.generation++;
+    this.memo.clear();
+  }
 }
 
 async function top100(reads: ReadStore): Promise<Set<string>> {

@@ -3,7 +3,7 @@ import type { Services } from '../container.js';
 import type { RateKey } from '../domain/rate-card.js';
 import type { AuthedRequest, Principal } from './authentication.js';
 import { CREDITS_HEADER, charge } from './metering.js';
-import { visibilityFor, type Visibility } from '../../queries/shared/visibility.js';
+import type { Visibility } from '../../queries/shared/visibility.js';
 
 /** Base of every `/v1` controller: the services of its app and the metering of its calls. */
 export abstract class MeteredController extends Controller {
@@ -18,7 +18,7 @@ export abstract class MeteredController extends Controller {
 
   /** What this caller may see now: as-of date (delay), history floor, coverage. */
   protected visibility(req: AuthedRequest): Promise<Visibility> {
-    return visibilityFor(this.services.reads, this.principal(req).entitlements, this.services.clock.now());
+    return this.services.visibility(this.principal(req).entitlements);
   }
 
   /** Debits the call (durably) and sets `X-Credits-Remaining`; 429 when the credits do not cover it. */
