@@ -16,6 +16,20 @@ function loadOpenApi(): Record<string, unknown> {
   return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
 }
 
+/**
+ * Headers on every response. An API answering JSON needs few of the browser headers helmet sets
+ * (those guard rendered HTML): these are the OWASP REST Security Cheat Sheet's. The HTML pages get
+ * helmet's whole set on top. Every metered call pays for each header it carries, so the list is short.
+ */
+const API_HEADERS: readonly [string, string][] = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
+  ['X-Frame-Options', 'DENY'],
+];
+
+/** Where the public HTML pages live (helmet's browser headers apply there). */
+const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
+
 /** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
 export function createApp(services: Services): Express {
   const app = express();
@@ -23,13 +37,14 @@ export function createApp(services: Services): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
-  app.use(helmet({ contentSecurityPolicy: false }));
-  app.use(express.json({ limit: '64kb' }));
-  // Every response names its request: the id is on the ledger entry of the call's charge.
   app.use((req, res, next) => {
+    for (const [name, value] of API_HEADERS) res.setHeader(name, value);
+    // Every response names its request: the id is on the ledger entry of the call's charge.
     res.setHeader('X-Request-Id', requestIdOf(req as AuthedRequest));
     next();
   });
+  // The API first: it takes almost all the traffic, and its routes share no path with the rest.
+  RegisterRoutes(app);
 
   const openapi = loadOpenApi();
   app.get('/openapi.json', (_req, res) => {
@@ -45,10 +60,11 @@ export function createApp(services: Services): Express {
     res.json({ status: 'ok', time: services.clock.now().toISOString(), log_position: head });
   });
 
+  app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
   registerPages(app, services);
-  app.post('/mcp/http', mcpHandler(services));
+  // The only route that reads a body (no /v1 endpoint takes one).
+  app.post('/mcp/http', express.json({ limit: '64kb' }), mcpHandler(services));
   app.all('/mcp/http', mcpMethodNotAllowed(services));
-  RegisterRoutes(app);
 
   app.use((req, res) => {
     sendProblem(res, problemOf('not_found', `no route for ${req.method} ${req.path}`, services.baseUrl()));

@@ -135,6 +135,15 @@ describe('Public pages', () => {
       const { headers } = await getPage(`${server.url}/stocks/AAPL`);
       expect(headers.get('content-security-policy')).to.match(/default-src 'none'/);
     });
+
+    it("carries helmet's browser headers, framing denied", async () => {
+      const { headers } = await getPage(`${server.url}/stocks/AAPL`);
+      expect(headers.get('x-frame-options')).to.equal('DENY');
+      expect(headers.get('referrer-policy')).to.equal('no-referrer');
+      expect(headers.get('cross-origin-opener-policy')).to.equal('same-origin');
+      expect(headers.get('x-content-type-options')).to.equal('nosniff');
+      expect(headers.get('strict-transport-security')).to.match(/^max-age=\d+/);
+    });
   });
 
   describe('GET /license', () => {

@@ -29,6 +29,15 @@ describe('Scores over HTTP', () => {
       );
     });
 
+    it("carries the API's security headers and a request id, not the HTML pages' browser headers", async () => {
+      const { headers } = await get(server.url, '/v1/scores/AAPL');
+      expect(headers.get('x-content-type-options')).to.equal('nosniff');
+      expect(headers.get('strict-transport-security')).to.match(/^max-age=\d+/);
+      expect(headers.get('x-frame-options')).to.equal('DENY');
+      expect(headers.get('x-request-id')).to.match(/^req_[A-Za-z0-9_-]{16}$/);
+      expect(headers.get('cross-origin-opener-policy')).to.equal(null);
+    });
+
     it('treats the ticker case-insensitively', async () => {
       const { status, body } = await get(server.url, '/v1/scores/aapl');
       expect(status).to.equal(200);
