@@ -102,9 +102,17 @@ export const initialLedgerState: LedgerState = Object.freeze({
 // ---------------------------------------------------------------------------------------------
 // Calendar
 
+/** The month `periodOf` answered last, as [start, end) in ms: every call in a month asks for it. */
+let lastMonth = { start: 0, end: 0, period: '' };
+
 /** `YYYY-MM` of an instant, in UTC. */
 export function periodOf(now: Date): string {
-  return now.toISOString().slice(0, 7);
+  const t = now.getTime();
+  if (t >= lastMonth.start && t < lastMonth.end) return lastMonth.period;
+  const y = now.getUTCFullYear();
+  const m = now.getUTCMonth();
+  lastMonth = { start: Date.UTC(y, m, 1), end: Date.UTC(y, m + 1, 1), period: now.toISOString().slice(0, 7) };
+  return lastMonth.period;
 }
 
 /** 00:00Z on the 1st of the month after `now`'s month. */
@@ -125,18 +133,19 @@ const microUsdPerCredit = (tier: Tier): number => {
 const raisedAllowance = (s: LedgerState, tier: Tier, pro: boolean): number | null =>
   s.period === null ? s.allowance : moreOf(s.allowance, entitlementsOf(tier, pro).credits);
 
-/** Never rejects an event: an event is a fact. */
+/** Never rejects an event: an event is a fact. Each case copies the state once (hot path). */
 export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
-  const s: LedgerState = { ...state, last_hash: event.data.hash };
+  const last_hash = event.data.hash;
   switch (event.type) {
     case 'LedgerOpened': {
       const d = event.data;
-      return { ...s, opened: true, account_id: d.account_id, tier: d.tier, pro: d.pro, allow_overage: d.allow_overage };
+      return { ...state, last_hash, opened: true, account_id: d.account_id, tier: d.tier, pro: d.pro, allow_overage: d.allow_overage };
     }
     case 'AllowancePeriodOpened': {
       const d = event.data;
       return {
-        ...s,
+        ...state,
+        last_hash,
         period: d.period,
         allowance: d.allowance,
         resets_at: d.resets_at,
@@ -149,32 +158,36 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
     case 'CreditsDebited': {
       const d = event.data;
       return {
-        ...s,
-        used_allowance: s.used_allowance + d.from_allowance,
-        prepaid: s.prepaid - d.from_prepaid,
-        overage_credits: s.overage_credits + d.from_overage,
-        overage_micro_usd: s.overage_micro_usd + d.from_overage * microUsdPerCredit(s.tier),
+        ...state,
+        last_hash,
+        used_allowance: state.used_allowance + d.from_allowance,
+        prepaid: state.prepaid - d.from_prepaid,
+        overage_credits: state.overage_credits + d.from_overage,
+        overage_micro_usd: state.overage_micro_usd + d.from_overage * microUsdPerCredit(state.tier),
       };
     }
     case 'PackPurchased':
-      return { ...s, prepaid: s.prepaid + event.data.credits };
+      return { ...state, last_hash, prepaid: state.prepaid + event.data.credits };
     case 'OverageSwitched':
-      return { ...s, allow_overage: event.data.allow_overage };
+      return { ...state, last_hash, allow_overage: event.data.allow_overage };
     case 'PlanChanged':
       return {
-        ...s,
+        ...state,
+        last_hash,
         tier: event.data.tier,
         cancellation_effective_at: null,
-        allowance: raisedAllowance(s, event.data.tier, s.pro),
+        allowance: raisedAllowance(state, event.data.tier, state.pro),
       };
     case 'PlanCancellationScheduled':
-      return { ...s, cancellation_effective_at: event.data.effective_at };
+      return { ...state, last_hash, cancellation_effective_at: event.data.effective_at };
     case 'ProMembershipChanged':
-      return { ...s, pro: event.data.pro, allowance: raisedAllowance(s, s.tier, event.data.pro) };
+      return { ...state, last_hash, pro: event.data.pro, allowance: raisedAllowance(state, state.tier, event.data.pro) };
     case 'UsageAlertRaised':
-      return event.data.period === s.period && !s.alerts.includes(event.data.threshold)
-        ? { ...s, alerts: [...s.alerts, event.data.threshold] }
-        : s;
+      return {
+        ...state,
+        last_hash,
+        alerts: event.data.period === state.period && !state.alerts.includes(event.data.threshold) ? [...state.alerts, event.data.threshold] : state.alerts,
+      };
     default: {
       const _exhaustive: never = event;
       return state;
@@ -208,8 +221,18 @@ function recorder(start: LedgerState, at: string) {
 }
 type Recorder = ReturnType<typeof recorder>;
 
+/** Whether `advanceTo` has anything to record at `now` (the common answer is no). */
+function somethingDue(s: LedgerState, now: Date): boolean {
+  return (
+    s.period === null ||
+    periodOf(now) > s.period ||
+    (s.cancellation_effective_at !== null && Date.parse(s.cancellation_effective_at) <= now.getTime())
+  );
+}
+
 /** What falls due by `now` before any command: a cancellation taking effect, a new month. */
 function advanceTo(rec: Recorder, now: Date): void {
+  if (!somethingDue(rec.state, now)) return;
   const due = rec.state.cancellation_effective_at;
   if (due !== null && Date.parse(due) <= now.getTime()) {
     rec.emit('PlanChanged', { tier: 'free', reason: 'cancelled_at_period_end' });
@@ -393,6 +416,8 @@ export const ledgerDecider = {
 
 /** The state as it stands at `now`: a due cancellation applied, a new month opened. No events kept. */
 export function stateAt(state: LedgerState, now: Date): LedgerState {
+  // Every metered call asks twice (tier for gating, X-Credits-Remaining): skip the recorder then.
+  if (!somethingDue(state, now)) return state;
   const rec = recorder(state, now.toISOString());
   advanceTo(rec, now);
   return rec.state;

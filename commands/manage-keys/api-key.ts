@@ -1,4 +1,5 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../src/core/sha256.js';
 
 /** Recognisable prefix of every key: secret scanners and people can tell what leaked. */
 export const KEY_PREFIX = 'sk_live_';
@@ -19,7 +20,7 @@ export function demoApiKey(seed: number, tier: string): string {
 }
 
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return sha256Hex(key);
 }
 
 export function shownPrefix(key: string): string {
