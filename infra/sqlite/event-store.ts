@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -17,6 +16,7 @@ import type {
   Subscription,
 } from '../../src/core/event-store.port.js';
 import type { SqliteDb } from './database.js';
+import { uuidV7 } from './uuid-v7.js';
 import { EVENTS_DDL, groupWriter, type GroupOutcome, type SerializedGroup } from './event-writes.js';
 
 /** The writer thread, from dist (compiled .js) or from source under tsx (.ts). */
@@ -139,7 +139,7 @@ export class SqliteEventStore implements EventStore {
           streamId: a.streamId,
           expectedRevision: a.expectedRevision ?? 'any',
           events: a.events.map((e) => ({
-            id: e.id ?? randomUUID(),
+            id: e.id ?? uuidV7(),
             type: e.type,
             data: JSON.stringify(e.data),
             metadata: JSON.stringify(e.metadata ?? {}),

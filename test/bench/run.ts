@@ -1,17 +1,19 @@
 import { benchDebits } from './debit.bench.js';
+import { benchEventIds } from './event-ids.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
 import { benchSinceQuery } from './since.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,http picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,http').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
 if (only.has('since')) await benchSinceQuery(runs, now);
 if (only.has('outcomes')) await benchOutcomesRebuild(runs, now);
 if (only.has('debit')) await benchDebits(runs);
+if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
