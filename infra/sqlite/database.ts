@@ -4,6 +4,13 @@ import { dirname } from 'node:path';
 
 export type SqliteDb = Database.Database;
 
+/** How long a statement waits for a lock another connection holds before failing with SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5000;
+
+export function isBusy(err: unknown): boolean {
+  return err instanceof Database.SqliteError && (err.code === 'SQLITE_BUSY' || err.code.startsWith('SQLITE_BUSY_'));
+}
+
 /**
  * Opens (or creates) the embedded store file. WAL lets the CLI and the server share the file;
  * `synchronous = FULL` makes every commit durable (the WAL is fsynced) before it returns, so an
@@ -28,7 +35,7 @@ export function openSqlite(
   if (!options.readonly) db.pragma('page_size = 16384');
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   db.pragma('foreign_keys = ON');
   db.pragma('cache_size = -262144'); // 256 MiB page cache: read models are queried hot
   db.pragma('temp_store = MEMORY');

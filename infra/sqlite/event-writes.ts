@@ -66,6 +66,9 @@ export function groupWriter(db: Database): (groups: SerializedGroup[], recordedA
   );
   return (groups, recordedAt) => {
     const outcomes: GroupOutcome[] = [];
+    // IMMEDIATE: the write lock is taken (waiting in the busy handler) before anything is read.
+    // A deferred transaction would read first, and could then not upgrade to a writer if the
+    // read-model connection committed in between: SQLite fails that at once, without waiting.
     db.transaction(() => {
       for (const g of groups) {
         try {
@@ -80,7 +83,7 @@ export function groupWriter(db: Database): (groups: SerializedGroup[], recordedA
           });
         }
       }
-    })();
+    }).immediate();
     return outcomes;
   };
 }

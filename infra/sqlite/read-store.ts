@@ -9,7 +9,7 @@ import type {
   Scalar,
 } from '../../src/core/read-store.port.js';
 import { badRequest } from '../../src/core/errors.js';
-import type { SqliteDb } from './database.js';
+import { BUSY_TIMEOUT_MS, isBusy, type SqliteDb } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
 type AnyDef = CollectionDef<any>;
@@ -24,6 +24,8 @@ interface Prepared {
 }
 
 const IDENT = /^[a-z][a-z0-9_]*$/i;
+/** How long a read-model commit keeps retrying a write lock held by another connection. */
+const LOCK_WAIT_MS = 60_000;
 const col = (field: string) => `f_${field}`;
 
 function toSql(v: Scalar | undefined): string | number | null {
@@ -199,7 +201,14 @@ export class SqliteReadStore implements ReadStore {
     }
   }
 
-  commit(batch: CommitBatch): Promise<void> {
+  /**
+   * Commits a batch, taking the write lock without waiting for it on the event loop. The log's
+   * writer thread commits to the same file; were this connection to wait for the lock in SQLite's
+   * busy handler, the thread serving requests would sleep (up to the 5 s busy timeout, and under a
+   * steady stream of appends it could lose that race and fail). Instead the attempt fails at once
+   * when the lock is taken and is retried a few milliseconds later, the event loop free meanwhile.
+   */
+  async commit(batch: CommitBatch): Promise<void> {
     const run = this.db.transaction(() => {
       // A batch none of whose checkpoints moves forward was applied already (a re-delivery, or
       // a second process running the same projector): apply nothing.
@@ -217,12 +226,19 @@ export class SqliteReadStore implements ReadStore {
       }
       for (const [projector, position] of Object.entries(batch.checkpoints)) this.checkpointPut.run(projector, position);
     });
-    try {
-      run();
-    } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    const deadline = performance.now() + LOCK_WAIT_MS;
+    for (let delay = 1; ; delay = Math.min(delay * 2, 32)) {
+      this.db.pragma('busy_timeout = 0');
+      try {
+        run.immediate();
+        return;
+      } catch (err) {
+        if (!isBusy(err) || performance.now() > deadline) throw err instanceof Error ? err : new Error(String(err));
+      } finally {
+        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay * (0.5 + Math.random())));
     }
-    return Promise.resolve();
   }
 
   checkpoint(projector: string): Promise<string | null> {

@@ -6,6 +6,9 @@ import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { EventStoreDbEventStore } from '../../infra/eventstoredb/event-store.js';
 import { eventStoreContract } from './event-store.contract.js';
+import { expect } from 'chai';
+import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
+import { defineCollection } from '../../src/core/read-store.port.js';
 
 describe('SQLite adapter', function () {
   eventStoreContract('SQLite', async () => {
@@ -31,6 +34,47 @@ describe('SQLite adapter', function () {
         await rm(dir, { recursive: true, force: true });
       },
     };
+  });
+});
+
+describe('SQLite adapter, sharing the file with the read models', () => {
+  it('keeps every append while the read-model connection commits all the time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'scores-event-store-'));
+    const file = join(dir, 'scores.sqlite');
+    const logDb = openSqlite(file);
+    const readDb = openSqlite(file, { synchronous: 'NORMAL' });
+    const events = new SqliteEventStore(logDb, systemClock);
+    const reads = new SqliteReadStore(readDb);
+    const docs = defineCollection<{ id: string; n: number }>({ name: 'docs', key: (d) => d.id, fields: [], indexes: [] });
+    try {
+      await reads.register([docs]);
+      let appending = true;
+      let commits = 0;
+      // The projector's side: a read-model commit whenever the event loop is free.
+      const projecting = (async () => {
+        while (appending) {
+          await reads.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n: commits } }], checkpoints: {} });
+          commits++;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      })();
+      // The API's side: 40 streams appending 25 times each, every append read-then-write.
+      await Promise.all(
+        Array.from({ length: 40 }, async (_, s) => {
+          for (let i = 0; i < 25; i++) await events.append(`ledger-${s}`, [{ type: 'CreditsDebited', data: { i } }], i === 0 ? 'no_stream' : i - 1);
+        }),
+      );
+      appending = false;
+      await projecting;
+      expect(commits).to.be.greaterThan(0);
+      expect(await events.headPosition()).to.equal('00000000000000001000');
+    } finally {
+      await events.close();
+      await reads.close();
+      logDb.close();
+      readDb.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -6,6 +6,8 @@ import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { readStoreContract } from './read-store.contract.js';
+import { expect } from 'chai';
+import { defineCollection } from '../../src/core/read-store.port.js';
 
 describe('SQLite adapter', function () {
   readStoreContract('SQLite', async () => {
@@ -20,6 +22,36 @@ describe('SQLite adapter', function () {
         await rm(dir, { recursive: true, force: true });
       },
     };
+  });
+});
+
+describe('SQLite adapter, sharing the file with the log writer', () => {
+  const docs = defineCollection<{ id: string; n: number }>({ name: 'docs', key: (d) => d.id, fields: [], indexes: [] });
+
+  it('waits for a write lock another connection holds without blocking the event loop, then commits', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
+    const db = openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' });
+    const writer = openSqlite(join(dir, 'scores.sqlite'));
+    const store = new SqliteReadStore(db);
+    try {
+      await store.register([docs]);
+      writer.exec('BEGIN IMMEDIATE'); // the log writer, mid-commit
+      let committed = false;
+      const commit = store.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n: 1 } }], checkpoints: { p: '1' } });
+      void commit.then(() => (committed = true));
+      // Timers still fire: the commit is waiting asynchronously, not in SQLite's busy handler.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(committed).to.equal(false);
+      writer.exec('COMMIT');
+      await commit;
+      expect(await store.get(docs, 'a')).to.deep.equal({ id: 'a', n: 1 });
+      expect(await store.checkpoint('p')).to.equal('1');
+    } finally {
+      await store.close();
+      db.close();
+      writer.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
