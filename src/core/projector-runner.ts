@@ -9,10 +9,10 @@ export interface RunnerOptions {
   onProgress?(events: number, position: string): void;
   /**
    * Once caught up, after a batch smaller than `batchSize`, how long to let events gather
-   * before reading the next batch (default 50 ms). Under a burst of metered calls every group commit would
-   * otherwise be its own read-model transaction; gathered, the per-batch cost (checkpoints, one
-   * commit, document rewrites) is paid once per many events. A `waitFor` cuts the wait short,
-   * so read-your-writes callers never pay it. 0 turns it off.
+   * before reading the next batch (default 50 ms). Under a burst of metered calls every group
+   * commit would otherwise be its own read-model transaction; gathered, the per-batch cost
+   * (checkpoints, one commit, document rewrites) is paid once per many events. A `waitFor` cuts
+   * the wait short, so read-your-writes callers never pay it. 0 turns it off.
    */
   liveCoalesceMs?: number;
 }
