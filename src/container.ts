@@ -87,7 +87,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     bus = new InMemoryEventBus({ onError: (err: unknown) => log.error({ err }, 'bus handler failed') });
   }
   const runner = new ProjectorRunner(events, reads, allProjections(), {
-    onError: (err) => log.error({ err }, 'projector stopped'),
+    onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
   });
   const mailer: Mailer = config.smtpUrl
     ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })

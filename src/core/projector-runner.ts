@@ -27,7 +27,6 @@ export class ProjectorRunner {
   private checkpoints = new Map<string, string | null>();
   private lastPosition: string | null = null;
   private waiters: { position: string; resolve(): void }[] = [];
-  private caughtUp: Promise<void> | null = null;
   private readonly progressListeners = new Set<(position: string) => void>();
   private readonly appliedListeners = new Set<(events: number) => void>();
   private readonly batchListeners = new Set<(events: readonly RecordedEvent[]) => void>();
@@ -35,6 +34,10 @@ export class ProjectorRunner {
   private endGathering: (() => void) | null = null;
   /** Caught up with the log and following it. */
   private live = false;
+  /** The pending re-subscription after a failure, and how many failures in a row. */
+  private retry: NodeJS.Timeout | null = null;
+  private failures = 0;
+  private failure: string | null = null;
 
   constructor(
     private readonly events: EventStore,
@@ -51,34 +54,57 @@ export class ProjectorRunner {
     return this.projections.flatMap((p) => p.collections);
   }
 
-  /** Starts following the log; resolves once the read models have caught up with it. */
+  /**
+   * Starts following the log; resolves once the read models have caught up with it (rejects if
+   * catching up fails). A failure once live does not stop the read models for good: it is
+   * reported through `onError` and the runner follows the log again from its last committed
+   * checkpoint after a pause that doubles with each consecutive failure (1 s up to 60 s).
+   */
   async start(): Promise<void> {
     await this.store.register(this.collections);
     for (const p of this.projections) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
+    this.lastPosition = this.resumePosition();
+    await new Promise<void>((resolve, reject) => this.follow(resolve, reject));
+  }
+
+  /** Where to read from: the least advanced projection's checkpoint (null = the beginning). */
+  private resumePosition(): string | null {
     const values = [...this.checkpoints.values()];
-    const from = values.some((v) => v === null) ? null : values.reduce((a, b) => (a! < b! ? a : b), values[0] ?? null);
-    this.lastPosition = from;
-    let resolveCaughtUp!: () => void;
-    let rejectCaughtUp!: (e: unknown) => void;
-    this.caughtUp = new Promise((res, rej) => {
-      resolveCaughtUp = res;
-      rejectCaughtUp = rej;
-    });
+    return values.some((v) => v === null) ? null : values.reduce((a, b) => (a! < b! ? a : b), values[0] ?? null);
+  }
+
+  private follow(caughtUp: () => void, failed: (err: unknown) => void): void {
     this.subscription = this.events.subscribeToAll({
-      after: from,
+      after: this.resumePosition(),
       // Large batches during catch-up: each month bucket is rewritten once per batch.
       maxBatch: this.batchSize,
       onEvents: (batch) => this.handle(batch),
       onCaughtUp: () => {
         this.live = true;
-        resolveCaughtUp();
+        this.failures = 0;
+        this.failure = null;
+        caughtUp();
       },
       onError: (err) => {
-        rejectCaughtUp(err);
         this.options.onError?.(err);
+        const wasLive = this.live;
+        this.live = false;
+        this.subscription = null;
+        this.failure = err instanceof Error ? err.message : String(err);
+        if (!wasLive) return failed(err);
+        const pause = Math.min(1000 * 2 ** this.failures++, 60_000);
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          this.follow(() => undefined, () => undefined);
+        }, pause);
       },
     });
-    await this.caughtUp;
+  }
+
+  /** `live` (following the log), `catching_up`, or `retrying` after a failure (with its message). */
+  get health(): { state: 'live' | 'catching_up' | 'retrying'; error: string | null } {
+    if (this.retry) return { state: 'retrying', error: this.failure };
+    return { state: this.live ? 'live' : 'catching_up', error: this.failure };
   }
 
   /** Calls `listener` after every committed batch; returns the function that removes it. */
@@ -119,6 +145,8 @@ export class ProjectorRunner {
 
   async stop(): Promise<void> {
     this.live = false;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
     this.endGathering?.();
     const subscription = this.subscription;
     this.subscription = null;

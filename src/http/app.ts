@@ -55,9 +55,16 @@ export function createApp(services: Services): Express {
       servers: [{ url: base }],
     });
   });
+  // 503 while the read models are not following the log (a projector failed and waits to retry).
   app.get('/healthz', async (_req, res) => {
     const head = await services.events.headPosition();
-    res.json({ status: 'ok', time: services.clock.now().toISOString(), log_position: head });
+    const projections = { ...services.runner.health, position: services.runner.position };
+    res.status(projections.state === 'retrying' ? 503 : 200).json({
+      status: projections.state === 'retrying' ? 'degraded' : 'ok',
+      time: services.clock.now().toISOString(),
+      log_position: head,
+      projections,
+    });
   });
 
   app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));

@@ -88,6 +88,8 @@ describe('Scores over HTTP', () => {
       expect(status).to.equal(200);
       expect(body.status).to.equal('ok');
       expect(body.log_position).to.be.a('string');
+      expect(body.projections).to.include({ state: 'live', error: null });
+      expect(body.projections.position <= body.log_position).to.equal(true);
     });
 
     it('serves the OpenAPI document with the public base URL', async () => {

@@ -9,6 +9,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection } from '../../src/core/projection.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
+import { until } from '../support/processes.js';
 import { tempDir } from '../support/server.js';
 
 const ticks = defineCollection<{ id: string; n: number }>({ name: 'ticks', key: (d) => d.id, fields: [], indexes: [] });
@@ -97,6 +98,43 @@ describe('Projector runner, live', () => {
     await tick();
     await nextBatch;
     await runner.stop();
+  });
+
+  it('follows the log again after a batch fails once live, and reports it meanwhile', async () => {
+    let failNext = true;
+    const flaky: Projection = {
+      ...counter,
+      name: 'flaky',
+      collections: [],
+      apply() {
+        if (failNext) {
+          failNext = false;
+          throw new Error('disk full');
+        }
+      },
+    };
+    const errors: string[] = [];
+    runner = new ProjectorRunner(events, reads, [counter, flaky], { liveCoalesceMs: 0, onError: (err) => errors.push((err as Error).message) });
+    await runner.start();
+    expect(runner.health).to.deep.equal({ state: 'live', error: null });
+    const { position } = await tick();
+    // The failed batch committed nothing; after a one-second pause the runner reads it again.
+    await until(() => errors.length > 0, 5000);
+    expect(errors).to.deep.equal(['disk full']);
+    expect(runner.health).to.deep.equal({ state: 'retrying', error: 'disk full' });
+    expect(await reads.get(ticks, 'all')).to.equal(null);
+    await runner.waitFor(position);
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 1 });
+    expect(runner.health).to.deep.equal({ state: 'live', error: null });
+  });
+
+  it('fails start() when catching up fails', async () => {
+    await tick();
+    const broken: Projection = { ...counter, name: 'broken', collections: [], apply: () => Promise.reject(new Error('bad data')) };
+    runner = new ProjectorRunner(events, reads, [broken]);
+    let failure: unknown = null;
+    await runner.start().catch((err: unknown) => (failure = err));
+    expect((failure as Error | null)?.message).to.equal('bad data');
   });
 
   it('does not wait between full batches while catching up', async () => {
