@@ -7,10 +7,6 @@ export type SqliteDb = Database.Database;
 /** How long a statement waits for a lock another connection holds before failing with SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5000;
 
-export function isBusy(err: unknown): boolean {
-  return err instanceof Database.SqliteError && (err.code === 'SQLITE_BUSY' || err.code.startsWith('SQLITE_BUSY_'));
-}
-
 /**
  * Opens (or creates) the embedded store file. WAL lets the CLI and the server share the file;
  * `synchronous = FULL` makes every commit durable (the WAL is fsynced) before it returns, so an

@@ -1,6 +1,3 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type {
@@ -17,17 +14,8 @@ import type {
 } from '../../src/core/event-store.port.js';
 import type { SqliteDb } from './database.js';
 import { uuidV7 } from './uuid-v7.js';
+import { startWorker } from './worker.js';
 import { EVENTS_DDL, groupWriter, type GroupOutcome, type SerializedGroup } from './event-writes.js';
-
-/** The writer thread, from dist (compiled .js) or from source under tsx (.ts). */
-function startWriter(file: string): Worker {
-  const js = new URL('./event-writer.worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData: { file } });
-  // Running from source (tests under tsx): register tsx inside the worker, then load the .ts.
-  const ts = new URL('./event-writer.worker.ts', import.meta.url).href;
-  const boot = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(ts)}); })`;
-  return new Worker(boot, { eval: true, workerData: { file } });
-}
 
 const POSITION_WIDTH = 20;
 export const encodePosition = (n: number | bigint) => n.toString().padStart(POSITION_WIDTH, '0');
@@ -96,7 +84,7 @@ export class SqliteEventStore implements EventStore {
     };
     const useWorker = (options.writer ?? 'worker') === 'worker' && !db.memory;
     if (useWorker) {
-      const worker = startWriter(db.name);
+      const worker = startWorker('event-writer', { file: db.name });
       let seq = 0;
       const waiting = new Map<number, { resolve(o: GroupOutcome[]): void; reject(e: unknown): void }>();
       worker.on('message', (msg: { id: number; outcomes?: GroupOutcome[]; failure?: { name: string; message: string } }) => {

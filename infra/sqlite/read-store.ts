@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import type {
   CollectionDef,
   CommitBatch,
@@ -9,7 +10,9 @@ import type {
   Scalar,
 } from '../../src/core/read-store.port.js';
 import { badRequest } from '../../src/core/errors.js';
-import { BUSY_TIMEOUT_MS, isBusy, type SqliteDb } from './database.js';
+import type { SqliteDb } from './database.js';
+import { CHECKPOINTS_DDL, readModelWriter, SharedDocs, type ReadModelWriter, type SerializedCommit, type TableSpec } from './read-model-writes.js';
+import { startWorker } from './worker.js';
 import type { Statement } from 'better-sqlite3';
 
 type AnyDef = CollectionDef<any>;
@@ -17,15 +20,11 @@ type AnyDef = CollectionDef<any>;
 interface Prepared {
   def: AnyDef;
   table: string;
-  upsert: Statement;
-  del: Statement;
   get: Statement<[string], { doc: string }>;
   many: Statement<[string], { id: string; doc: string }>;
 }
 
 const IDENT = /^[a-z][a-z0-9_]*$/i;
-/** How long a read-model commit keeps retrying a write lock held by another connection. */
-const LOCK_WAIT_MS = 60_000;
 const col = (field: string) => `f_${field}`;
 
 function toSql(v: Scalar | undefined): string | number | null {
@@ -34,27 +33,142 @@ function toSql(v: Scalar | undefined): string | number | null {
   return v;
 }
 
+/** A commit handed to the writer thread: settles its outcome once (written, or its first failed attempt). */
+interface Sent {
+  written(): void;
+  failed(err: Error): void;
+}
+
+/**
+ * The commits handed to the writer thread and not written yet. The thread writes them in order,
+ * each in one transaction, and retries one that fails (its lock held too long by another
+ * process, a full disk) until it is written: the caller has moved on from it, its checkpoints are
+ * the caller's now, so it is never dropped while the process lives. Meanwhile `failing` holds the
+ * error and no new commit is taken. Until written, their documents are read from here.
+ */
+class WriteBehind {
+  /** The error of the commit the writer retries (or, for good, the writer thread's own). */
+  failing: Error | null = null;
+  private retrying = 0;
+  private sent = 0;
+  /** The last commit's outcome: settles once it is written, or at its first failed attempt. */
+  private last: Promise<void> = Promise.resolve();
+  private readonly outcomes = new Map<number, Sent>();
+  private readonly unwritten = new Map<number, { docs: SharedDocs; writes: SerializedCommit['writes'] }>();
+  /** collection → id → [commit number, document number in it, or -1 (deleted)]. */
+  private readonly byId = new Map<string, Map<string, [commit: number, doc: number]>>();
+
+  constructor(private readonly worker: Worker) {
+    worker.on('message', (msg: { id: number; failure?: { name: string; message: string } }) => {
+      if (msg.failure) {
+        const err = Object.assign(new Error(msg.failure.message), { name: msg.failure.name });
+        this.failing = err;
+        this.retrying = msg.id;
+        this.outcomes.get(msg.id)?.failed(err);
+        this.outcomes.delete(msg.id);
+        return;
+      }
+      this.outcomes.get(msg.id)?.written();
+      this.outcomes.delete(msg.id);
+      this.forget(msg.id);
+      if (this.retrying === msg.id) this.failing = null;
+    });
+    worker.on('error', (err) => {
+      this.failing = Object.assign(new Error(`the read-model writer thread stopped: ${String(err)}`), { cause: err });
+      for (const o of this.outcomes.values()) o.failed(this.failing);
+      this.outcomes.clear();
+    });
+  }
+
+  define(spec: TableSpec): void {
+    this.worker.postMessage({ define: spec });
+  }
+
+  /** Hands a commit over; resolves once the one before it is written (rejects if it failed an attempt). */
+  send(commit: SerializedCommit, docs: SharedDocs): Promise<void> {
+    const n = ++this.sent;
+    this.unwritten.set(n, { docs, writes: commit.writes });
+    let j = 0;
+    for (const w of commit.writes) {
+      let ids = this.byId.get(w.collection);
+      if (!ids) this.byId.set(w.collection, (ids = new Map<string, [commit: number, doc: number]>()));
+      ids.set(w.id, [n, w.values === null ? -1 : j++]);
+    }
+    const previous = this.last;
+    this.last = new Promise<void>((resolve, reject) => this.outcomes.set(n, { written: resolve, failed: reject }));
+    // Reported to whoever commits next; never an unhandled rejection.
+    this.last.catch(() => undefined);
+    this.worker.postMessage({ id: n, commit });
+    return previous;
+  }
+
+  /** A document of a commit not written yet: null when deleted, undefined when in none. */
+  doc<T>(collection: string, id: string): T | null | undefined {
+    const at = this.byId.get(collection)?.get(id);
+    if (!at) return undefined;
+    return at[1] < 0 ? null : (JSON.parse(this.unwritten.get(at[0])!.docs.doc(at[1])) as T);
+  }
+
+  holds(collection: string): boolean {
+    return (this.byId.get(collection)?.size ?? 0) > 0;
+  }
+
+  /** Resolves once every commit handed over is written, or at once while the writer is failing. */
+  async settled(): Promise<void> {
+    let last: Promise<void> | null = null;
+    while (!this.failing && this.last !== last) {
+      last = this.last;
+      await last.catch(() => undefined);
+    }
+  }
+
+  /** Drops the documents of a written commit (those no later commit wrote again). */
+  private forget(n: number): void {
+    for (const w of this.unwritten.get(n)?.writes ?? []) {
+      const ids = this.byId.get(w.collection);
+      if (ids?.get(w.id)?.[0] === n) ids.delete(w.id);
+    }
+    this.unwritten.delete(n);
+  }
+
+  async close(): Promise<void> {
+    await this.settled();
+    await this.worker.terminate();
+  }
+}
+
 /**
  * Read models in the embedded SQLite file. A collection is a table `rm_<name>` holding the JSON
  * document plus one real column per declared field, with the declared compound indexes.
+ *
+ * Commits are written behind, by a writer thread (inline for `:memory:`): `commit` serializes the
+ * documents, hands them over and resolves once the commit before it is written. SQLite's share of
+ * a commit (a third of a full rebuild) so runs beside the caller's work on its next batch, and
+ * waiting for the write lock (the log's writer thread commits to the same file) never blocks the
+ * event loop. Every read sees every resolved commit: `get` / `getMany` read the documents not
+ * written yet from memory, the other reads wait for them (see `WriteBehind` for failures).
  */
 export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Prepared>();
   /** Statements of `find` / `count` by SQL text: a query shape is compiled once. */
   private readonly statements = new Map<string, Statement>();
   private readonly checkpointGet;
-  private readonly checkpointPut;
+  private readonly inline: ReadModelWriter | null;
+  private readonly behind: WriteBehind | null;
+  /** The newest checkpoint of each projector in a commit handed to the writer thread. */
+  private readonly handedOver = new Map<string, string>();
 
   constructor(private readonly db: SqliteDb) {
-    db.exec(`CREATE TABLE IF NOT EXISTS projector_checkpoints (
-      projector TEXT PRIMARY KEY, position TEXT NOT NULL) WITHOUT ROWID`);
-    this.checkpointGet = db.prepare<[string], { position: string }>(
-      'SELECT position FROM projector_checkpoints WHERE projector = ?',
-    );
-    this.checkpointPut = db.prepare(
-      `INSERT INTO projector_checkpoints (projector, position) VALUES (?, ?)
-       ON CONFLICT (projector) DO UPDATE SET position = max(position, excluded.position)`,
-    );
+    db.exec(CHECKPOINTS_DDL);
+    this.checkpointGet = db.prepare<[string], { position: string }>('SELECT position FROM projector_checkpoints WHERE projector = ?');
+    if (db.memory) {
+      this.inline = readModelWriter(db);
+      this.behind = null;
+    } else {
+      this.inline = null;
+      const synchronous = db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL';
+      this.behind = new WriteBehind(startWorker('read-model-writer', { file: db.name, synchronous }));
+    }
   }
 
   register(defs: readonly AnyDef[]): Promise<void> {
@@ -69,17 +183,12 @@ export class SqliteReadStore implements ReadStore {
     for (const f of def.fields) if (!IDENT.test(f)) throw new Error(`bad field name ${f}`);
     const table = `rm_${def.name}`;
     this.createTable(def, table);
-    const fieldCols = def.fields.map(col);
-    const upsert = this.db.prepare(
-      `INSERT INTO ${table} (id, doc${fieldCols.map((c) => `, ${c}`).join('')})
-       VALUES (?, ?${fieldCols.map(() => ', ?').join('')})
-       ON CONFLICT (id) DO UPDATE SET doc = excluded.doc${fieldCols.map((c) => `, ${c} = excluded.${c}`).join('')}`,
-    );
+    const spec: TableSpec = { collection: def.name, table, columns: def.fields.map(col) };
+    if (this.inline) this.inline.define(spec);
+    else this.behind!.define(spec);
     const prepared: Prepared = {
       def,
       table,
-      upsert,
-      del: this.db.prepare(`DELETE FROM ${table} WHERE id = ?`),
       get: this.db.prepare(`SELECT doc FROM ${table} WHERE id = ?`),
       many: this.db.prepare(`SELECT id, doc FROM ${table} WHERE id IN (SELECT value FROM json_each(?))`),
     };
@@ -104,18 +213,31 @@ export class SqliteReadStore implements ReadStore {
   }
 
   get<T>(def: CollectionDef<T>, id: string): Promise<T | null> {
+    const unwritten = this.behind?.doc<T>(def.name, id);
+    if (unwritten !== undefined) return Promise.resolve(unwritten);
     const row = this.table(def).get.get(id);
     return Promise.resolve(row ? (JSON.parse(row.doc) as T) : null);
   }
 
   getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
     const out = new Map<string, T>();
-    if (ids.length === 0) return Promise.resolve(out);
-    for (const r of this.table(def).many.all(JSON.stringify(ids))) out.set(r.id, JSON.parse(r.doc) as T);
+    let stored = ids;
+    if (this.behind?.holds(def.name)) {
+      const missing: string[] = [];
+      for (const id of ids) {
+        const doc = this.behind.doc<T>(def.name, id);
+        if (doc === undefined) missing.push(id);
+        else if (doc !== null) out.set(id, doc);
+      }
+      stored = missing;
+    }
+    if (stored.length === 0) return Promise.resolve(out);
+    for (const r of this.table(def).many.all(JSON.stringify(stored))) out.set(r.id, JSON.parse(r.doc) as T);
     return Promise.resolve(out);
   }
 
-  find<T>(def: CollectionDef<T>, filter: Filter<T>, options: FindOptions<T> = {}): Promise<Page<T>> {
+  async find<T>(def: CollectionDef<T>, filter: Filter<T>, options: FindOptions<T> = {}): Promise<Page<T>> {
+    await this.behind?.settled();
     const { table } = this.table(def);
     const where = whereClause(def, filter);
     const sort: [string, 1 | -1][] = (options.sort ?? []).map(([f, d]) => {
@@ -160,13 +282,13 @@ export class SqliteReadStore implements ReadStore {
       ` LIMIT ${limit < 0 ? -1 : limit + 1}`;
     const rows = this.statement(sql).all(...where.params) as Record<string, string | number | null>[];
     let nextCursor: string | null = null;
-    if (limit === 0) return Promise.resolve({ items: [], nextCursor: null });
+    if (limit === 0) return { items: [], nextCursor: null };
     if (limit >= 0 && rows.length > limit) {
       rows.length = limit;
       const last = rows[rows.length - 1]!;
       nextCursor = encodeCursor(sort.map(([c]) => last[c] ?? null));
     }
-    return Promise.resolve({ items: rows.map((r) => JSON.parse(r['doc'] as string) as T), nextCursor });
+    return { items: rows.map((r) => JSON.parse(r['doc'] as string) as T), nextCursor };
   }
 
   private statement(sql: string): Statement {
@@ -179,16 +301,18 @@ export class SqliteReadStore implements ReadStore {
     return stmt;
   }
 
-  count<T>(def: CollectionDef<T>, filter: Filter<T>): Promise<number> {
+  async count<T>(def: CollectionDef<T>, filter: Filter<T>): Promise<number> {
+    await this.behind?.settled();
     const { table } = this.table(def);
     const where = whereClause(def, filter);
     const row = this.statement(`SELECT count(*) AS n FROM ${table}${where.parts.length ? ` WHERE ${where.parts.join(' AND ')}` : ''}`).get(
       ...where.params,
     ) as { n: number };
-    return Promise.resolve(row.n);
+    return row.n;
   }
 
   async *scan<T>(def: CollectionDef<T>, batchSize = 1000): AsyncIterable<T> {
+    await this.behind?.settled();
     const { table } = this.table(def);
     const stmt = this.db.prepare(`SELECT id, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`);
     let after = '';
@@ -201,51 +325,59 @@ export class SqliteReadStore implements ReadStore {
     }
   }
 
-  /**
-   * Commits a batch, taking the write lock without waiting for it on the event loop. The log's
-   * writer thread commits to the same file; were this connection to wait for the lock in SQLite's
-   * busy handler, the thread serving requests would sleep (up to the 5 s busy timeout, and under a
-   * steady stream of appends it could lose that race and fail). Instead the attempt fails at once
-   * when the lock is taken and is retried a few milliseconds later, the event loop free meanwhile.
-   */
-  async commit(batch: CommitBatch): Promise<void> {
-    const run = this.db.transaction(() => {
-      // A batch none of whose checkpoints moves forward was applied already (a re-delivery, or
-      // a second process running the same projector): apply nothing.
-      const entries = Object.entries(batch.checkpoints);
-      if (entries.length && entries.every(([p, pos]) => (this.checkpointGet.get(p)?.position ?? '') >= pos)) return;
-      for (const w of batch.writes) {
-        const p = this.collections.get(w.collection);
-        if (!p) throw new Error(`collection ${w.collection} is not registered`);
-        if (w.op === 'delete') {
-          p.del.run(w.id);
-        } else {
-          const doc = w.doc as Record<string, unknown>;
-          p.upsert.run(w.id, JSON.stringify(doc), ...p.def.fields.map((f) => toSql(doc[f] as Scalar)));
-        }
+  commit(batch: CommitBatch): Promise<void> {
+    // The writer retries a commit that failed: take nothing new meanwhile (the caller tries again).
+    if (this.behind?.failing) return Promise.reject(this.behind.failing);
+    let commit: SerializedCommit;
+    let docs: SharedDocs;
+    try {
+      ({ commit, docs } = this.serialize(batch));
+      if (this.inline) {
+        this.inline.commit(commit);
+        return Promise.resolve();
       }
-      for (const [projector, position] of Object.entries(batch.checkpoints)) this.checkpointPut.run(projector, position);
-    });
-    const deadline = performance.now() + LOCK_WAIT_MS;
-    for (let delay = 1; ; delay = Math.min(delay * 2, 32)) {
-      this.db.pragma('busy_timeout = 0');
-      try {
-        run.immediate();
-        return;
-      } catch (err) {
-        if (!isBusy(err) || performance.now() > deadline) throw err instanceof Error ? err : new Error(String(err));
-      } finally {
-        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay * (0.5 + Math.random())));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+    // A batch none of whose checkpoints moves forward was applied already (a re-delivery): the
+    // writer applies nothing of it, so its documents must not be read meanwhile either.
+    const entries = Object.entries(batch.checkpoints);
+    if (entries.length && entries.every(([p, pos]) => this.checkpointKnown(p) >= pos)) return this.behind!.settled();
+    for (const [p, pos] of entries) if (pos > (this.handedOver.get(p) ?? '')) this.handedOver.set(p, pos);
+    return this.behind!.send(commit, docs);
   }
 
-  checkpoint(projector: string): Promise<string | null> {
-    return Promise.resolve(this.checkpointGet.get(projector)?.position ?? null);
+  /** The newest checkpoint of a projector, stored or in a commit handed to the writer. */
+  private checkpointKnown(projector: string): string {
+    const stored = this.checkpointGet.get(projector)?.position ?? '';
+    const handed = this.handedOver.get(projector) ?? '';
+    return stored > handed ? stored : handed;
   }
 
-  reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {
+  /** A batch's documents and field values, serialized for the writer. */
+  private serialize(batch: CommitBatch): { commit: SerializedCommit; docs: SharedDocs } {
+    const texts: string[] = [];
+    const writes = batch.writes.map((w) => {
+      const p = this.collections.get(w.collection);
+      if (!p) throw new Error(`collection ${w.collection} is not registered`);
+      if (w.op === 'delete') return { collection: w.collection, id: w.id, values: null };
+      const doc = w.doc as Record<string, unknown>;
+      texts.push(JSON.stringify(doc));
+      return { collection: w.collection, id: w.id, values: p.def.fields.map((f) => toSql(doc[f] as Scalar)) };
+    });
+    const docs = SharedDocs.of(texts);
+    return { commit: { docs: docs.shared, writes, checkpoints: batch.checkpoints }, docs };
+  }
+
+  async checkpoint(projector: string): Promise<string | null> {
+    await this.behind?.settled();
+    return this.checkpointGet.get(projector)?.position ?? null;
+  }
+
+  async reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {
+    await this.behind?.settled();
+    // Its tables must not change under a commit the writer still retries.
+    if (this.behind?.failing) throw this.behind.failing;
     const run = this.db.transaction(() => {
       for (const name of collections) {
         const p = this.collections.get(name);
@@ -256,6 +388,7 @@ export class SqliteReadStore implements ReadStore {
       for (const projector of projectors) this.db.prepare('DELETE FROM projector_checkpoints WHERE projector = ?').run(projector);
     });
     run();
+    for (const projector of projectors) this.handedOver.delete(projector);
     // Statements prepared against dropped tables are invalid: prepare them again.
     this.statements.clear();
     for (const name of collections) {
@@ -263,11 +396,10 @@ export class SqliteReadStore implements ReadStore {
       this.collections.delete(name);
       this.prepare(def);
     }
-    return Promise.resolve();
   }
 
-  close(): Promise<void> {
-    return Promise.resolve();
+  async close(): Promise<void> {
+    await this.behind?.close();
   }
 }
 

@@ -28,28 +28,68 @@ describe('SQLite adapter', function () {
 describe('SQLite adapter, sharing the file with the log writer', () => {
   const docs = defineCollection<{ id: string; n: number }>({ name: 'docs', key: (d) => d.id, fields: [], indexes: [] });
 
-  it('waits for a write lock another connection holds without blocking the event loop, then commits', async () => {
+  it('writes behind: waits for a write lock another connection holds on its writer thread, reads meanwhile see the commits', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
     const db = openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' });
     const writer = openSqlite(join(dir, 'scores.sqlite'));
     const store = new SqliteReadStore(db);
+    const write = (n: number) => store.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n } }], checkpoints: { p: String(n) } });
     try {
       await store.register([docs]);
       writer.exec('BEGIN IMMEDIATE'); // the log writer, mid-commit
-      let committed = false;
-      const commit = store.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n: 1 } }], checkpoints: { p: '1' } });
-      void commit.then(() => (committed = true));
-      // Timers still fire: the commit is waiting asynchronously, not in SQLite's busy handler.
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(committed).to.equal(false);
-      writer.exec('COMMIT');
-      await commit;
+      await write(1); // handed to the writer thread, which waits for the lock
       expect(await store.get(docs, 'a')).to.deep.equal({ id: 'a', n: 1 });
-      expect(await store.checkpoint('p')).to.equal('1');
+      let second = false;
+      void write(2).then(() => (second = true));
+      let checkpointRead = false;
+      const checkpoint = store.checkpoint('p').finally(() => (checkpointRead = true));
+      // Timers still fire (the wait is on the writer thread, not in the event loop), but a commit
+      // never gets more than one ahead of the writer, and a query waits for what is handed over.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect([second, checkpointRead]).to.deep.equal([false, false]);
+      expect(await store.get(docs, 'a')).to.deep.equal({ id: 'a', n: 2 });
+      writer.exec('COMMIT');
+      expect(await checkpoint).to.equal('2');
+      expect(second).to.equal(true);
+      expect(writer.prepare('SELECT doc FROM rm_docs').get()).to.deep.equal({ doc: '{"id":"a","n":2}' });
     } finally {
       await store.close();
       db.close();
       writer.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps a commit the writer fails and writes it once it can, refusing new commits meanwhile', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
+    const db = openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' });
+    const other = openSqlite(join(dir, 'scores.sqlite'));
+    const store = new SqliteReadStore(db);
+    const write = (n: number) => store.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n } }], checkpoints: { p: String(n) } });
+    const failureOf = (p: Promise<unknown>) => p.then(() => null, (err: Error) => err);
+    try {
+      await store.register([docs]);
+      await write(1);
+      expect(await store.checkpoint('p')).to.equal('1');
+      other.exec('DROP TABLE rm_docs'); // the writer's next commit fails
+      await write(2);
+      // The writer fails commit 2 and retries it: the next commit learns it (and is not lost either).
+      expect((await failureOf(write(3)))?.message).to.match(/no such table/);
+      expect((await failureOf(write(4)))?.message).to.match(/no such table/);
+      // Reads go on: the documents handed over from memory, the rest from what is stored.
+      expect(await store.get(docs, 'a')).to.deep.equal({ id: 'a', n: 3 });
+      expect(await store.checkpoint('p')).to.equal('1');
+      other.exec('CREATE TABLE rm_docs (rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL)');
+      const deadline = Date.now() + 10_000;
+      while ((await store.checkpoint('p')) !== '3' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await store.checkpoint('p')).to.equal('3');
+      await write(4);
+      expect(await store.checkpoint('p')).to.equal('4');
+      expect(other.prepare('SELECT doc FROM rm_docs').get()).to.deep.equal({ doc: '{"id":"a","n":4}' });
+    } finally {
+      await store.close();
+      db.close();
+      other.close();
       await rm(dir, { recursive: true, force: true });
     }
   });
