@@ -3,19 +3,26 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
 import { round1 } from '../../src/domain/composite.js';
-
-/** One ticker's values in a day's cross-section: [main_street, wall_street, service_score, estimated]. */
-export type DailyValues = [main_street: number, wall_street: number, service_score: number, estimated: 0 | 1];
+import { packScore, scoreAt } from '../columns.js';
 
 /**
  * The whole universe's current scores on one date: what screener, divergence, themes and
  * earnings read for "the scores as of D" in one document instead of one per ticker.
+ *
+ * Stored column-wise (see ../columns.ts): the arrays are indexed like `tickers`, the scores are
+ * score columns (read them with `scoreAt`, or as rows with `crossSection`).
  */
 export interface DailyScores {
   date: string;
   /** When the day was first published. */
   published_at: string;
-  rows: Record<string, DailyValues>;
+  /** The tickers scored that day, in the order they were first published. */
+  tickers: string[];
+  main_street: number[];
+  wall_street: number[];
+  service_score: number[];
+  /** 1 when the row is model-backfilled. */
+  estimated: (0 | 1)[];
   /** restated_at of the rows restated since publication (an idempotency guard). */
   restated: Record<string, string>;
 }
@@ -46,40 +53,64 @@ export interface CrossSectionRow {
 }
 
 export function crossSection(day: DailyScores): CrossSectionRow[] {
-  return Object.entries(day.rows).map(([ticker, [ms, ws, ss, est]]) => ({
-    ticker,
-    date: day.date,
-    main_street: ms,
-    wall_street: ws,
-    service_score: ss,
-    divergence_gap: round1(ms - ws),
-    estimated: est === 1,
-  }));
+  return day.tickers.map((ticker, i) => {
+    const ms = scoreAt(day.main_street, i);
+    const ws = scoreAt(day.wall_street, i);
+    return {
+      ticker,
+      date: day.date,
+      main_street: ms,
+      wall_street: ws,
+      service_score: scoreAt(day.service_score, i),
+      divergence_gap: round1(ms - ws),
+      estimated: day.estimated[i] === 1,
+    };
+  });
+}
+
+/** Each ticker's index in the day's arrays. */
+export function tickerIndex(day: DailyScores): Map<string, number> {
+  return new Map(day.tickers.map((t, i) => [t, i]));
 }
 
 export const dailyScoresProjection: Projection = {
-  name: 'daily-scores',
+  // v2: column-wise cross-sections (a new name rebuilds the read models of an existing store).
+  name: 'daily-scores-v2',
   collections: [dailyScores, scoreDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as ScoreEvent;
     const { date, rows } = event.data;
-    const day = (await ctx.get(dailyScores, date)) ?? {
+    const day: DailyScores = (await ctx.get(dailyScores, date)) ?? {
       date,
       published_at: event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at,
-      rows: {},
+      tickers: [],
+      main_street: [],
+      wall_street: [],
+      service_score: [],
+      estimated: [],
       restated: {},
     };
+    // A publication carries the whole universe (index it); a restatement a few rows (search them).
+    const index = event.type === 'ScoresPublished' ? tickerIndex(day) : null;
     let changed = false;
     for (const v of rows) {
+      let i = index ? (index.get(v.ticker) ?? -1) : day.tickers.indexOf(v.ticker);
       if (event.type === 'ScoresPublished') {
-        if (day.rows[v.ticker]) continue; // applied before, perhaps restated since
+        if (i >= 0) continue; // applied before, perhaps restated since
       } else {
         const at = event.data.restated_at;
         if ((day.restated[v.ticker] ?? '') >= at) continue; // applied before
         day.restated[v.ticker] = at;
       }
-      day.rows[v.ticker] = [v.main_street, v.wall_street, v.service_score, v.estimated ? 1 : 0];
+      if (i < 0) {
+        i = day.tickers.push(v.ticker) - 1;
+        index?.set(v.ticker, i);
+      }
+      day.main_street[i] = packScore(v.main_street);
+      day.wall_street[i] = packScore(v.wall_street);
+      day.service_score[i] = packScore(v.service_score);
+      day.estimated[i] = v.estimated ? 1 : 0;
       changed = true;
     }
     if (changed) {

@@ -4,8 +4,9 @@ import { defineCollection } from '../../src/core/read-store.port.js';
 import { round1, round2 } from '../../src/domain/composite.js';
 import type { ClosePricesRecorded } from '../../src/events/reference-events.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
-import { dailyScores, type DailyValues } from '../daily-scores/daily-scores.projection.js';
-import { prices } from '../reference/reference.projection.js';
+import { dailyScores, tickerIndex, type DailyScores } from '../daily-scores/daily-scores.projection.js';
+import { scoreAt } from '../columns.js';
+import { latestOnOrBefore, prices, seriesKey } from '../reference/reference.projection.js';
 
 /**
  * Divergence extremes, their events (flag → close with prices) and score moves (DESIGN §5).
@@ -13,7 +14,7 @@ import { prices } from '../reference/reference.projection.js';
  * Rules, all from event data only (no clock), so a replay rebuilds identical documents:
  * - gap = round1(main_street − wall_street); direction +1 (bull) when gap > 0, −1 (bear) when < 0.
  * - percentile = (tickers of the day with |gap| strictly below this one's) / (n − 1): the lowest
- *   |gap| is 0, the highest 1, ties share the lower rank; n = 1 gives 1. Stored to 4 decimals;
+ *   |gap| is 0, the highest 1, ties share the lower rank; n = 1 gives 1. Shown to 4 decimals;
  *   the thresholds are compared exactly (integers), never on the rounded value.
  * - extreme: percentile ≥ 0.95 and gap ≠ 0. days_at_extreme counts consecutive extreme days of one
  *   direction (a flip restarts it at 1).
@@ -26,21 +27,28 @@ import { prices } from '../reference/reference.projection.js';
  * - Prices: the close on the date, else the latest earlier close (searched back 24 months).
  *   pct_change = (price_at_close / price_at_flag − 1) × 100, 2 decimals, not direction-adjusted;
  *   days = calendar days flag → close.
- * - score move: |service_score − previous trading day's| ≥ 10.
+ * - score move: |service_score − the ticker's previous scored day's| ≥ 10 (rounded to 1 decimal).
  *
- * Restatements: a ScoresRestated (or a late ScoresPublished) for date D recomputes every ticker's
- * state from D forward, day by day, diffing each day's old and new transitions (opens, closes,
- * moves) and undoing/applying only those. It stops as soon as a recomputed day equals the stored
- * one, because everything after depends only on that day and later scores; and when a day changed
- * only in values (gap, percentile, score) and not in state, the next day only has its score moves
- * fixed. A demo restatement (1–5 days after its date) so costs one or two day recomputes; over the
- * full demo log (1,984 days, 3,612 restatements) this projection adds about 4 s to a full replay.
+ * A day's document keeps only what the next day needs and the day's scores do not say: the state
+ * of the tickers at an extreme or in an open event (most tickers, most days, have none), and the
+ * last cell of the tickers not scored that day. Gaps and percentiles are computed from the day's
+ * scores (`daily_scores`) when needed, by the projection and by the queries alike.
+ *
+ * Restatements: a ScoresRestated (or a late ScoresPublished) for date D recomputes the states from
+ * D forward, day by day, diffing each day's old and new opens and closes and undoing/applying only
+ * those. It stops as soon as a recomputed day equals the stored one, because everything after
+ * depends only on that day's state and later scores; a demo restatement (1–5 days after its date)
+ * rarely changes a state, so it costs one day recompute. Score moves depend on scores only: those
+ * of the restated tickers are fixed on D and on each one's next scored day.
  */
 
 /**
- * One ticker on one day: [gap, percentile, days_at_extreme, run direction (−1|0|1),
- * open event's flag_date or null, open event's direction, trading days since its flag, service_score].
+ * A scored ticker's state on a day: [days_at_extreme, run direction (−1|0|1), open event's
+ * flag_date or null, open event's direction, trading days since its flag].
  */
+export type DivergenceState = [days_at_extreme: number, run_dir: -1 | 0 | 1, open_flag: string | null, open_dir: -1 | 0 | 1, open_days: number];
+
+/** One ticker on one day, as queries show it: [gap, percentile, ...its state, service_score]. */
 export type DivergenceCell = [
   gap: number,
   percentile: number,
@@ -54,9 +62,12 @@ export type DivergenceCell = [
 
 export interface DivergenceDay {
   date: string;
-  /** Tickers scored that day. */
-  rows: Record<string, DivergenceCell>;
-  /** Tickers not scored that day: their last state, unchanged. */
+  /**
+   * Scored tickers at an extreme or in an open event, in the order of the day's scores; every
+   * other ticker scored that day has the zero state [0, 0, null, 0, 0].
+   */
+  state: Record<string, DivergenceState>;
+  /** Tickers not scored that day: their last cell, unchanged. */
   carried: Record<string, DivergenceCell>;
 }
 
@@ -135,7 +146,7 @@ const sign = (x: number): -1 | 0 | 1 => (x > 0 ? 1 : x < 0 ? -1 : 0);
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /** Lowest index i with sorted[i] >= x (sorted ascending). */
-function lowerBound(sorted: Float64Array, x: number): number {
+function lowerBound<T extends number | string>(sorted: ArrayLike<T>, x: T): number {
   let lo = 0;
   let hi = sorted.length;
   while (lo < hi) {
@@ -146,32 +157,86 @@ function lowerBound(sorted: Float64Array, x: number): number {
   return lo;
 }
 
-/** A day's cells from its scores and the previous day's state. Pure. */
-export function computeDay(date: string, values: Readonly<Record<string, DailyValues>>, prev: DivergenceDay | null): DivergenceDay {
-  const tickers = Object.keys(values);
-  const n = tickers.length;
-  // The same gap as crossSection(): round1(main_street − wall_street).
-  const gaps = new Float64Array(n);
+/** Largest |gap| × 10 of scores within 0–100: the ranks below are counted in an array this long. */
+const MAX_GAP_TENTHS = 1_000;
+
+/**
+ * The day's gaps (the same as crossSection()'s) and, per ticker, the number of tickers with a
+ * strictly smaller |gap|. Gaps are rounded to 1 decimal, so |gap| × 10 is an integer and the
+ * ranks are counted (linear time) instead of sorted; only a day with scores outside 0–100, which
+ * no writer produces, is sorted.
+ */
+function ranksOf(scores: DailyScores): { gap: Float64Array; less: Int32Array } {
+  const n = scores.tickers.length;
+  const gap = new Float64Array(n);
+  const tenths = new Float64Array(n);
+  let max = 0;
   for (let i = 0; i < n; i++) {
-    const v = values[tickers[i]!]!;
-    gaps[i] = round1(v[0] - v[1]);
+    const g = round1(scoreAt(scores.main_street, i) - scoreAt(scores.wall_street, i));
+    gap[i] = g;
+    tenths[i] = Math.round(Math.abs(g) * 10);
+    if (tenths[i]! > max) max = tenths[i]!;
   }
-  const abs = gaps.map(Math.abs).sort();
-  const rows: Record<string, DivergenceCell> = {};
-  // Keys keep the order of the day's scores (itself fixed by the events), so a replay writes the same documents.
+  const less = new Int32Array(n);
+  if (max <= MAX_GAP_TENTHS) {
+    const below = new Int32Array(max + 2); // below[k + 1] counts |gap| = k, then prefix sums
+    for (let i = 0; i < n; i++) below[tenths[i]! + 1]! += 1;
+    for (let k = 1; k <= max + 1; k++) below[k]! += below[k - 1]!;
+    for (let i = 0; i < n; i++) less[i] = below[tenths[i]!]!;
+  } else {
+    const sorted = tenths.slice().sort();
+    for (let i = 0; i < n; i++) less[i] = lowerBound(sorted, tenths[i]!);
+  }
+  return { gap, less };
+}
+
+const ZERO_STATE: Readonly<DivergenceState> = [0, 0, null, 0, 0];
+
+const percentile = (less: number, n: number) => (n <= 1 ? 1 : round4(less / (n - 1)));
+
+/** The cells of the tickers scored on a day, in the order of its scores. */
+export function scoredCells(day: DivergenceDay, scores: DailyScores): Record<string, DivergenceCell> {
+  const n = scores.tickers.length;
+  const { gap, less } = ranksOf(scores);
+  const cells: Record<string, DivergenceCell> = {};
   for (let i = 0; i < n; i++) {
-    const ticker = tickers[i]!;
-    const s = { ticker, gap: gaps[i]!, service_score: values[ticker]![2] };
-    const less = lowerBound(abs, Math.abs(s.gap));
-    const percentile = n <= 1 ? 1 : less / (n - 1);
-    const dir = sign(s.gap);
-    const extreme = dir !== 0 && (n <= 1 || atLeast(less, n, EXTREME_PERCENTILE));
-    const belowHalf = n > 1 && !atLeast(less, n, CLOSE_PERCENTILE);
-    const p = prev ? (prev.rows[s.ticker] ?? prev.carried[s.ticker]) : undefined;
-    const days = extreme ? (p && p[3] === dir ? p[2] + 1 : 1) : 0;
-    let open: string | null = p?.[4] ?? null;
-    let openDir: -1 | 0 | 1 = p?.[5] ?? 0;
-    let openDays = p?.[6] ?? 0;
+    const ticker = scores.tickers[i]!;
+    const [days, run, open, openDir, openDays] = day.state[ticker] ?? ZERO_STATE;
+    cells[ticker] = [gap[i]!, percentile(less[i]!, n), days, run, open, openDir, openDays, scoreAt(scores.service_score, i)];
+  }
+  return cells;
+}
+
+/** The state of a carried cell. */
+const carriedState = (c: DivergenceCell): DivergenceState => [c[2], c[3], c[4], c[5], c[6]];
+
+/** A processed day with its scores: what the next day is computed from. */
+export interface DayWithScores {
+  day: DivergenceDay;
+  scores: DailyScores;
+}
+
+/** A day's states from its scores and the previous day. Pure. */
+export function computeDay(date: string, scores: DailyScores, prev: DayWithScores | null): DivergenceDay {
+  const n = scores.tickers.length;
+  const { gap, less } = ranksOf(scores);
+  const state: Record<string, DivergenceState> = {};
+  // The day before's states, scored or carried (few tickers have one; the others had the zero state).
+  const before = new Map<string, Readonly<DivergenceState>>();
+  if (prev) {
+    for (const t in prev.day.state) before.set(t, prev.day.state[t]!);
+    for (const t in prev.day.carried) before.set(t, carriedState(prev.day.carried[t]!));
+  }
+  for (let i = 0; i < n; i++) {
+    const ticker = scores.tickers[i]!;
+    const dir = sign(gap[i]!);
+    const extreme = dir !== 0 && (n <= 1 || atLeast(less[i]!, n, EXTREME_PERCENTILE));
+    const belowHalf = n > 1 && !atLeast(less[i]!, n, CLOSE_PERCENTILE);
+    const p = before.get(ticker);
+    const days = extreme ? (p && p[1] === dir ? p[0] + 1 : 1) : 0;
+    let open = p?.[2] ?? null;
+    let openDir = p?.[3] ?? 0;
+    let openDays = p?.[4] ?? 0;
     if (open !== null) {
       openDays += 1;
       if (belowHalf || openDays >= MAX_TRADING_DAYS_OPEN || (extreme && dir !== openDir)) {
@@ -185,62 +250,48 @@ export function computeDay(date: string, values: Readonly<Record<string, DailyVa
       openDir = dir;
       openDays = 0;
     }
-    rows[s.ticker] = [s.gap, round4(percentile), days, extreme ? dir : 0, open, openDir, openDays, s.service_score];
+    if (days > 0 || open !== null) state[ticker] = [days, extreme ? dir : 0, open, openDir, openDays];
   }
   const carried: Record<string, DivergenceCell> = {};
   if (prev) {
-    for (const t in prev.rows) if (!(t in rows)) carried[t] = prev.rows[t]!;
-    for (const t in prev.carried) if (!(t in rows)) carried[t] = prev.carried[t]!;
-  }
-  return { date, rows, carried };
-}
-
-const cellOf = (day: DivergenceDay | null, ticker: string): DivergenceCell | undefined => (day ? (day.rows[ticker] ?? day.carried[ticker]) : undefined);
-
-interface Transitions {
-  opened: boolean;
-  /** flag_date of the event that closed on this day. */
-  closed: string | null;
-  move: ScoreMoveDoc | null;
-}
-
-/** A cheap pre-check of `transitions` (no allocation): could this ticker have any on this day? */
-function mayTransition(ticker: string, date: string, prev: DivergenceDay | null, cur: DivergenceDay | null): boolean {
-  const c = cur?.rows[ticker];
-  if (!c) return false;
-  if (c[4] === date) return true;
-  const p = prev ? (prev.rows[ticker] ?? prev.carried[ticker]) : undefined;
-  return p !== undefined && ((p[4] !== null && c[4] !== p[4]) || Math.abs(c[7] - p[7]) >= SCORE_MOVE_THRESHOLD - 0.1);
-}
-
-function transitions(ticker: string, date: string, prev: DivergenceDay | null, cur: DivergenceDay | null): Transitions {
-  const p = cellOf(prev, ticker);
-  const c = cur?.rows[ticker];
-  const cc = cellOf(cur, ticker);
-  let move: ScoreMoveDoc | null = null;
-  if (p && c) {
-    const delta = round1(c[7] - p[7]);
-    if (Math.abs(delta) >= SCORE_MOVE_THRESHOLD) move = { ticker, date, service_score: c[7], prior_score: p[7], delta };
-  }
-  return {
-    opened: c?.[4] === date,
-    closed: p?.[4] && cc?.[4] !== p[4] ? p[4] : null,
-    move,
-  };
-}
-
-/** Close on `date`, else the latest earlier close (looking back up to 24 month buckets). */
-export async function priceOn(ctx: Pick<ProjectionContext, 'get'>, ticker: string, date: string): Promise<number | null> {
-  let month = date.slice(0, 7);
-  for (let i = 0; i < 24; i++) {
-    const bucket = await ctx.get(prices, `${ticker}|${month}`);
-    if (bucket) {
-      let best: string | null = null;
-      for (const d of Object.keys(bucket.values)) if (d <= date && (best === null || d > best)) best = d;
-      if (best !== null) return bucket.values[best]!;
+    let scored: Set<string> | null = null;
+    const isScored = (t: string) => (scored ??= new Set(scores.tickers)).has(t);
+    // Most days score the tickers of the day before, in the same order: none of them is carried.
+    if (!sameTickers(prev.scores.tickers, scores.tickers)) {
+      let prevCells: Record<string, DivergenceCell> | null = null;
+      for (const t of prev.scores.tickers) if (!isScored(t)) carried[t] = (prevCells ??= scoredCells(prev.day, prev.scores))[t]!;
     }
-    const [y, m] = month.split('-').map(Number) as [number, number];
-    month = m === 1 ? `${y - 1}-12` : `${y}-${String(m - 1).padStart(2, '0')}`;
+    for (const t in prev.day.carried) if (!isScored(t)) carried[t] = prev.day.carried[t]!;
+  }
+  return { date, state, carried };
+}
+
+function sameTickers(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** flag_date of the event open for `ticker` on `day`, or null. */
+function openOf(day: DivergenceDay | null, ticker: string): string | null {
+  return day ? (day.state[ticker]?.[2] ?? day.carried[ticker]?.[4] ?? null) : null;
+}
+
+/** flag_date of the event of `ticker` that closed on `cur` (the day after `prev`), or null. */
+function closedOf(prev: DivergenceDay | null, cur: DivergenceDay, ticker: string): string | null {
+  const p = openOf(prev, ticker);
+  return p !== null && openOf(cur, ticker) !== p ? p : null;
+}
+
+/** Close on `date`, else the latest earlier close of the 24 months up to it (that month and the 23 before), else null. */
+export async function priceOn(ctx: Pick<ProjectionContext, 'get'>, ticker: string, date: string): Promise<number | null> {
+  const [y, m] = date.split('-').map(Number) as [number, number];
+  const back = y * 12 + (m - 1) - 23;
+  const oldest = `${Math.floor(back / 12)}-${String((back % 12) + 1).padStart(2, '0')}-01`;
+  for (let year = y; year >= Math.floor(back / 12); year--) {
+    const bucket = await ctx.get(prices, seriesKey(ticker, String(year)));
+    const close = bucket && latestOnOrBefore(bucket, date);
+    if (close) return close.date >= oldest ? close.value : null;
   }
   return null;
 }
@@ -252,43 +303,69 @@ function withOutcome(e: DivergenceEventDoc): DivergenceEventDoc {
   return { ...e, pct_change: pct, days: calendarDays(e.flag_date, e.close_date), status: 'closed' };
 }
 
+/** The ticker's gap on a day (its event's flag_gap), from the day's scores. */
+function gapOn(scores: DailyScores, ticker: string): number {
+  const i = scores.tickers.indexOf(ticker);
+  return round1(scoreAt(scores.main_street, i) - scoreAt(scores.wall_street, i));
+}
+
+/** The tickers that can open or close an event on `date`: those with one open the day before, or opening one. */
+function transitionCandidates(
+  date: string,
+  oldPrev: DivergenceDay | null,
+  oldCur: DivergenceDay | null,
+  newPrev: DivergenceDay | null,
+  newCur: DivergenceDay,
+): Set<string> {
+  const names = new Set<string>();
+  for (const prev of oldPrev === newPrev ? [oldPrev] : [oldPrev, newPrev]) {
+    if (!prev) continue;
+    for (const t in prev.state) if (prev.state[t]![2] !== null) names.add(t);
+    for (const t in prev.carried) if (prev.carried[t]![4] !== null) names.add(t);
+  }
+  for (const cur of [oldCur, newCur]) if (cur) for (const t in cur.state) if (cur.state[t]![2] === date) names.add(t);
+  return names;
+}
+
 /**
- * Brings events and moves of `date` from what the old chain (oldPrev → oldCur) produced to what
- * the new chain produces: undoes the old transitions the new one lacks, then applies the new ones.
+ * Brings the events opened or closed on `date` from what the old chain (oldPrev → oldCur, oldCur
+ * null when the day is new) produced to what the new chain produces: undoes the old transitions
+ * the new one lacks, then applies the new ones (refreshing their gap and prices). `only`: the
+ * tickers to look at, when only they can have changed.
  */
-async function reconcile(
+async function reconcileEvents(
   ctx: ProjectionContext,
   date: string,
+  scores: DailyScores,
   oldPrev: DivergenceDay | null,
   oldCur: DivergenceDay | null,
   newPrev: DivergenceDay | null,
   newCur: DivergenceDay,
   only?: ReadonlySet<string>,
 ): Promise<void> {
-  // Only a scored ticker can open, close or move (a carried one keeps its previous state).
-  const names = oldCur ? new Set([...Object.keys(newCur.rows), ...Object.keys(oldCur.rows)]) : Object.keys(newCur.rows);
-  for (const ticker of names) {
-    if (only && !only.has(ticker)) continue;
-    if (!mayTransition(ticker, date, oldPrev, oldCur) && !mayTransition(ticker, date, newPrev, newCur)) continue;
-    const o = transitions(ticker, date, oldPrev, oldCur);
-    const n = transitions(ticker, date, newPrev, newCur);
-    if (!o.opened && !o.closed && !o.move && !n.opened && !n.closed && !n.move) continue;
+  for (const ticker of only ?? transitionCandidates(date, oldPrev, oldCur, newPrev, newCur)) {
+    const oOpened = oldCur?.state[ticker]?.[2] === date;
+    const oClosed = oldCur ? closedOf(oldPrev, oldCur, ticker) : null;
+    const nState = newCur.state[ticker];
+    const nOpened = nState?.[2] === date;
+    const nClosed = closedOf(newPrev, newCur, ticker);
     // undo
-    if (o.opened && !n.opened) ctx.delete(divergenceEvents, `${ticker}|${date}`);
-    if (o.closed && o.closed !== n.closed) {
-      const e = await ctx.get(divergenceEvents, `${ticker}|${o.closed}`);
+    if (oOpened && !nOpened) ctx.delete(divergenceEvents, `${ticker}|${date}`);
+    if (oClosed && oClosed !== nClosed) {
+      const e = await ctx.get(divergenceEvents, `${ticker}|${oClosed}`);
       if (e && e.close_date === date) ctx.upsert(divergenceEvents, withOutcome({ ...e, close_date: null }));
     }
-    if (o.move && !n.move) ctx.delete(scoreMoves, `${ticker}|${date}`);
     // apply
-    if (n.opened) {
-      const c = newCur.rows[ticker]!;
-      const existing = await ctx.get(divergenceEvents, `${ticker}|${date}`);
+    if (nOpened) {
+      const direction = directionName(nState[3]);
+      const flagGap = gapOn(scores, ticker);
+      // An event flagged on a day computed before keeps what later days set (its close); a new day has none.
+      const existing = oldCur && (await ctx.get(divergenceEvents, `${ticker}|${date}`));
       const base: DivergenceEventDoc = existing ?? {
         ticker,
-        direction: directionName(c[5]),
+        direction,
         flag_date: date,
-        flag_gap: c[0],
+        flag_gap: flagGap,
         price_at_flag: null,
         close_date: null,
         price_at_close: null,
@@ -296,94 +373,119 @@ async function reconcile(
         days: null,
         status: 'open',
       };
-      ctx.upsert(
-        divergenceEvents,
-        withOutcome({ ...base, direction: directionName(c[5]), flag_gap: c[0], price_at_flag: await priceOn(ctx, ticker, date) }),
-      );
+      ctx.upsert(divergenceEvents, withOutcome({ ...base, direction, flag_gap: flagGap, price_at_flag: await priceOn(ctx, ticker, date) }));
     }
-    if (n.closed) {
-      const e = await ctx.get(divergenceEvents, `${ticker}|${n.closed}`);
+    if (nClosed) {
+      const e = await ctx.get(divergenceEvents, `${ticker}|${nClosed}`);
       if (e) ctx.upsert(divergenceEvents, withOutcome({ ...e, close_date: date, price_at_close: await priceOn(ctx, ticker, date) }));
     }
-    if (n.move) ctx.upsert(scoreMoves, n.move);
   }
 }
 
-async function dayScores(ctx: ProjectionContext, date: string): Promise<Record<string, DailyValues>> {
-  return (await ctx.get(dailyScores, date))?.rows ?? {};
+/**
+ * Writes the score move of `ticker` on `date` (its service_score `score` against `prior`, the
+ * score of its previous scored day), or removes the one an earlier computation wrote. `known`:
+ * the day was processed before, so a move may exist (a new day has none to remove).
+ */
+function writeMove(ctx: ProjectionContext, ticker: string, date: string, score: number, prior: number | undefined, known: boolean): void {
+  const delta = prior === undefined ? null : round1(score - prior);
+  if (delta !== null && Math.abs(delta) >= SCORE_MOVE_THRESHOLD) {
+    ctx.upsert(scoreMoves, { ticker, date, service_score: score, prior_score: prior!, delta });
+  } else if (known) {
+    ctx.delete(scoreMoves, `${ticker}|${date}`);
+  }
 }
 
-function sameCells(a: Record<string, DivergenceCell>, b: Record<string, DivergenceCell>): boolean {
+function sameRecords(a: Record<string, readonly unknown[]>, b: Record<string, readonly unknown[]>): boolean {
   let n = 0;
   for (const t in a) {
     const x = a[t]!;
     const y = b[t];
-    if (!y) return false;
-    for (let i = 0; i < 8; i++) if (x[i] !== y[i]) return false;
+    if (!y || x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
     n++;
   }
   return n === Object.keys(b).length;
 }
 
-const sameDay = (a: DivergenceDay | null, b: DivergenceDay) => a !== null && sameCells(a.rows, b.rows) && sameCells(a.carried, b.carried);
+const sameDay = (a: DivergenceDay | null, b: DivergenceDay) => a !== null && sameRecords(a.state, b.state) && sameRecords(a.carried, b.carried);
 
-/**
- * The tickers whose cells differ between two versions of a day when they differ only in values
- * (gap, percentile, service_score) and never in state (days at extreme, run, open event); null
- * when any state differs. The next day's cells depend on the previous day only through its state,
- * so after such a day only that day's score moves of these tickers can change.
- */
-function valueOnlyChanges(a: DivergenceDay, b: DivergenceDay): Set<string> | null {
-  const changed = new Set<string>();
-  for (const part of ['rows', 'carried'] as const) {
-    const x = a[part];
-    const y = b[part];
-    if (Object.keys(x).length !== Object.keys(y).length) return null;
-    for (const t in x) {
-      const p = x[t]!;
-      const q = y[t];
-      if (!q) return null;
-      for (let i = 2; i < 7; i++) if (p[i] !== q[i]) return null;
-      if (p[0] !== q[0] || p[1] !== q[1] || p[7] !== q[7]) changed.add(t);
-    }
+/** The scores of a date with none (never stored: a date is in the index once its scores are). */
+const emptyScores = (date: string): DailyScores => ({
+  date,
+  published_at: '',
+  tickers: [],
+  main_street: [],
+  wall_street: [],
+  service_score: [],
+  estimated: [],
+  restated: {},
+});
+
+/** Position of `date` in the processed dates, inserting it (and saving the index) when new. */
+async function datePosition(ctx: ProjectionContext, date: string): Promise<{ dates: string[]; at: number }> {
+  const index = (await ctx.get(divergenceDates, 'dates')) ?? { id: 'dates' as const, dates: [] };
+  const at = lowerBound(index.dates, date);
+  if (index.dates[at] !== date) {
+    index.dates.splice(at, 0, date);
+    ctx.upsert(divergenceDates, index);
   }
-  return changed;
+  return { dates: index.dates, at };
 }
 
-/** Recomputes the state from `date` forward until a day comes out as it was stored. */
-async function recomputeFrom(ctx: ProjectionContext, date: string): Promise<void> {
-  const index = (await ctx.get(divergenceDates, 'dates')) ?? { id: 'dates' as const, dates: [] };
-  let dates = index.dates;
-  if (!dates.includes(date)) {
-    dates = [...dates, date].sort();
-    ctx.upsert(divergenceDates, { id: 'dates', dates });
-  }
-  const start = dates.indexOf(date);
-  let oldPrev = start > 0 ? await ctx.get(divergenceDays, dates[start - 1]!) : null;
-  let newPrev = oldPrev;
-  let valuesOnly: Set<string> | null = null;
+/** Recomputes the states from `date` forward until a day comes out as it was stored; then the moves of `tickers`. */
+async function recomputeFrom(ctx: ProjectionContext, date: string, tickers: readonly string[]): Promise<void> {
+  const { dates, at: start } = await datePosition(ctx, date);
+  const scoresOn = async (d: string) => (await ctx.get(dailyScores, d)) ?? emptyScores(d);
+  const prevDay = start > 0 ? await ctx.get(divergenceDays, dates[start - 1]!) : null;
+  const prev: DayWithScores | null = prevDay && { day: prevDay, scores: await scoresOn(prevDay.date) };
+  let oldPrev = prevDay;
+  let newPrev = prev;
+  const scores = await scoresOn(date);
+  let known = false;
   for (let j = start; j < dates.length; j++) {
     const d = dates[j]!;
+    const dayScores = j === start ? scores : await scoresOn(d);
     const oldCur = await ctx.get(divergenceDays, d);
-    if (oldCur && valuesOnly && [...valuesOnly].every((t) => t in oldCur.rows)) {
-      // The previous day changed only in values: this day's cells stay; only its moves may change.
-      await reconcile(ctx, d, oldPrev, oldCur, newPrev, oldCur, valuesOnly);
-      break;
-    }
-    const newCur = computeDay(d, await dayScores(ctx, d), newPrev);
-    await reconcile(ctx, d, oldPrev, oldCur, newPrev, newCur);
-    // Unchanged day: every later day depends only on it and its own scores, so it is unchanged too.
-    if (sameDay(oldCur, newCur)) break;
+    if (j === start) known = oldCur !== null;
+    const newCur = computeDay(d, dayScores, newPrev);
+    const unchanged = sameDay(oldCur, newCur);
+    // Same states after the same day: the same opens and closes, and only the written tickers'
+    // events can have a new flag gap (the usual restatement).
+    const only = unchanged && oldPrev === (newPrev?.day ?? null) ? new Set(tickers) : undefined;
+    await reconcileEvents(ctx, d, dayScores, oldPrev, oldCur, newPrev?.day ?? null, newCur, only);
+    // Unchanged day: every later state depends only on it and later scores, so it is unchanged too.
+    if (unchanged) break;
     ctx.upsert(divergenceDays, newCur);
-    valuesOnly = oldCur ? valueOnlyChanges(oldCur, newCur) : null;
     // A day the old chain did not have (a late first publication) leaves the old chain's prev as it was.
     oldPrev = oldCur ?? oldPrev;
-    newPrev = newCur;
+    newPrev = { day: newCur, scores: dayScores };
+  }
+  // Score moves: the written scores are the tickers' own on `date` and the prior of their next
+  // scored day. A new day holds only this event's rows: walk them in the day's order, which is
+  // usually the previous day's order too.
+  const indexes = known ? tickers.map((t) => scores.tickers.indexOf(t)) : scores.tickers.map((_, i) => i);
+  const prevIndex = prev && !sameTickers(prev.scores.tickers, scores.tickers) ? tickerIndex(prev.scores) : null;
+  for (const i of indexes) {
+    if (i < 0) continue;
+    const ticker = scores.tickers[i]!;
+    const score = scoreAt(scores.service_score, i);
+    const p = !prev ? -1 : prevIndex ? (prevIndex.get(ticker) ?? -1) : i;
+    const prior = p >= 0 ? scoreAt(prev!.scores.service_score, p) : prev?.day.carried[ticker]?.[7];
+    writeMove(ctx, ticker, date, score, prior, known);
+    for (let j = start + 1; j < dates.length; j++) {
+      const next = await scoresOn(dates[j]!);
+      const k = next.tickers.indexOf(ticker);
+      if (k < 0) continue;
+      writeMove(ctx, ticker, next.date, scoreAt(next.service_score, k), score, true);
+      break;
+    }
   }
 }
 
 export const divergenceProjection: Projection = {
-  name: 'divergence',
+  // v2: only the states in the day documents (a new name rebuilds the read models of an existing store).
+  name: 'divergence-v2',
   collections: [divergenceDays, divergenceDates, divergenceEvents, scoreMoves],
   eventTypes: ['ScoresPublished', 'ScoresRestated', 'ClosePricesRecorded'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
@@ -391,7 +493,11 @@ export const divergenceProjection: Projection = {
     switch (event.type) {
       case 'ScoresPublished':
       case 'ScoresRestated':
-        return recomputeFrom(ctx, event.data.date);
+        return recomputeFrom(
+          ctx,
+          event.data.date,
+          event.data.rows.map((r) => r.ticker),
+        );
       case 'ClosePricesRecorded': {
         // Usually a no-op (prices come before the day's scores). A late price refreshes the
         // events flagged or closed on its date.
@@ -399,9 +505,10 @@ export const divergenceProjection: Projection = {
         const day = await ctx.get(divergenceDays, date);
         if (!day) return;
         const index = await ctx.get(divergenceDates, 'dates');
-        const i = index?.dates.indexOf(date) ?? -1;
+        const i = index ? lowerBound(index.dates, date) : -1;
         const prev = i > 0 ? await ctx.get(divergenceDays, index!.dates[i - 1]!) : null;
-        await reconcile(ctx, date, prev, day, prev, day, new Set(event.data.closes.map((c) => c.ticker)));
+        const scores = (await ctx.get(dailyScores, date)) ?? emptyScores(date);
+        await reconcileEvents(ctx, date, scores, prev, day, prev, day, new Set(event.data.closes.map((c) => c.ticker)));
         return;
       }
       default: {

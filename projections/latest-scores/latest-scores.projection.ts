@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ScoreEvent } from '../../src/events/score-events.js';
+import type { ScoreEvent, ScoreValues } from '../../src/events/score-events.js';
 import { gapOf, type HistoryRow } from '../score-history/score-history.projection.js';
 
 /** Each ticker's most recent score row (the newest date; restatements of that date update it). */
@@ -14,40 +14,70 @@ export const latestScores = defineCollection<LatestScore>({
   indexes: [['service_score'], ['date']],
 });
 
+/**
+ * The date of every ticker's latest row, in one document: a publication (the whole universe)
+ * is checked against it instead of loading every ticker's latest row.
+ */
+interface LatestDates {
+  id: 'dates';
+  dates: Record<string, string>;
+}
+
+const latestDates = defineCollection<LatestDates>({
+  name: 'latest_score_dates',
+  key: (d) => d.id,
+  fields: [],
+  indexes: [],
+});
+
+function latestRow(date: string, v: ScoreValues, publishedAt: string, restatedAt: string): LatestScore {
+  return {
+    ticker: v.ticker,
+    date,
+    main_street: v.main_street,
+    wall_street: v.wall_street,
+    service_score: v.service_score,
+    divergence_gap: gapOf(v),
+    estimated: v.estimated,
+    published_at: publishedAt,
+    restated_at: restatedAt,
+  };
+}
+
 export const latestScoresProjection: Projection = {
-  name: 'latest-scores',
-  collections: [latestScores],
+  // v2: the latest dates index (a new name rebuilds the read models of an existing store).
+  name: 'latest-scores-v2',
+  collections: [latestScores, latestDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as ScoreEvent;
     const { date, rows } = event.data;
-    const current = await ctx.getMany(
-      latestScores,
-      rows.map((r) => r.ticker),
-    );
+    const index = (await ctx.get(latestDates, 'dates')) ?? { id: 'dates' as const, dates: {} };
+    // A restatement of a ticker's latest date keeps its publication time: those rows are loaded.
+    const current =
+      event.type === 'ScoresRestated'
+        ? await ctx.getMany(
+            latestScores,
+            rows.filter((v) => index.dates[v.ticker] === date).map((v) => v.ticker),
+          )
+        : null;
+    let changed = false;
     for (const v of rows) {
-      const prev = current.get(v.ticker);
-      if (prev && prev.date > date) continue;
-      let publishedAt: string;
-      let restatedAt: string;
+      const latest = index.dates[v.ticker];
+      if (latest !== undefined && latest > date) continue;
       if (event.type === 'ScoresPublished') {
-        publishedAt = restatedAt = event.data.published_at;
+        ctx.upsert(latestScores, latestRow(date, v, event.data.published_at, event.data.published_at));
       } else {
-        restatedAt = event.data.restated_at;
-        publishedAt = prev && prev.date === date ? prev.published_at : restatedAt;
-        if (prev && prev.date === date && prev.restated_at >= restatedAt) continue;
+        const restatedAt = event.data.restated_at;
+        const prev = current!.get(v.ticker);
+        if (prev && prev.restated_at >= restatedAt) continue;
+        ctx.upsert(latestScores, latestRow(date, v, prev?.published_at ?? restatedAt, restatedAt));
       }
-      ctx.upsert(latestScores, {
-        ticker: v.ticker,
-        date,
-        main_street: v.main_street,
-        wall_street: v.wall_street,
-        service_score: v.service_score,
-        divergence_gap: gapOf(v),
-        estimated: v.estimated,
-        published_at: publishedAt,
-        restated_at: restatedAt,
-      });
+      if (latest !== date) {
+        index.dates[v.ticker] = date;
+        changed = true;
+      }
     }
+    if (changed) ctx.upsert(latestDates, index);
   },
 };

@@ -2,6 +2,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ReferenceEvent } from '../../src/events/reference-events.js';
+import { daysUpTo, insertAt, pad2 } from '../columns.js';
 
 export interface TickerDoc {
   symbol: string;
@@ -9,12 +10,18 @@ export interface TickerDoc {
   sector: string;
   size_rank: number;
 }
-/** One ticker's daily values of one month (date → value); month buckets keep rebuilds fast. */
+/**
+ * One ticker's daily values of one year, column-wise: `values[i]` is the value on `days[i]`.
+ * Year buckets keep rebuilds fast: a rebuild's cost is mostly per document written, and a
+ * ticker's year is one document instead of twelve.
+ */
 export interface DailySeriesBucket {
   ticker: string;
-  /** YYYY-MM */
-  month: string;
-  values: Record<string, number>;
+  /** YYYY */
+  year: string;
+  /** Month and day of each value as MMDD (1231 for December 31), ascending. */
+  days: number[];
+  values: number[];
 }
 export interface EarningsDoc {
   ticker: string;
@@ -44,52 +51,78 @@ export const tickers = defineCollection<TickerDoc>({
   fields: ['symbol', 'size_rank'],
   indexes: [['size_rank']],
 });
+export const seriesKey = (ticker: string, year: string) => `${ticker}|${year}`;
 /** Daily close prices. */
 export const prices = defineCollection<DailySeriesBucket>({
   name: 'prices',
-  key: (p) => `${p.ticker}|${p.month}`,
-  fields: ['ticker', 'month'],
-  indexes: [['ticker', 'month']],
+  key: (p) => seriesKey(p.ticker, p.year),
+  fields: ['ticker', 'year'],
+  indexes: [['ticker', 'year']],
 });
 /** Daily US web-visit counts. */
 export const webVisits = defineCollection<DailySeriesBucket>({
   name: 'web_visits',
-  key: (p) => `${p.ticker}|${p.month}`,
-  fields: ['ticker', 'month'],
-  indexes: [['ticker', 'month']],
+  key: (p) => seriesKey(p.ticker, p.year),
+  fields: ['ticker', 'year'],
+  indexes: [['ticker', 'year']],
 });
 
-/** Sets one day's value per ticker in the month buckets of a daily series. */
-async function recordDaily(
+/** A date's place in its year bucket (MMDD). */
+const monthDay = (date: string) => Number(date.slice(5, 7)) * 100 + Number(date.slice(8, 10));
+const dateOf = (year: string, mmdd: number) => `${year}-${pad2(Math.floor(mmdd / 100))}-${pad2(mmdd % 100)}`;
+
+/** Sets one day's value per ticker in the year buckets of a daily series. */
+async function recordDaily<Row extends { ticker: string }>(
   ctx: ProjectionContext,
   def: typeof prices,
   date: string,
-  values: { ticker: string; value: number }[],
+  rows: readonly Row[],
+  valueOf: (row: Row) => number,
 ): Promise<void> {
-  const month = date.slice(0, 7);
-  const buckets = await ctx.getMany(
-    def,
-    values.map((v) => `${v.ticker}|${month}`),
-  );
-  for (const { ticker, value } of values) {
-    const b = buckets.get(`${ticker}|${month}`) ?? { ticker, month, values: {} };
-    if (b.values[date] === value) continue;
-    b.values[date] = value;
-    ctx.upsert(def, b);
+  const year = date.slice(0, 4);
+  const day = monthDay(date);
+  const keys = rows.map((r) => seriesKey(r.ticker, year));
+  const buckets = await ctx.getMany(def, keys);
+  for (let i = 0; i < rows.length; i++) {
+    const { ticker } = rows[i]!;
+    let b = buckets.get(keys[i]!);
+    if (!b) buckets.set(keys[i]!, (b = { ticker, year, days: [], values: [] }));
+    if (setDay(b, day, valueOf(rows[i]!))) ctx.upsert(def, b);
   }
+}
+
+/** Sets a day's value in a bucket; false when it had that value already. */
+function setDay(b: DailySeriesBucket, day: number, value: number): boolean {
+  const n = daysUpTo(b.days, day);
+  if (n > 0 && b.days[n - 1] === day) {
+    if (b.values[n - 1] === value) return false;
+    b.values[n - 1] = value;
+    return true;
+  }
+  insertAt(b.days, n, day);
+  insertAt(b.values, n, value);
+  return true;
 }
 
 /** The values of a daily series between two dates (inclusive), oldest first. */
 export function seriesBetween(buckets: DailySeriesBucket[], start?: string, end?: string): { date: string; value: number }[] {
   const out: { date: string; value: number }[] = [];
   for (const b of buckets) {
-    for (const [date, value] of Object.entries(b.values)) {
+    for (let i = 0; i < b.days.length; i++) {
+      const date = dateOf(b.year, b.days[i]!);
       if ((start && date < start) || (end && date > end)) continue;
-      out.push({ date, value });
+      out.push({ date, value: b.values[i]! });
     }
   }
   return out.sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
 }
+
+/** The bucket's latest value on or before `date` (of its year, or later), with its date. */
+export function latestOnOrBefore(b: DailySeriesBucket, date: string): { date: string; value: number } | null {
+  const n = date.slice(0, 4) > b.year ? b.days.length : daysUpTo(b.days, monthDay(date));
+  return n > 0 ? { date: dateOf(b.year, b.days[n - 1]!), value: b.values[n - 1]! } : null;
+}
+
 export const earnings = defineCollection<EarningsDoc>({
   name: 'earnings',
   key: (e) => `${e.ticker}|${e.quarter}`,
@@ -113,7 +146,8 @@ const quarterOf = (date: string) => `${date.slice(0, 4)}-Q${Math.floor((Number(d
 
 /** Tickers, prices, web visits, earnings dates, themes and signals, each as a lookup table. */
 export const referenceProjection: Projection = {
-  name: 'reference',
+  // v2: year buckets of prices and visits (a new name rebuilds the read models of an existing store).
+  name: 'reference-v2',
   collections: [tickers, prices, webVisits, earnings, themes, signals],
   eventTypes: [
     'TickerListed',
@@ -130,19 +164,9 @@ export const referenceProjection: Projection = {
         ctx.upsert(tickers, { ...event.data });
         return;
       case 'ClosePricesRecorded':
-        return recordDaily(
-          ctx,
-          prices,
-          event.data.date,
-          event.data.closes.map((c) => ({ ticker: c.ticker, value: c.close })),
-        );
+        return recordDaily(ctx, prices, event.data.date, event.data.closes, (c) => c.close);
       case 'WebVisitsRecorded':
-        return recordDaily(
-          ctx,
-          webVisits,
-          event.data.date,
-          event.data.visits.map((v) => ({ ticker: v.ticker, value: v.visits })),
-        );
+        return recordDaily(ctx, webVisits, event.data.date, event.data.visits, (v) => v.visits);
       case 'EarningsDatesScheduled':
         for (const r of event.data.rows) ctx.upsert(earnings, { ticker: r.ticker, quarter: quarterOf(r.date), date: r.date });
         return;

@@ -1,8 +1,9 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ScoreEvent, ScoreValues } from '../../src/events/score-events.js';
+import type { ScoreEvent } from '../../src/events/score-events.js';
 import { round1 } from '../../src/domain/composite.js';
+import { daysUpTo, insertAt, packScore, pad2, scoreAt } from '../columns.js';
 
 /** The current value of one ticker on one date. */
 export interface RowValues {
@@ -18,33 +19,6 @@ export interface RowValues {
   version: number;
 }
 
-/**
- * The same, packed as stored inside a month bucket: a full rebuild writes over a million of
- * them, and field names would be most of the bytes. `restated_at` is null while it equals
- * `published_at`. Written by `stored`, read only through `unpack`.
- */
-export type StoredRow = [
-  main_street: number,
-  wall_street: number,
-  service_score: number,
-  estimated: 0 | 1,
-  version: number,
-  published_at: string,
-  restated_at: string | null,
-];
-
-export function unpack(s: StoredRow): RowValues {
-  return {
-    main_street: s[0],
-    wall_street: s[1],
-    service_score: s[2],
-    estimated: s[3] === 1,
-    version: s[4],
-    published_at: s[5],
-    restated_at: s[6] ?? s[5],
-  };
-}
-
 /** A row as queries see it. */
 export interface HistoryRow extends RowValues {
   ticker: string;
@@ -57,13 +31,56 @@ export interface HistoryRow extends RowValues {
  * of events rewrites each bucket once instead of writing every row: this is what makes a full
  * rebuild of 1M+ rows take seconds. `written_at` (the latest `restated_at` inside) lets
  * incremental sync (`since`) skip every bucket that nothing touched since.
+ *
+ * Stored column-wise (see ../columns.ts: a full rebuild writes over a million rows, and per-row
+ * field names or tuples would be most of the bytes and of the serialisation time): the arrays are
+ * indexed like `days`, the scores are score columns. The publication and restatement instants are
+ * kept only where they say something: most rows are published at the standard time and never
+ * restated. Read through `rowAt`.
  */
 export interface HistoryBucket {
   ticker: string;
   /** YYYY-MM */
   month: string;
   written_at: string;
-  rows: Record<string, StoredRow>;
+  /** The rows' days of the month, ascending. */
+  days: number[];
+  main_street: number[];
+  wall_street: number[];
+  service_score: number[];
+  /** 1 when the row is model-backfilled. */
+  estimated: (0 | 1)[];
+  /** By day: `published_at` of the rows not first published at the standard time (22:00 UTC of their date). */
+  published: Record<string, string>;
+  /** By day: [restated_at, version] of the restated rows (the others are version 1, restated_at = published_at). */
+  restated: Record<string, [restated_at: string, version: number]>;
+}
+
+/** A day's scores are published at 22:00 UTC: a row first published then stores no instant. */
+const STANDARD_PUBLICATION = 'T22:00:00.000Z';
+
+/** The date of the bucket's row `i`. */
+export const dateAt = (b: HistoryBucket, i: number) => `${b.month}-${pad2(b.days[i]!)}`;
+const publishedAt = (b: HistoryBucket, i: number) => b.published[b.days[i]!] ?? `${dateAt(b, i)}${STANDARD_PUBLICATION}`;
+/** When the bucket's row `i` was last written. */
+export const restatedAt = (b: HistoryBucket, i: number) => b.restated[b.days[i]!]?.[0] ?? publishedAt(b, i);
+
+/** The bucket's row `i`. */
+export function rowAt(b: HistoryBucket, i: number): HistoryRow {
+  const restated = b.restated[b.days[i]!];
+  const published = publishedAt(b, i);
+  const row = {
+    ticker: b.ticker,
+    date: dateAt(b, i),
+    main_street: scoreAt(b.main_street, i),
+    wall_street: scoreAt(b.wall_street, i),
+    service_score: scoreAt(b.service_score, i),
+    estimated: b.estimated[i] === 1,
+    version: restated?.[1] ?? 1,
+    published_at: published,
+    restated_at: restated?.[0] ?? published,
+  };
+  return { ...row, divergence_gap: gapOf(row) };
 }
 
 /**
@@ -89,7 +106,7 @@ export const scoreHistory = defineCollection<HistoryBucket>({
   name: 'score_history',
   key: (b) => bucketKey(b.ticker, b.month),
   fields: ['ticker', 'month', 'written_at'],
-  indexes: [['ticker', 'month'], ['month'], ['written_at']],
+  indexes: [['ticker', 'month'], ['written_at']],
 });
 
 export const scoreVersions = defineCollection<ScoreVersion>({
@@ -104,91 +121,76 @@ export function gapOf(v: { main_street: number; wall_street: number }): number |
   return round1(v.main_street - v.wall_street);
 }
 
-export function toHistoryRow(ticker: string, date: string, s: StoredRow): HistoryRow {
-  const r = unpack(s);
-  return { ticker, date, ...r, divergence_gap: gapOf(r) };
-}
-
 /** The rows of buckets between two dates (inclusive), oldest first. */
 export function rowsBetween(buckets: HistoryBucket[], start?: string, end?: string): HistoryRow[] {
   const out: HistoryRow[] = [];
   for (const b of [...buckets].sort((x, y) => (x.month < y.month ? -1 : x.month > y.month ? 1 : 0))) {
-    for (const date of Object.keys(b.rows).sort()) {
+    for (let i = 0; i < b.days.length; i++) {
+      const date = dateAt(b, i);
       if ((start && date < start) || (end && date > end)) continue;
-      out.push(toHistoryRow(b.ticker, date, b.rows[date]!));
+      out.push(rowAt(b, i));
     }
   }
   return out;
 }
 
-function stored(v: ScoreValues, publishedAt: string, restatedAt: string, version: number): StoredRow {
-  return [v.main_street, v.wall_street, v.service_score, v.estimated ? 1 : 0, version, publishedAt, restatedAt === publishedAt ? null : restatedAt];
-}
-
 /** Score history with `restated_at`, and the point-in-time versions behind it. */
 export const scoreHistoryProjection: Projection = {
-  name: 'score-history',
+  // v2: column-wise month buckets (a new name rebuilds the read models of an existing store).
+  name: 'score-history-v2',
   collections: [scoreHistory, scoreVersions],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as ScoreEvent;
     const { date, rows } = event.data;
     const month = date.slice(0, 7);
-    const buckets = await ctx.getMany(
-      scoreHistory,
-      rows.map((v) => bucketKey(v.ticker, month)),
-    );
-    const bucketOf = (ticker: string): HistoryBucket => {
-      const key = bucketKey(ticker, month);
-      let b = buckets.get(key);
-      if (!b) buckets.set(key, (b = { ticker, month, written_at: '', rows: {} }));
-      return b;
-    };
-    const touched = new Set<HistoryBucket>();
-    switch (event.type) {
-      case 'ScoresPublished': {
-        const at = event.data.published_at;
-        for (const v of rows) {
-          const b = bucketOf(v.ticker);
-          // Applied before (perhaps restated since): leave it as it is.
-          if (b.rows[date]) continue;
-          b.rows[date] = stored(v, at, at, 1);
-          if (at > b.written_at) b.written_at = at;
-          touched.add(b);
-        }
-        break;
+    const day = Number(date.slice(8, 10));
+    const keys = rows.map((v) => bucketKey(v.ticker, month));
+    const buckets = await ctx.getMany(scoreHistory, keys);
+    const at = event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at;
+    const standard = at === `${date}${STANDARD_PUBLICATION}`;
+    for (let r = 0; r < rows.length; r++) {
+      const v = rows[r]!;
+      let b = buckets.get(keys[r]!);
+      if (!b) {
+        b = { ticker: v.ticker, month, written_at: '', days: [], main_street: [], wall_street: [], service_score: [], estimated: [], published: {}, restated: {} };
+        buckets.set(keys[r]!, b);
       }
-      case 'ScoresRestated': {
-        const at = event.data.restated_at;
-        for (const v of rows) {
-          const b = bucketOf(v.ticker);
-          const packed = b.rows[date];
-          const prev = packed ? unpack(packed) : null;
-          if (prev && prev.restated_at >= at) continue; // already applied
-          if (prev) {
-            ctx.upsert(scoreVersions, {
-              ticker: v.ticker,
-              date,
-              version: prev.version,
-              main_street: prev.main_street,
-              wall_street: prev.wall_street,
-              service_score: prev.service_score,
-              estimated: prev.estimated,
-              valid_from: prev.restated_at,
-              valid_to: at,
-            });
-          }
-          b.rows[date] = stored(v, prev?.published_at ?? at, at, (prev?.version ?? 0) + 1);
-          if (at > b.written_at) b.written_at = at;
-          touched.add(b);
-        }
-        break;
+      const n = daysUpTo(b.days, day);
+      const found = n > 0 && b.days[n - 1] === day;
+      const i = found ? n - 1 : n;
+      if (found) {
+        // Applied before (perhaps restated since): a publication leaves it as it is.
+        if (event.type === 'ScoresPublished') continue;
+        const prev = rowAt(b, i);
+        if (prev.restated_at >= at) continue; // already applied
+        ctx.upsert(scoreVersions, {
+          ticker: v.ticker,
+          date,
+          version: prev.version,
+          main_street: prev.main_street,
+          wall_street: prev.wall_street,
+          service_score: prev.service_score,
+          estimated: prev.estimated,
+          valid_from: prev.restated_at,
+          valid_to: at,
+        });
+        b.restated[day] = [at, prev.version + 1];
+        b.main_street[i] = packScore(v.main_street);
+        b.wall_street[i] = packScore(v.wall_street);
+        b.service_score[i] = packScore(v.service_score);
+        b.estimated[i] = v.estimated ? 1 : 0;
+      } else {
+        // A new row (a restatement of a row never published is its first publication).
+        insertAt(b.days, i, day);
+        insertAt(b.main_street, i, packScore(v.main_street));
+        insertAt(b.wall_street, i, packScore(v.wall_street));
+        insertAt(b.service_score, i, packScore(v.service_score));
+        insertAt(b.estimated, i, v.estimated ? 1 : 0);
+        if (!standard) b.published[day] = at;
       }
-      default: {
-        const _exhaustive: never = event;
-        return _exhaustive;
-      }
+      if (at > b.written_at) b.written_at = at;
+      ctx.upsert(scoreHistory, b);
     }
-    for (const b of touched) ctx.upsert(scoreHistory, b);
   },
 };

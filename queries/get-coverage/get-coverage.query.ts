@@ -15,15 +15,15 @@ export async function coveredTickers(reads: ReadStore, v: Visibility, since?: st
   if (v.asOf === null) return [];
   const asOf = v.asOf;
   const latest = await reads.find(latestScores, {});
-  let day: Awaited<ReturnType<typeof crossSectionAsOf>> | undefined;
+  let scoredAsOf: Set<string> | undefined;
   const out: string[] = [];
   for (const row of latest.items) {
     if (!inUniverse(v, row.ticker)) continue;
     let lastSeen: string | null = row.date;
     if (row.date > asOf) {
       // Newer than the caller may see: what was its last score on or before the as-of date?
-      day ??= await crossSectionAsOf(reads, v);
-      lastSeen = day?.rows[row.ticker] ? asOf : await lastScoreOnOrBefore(reads, row.ticker, asOf);
+      scoredAsOf ??= new Set((await crossSectionAsOf(reads, v))?.tickers);
+      lastSeen = scoredAsOf.has(row.ticker) ? asOf : await lastScoreOnOrBefore(reads, row.ticker, asOf);
     }
     if (lastSeen !== null && (since === undefined || lastSeen >= since)) out.push(row.ticker);
   }

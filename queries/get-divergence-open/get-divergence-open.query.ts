@@ -1,5 +1,6 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { directionName, divergenceDays, divergenceEvents, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
+import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { directionName, divergenceDays, divergenceEvents, scoredCells, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
 
@@ -27,9 +28,9 @@ export interface OpenDivergenceTrade {
 /** Events open on the caller's as-of date, newest flag first (ties by ticker). */
 export async function openTrades(reads: ReadStore, v: Visibility): Promise<OpenDivergenceTrade[]> {
   if (!v.asOf) return [];
-  const day = await reads.get(divergenceDays, v.asOf);
-  if (!day) return [];
-  const open = [...Object.entries(day.rows), ...Object.entries(day.carried)].filter(([t, c]) => c[4] !== null && inUniverse(v, t));
+  const [day, scores] = await Promise.all([reads.get(divergenceDays, v.asOf), reads.get(dailyScores, v.asOf)]);
+  if (!day || !scores) return [];
+  const open = [...Object.entries(scoredCells(day, scores)), ...Object.entries(day.carried)].filter(([t, c]) => c[4] !== null && inUniverse(v, t));
   const docs = await reads.getMany(
     divergenceEvents,
     open.map(([t, c]) => `${t}|${c[4]}`),

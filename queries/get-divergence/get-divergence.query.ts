@@ -1,7 +1,8 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { PLANS, type Tier } from '../../src/domain/plans.js';
-import { dailyScores, scoreDates } from '../../projections/daily-scores/daily-scores.projection.js';
-import { divergenceDays, type DivergenceCell, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
+import { scoreAt } from '../../projections/columns.js';
+import { crossSection, dailyScores, scoreDates, tickerIndex } from '../../projections/daily-scores/daily-scores.projection.js';
+import { divergenceDays, scoredCells, type DivergenceCell, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { signals as signalsCollection, tickers, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { badRequest } from '../../src/core/errors.js';
 import { compareText } from '../shared/cross-section.js';
@@ -61,7 +62,8 @@ export async function widestGaps(
   if (!v.asOf) return [];
   const [day, scores] = await Promise.all([reads.get(divergenceDays, v.asOf), reads.get(dailyScores, v.asOf)]);
   if (!day || !scores) return [];
-  const picked = Object.entries(day.rows)
+  const cells = scoredCells(day, scores);
+  const picked = Object.entries(cells)
     .filter(([t, c]) => inUniverse(v, t) && (criteria.direction === null || (criteria.direction === 'bull' ? c[0] > 0 : c[0] < 0)))
     .sort(([ta, a], [tb, b]) => Math.abs(b[0]) - Math.abs(a[0]) || compareText(ta, tb))
     .slice(0, criteria.limit);
@@ -69,21 +71,22 @@ export async function widestGaps(
     tickers,
     picked.map(([t]) => t),
   );
+  const index = tickerIndex(scores);
   const rows: DivergenceRow[] = picked.map(([t, c]) => {
-    const s = scores.rows[t]!;
-    return { ticker: t, company: names.get(t)?.company ?? t, main_street: s[0], wall_street: s[1], gap: c[0], percentile: c[1], days_at_extreme: c[2] };
+    const i = index.get(t)!;
+    return { ticker: t, company: names.get(t)?.company ?? t, main_street: scoreAt(scores.main_street, i), wall_street: scoreAt(scores.wall_street, i), gap: c[0], percentile: c[1], days_at_extreme: c[2] };
   });
-  if (criteria.whyNow && rows.length) await addWhyNow(reads, v.asOf, rows, widthRanks(day.rows));
+  if (criteria.whyNow && rows.length) await addWhyNow(reads, v.asOf, rows, widthRanks(cells));
   return rows;
 }
 
-/** The cells of the day `LOOKBACK_DAYS` trading days before `asOf` (null when history is shorter). */
-async function lookback(reads: ReadStore, asOf: string): Promise<{ date: string; rows: Record<string, DivergenceCell> } | null> {
+/** The gaps of the day `LOOKBACK_DAYS` trading days before `asOf` (null when history is shorter). */
+async function lookback(reads: ReadStore, asOf: string): Promise<{ date: string; gaps: Map<string, number> } | null> {
   const page = await reads.find(scoreDates, { date: { $lt: asOf } }, { sort: [['date', -1]], limit: LOOKBACK_DAYS });
   const date = page.items[LOOKBACK_DAYS - 1]?.date;
   if (!date) return null;
-  const day = await reads.get(divergenceDays, date);
-  return day ? { date, rows: day.rows } : null;
+  const day = await reads.get(dailyScores, date);
+  return day ? { date, gaps: new Map(crossSection(day).map((r) => [r.ticker, r.divergence_gap])) } : null;
 }
 
 /** Each ticker's newest signal created on or before the end of `asOf`. */
@@ -133,10 +136,10 @@ async function addWhyNow(reads: ReadStore, asOf: string, rows: DivergenceRow[], 
         ? `It has been at an extreme for ${r.days_at_extreme} trading day${r.days_at_extreme === 1 ? '' : 's'}${r.days_at_extreme === 1 ? ' (it starts today)' : ''}.`
         : 'It is not at an extreme (percentile below 0.95).',
     ];
-    const old = before?.rows[r.ticker];
-    if (before && old) {
-      const change = Math.round((r.gap - old[0]) * 10) / 10;
-      parts.push(`${LOOKBACK_DAYS} trading days earlier (${before.date}) the gap was ${signed(old[0])}, so it has ${Math.abs(r.gap) >= Math.abs(old[0]) ? 'widened' : 'narrowed'} by ${Math.abs(change).toFixed(1)} points.`);
+    const old = before?.gaps.get(r.ticker);
+    if (before && old !== undefined) {
+      const change = Math.round((r.gap - old) * 10) / 10;
+      parts.push(`${LOOKBACK_DAYS} trading days earlier (${before.date}) the gap was ${signed(old)}, so it has ${Math.abs(r.gap) >= Math.abs(old) ? 'widened' : 'narrowed'} by ${Math.abs(change).toFixed(1)} points.`);
     }
     const s = research.get(r.ticker);
     if (s) parts.push(`Latest research (${s.created_at.slice(0, 10)}, ${s.alert_type}): ${s.content}`);

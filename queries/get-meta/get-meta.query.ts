@@ -3,7 +3,7 @@ import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
 import { tickers } from '../../projections/reference/reference.projection.js';
-import { scoreHistory, scoreVersions } from '../../projections/score-history/score-history.projection.js';
+import { dateAt, scoreHistory, scoreVersions } from '../../projections/score-history/score-history.projection.js';
 import { toTimestamp } from '../shared/cross-section.js';
 import { TOP100_RANK } from '../shared/visibility.js';
 
@@ -67,8 +67,9 @@ export async function datasetStats(reads: ReadStore): Promise<DatasetStats> {
     const lastDate = latest.items.reduce((m, r) => (r.date > m ? r.date : m), firstDay.date);
     depth.last_date = lastDate;
     const index = new Map(tradingDaysBetween(firstDay.date, lastDate).map((d, i) => [d, i]));
+    const scoredFirst = new Set(firstDay.tickers);
     for (const row of latest.items) {
-      const first = firstDay.rows[row.ticker] ? firstDay.date : await firstScoreDate(reads, row.ticker);
+      const first = scoredFirst.has(row.ticker) ? firstDay.date : await firstScoreDate(reads, row.ticker);
       const from = first === null ? undefined : index.get(first);
       const to = index.get(row.date);
       if (from !== undefined && to !== undefined && to >= from) depth.rows += to - from + 1;
@@ -80,8 +81,8 @@ export async function datasetStats(reads: ReadStore): Promise<DatasetStats> {
 /** A stock whose coverage began after the first day: the first date of its oldest history bucket. */
 async function firstScoreDate(reads: ReadStore, ticker: string): Promise<string | null> {
   const page = await reads.find(scoreHistory, { ticker }, { sort: [['month', 1]], limit: 1 });
-  const dates = Object.keys(page.items[0]?.rows ?? {}).sort();
-  return dates[0] ?? null;
+  const bucket = page.items[0];
+  return bucket && bucket.days.length > 0 ? dateAt(bucket, 0) : null;
 }
 
 async function vintageStats(reads: ReadStore, rows: number): Promise<VintageStats> {

@@ -2,7 +2,7 @@ import { AppError } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
-import { scoreHistory, toHistoryRow, unpack, type HistoryBucket, type HistoryRow } from '../../projections/score-history/score-history.projection.js';
+import { dateAt, restatedAt, rowAt, scoreHistory, type HistoryBucket, type HistoryRow } from '../../projections/score-history/score-history.projection.js';
 import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTickers } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
@@ -119,11 +119,11 @@ export async function getMultiTickerHistory(
  * `restated_at` is never later than the row's current one.
  */
 function rowsOf(b: HistoryBucket, start: string, end: string, since: string | undefined, out: HistoryRow[]): void {
-  for (const date of Object.keys(b.rows).sort()) {
+  for (let i = 0; i < b.days.length; i++) {
+    const date = dateAt(b, i);
     if (date < start || date > end) continue;
-    const packed = b.rows[date]!;
-    if (since !== undefined && unpack(packed).restated_at < since) continue;
-    out.push(toHistoryRow(b.ticker, date, packed));
+    if (since !== undefined && restatedAt(b, i) < since) continue;
+    out.push(rowAt(b, i));
   }
 }
 

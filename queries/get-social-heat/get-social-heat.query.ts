@@ -83,8 +83,8 @@ export async function getSocialHeat(reads: ReadStore, v: Visibility, req: Social
   let first: string | null = null;
   if (w.end !== null && (w.start === null || w.start <= w.end)) {
     const from = w.start === null ? null : addDays(w.start, -TRAILING_DAYS);
-    const month = from === null ? { $lte: w.end.slice(0, 7) } : { $gte: from.slice(0, 7), $lte: w.end.slice(0, 7) };
-    const page = await reads.find(webVisits, { ticker: req.ticker, month }, { sort: [['month', 1]] });
+    const year = from === null ? { $lte: w.end.slice(0, 4) } : { $gte: from.slice(0, 4), $lte: w.end.slice(0, 4) };
+    const page = await reads.find(webVisits, { ticker: req.ticker, year }, { sort: [['year', 1]] });
     const series = seriesBetween(page.items, from ?? undefined, w.end);
     rows = socialHeat(series, w.start, w.end);
     first = series[0]?.date ?? null;
@@ -96,6 +96,6 @@ export async function getSocialHeat(reads: ReadStore, v: Visibility, req: Social
 
 /** The ticker's first web-visits date (the floor of a tier with the full history). */
 async function firstDateOf(reads: ReadStore, ticker: string): Promise<string | null> {
-  const page = await reads.find(webVisits, { ticker }, { sort: [['month', 1]], limit: 1 });
+  const page = await reads.find(webVisits, { ticker }, { sort: [['year', 1]], limit: 1 });
   return seriesBetween(page.items)[0]?.date ?? null;
 }

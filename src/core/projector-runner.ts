@@ -63,6 +63,10 @@ export class ProjectorRunner {
   async start(): Promise<void> {
     await this.store.register(this.collections);
     for (const p of this.projections) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
+    // A projection without a checkpoint (new, or renamed because its documents changed shape)
+    // starts from empty collections: what they hold is not its own.
+    const fresh = this.projections.filter((p) => this.checkpoints.get(p.name) === null);
+    if (fresh.length) await this.store.reset(fresh.flatMap((p) => p.collections.map((c) => c.name)), []);
     this.lastPosition = this.resumePosition();
     await new Promise<void>((resolve, reject) => this.follow(resolve, reject));
   }

@@ -23,7 +23,7 @@ export async function benchSeedAndReplay(runs: number, now: string): Promise<voi
       await catchUpReadModels(services, { progress: false });
       seedSeconds.push((performance.now() - t0) / 1000);
       rows = 0;
-      for await (const day of services.reads.scan(dailyScores)) rows += Object.keys(day.rows).length;
+      for await (const day of services.reads.scan(dailyScores)) rows += day.tickers.length;
       const t1 = performance.now();
       await services.runner.replay();
       const replaySeconds = (performance.now() - t1) / 1000;

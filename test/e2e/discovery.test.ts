@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { dailyScores, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { crossSection, dailyScores, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { earnings, signals, themes, tickers } from '../../projections/reference/reference.projection.js';
 import { scoreVersions } from '../../projections/score-history/score-history.projection.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
@@ -22,15 +22,18 @@ describe('Discovery and account endpoints over HTTP', function () {
   this.timeout(120_000);
   let server: TestServer;
   let top100: Set<string>;
-  let live: DailyScores;
-  let delayed: DailyScores;
+  /** The live and the delayed cross-section: ticker → [main_street, wall_street, service_score]. */
+  let live: Record<string, [number, number, number]>;
+  let delayed: Record<string, [number, number, number]>;
+  const valuesOf = (day: DailyScores | null) =>
+    day && Object.fromEntries(crossSection(day).map((r) => [r.ticker, [r.main_street, r.wall_street, r.service_score] as [number, number, number]]));
 
   before(async () => {
     server = await startTestServer({ now: NOW, env: { PUBLIC_BASE_URL: BASE } });
     const reads = server.services.reads;
     top100 = new Set((await reads.find(tickers, { size_rank: { $lte: 100 } })).items.map((t) => t.symbol));
-    live = (await reads.get(dailyScores, LIVE_AS_OF))!;
-    delayed = (await reads.get(dailyScores, FREE_AS_OF))!;
+    live = valuesOf(await reads.get(dailyScores, LIVE_AS_OF))!;
+    delayed = valuesOf(await reads.get(dailyScores, FREE_AS_OF))!;
     expect(live, 'live cross-section').to.not.equal(null);
     expect(delayed, 'delayed cross-section').to.not.equal(null);
     expect(await reads.count(dailyScores, { date: { $gt: LIVE_AS_OF } })).to.equal(0);
@@ -83,11 +86,11 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(body.rows).to.have.length(100);
       for (const row of body.rows as Row[]) {
         expect(sortedKeys(row)).to.deep.equal(['date', 'divergence_gap', 'main_street', 'service_score', 'ticker', 'wall_street']);
-        const [ms, ws, ss] = live.rows[row.ticker]!;
+        const [ms, ws, ss] = live[row.ticker]!;
         expect(row).to.include({ date: LIVE_AS_OF, main_street: ms, wall_street: ws, service_score: ss });
         expect(row.divergence_gap).to.be.closeTo(ms - ws, 0.051);
       }
-      const expected = Object.entries(live.rows)
+      const expected = Object.entries(live)
         .map(([ticker, v]) => ({ ticker, ss: v[2] }))
         .sort((a, b) => b.ss - a.ss || byTicker(a.ticker, b.ticker))
         .slice(0, 100)
@@ -98,7 +101,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     it('returns the whole universe at limit=650 and filters on min_score', async () => {
       const key = demoKey('quant');
       const all = await get('/v1/screener?limit=650', key);
-      expect(all.body.count).to.equal(Object.keys(live.rows).length);
+      expect(all.body.count).to.equal(Object.keys(live).length);
       const scores = all.body.rows.map((r: Row) => r.service_score as number);
       expect(scores).to.deep.equal([...scores].sort((a, b) => b - a));
       const filtered = await get('/v1/screener?limit=650&min_score=60', key);
@@ -122,13 +125,13 @@ describe('Discovery and account endpoints over HTTP', function () {
       const { r, cost } = await costOf('/v1/screener?limit=650', key);
       expect(r.status).to.equal(200);
       expect(r.body.as_of).to.equal(FREE_AS_OF);
-      const inTop = Object.keys(delayed.rows).filter((t) => top100.has(t));
+      const inTop = Object.keys(delayed).filter((t) => top100.has(t));
       expect(r.body.count).to.equal(inTop.length).and.to.equal(r.body.rows.length);
       expect(r.body.count).to.be.at.most(100);
       for (const row of r.body.rows as Row[]) {
         expect(top100.has(row.ticker), row.ticker).to.equal(true);
         expect(row.date).to.equal(FREE_AS_OF);
-        expect(row.service_score).to.equal(delayed.rows[row.ticker]![2]);
+        expect(row.service_score).to.equal(delayed[row.ticker]![2]);
       }
       expect(cost).to.equal(2 * r.body.count);
     });
@@ -137,7 +140,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       const key = await newKey('free', true);
       const r = await get('/v1/screener?limit=650', key);
       expect(r.body.as_of).to.equal(LIVE_AS_OF);
-      expect(r.body.count).to.equal(Object.keys(live.rows).length);
+      expect(r.body.count).to.equal(Object.keys(live).length);
     });
 
     it('refuses a call its credits do not cover with 429 and no data, after checking the parameters', async () => {
@@ -237,9 +240,9 @@ describe('Discovery and account endpoints over HTTP', function () {
         const members = [...new Set(doc.constituents.map((c) => c.ticker))];
         expect(t.tickers).to.deep.equal(members);
         expect(t.stock_count).to.equal(members.length);
-        const scored = members.filter((m) => live.rows[m]);
+        const scored = members.filter((m) => live[m]);
         expect(t.scored_count).to.equal(scored.length);
-        const avg = (i: 0 | 1 | 2) => Math.round((scored.reduce((s, m) => s + live.rows[m]![i], 0) / scored.length) * 10) / 10;
+        const avg = (i: 0 | 1 | 2) => Math.round((scored.reduce((s, m) => s + live[m]![i], 0) / scored.length) * 10) / 10;
         expect(t).to.include({ avg_main_street: avg(0), avg_wall_street: avg(1), avg_service_score: avg(2) });
       }
     });
@@ -255,10 +258,10 @@ describe('Discovery and account endpoints over HTTP', function () {
         expect(t.tickers).to.deep.equal(full.tickers.filter((x: string) => top100.has(x)));
         expect(t.stock_count).to.equal(t.tickers.length);
         if (t.stock_count < full.stock_count) narrower += 1;
-        const scored = (t.tickers as string[]).filter((m) => delayed.rows[m]);
+        const scored = (t.tickers as string[]).filter((m) => delayed[m]);
         expect(t.scored_count).to.equal(scored.length);
         if (scored.length === 0) expect(t.avg_service_score).to.equal(null);
-        else expect(t.avg_service_score).to.equal(Math.round((scored.reduce((s, m) => s + delayed.rows[m]![2], 0) / scored.length) * 10) / 10);
+        else expect(t.avg_service_score).to.equal(Math.round((scored.reduce((s, m) => s + delayed[m]![2], 0) / scored.length) * 10) / 10);
       }
       expect(narrower).to.be.above(0);
     });
@@ -280,7 +283,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       for (const c of r.body.constituents as Row[]) {
         expect(sortedKeys(c)).to.deep.equal(['date', 'divergence_gap', 'main_street', 'relationship', 'service_score', 'ticker', 'wall_street']);
         expect(c.relationship).to.equal(doc.constituents.find((d) => d.ticker === c.ticker)!.relationship);
-        expect(c).to.include({ date: LIVE_AS_OF, service_score: live.rows[c.ticker]![2] });
+        expect(c).to.include({ date: LIVE_AS_OF, service_score: live[c.ticker]![2] });
       }
       const ss = r.body.constituents.map((c: Row) => c.service_score as number);
       expect(ss).to.deep.equal([...ss].sort((a, b) => b - a));
@@ -328,7 +331,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(r.status).to.equal(200);
       expect(cost).to.equal(0);
       expect(sortedKeys(r.body)).to.deep.equal(['count', 'coverage', 'since', 'tickers']);
-      const all = Object.keys(live.rows).sort(byTicker);
+      const all = Object.keys(live).sort(byTicker);
       expect(r.body).to.deep.equal({ tickers: all, count: all.length, coverage: 'all', since: null });
     });
 
@@ -337,13 +340,13 @@ describe('Discovery and account endpoints over HTTP', function () {
       const { r, cost } = await costOf('/v1/coverage', key);
       expect(cost).to.equal(0);
       expect(r.body.coverage).to.equal('top100');
-      expect(r.body.tickers).to.deep.equal(Object.keys(delayed.rows).filter((t) => top100.has(t)).sort(byTicker));
+      expect(r.body.tickers).to.deep.equal(Object.keys(delayed).filter((t) => top100.has(t)).sort(byTicker));
       expect(r.body.count).to.equal(r.body.tickers.length).and.to.equal(100);
     });
 
     it('filters on since, capped at the caller’s as-of date, and echoes it', async () => {
       const paid = await get('/v1/coverage?since=2019-06-10', demoKey('hobbyist'));
-      expect(paid.body).to.include({ since: '2019-06-10', count: Object.keys(live.rows).length });
+      expect(paid.body).to.include({ since: '2019-06-10', count: Object.keys(live).length });
       const free = demoKey('free');
       const early = await get(`/v1/coverage?since=${FREE_AS_OF}`, free);
       expect(early.body).to.include({ since: FREE_AS_OF, count: 100 });
@@ -390,7 +393,7 @@ describe('Discovery and account endpoints over HTTP', function () {
         expect(sortedKeys(x)).to.deep.equal(['main_street', 'name', 'next_earnings_date', 'service_score', 'ticker', 'wall_street']);
         expect(x.next_earnings_date >= '2019-06-14' && x.next_earnings_date <= '2019-06-28').to.equal(true);
         expect(x.name).to.equal(names.get(x.ticker)!.company);
-        const [ms, ws, ss] = live.rows[x.ticker]!;
+        const [ms, ws, ss] = live[x.ticker]!;
         expect(x).to.include({ main_street: ms, wall_street: ws, service_score: ss });
       }
     });
@@ -426,7 +429,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(sortedKeys(body.history)).to.deep.equal(['depth', 'restatement_policy', 'vintages']);
       const days = tradingDaysBetween('2019-01-02', LIVE_AS_OF);
       let rows = 0;
-      for await (const d of server.services.reads.scan(dailyScores)) rows += Object.keys(d.rows).length;
+      for await (const d of server.services.reads.scan(dailyScores)) rows += d.tickers.length;
       expect(body.history.depth).to.deep.equal({ first_date: '2019-01-02', last_date: LIVE_AS_OF, trading_days: days.length, rows });
       const versions = (await server.services.reads.find(scoreVersions, {})).items;
       const restated = new Set(versions.map((v) => `${v.ticker}|${v.date}`));

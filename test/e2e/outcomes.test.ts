@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { dailyScores, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
-import { divergenceDates, divergenceDays, divergenceEvents, scoreMoves, type DivergenceDay } from '../../projections/divergence/divergence.projection.js';
+import { scoreAt } from '../../projections/columns.js';
+import { dailyScores, tickerIndex, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { divergenceDates, divergenceDays, divergenceEvents, scoreMoves, scoredCells, type DivergenceCell } from '../../projections/divergence/divergence.projection.js';
 import { prices, seriesBetween, tickers } from '../../projections/reference/reference.projection.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
@@ -21,16 +22,22 @@ describe('Outcome endpoints over HTTP', function () {
   this.timeout(180_000);
   let server: TestServer;
   let live: DailyScores;
-  let liveDiv: DivergenceDay;
+  /** The cells of the tickers scored on the live as-of date. */
+  let liveDiv: Record<string, DivergenceCell>;
   let top100: Set<string>;
+  const cellsOn = async (date: string) => {
+    const reads = server.services.reads;
+    const [day, scores] = await Promise.all([reads.get(divergenceDays, date), reads.get(dailyScores, date)]);
+    expect(day, `divergence day ${date}`).to.not.equal(null);
+    return scoredCells(day!, scores!);
+  };
 
   before(async () => {
     server = await startTestServer({ now: NOW, env: { PUBLIC_BASE_URL: BASE } });
     const reads = server.services.reads;
     live = (await reads.get(dailyScores, LIVE_AS_OF))!;
-    liveDiv = (await reads.get(divergenceDays, LIVE_AS_OF))!;
     expect(live, 'live cross-section').to.not.equal(null);
-    expect(liveDiv, 'live divergence day').to.not.equal(null);
+    liveDiv = await cellsOn(LIVE_AS_OF);
     top100 = new Set((await reads.find(tickers, { size_rank: { $lte: 100 } })).items.map((t) => t.symbol));
   });
   after(() => server.stop());
@@ -63,13 +70,15 @@ describe('Outcome endpoints over HTTP', function () {
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'rows', 'why_now_included']);
       expect(r.body).to.include({ as_of: LIVE_AS_OF, count: 25, why_now_included: false, citation_url: `${BASE}/docs` });
       expect(cost).to.equal(75);
-      const expected = Object.entries(liveDiv.rows)
+      const expected = Object.entries(liveDiv)
         .sort(([ta, a], [tb, b]) => Math.abs(b[0]) - Math.abs(a[0]) || (ta < tb ? -1 : 1))
         .slice(0, 25);
       expect(r.body.rows.map((x: Row) => x.ticker as string)).to.deep.equal(expected.map(([t]) => t));
+      const index = tickerIndex(live);
       for (const row of r.body.rows as Row[]) {
         expect(sortedKeys(row)).to.deep.equal(['company', 'days_at_extreme', 'gap', 'main_street', 'percentile', 'ticker', 'wall_street']);
-        const [ms, ws] = live.rows[row.ticker]!;
+        const i = index.get(row.ticker)!;
+        const [ms, ws] = [scoreAt(live.main_street, i), scoreAt(live.wall_street, i)];
         expect(row).to.include({ main_street: ms, wall_street: ws });
         expect(row.gap).to.be.closeTo(ms - ws, 0.051);
         expect(row.percentile).to.be.within(0.95, 1); // the 25 widest of 500+ are all extremes
@@ -122,8 +131,8 @@ describe('Outcome endpoints over HTTP', function () {
       const r = await get('/v1/divergence?limit=100', demoKey('free'));
       expect(r.body.as_of).to.equal(FREE_AS_OF);
       expect(r.body.rows.every((x: Row) => top100.has(x.ticker))).to.equal(true);
-      const day = (await server.services.reads.get(divergenceDays, FREE_AS_OF))!;
-      for (const row of r.body.rows as Row[]) expect(row.gap).to.equal(day.rows[row.ticker]![0]);
+      const cells = await cellsOn(FREE_AS_OF);
+      for (const row of r.body.rows as Row[]) expect(row.gap).to.equal(cells[row.ticker]![0]);
     });
   });
 
@@ -182,13 +191,13 @@ describe('Outcome endpoints over HTTP', function () {
           'price_at_flag',
           'ticker',
         ]);
-        const cell = liveDiv.rows[t.ticker]!;
+        const cell = liveDiv[t.ticker]!;
         expect([t.current_gap, t.current_percentile, t.days_at_extreme, t.flag_date]).to.deep.equal([cell[0], cell[1], cell[2], cell[4]]);
         expect(t.days_open).to.be.within(0, 59);
         expect(t.current_percentile).to.be.at.least(0.5);
       }
       // Every ticker at an extreme today is in an open event.
-      const extremes = Object.entries(liveDiv.rows).filter(([, c]) => c[2] > 0).map(([t]) => t);
+      const extremes = Object.entries(liveDiv).filter(([, c]) => c[2] > 0).map(([t]) => t);
       const open = new Set(r.body.open_trades.map((t: Row) => t.ticker as string));
       for (const t of extremes) expect(open.has(t), t).to.equal(true);
     });
@@ -211,7 +220,7 @@ describe('Outcome endpoints over HTTP', function () {
       expect(events.length).to.be.below(2000);
       const reads = server.services.reads;
       const closeOn = async (ticker: string, date: string) => {
-        const buckets = (await reads.find(prices, { ticker, month: { $lte: date.slice(0, 7) } })).items;
+        const buckets = (await reads.find(prices, { ticker, year: { $lte: date.slice(0, 4) } })).items;
         const series = seriesBetween(buckets, undefined, date);
         return series[series.length - 1]!.value;
       };

@@ -71,7 +71,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
   it('computes each value from the stored web visits by the formula', async () => {
     const day = '2020-03-02';
     const from = addDays(day, -365); // 2019-03-03: the window is 2019-03-03 … 2020-03-01
-    const buckets = await server.services.reads.find(webVisits, { ticker: 'MSFT', month: { $gte: from.slice(0, 7), $lte: day.slice(0, 7) } });
+    const buckets = await server.services.reads.find(webVisits, { ticker: 'MSFT', year: { $gte: from.slice(0, 4), $lte: day.slice(0, 4) } });
     const series = seriesBetween(buckets.items, from, day);
     const visits = series.find((p) => p.date === day)!.value;
     const trailing = series.filter((p) => p.date >= from && p.date < day).map((p) => p.value);

@@ -144,3 +144,46 @@ describe('Projector runner, live', () => {
     expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 5 });
   });
 });
+
+describe('Projector runner, when a projection is renamed (its documents changed shape)', () => {
+  /** Version `v` of a projection of `Noted` events: its own document ids, and a field column of its own. */
+  const notesOf = (v: number) => defineCollection<Record<string, unknown>>({ name: 'notes', key: (d) => d['id'] as string, fields: [`v${v}`], indexes: [] });
+  const notesProjection = (v: number): Projection => ({
+    name: `notes-v${v}`,
+    collections: [notesOf(v)],
+    eventTypes: ['Noted'],
+    apply(event, ctx) {
+      ctx.upsert(notesOf(v), { id: `v${v}-${(event.data as { n: number }).n}`, [`v${v}`]: true });
+    },
+  });
+
+  it('rebuilds its collections from the start, in tables of the new shape, without the old documents', async () => {
+    const dir = tempDir('scores-runner-');
+    const file = join(dir, 'scores.sqlite');
+    const logDb = openSqlite(file);
+    const events = new SqliteEventStore(logDb, fixedClock(new Date('2024-01-02T00:00:00Z')), { writer: 'inline' });
+    try {
+      await events.append('notes', [1, 2].map((n) => ({ type: 'Noted', data: { n } })));
+      // Each version runs in a process of its own: a store of its own on the same file.
+      for (const v of [1, 2]) {
+        const db = openSqlite(file, { synchronous: 'NORMAL' });
+        const reads = new SqliteReadStore(db);
+        try {
+          const runner = new ProjectorRunner(events, reads, [notesProjection(v)]);
+          await runner.start();
+          await runner.stop();
+          const ids = (await reads.find(notesOf(v), {})).items.map((d) => d['id']);
+          expect(ids, `v${v}`).to.deep.equal([`v${v}-1`, `v${v}-2`]);
+          expect(await reads.count(notesOf(v), { [`v${v}`]: true }), `v${v}`).to.equal(2);
+        } finally {
+          await reads.close();
+          db.close();
+        }
+      }
+    } finally {
+      await events.close();
+      logDb.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

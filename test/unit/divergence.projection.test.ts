@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import type { Projection } from '../../src/core/projection.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
-import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { packScore } from '../../projections/columns.js';
+import { dailyScoresProjection, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import {
   computeDay,
   divergenceProjection,
+  scoredCells,
   type DivergenceCell,
   type DivergenceDay,
   type DivergenceEventDoc,
@@ -98,7 +100,23 @@ const restateD9 = (h: ProjectionHarness) =>
   h.event('scores-2024-01-12', 'ScoresRestated', { date: '2024-01-12', restated_at: '2024-01-16T14:00:00.000Z', rows: [row('A', -50, 40)] });
 
 const day = (h: ProjectionHarness, date: string) => h.docs.get('divergence_days')!.get(date) as DivergenceDay;
-const cell = (h: ProjectionHarness, date: string, t: string) => day(h, date).rows[t]!;
+/** The cells of the tickers scored on a date (the state stored, gap and percentile from the day's scores). */
+const cells = (h: ProjectionHarness, date: string) => scoredCells(day(h, date), h.docs.get('daily_scores')!.get(date) as DailyScores);
+const cell = (h: ProjectionHarness, date: string, t: string) => cells(h, date)[t]!;
+/** A day's scores from ticker → [main_street, wall_street, service_score]. */
+const scoresOf = (date: string, rows: Record<string, [number, number, number]>): DailyScores => {
+  const tickers = Object.keys(rows);
+  return {
+    date,
+    published_at: `${date}T22:00:00.000Z`,
+    tickers,
+    main_street: tickers.map((t) => packScore(rows[t]![0])),
+    wall_street: tickers.map((t) => packScore(rows[t]![1])),
+    service_score: tickers.map((t) => packScore(rows[t]![2])),
+    estimated: tickers.map(() => 0),
+    restated: {},
+  };
+};
 const events = (h: ProjectionHarness) => Object.values(h.snapshot()['divergence_events'] ?? {}) as DivergenceEventDoc[];
 const moves = (h: ProjectionHarness) => Object.values(h.snapshot()['score_moves'] ?? {}) as ScoreMoveDoc[];
 const divergenceDocs = (h: ProjectionHarness) => {
@@ -111,11 +129,14 @@ describe('Divergence projection', () => {
   describe('percentile ranks', () => {
     it('is the share of the other tickers with a strictly smaller |gap|; ties share the lower rank', () => {
       // |gap| 0, 5, 5, 10 → n − 1 = 3: 0 → 0/3, 5 → 1/3 (both), 10 → 3/3.
-      const d = computeDay('2024-01-02', { W: [50, 50, 50, 0], X: [55, 50, 50, 0], Y: [45, 50, 50, 0], Z: [60, 50, 50, 0] }, null);
-      expect([d.rows['W']![1], d.rows['X']![1], d.rows['Y']![1], d.rows['Z']![1]]).to.deep.equal([0, 0.3333, 0.3333, 1]);
-      // Only Z is at an extreme (its event opens); a zero gap never is.
-      expect(d.rows['Z']).to.deep.equal([10, 1, 1, 1, '2024-01-02', 1, 0, 50]);
-      expect(d.rows['W']!.slice(2, 5)).to.deep.equal([0, 0, null]);
+      const scores = scoresOf('2024-01-02', { W: [50, 50, 50], X: [55, 50, 50], Y: [45, 50, 50], Z: [60, 50, 50] });
+      const d = computeDay('2024-01-02', scores, null);
+      const c = scoredCells(d, scores);
+      expect([c['W']![1], c['X']![1], c['Y']![1], c['Z']![1]]).to.deep.equal([0, 0.3333, 0.3333, 1]);
+      // Only Z is at an extreme (its event opens); a zero gap never is, and only Z has a state stored.
+      expect(c['Z']).to.deep.equal([10, 1, 1, 1, '2024-01-02', 1, 0, 50]);
+      expect(c['W']!.slice(2, 5)).to.deep.equal([0, 0, null]);
+      expect(d.state).to.deep.equal({ Z: [1, 1, '2024-01-02', 1, 0] });
     });
   });
 
@@ -125,7 +146,7 @@ describe('Divergence projection', () => {
 
     it('ranks each day and counts days at an extreme per direction', () => {
       // d1: A30 B5 C10 D15 E20
-      expect(day(h, D[0]!).rows).to.deep.equal({
+      expect(cells(h, D[0]!)).to.deep.equal({
         A: [30, 1, 1, 1, D[0]!, 1, 0, 50],
         B: [5, 0, 0, 0, null, 0, 0, 50],
         C: [-10, 0.25, 0, 0, null, 0, 0, 50],
