@@ -1,3 +1,5 @@
+import type { CollectionDef } from '../src/core/read-store.port.js';
+
 /**
  * Read-model documents stored column-wise: parallel arrays instead of an object or a tuple per
  * row. A full rebuild writes millions of daily values, and number arrays serialise and parse
@@ -38,4 +40,62 @@ export function packScore(x: number): number {
 export function scoreAt(column: readonly number[], i: number): number {
   const v = column[i]!;
   return Number.isInteger(v) ? v / 10 : v;
+}
+
+/**
+ * An empty object used as a dictionary (tickers as keys). Created in V8's dictionary mode: a
+ * plain `{}` given a different set of keys each time goes through a new chain of hidden classes
+ * each time, which costs more than the work it records.
+ */
+export const dictionary = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
+
+/** The parts of a projection context a batch of buckets needs. */
+interface BucketContext {
+  getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>>;
+  upsert<T>(def: CollectionDef<T>, doc: T): void;
+}
+
+/** A bucket of a batch (null: none yet), and whether the batch changed it. */
+export interface BucketSlot<B> {
+  doc: B | null;
+  changed: boolean;
+}
+
+/**
+ * A batch's buckets of one collection (one per ticker and period: a month of score history, a
+ * year of prices), each loaded once and written once per batch, however many events and rows of
+ * the batch touch it. Found by period, then ticker: no key string is built per row.
+ */
+export class BatchBuckets<B> {
+  private readonly byPeriod = new Map<string, Map<string, BucketSlot<B>>>();
+
+  constructor(
+    private readonly ctx: BucketContext,
+    private readonly def: CollectionDef<B>,
+    private readonly keyOf: (ticker: string, period: string) => string,
+  ) {}
+
+  /** The period's slots by ticker, with one for each of `rows` (loaded, or empty when none is stored). */
+  async load(period: string, rows: readonly { ticker: string }[]): Promise<Map<string, BucketSlot<B>>> {
+    let slots = this.byPeriod.get(period);
+    if (!slots) this.byPeriod.set(period, (slots = new Map<string, BucketSlot<B>>()));
+    let missing: string[] | null = null;
+    for (const r of rows) if (!slots.has(r.ticker)) (missing ??= []).push(r.ticker);
+    if (missing) {
+      const keys = missing.map((t) => this.keyOf(t, period));
+      const found = await this.ctx.getMany(this.def, keys);
+      for (let i = 0; i < missing.length; i++) slots.set(missing[i]!, { doc: found.get(keys[i]!) ?? null, changed: false });
+    }
+    return slots;
+  }
+
+  /** Writes the buckets marked changed. */
+  flush(): void {
+    for (const slots of this.byPeriod.values()) {
+      for (const slot of slots.values()) {
+        if (slot.changed && slot.doc) this.ctx.upsert(this.def, slot.doc);
+        slot.changed = false;
+      }
+    }
+  }
 }

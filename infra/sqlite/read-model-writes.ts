@@ -28,18 +28,46 @@ export class SharedDocs {
     this.view = Buffer.from(shared.bytes);
   }
 
-  static of(texts: readonly string[]): SharedDocs {
-    const ends: number[] = [];
-    let size = 0;
-    for (const t of texts) ends.push((size += Buffer.byteLength(t)));
-    const docs = new SharedDocs({ bytes: new SharedArrayBuffer(size), ends });
-    let at = 0;
-    for (const t of texts) at += docs.view.write(t, at);
-    return docs;
-  }
-
   doc(i: number): string {
     return this.view.toString('utf8', i > 0 ? this.shared.ends[i - 1] : 0, this.shared.ends[i]);
+  }
+}
+
+/**
+ * Builds a `SharedDocs` one document at a time: each text is encoded as it comes, into chunks of
+ * memory outside the JS heap, so that the texts die at once instead of living (and being copied
+ * by the garbage collector) until the whole commit is serialized.
+ */
+export class SharedDocsBuilder {
+  private static readonly CHUNK = 1 << 20;
+  private readonly chunks: Buffer[] = [];
+  private readonly ends: number[] = [];
+  private chunk: Buffer = Buffer.alloc(0);
+  /** Bytes written to the current chunk, and to the chunks before it. */
+  private used = 0;
+  private before = 0;
+
+  add(text: string): void {
+    // At most 3 bytes per UTF-16 unit: room for that, else a new chunk.
+    const room = text.length * 3;
+    if (this.used + room > this.chunk.length) {
+      if (this.used > 0) this.chunks.push(this.chunk.subarray(0, this.used));
+      this.before += this.used;
+      this.chunk = Buffer.allocUnsafeSlow(Math.max(SharedDocsBuilder.CHUNK, room));
+      this.used = 0;
+    }
+    this.used += this.chunk.write(text, this.used);
+    this.ends.push(this.before + this.used);
+  }
+
+  finish(): SharedDocs {
+    if (this.used > 0) this.chunks.push(this.chunk.subarray(0, this.used));
+    const size = this.before + this.used;
+    const docs = new SharedDocs({ bytes: new SharedArrayBuffer(size), ends: this.ends });
+    const view = Buffer.from(docs.shared.bytes);
+    let at = 0;
+    for (const c of this.chunks) at += c.copy(view, at);
+    return docs;
   }
 }
 

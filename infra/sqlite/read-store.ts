@@ -11,7 +11,7 @@ import type {
 } from '../../src/core/read-store.port.js';
 import { badRequest } from '../../src/core/errors.js';
 import type { SqliteDb } from './database.js';
-import { CHECKPOINTS_DDL, readModelWriter, SharedDocs, type ReadModelWriter, type SerializedCommit, type TableSpec } from './read-model-writes.js';
+import { CHECKPOINTS_DDL, readModelWriter, SharedDocs, SharedDocsBuilder, type ReadModelWriter, type SerializedCommit, type TableSpec } from './read-model-writes.js';
 import { startWorker } from './worker.js';
 import type { Statement } from 'better-sqlite3';
 
@@ -356,16 +356,16 @@ export class SqliteReadStore implements ReadStore {
 
   /** A batch's documents and field values, serialized for the writer. */
   private serialize(batch: CommitBatch): { commit: SerializedCommit; docs: SharedDocs } {
-    const texts: string[] = [];
+    const texts = new SharedDocsBuilder();
     const writes = batch.writes.map((w) => {
       const p = this.collections.get(w.collection);
       if (!p) throw new Error(`collection ${w.collection} is not registered`);
       if (w.op === 'delete') return { collection: w.collection, id: w.id, values: null };
       const doc = w.doc as Record<string, unknown>;
-      texts.push(JSON.stringify(doc));
+      texts.add(JSON.stringify(doc));
       return { collection: w.collection, id: w.id, values: p.def.fields.map((f) => toSql(doc[f] as Scalar)) };
     });
-    const docs = SharedDocs.of(texts);
+    const docs = texts.finish();
     return { commit: { docs: docs.shared, writes, checkpoints: batch.checkpoints }, docs };
   }
 

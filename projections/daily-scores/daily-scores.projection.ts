@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { packScore, scoreAt } from '../columns.js';
+import { dictionary, packScore, scoreAt } from '../columns.js';
 
 /**
  * The whole universe's current scores on one date: what screener, divergence, themes and
@@ -78,8 +78,27 @@ export const dailyScoresProjection: Projection = {
   name: 'daily-scores-v2',
   collections: [dailyScores, scoreDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
-  async apply(raw: RecordedEvent, ctx: ProjectionContext) {
-    const event = raw as unknown as ScoreEvent;
+  apply(event: RecordedEvent, ctx: ProjectionContext) {
+    return applyScores([event], ctx);
+  },
+  applyBatch: applyScores,
+};
+
+/** Applies score events in order, each to its day's cross-section. */
+async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  // Where each ticker is in the day of the publication being applied (`event` = its number):
+  // one map for the whole batch, so a publication looks its tickers up instead of indexing them.
+  const seen = new Map<string, { event: number; i: number }>();
+  const mark = (ticker: string, event: number, i: number) => {
+    const at = seen.get(ticker);
+    if (!at) seen.set(ticker, { event, i });
+    else if (at.event !== event) {
+      at.event = event;
+      at.i = i;
+    }
+  };
+  for (let e = 0; e < events.length; e++) {
+    const event = events[e] as unknown as ScoreEvent;
     const { date, rows } = event.data;
     const day: DailyScores = (await ctx.get(dailyScores, date)) ?? {
       date,
@@ -89,23 +108,25 @@ export const dailyScoresProjection: Projection = {
       wall_street: [],
       service_score: [],
       estimated: [],
-      restated: {},
+      restated: dictionary(),
     };
     // A publication carries the whole universe (index it); a restatement a few rows (search them).
-    const index = event.type === 'ScoresPublished' ? tickerIndex(day) : null;
+    const published = event.type === 'ScoresPublished';
+    if (published) for (let i = 0; i < day.tickers.length; i++) mark(day.tickers[i]!, e, i);
     let changed = false;
     for (const v of rows) {
-      let i = index ? (index.get(v.ticker) ?? -1) : day.tickers.indexOf(v.ticker);
-      if (event.type === 'ScoresPublished') {
-        if (i >= 0) continue; // applied before, perhaps restated since
+      let i: number;
+      if (published) {
+        const at = seen.get(v.ticker);
+        if (at && at.event === e) continue; // applied before, perhaps restated since
+        i = day.tickers.push(v.ticker) - 1;
+        mark(v.ticker, e, i);
       } else {
         const at = event.data.restated_at;
         if ((day.restated[v.ticker] ?? '') >= at) continue; // applied before
         day.restated[v.ticker] = at;
-      }
-      if (i < 0) {
-        i = day.tickers.push(v.ticker) - 1;
-        index?.set(v.ticker, i);
+        i = day.tickers.indexOf(v.ticker);
+        if (i < 0) i = day.tickers.push(v.ticker) - 1;
       }
       day.main_street[i] = packScore(v.main_street);
       day.wall_street[i] = packScore(v.wall_street);
@@ -117,5 +138,5 @@ export const dailyScoresProjection: Projection = {
       ctx.upsert(dailyScores, day);
       ctx.upsert(scoreDates, { date });
     }
-  },
-};
+  }
+}

@@ -5,7 +5,7 @@ import { round1, round2 } from '../../src/domain/composite.js';
 import type { ClosePricesRecorded } from '../../src/events/reference-events.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
 import { dailyScores, tickerIndex, type DailyScores } from '../daily-scores/daily-scores.projection.js';
-import { scoreAt } from '../columns.js';
+import { dictionary, scoreAt } from '../columns.js';
 import { latestOnOrBefore, prices, seriesKey } from '../reference/reference.projection.js';
 
 /**
@@ -220,19 +220,17 @@ export interface DayWithScores {
 export function computeDay(date: string, scores: DailyScores, prev: DayWithScores | null): DivergenceDay {
   const n = scores.tickers.length;
   const { gap, less } = ranksOf(scores);
-  const state: Record<string, DivergenceState> = {};
+  const state = dictionary<DivergenceState>();
   // The day before's states, scored or carried (few tickers have one; the others had the zero state).
-  const before = new Map<string, Readonly<DivergenceState>>();
-  if (prev) {
-    for (const t in prev.day.state) before.set(t, prev.day.state[t]!);
-    for (const t in prev.day.carried) before.set(t, carriedState(prev.day.carried[t]!));
-  }
+  const prevState = prev?.day.state;
+  const prevCarried = prev && hasKeys(prev.day.carried) ? prev.day.carried : null;
   for (let i = 0; i < n; i++) {
     const ticker = scores.tickers[i]!;
     const dir = sign(gap[i]!);
     const extreme = dir !== 0 && (n <= 1 || atLeast(less[i]!, n, EXTREME_PERCENTILE));
     const belowHalf = n > 1 && !atLeast(less[i]!, n, CLOSE_PERCENTILE);
-    const p = before.get(ticker);
+    const carriedCell = prevCarried?.[ticker];
+    const p: Readonly<DivergenceState> | undefined = carriedCell ? carriedState(carriedCell) : prevState?.[ticker];
     const days = extreme ? (p && p[1] === dir ? p[0] + 1 : 1) : 0;
     let open = p?.[2] ?? null;
     let openDir = p?.[3] ?? 0;
@@ -252,7 +250,7 @@ export function computeDay(date: string, scores: DailyScores, prev: DayWithScore
     }
     if (days > 0 || open !== null) state[ticker] = [days, extreme ? dir : 0, open, openDir, openDays];
   }
-  const carried: Record<string, DivergenceCell> = {};
+  const carried = dictionary<DivergenceCell>();
   if (prev) {
     let scored: Set<string> | null = null;
     const isScored = (t: string) => (scored ??= new Set(scores.tickers)).has(t);
@@ -264,6 +262,11 @@ export function computeDay(date: string, scores: DailyScores, prev: DayWithScore
     for (const t in prev.day.carried) if (!isScored(t)) carried[t] = prev.day.carried[t]!;
   }
   return { date, state, carried };
+}
+
+function hasKeys(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
 }
 
 function sameTickers(a: readonly string[], b: readonly string[]): boolean {
@@ -483,6 +486,50 @@ async function recomputeFrom(ctx: ProjectionContext, date: string, tickers: read
   }
 }
 
+/** A late price (its date's day was computed before it came): refreshes the events flagged or closed on its date. */
+async function applyPrice(ctx: ProjectionContext, event: ClosePricesRecorded): Promise<void> {
+  const { date } = event.data;
+  const day = await ctx.get(divergenceDays, date);
+  if (!day) return;
+  const index = await ctx.get(divergenceDates, 'dates');
+  const i = index ? lowerBound(index.dates, date) : -1;
+  const prev = i > 0 ? await ctx.get(divergenceDays, index!.dates[i - 1]!) : null;
+  const scores = (await ctx.get(dailyScores, date)) ?? emptyScores(date);
+  await reconcileEvents(ctx, date, scores, prev, day, prev, day, new Set(event.data.closes.map((c) => c.ticker)));
+}
+
+/**
+ * A batch: each date with scores in it is recomputed once (in date order, with the batch's last
+ * scores, for the union of its events' tickers) instead of once per event, so a publication and
+ * the restatements of its date that follow it in the batch cost one day computation. The states,
+ * events and moves depend only on the scores and prices, so they come out as event by event
+ * (`test/unit/batch-apply.test.ts`). A late price (for a date computed before it came) is applied
+ * after the dates are recomputed; one for a date not computed yet changes nothing, as alone.
+ */
+async function applyBatch(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  const dates = new Map<string, ScoreEvent[]>();
+  const latePrices: ClosePricesRecorded[] = [];
+  for (const raw of events) {
+    const event = raw as unknown as ScoreEvent | ClosePricesRecorded;
+    const { date } = event.data;
+    if (event.type === 'ClosePricesRecorded') {
+      // As alone: a no-op unless its date's day exists (computed before the batch, or scored earlier in it).
+      if (dates.has(date) || (await ctx.get(divergenceDays, date))) latePrices.push(event);
+      continue;
+    }
+    const same = dates.get(date);
+    if (same) same.push(event);
+    else dates.set(date, [event]);
+  }
+  for (const date of [...dates.keys()].sort()) {
+    // The events' tickers, a ticker perhaps more than once (recomputeFrom writes its move again, the same).
+    const tickers: string[] = [];
+    for (const e of dates.get(date)!) for (const r of e.data.rows) tickers.push(r.ticker);
+    await recomputeFrom(ctx, date, tickers);
+  }
+  for (const event of latePrices) await applyPrice(ctx, event);
+}
+
 export const divergenceProjection: Projection = {
   // v2: only the states in the day documents (a new name rebuilds the read models of an existing store).
   name: 'divergence-v2',
@@ -498,23 +545,15 @@ export const divergenceProjection: Projection = {
           event.data.date,
           event.data.rows.map((r) => r.ticker),
         );
-      case 'ClosePricesRecorded': {
+      case 'ClosePricesRecorded':
         // Usually a no-op (prices come before the day's scores). A late price refreshes the
         // events flagged or closed on its date.
-        const { date } = event.data;
-        const day = await ctx.get(divergenceDays, date);
-        if (!day) return;
-        const index = await ctx.get(divergenceDates, 'dates');
-        const i = index ? lowerBound(index.dates, date) : -1;
-        const prev = i > 0 ? await ctx.get(divergenceDays, index!.dates[i - 1]!) : null;
-        const scores = (await ctx.get(dailyScores, date)) ?? emptyScores(date);
-        await reconcileEvents(ctx, date, scores, prev, day, prev, day, new Set(event.data.closes.map((c) => c.ticker)));
-        return;
-      }
+        return applyPrice(ctx, event);
       default: {
         const _exhaustive: never = event;
         return _exhaustive;
       }
     }
   },
+  applyBatch,
 };

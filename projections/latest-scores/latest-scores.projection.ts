@@ -49,35 +49,70 @@ export const latestScoresProjection: Projection = {
   name: 'latest-scores-v2',
   collections: [latestScores, latestDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
-  async apply(raw: RecordedEvent, ctx: ProjectionContext) {
+  apply(event: RecordedEvent, ctx: ProjectionContext) {
+    return applyScores([event], ctx);
+  },
+  applyBatch: applyScores,
+};
+
+/** Sets the values of a latest row (one the batch made itself: nothing else holds it). */
+function setRow(row: LatestScore, date: string, v: ScoreValues, publishedAt: string, restatedAt: string): void {
+  row.date = date;
+  row.main_street = v.main_street;
+  row.wall_street = v.wall_street;
+  row.service_score = v.service_score;
+  row.divergence_gap = gapOf(v);
+  row.estimated = v.estimated;
+  row.published_at = publishedAt;
+  row.restated_at = restatedAt;
+}
+
+/**
+ * Applies score events in order. Each ticker's latest row is written once per batch: a
+ * publication sets the values of the row the batch already made for the ticker, if any.
+ */
+async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  const index = (await ctx.get(latestDates, 'dates')) ?? { id: 'dates' as const, dates: {} };
+  let changed = false;
+  /** The rows this batch wrote, by ticker (objects of its own). */
+  const written = new Map<string, LatestScore>();
+  for (const raw of events) {
     const event = raw as unknown as ScoreEvent;
     const { date, rows } = event.data;
-    const index = (await ctx.get(latestDates, 'dates')) ?? { id: 'dates' as const, dates: {} };
     // A restatement of a ticker's latest date keeps its publication time: those rows are loaded.
-    const current =
-      event.type === 'ScoresRestated'
-        ? await ctx.getMany(
-            latestScores,
-            rows.filter((v) => index.dates[v.ticker] === date).map((v) => v.ticker),
-          )
-        : null;
-    let changed = false;
+    let current: Map<string, LatestScore> | null = null;
+    if (event.type === 'ScoresRestated') {
+      const latest = rows.filter((v) => index.dates[v.ticker] === date).map((v) => v.ticker);
+      current = await ctx.getMany(
+        latestScores,
+        latest.filter((t) => !written.has(t)),
+      );
+      for (const t of latest) {
+        const row = written.get(t);
+        if (row) current.set(t, row);
+      }
+    }
     for (const v of rows) {
       const latest = index.dates[v.ticker];
       if (latest !== undefined && latest > date) continue;
       if (event.type === 'ScoresPublished') {
-        ctx.upsert(latestScores, latestRow(date, v, event.data.published_at, event.data.published_at));
+        const at = event.data.published_at;
+        const row = written.get(v.ticker);
+        if (row) setRow(row, date, v, at, at);
+        else written.set(v.ticker, latestRow(date, v, at, at));
       } else {
         const restatedAt = event.data.restated_at;
         const prev = current!.get(v.ticker);
         if (prev && prev.restated_at >= restatedAt) continue;
-        ctx.upsert(latestScores, latestRow(date, v, prev?.published_at ?? restatedAt, restatedAt));
+        // A new object: `current` may hold the one the batch wrote (a ticker twice in the rows).
+        written.set(v.ticker, latestRow(date, v, prev?.published_at ?? restatedAt, restatedAt));
       }
       if (latest !== date) {
         index.dates[v.ticker] = date;
         changed = true;
       }
     }
-    if (changed) ctx.upsert(latestDates, index);
-  },
-};
+  }
+  for (const row of written.values()) ctx.upsert(latestScores, row);
+  if (changed) ctx.upsert(latestDates, index);
+}

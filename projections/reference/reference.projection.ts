@@ -2,7 +2,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ReferenceEvent } from '../../src/events/reference-events.js';
-import { daysUpTo, insertAt, pad2 } from '../columns.js';
+import { BatchBuckets, daysUpTo, insertAt, pad2 } from '../columns.js';
 
 export interface TickerDoc {
   symbol: string;
@@ -73,21 +73,19 @@ const dateOf = (year: string, mmdd: number) => `${year}-${pad2(Math.floor(mmdd /
 
 /** Sets one day's value per ticker in the year buckets of a daily series. */
 async function recordDaily<Row extends { ticker: string }>(
-  ctx: ProjectionContext,
-  def: typeof prices,
+  series: BatchBuckets<DailySeriesBucket>,
   date: string,
   rows: readonly Row[],
   valueOf: (row: Row) => number,
 ): Promise<void> {
   const year = date.slice(0, 4);
   const day = monthDay(date);
-  const keys = rows.map((r) => seriesKey(r.ticker, year));
-  const buckets = await ctx.getMany(def, keys);
+  const buckets = await series.load(year, rows);
   for (let i = 0; i < rows.length; i++) {
     const { ticker } = rows[i]!;
-    let b = buckets.get(keys[i]!);
-    if (!b) buckets.set(keys[i]!, (b = { ticker, year, days: [], values: [] }));
-    if (setDay(b, day, valueOf(rows[i]!))) ctx.upsert(def, b);
+    const slot = buckets.get(ticker)!;
+    const b = (slot.doc ??= { ticker, year, days: [], values: [] });
+    if (setDay(b, day, valueOf(rows[i]!))) slot.changed = true;
   }
 }
 
@@ -157,29 +155,43 @@ export const referenceProjection: Projection = {
     'ThemeDefined',
     'SignalPublished',
   ],
-  async apply(raw: RecordedEvent, ctx: ProjectionContext) {
+  apply(event: RecordedEvent, ctx: ProjectionContext) {
+    return applyReference([event], ctx);
+  },
+  applyBatch: applyReference,
+};
+
+/** Applies reference events in order; each price or visits bucket they change is loaded and written once. */
+async function applyReference(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  const closes = new BatchBuckets(ctx, prices, seriesKey);
+  const visits = new BatchBuckets(ctx, webVisits, seriesKey);
+  for (const raw of events) {
     const event = raw as unknown as ReferenceEvent;
     switch (event.type) {
       case 'TickerListed':
         ctx.upsert(tickers, { ...event.data });
-        return;
+        break;
       case 'ClosePricesRecorded':
-        return recordDaily(ctx, prices, event.data.date, event.data.closes, (c) => c.close);
+        await recordDaily(closes, event.data.date, event.data.closes, (c) => c.close);
+        break;
       case 'WebVisitsRecorded':
-        return recordDaily(ctx, webVisits, event.data.date, event.data.visits, (v) => v.visits);
+        await recordDaily(visits, event.data.date, event.data.visits, (v) => v.visits);
+        break;
       case 'EarningsDatesScheduled':
         for (const r of event.data.rows) ctx.upsert(earnings, { ticker: r.ticker, quarter: quarterOf(r.date), date: r.date });
-        return;
+        break;
       case 'ThemeDefined':
         ctx.upsert(themes, { ...event.data });
-        return;
+        break;
       case 'SignalPublished':
         ctx.upsert(signals, { ...event.data });
-        return;
+        break;
       default: {
         const _exhaustive: never = event;
         return _exhaustive;
       }
     }
-  },
-};
+  }
+  closes.flush();
+  visits.flush();
+}

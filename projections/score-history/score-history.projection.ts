@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { daysUpTo, insertAt, packScore, pad2, scoreAt } from '../columns.js';
+import { BatchBuckets, daysUpTo, insertAt, packScore, pad2, scoreAt } from '../columns.js';
 
 /** The current value of one ticker on one date. */
 export interface RowValues {
@@ -140,22 +140,38 @@ export const scoreHistoryProjection: Projection = {
   name: 'score-history-v2',
   collections: [scoreHistory, scoreVersions],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
-  async apply(raw: RecordedEvent, ctx: ProjectionContext) {
+  apply(event: RecordedEvent, ctx: ProjectionContext) {
+    return applyScores([event], ctx);
+  },
+  applyBatch: applyScores,
+};
+
+/** Applies score events in order; each bucket they change is loaded and written once. */
+async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  const history = new BatchBuckets(ctx, scoreHistory, bucketKey);
+  for (const raw of events) {
     const event = raw as unknown as ScoreEvent;
     const { date, rows } = event.data;
     const month = date.slice(0, 7);
     const day = Number(date.slice(8, 10));
-    const keys = rows.map((v) => bucketKey(v.ticker, month));
-    const buckets = await ctx.getMany(scoreHistory, keys);
+    const buckets = await history.load(month, rows);
     const at = event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at;
     const standard = at === `${date}${STANDARD_PUBLICATION}`;
     for (let r = 0; r < rows.length; r++) {
       const v = rows[r]!;
-      let b = buckets.get(keys[r]!);
-      if (!b) {
-        b = { ticker: v.ticker, month, written_at: '', days: [], main_street: [], wall_street: [], service_score: [], estimated: [], published: {}, restated: {} };
-        buckets.set(keys[r]!, b);
-      }
+      const slot = buckets.get(v.ticker)!;
+      const b = (slot.doc ??= {
+        ticker: v.ticker,
+        month,
+        written_at: '',
+        days: [],
+        main_street: [],
+        wall_street: [],
+        service_score: [],
+        estimated: [],
+        published: {},
+        restated: {},
+      });
       const n = daysUpTo(b.days, day);
       const found = n > 0 && b.days[n - 1] === day;
       const i = found ? n - 1 : n;
@@ -190,7 +206,8 @@ export const scoreHistoryProjection: Projection = {
         if (!standard) b.published[day] = at;
       }
       if (at > b.written_at) b.written_at = at;
-      ctx.upsert(scoreHistory, b);
+      slot.changed = true;
     }
-  },
-};
+  }
+  history.flush();
+}

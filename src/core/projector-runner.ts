@@ -38,6 +38,13 @@ export class ProjectorRunner {
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
   private failure: string | null = null;
+  /**
+   * The documents of the last committed batch, as the projections left them (null after a
+   * failure, a stop or a reset): the next batch reads them from here instead of parsing them
+   * again. Only the last batch's, so memory stays bounded by one batch.
+   */
+  private recent: PendingWrites | null = null;
+  private readonly eventTypes = new Map<Projection, ReadonlySet<string>>();
 
   constructor(
     private readonly events: EventStore,
@@ -61,12 +68,18 @@ export class ProjectorRunner {
    * checkpoint after a pause that doubles with each consecutive failure (1 s up to 60 s).
    */
   async start(): Promise<void> {
+    await this.begin(false);
+  }
+
+  /** `start`; `emptied`: every collection was just reset (a replay), none needs it again. */
+  private async begin(emptied: boolean): Promise<void> {
+    this.recent = null;
     await this.store.register(this.collections);
     for (const p of this.projections) this.checkpoints.set(p.name, await this.store.checkpoint(p.name));
     // A projection without a checkpoint (new, or renamed because its documents changed shape)
     // starts from empty collections: what they hold is not its own.
     const fresh = this.projections.filter((p) => this.checkpoints.get(p.name) === null);
-    if (fresh.length) await this.store.reset(fresh.flatMap((p) => p.collections.map((c) => c.name)), []);
+    if (fresh.length && !emptied) await this.store.reset(fresh.flatMap((p) => p.collections.map((c) => c.name)), []);
     this.lastPosition = this.resumePosition();
     await new Promise<void>((resolve, reject) => this.follow(resolve, reject));
   }
@@ -155,6 +168,8 @@ export class ProjectorRunner {
     const subscription = this.subscription;
     this.subscription = null;
     await subscription?.stop();
+    // Whoever stops the runner may change the read models (a replay resets them).
+    this.recent = null;
   }
 
   /** Drops every read model and its checkpoint, then rebuilds them from the whole log. */
@@ -166,24 +181,31 @@ export class ProjectorRunner {
       this.projections.map((p) => p.name),
     );
     this.checkpoints.clear();
-    await this.start();
+    await this.begin(true);
   }
 
   private async handle(batch: RecordedEvent[]): Promise<void> {
     const writes = new PendingWrites();
     const checkpoints: Record<string, string> = {};
     const last = batch[batch.length - 1]!.position;
+    const ctx = this.context(writes, this.recent);
+    // The documents of the last batch are read from `recent` only until this batch is committed.
+    this.recent = null;
     for (const projection of this.projections) {
       const done = this.checkpoints.get(projection.name) ?? null;
-      const ctx = this.context(writes);
-      const types = new Set(projection.eventTypes);
-      for (const event of batch) {
-        if (done !== null && event.position <= done) continue;
-        if (types.has(event.type)) await projection.apply(event, ctx);
+      const types = this.typesOf(projection);
+      const events = batch.filter((e) => types.has(e.type) && (done === null || e.position > done));
+      if (projection.applyBatch) {
+        if (events.length) await projection.applyBatch(events, ctx);
+      } else {
+        for (const event of events) await projection.apply(event, ctx);
       }
       if (done === null || last > done) checkpoints[projection.name] = last;
     }
     await this.store.commit({ writes: writes.all(), checkpoints });
+    // The next batch reads these documents from here: they are what the store now holds. (After a
+    // failure, `recent` stays null: the documents this batch changed are in no commit.)
+    this.recent = writes;
     for (const [name, position] of Object.entries(checkpoints)) this.checkpoints.set(name, position);
     this.lastPosition = last;
     this.options.onProgress?.(batch.length, last);
@@ -198,6 +220,12 @@ export class ProjectorRunner {
       return true;
     });
     if (this.live && batch.length < this.batchSize && this.waiters.length === 0) await this.gather();
+  }
+
+  private typesOf(projection: Projection): ReadonlySet<string> {
+    let types = this.eventTypes.get(projection);
+    if (!types) this.eventTypes.set(projection, (types = new Set(projection.eventTypes)));
+    return types;
   }
 
   /** The live coalescing wait (see `liveCoalesceMs`). */
@@ -215,48 +243,79 @@ export class ProjectorRunner {
     });
   }
 
-  private context(writes: PendingWrites): ProjectionContext {
+  /**
+   * Reads see the batch's own writes first, then the documents the previous batch wrote (`recent`),
+   * then the store. A document is taken out of `recent` when read: a projection may change what it
+   * reads without writing it back, and the next read must then see the stored document, as it
+   * would without `recent`.
+   */
+  private context(writes: PendingWrites, recent: PendingWrites | null): ProjectionContext {
     const store = this.store;
     return {
       async get<T>(def: CollectionDef<T>, id: string): Promise<T | null> {
-        const w = writes.of(def.name).get(id);
-        if (w) return w.op === 'upsert' ? (w.doc as T) : null;
+        const pending = writes.of(def.name).get(id);
+        if (pending !== undefined) return pending as T | null;
+        const kept = recent?.take(def.name, id);
+        if (kept !== undefined) return kept as T | null;
         return store.get(def, id);
       },
       async getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
         const out = new Map<string, T>();
         const pending = writes.of(def.name);
-        const missing: string[] = [];
+        const kept = recent?.collection(def.name);
+        let missing: string[] | null = null;
         for (const id of ids) {
-          const w = pending.get(id);
-          if (!w) missing.push(id);
-          else if (w.op === 'upsert') out.set(id, w.doc as T);
+          let doc = pending.get(id);
+          if (doc === undefined && kept) {
+            doc = kept.get(id);
+            if (doc !== undefined) kept.delete(id);
+          }
+          if (doc === undefined) (missing ??= []).push(id);
+          else if (doc !== null) out.set(id, doc as T);
         }
-        if (missing.length) for (const [id, doc] of await store.getMany(def, missing)) out.set(id, doc);
+        if (missing) for (const [id, doc] of await store.getMany(def, missing)) out.set(id, doc);
         return out;
       },
       upsert<T>(def: CollectionDef<T>, doc: T): void {
-        const id = def.key(doc);
-        writes.of(def.name).set(id, { op: 'upsert', collection: def.name, id, doc });
+        writes.of(def.name).set(def.key(doc), doc);
       },
       delete<T>(def: CollectionDef<T>, id: string): void {
-        writes.of(def.name).set(id, { op: 'delete', collection: def.name, id });
+        writes.of(def.name).set(id, null);
       },
     };
   }
 }
 
-/** The last write of each document in a batch, per collection (only the last one matters). */
+/**
+ * The last write of each document in a batch, per collection (only the last one matters): the
+ * document, or null for a delete.
+ */
 class PendingWrites {
-  private readonly byCollection = new Map<string, Map<string, Write>>();
+  private readonly byCollection = new Map<string, Map<string, unknown>>();
 
-  of(collection: string): Map<string, Write> {
+  of(collection: string): Map<string, unknown> {
     let m = this.byCollection.get(collection);
-    if (!m) this.byCollection.set(collection, (m = new Map<string, Write>()));
+    if (!m) this.byCollection.set(collection, (m = new Map<string, unknown>()));
     return m;
   }
 
+  collection(name: string): Map<string, unknown> | undefined {
+    return this.byCollection.get(name);
+  }
+
+  /** The document written (null: deleted), removed from here; undefined when not written. */
+  take(collection: string, id: string): unknown {
+    const m = this.byCollection.get(collection);
+    const doc = m?.get(id);
+    if (doc !== undefined) m!.delete(id);
+    return doc;
+  }
+
   all(): Write[] {
-    return [...this.byCollection.values()].flatMap((m) => [...m.values()]);
+    const out: Write[] = [];
+    for (const [collection, docs] of this.byCollection) {
+      for (const [id, doc] of docs) out.push(doc === null ? { op: 'delete', collection, id } : { op: 'upsert', collection, id, doc });
+    }
+    return out;
   }
 }

@@ -187,3 +187,87 @@ describe('Projector runner, when a projection is renamed (its documents changed 
     }
   });
 });
+
+describe('Projector runner, between batches', () => {
+  let dir: string;
+  let dbs: SqliteDb[];
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  /** `get` / `getMany` calls that reached the store, by collection. */
+  let storeReads: Map<string, number>;
+
+  beforeEach(() => {
+    dir = tempDir('scores-runner-');
+    dbs = [openSqlite(join(dir, 'scores.sqlite')), openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' })];
+    events = new SqliteEventStore(dbs[0]!, fixedClock(new Date('2024-01-02T00:00:00Z')), { writer: 'inline' });
+    reads = new SqliteReadStore(dbs[1]!);
+    storeReads = new Map();
+    const count = (name: string) => storeReads.set(name, (storeReads.get(name) ?? 0) + 1);
+    const get = reads.get.bind(reads);
+    const getMany = reads.getMany.bind(reads);
+    reads.get = (def, id) => (count(def.name), get(def, id));
+    reads.getMany = (def, ids) => (count(def.name), getMany(def, ids));
+  });
+
+  afterEach(async () => {
+    await events.close();
+    await reads.close();
+    for (const db of dbs) db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('reads the documents the previous batch wrote from memory, not from the store', async () => {
+    for (let i = 0; i < 6; i++) await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+    const runner = new ProjectorRunner(events, reads, [counter], { batchSize: 2 });
+    await runner.start();
+    await runner.stop();
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 6 });
+    // Three batches: only the first looked for the document in the store.
+    expect(storeReads.get('ticks')).to.equal(2); // the first batch's read, and the check above
+  });
+
+  it('does not let the next read see a change a projection made to a document without writing it', async () => {
+    // `Peeked` changes the document it reads and does not write it back.
+    const peeking: Projection = {
+      ...counter,
+      eventTypes: ['Ticked', 'Peeked'],
+      async apply(event, ctx) {
+        const doc = (await ctx.get(ticks, 'all')) ?? { id: 'all', n: 0 };
+        if (event.type === 'Peeked') doc.n = -100;
+        else ctx.upsert(ticks, { id: 'all', n: doc.n + 1 });
+      },
+    };
+    // Batches [Ticked, Ticked] and [Peeked, Ticked]: the second batch's reads find the first's document in memory.
+    for (const type of ['Ticked', 'Ticked', 'Peeked', 'Ticked']) await events.append('ticker-1', [{ type, data: {} }]);
+    const runner = new ProjectorRunner(events, reads, [peeking], { batchSize: 2 });
+    await runner.start();
+    await runner.stop();
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 3 });
+  });
+
+  it('gives the retry of a failed batch the stored document, not the one the failed attempt changed', async () => {
+    let fail = true;
+    // The first `Boom` changes the document it read (from memory), then fails.
+    const failing: Projection = {
+      ...counter,
+      eventTypes: ['Ticked', 'Boom'],
+      async apply(event, ctx) {
+        const doc = (await ctx.get(ticks, 'all')) ?? { id: 'all', n: 0 };
+        if (event.type === 'Boom' && fail) {
+          fail = false;
+          doc.n = 1000;
+          throw new Error('boom');
+        }
+        ctx.upsert(ticks, { id: 'all', n: doc.n + 1 });
+      },
+    };
+    await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+    const runner = new ProjectorRunner(events, reads, [failing], { liveCoalesceMs: 0 });
+    await runner.start();
+    const { position } = await events.append('ticker-1', [{ type: 'Boom', data: {} }, { type: 'Ticked', data: {} }]);
+    // Retried after a one-second pause.
+    await runner.waitFor(position);
+    await runner.stop();
+    expect(await reads.get(ticks, 'all')).to.deep.equal({ id: 'all', n: 3 });
+  });
+});

@@ -5,6 +5,8 @@ import type { CollectionDef } from '../../src/core/read-store.port.js';
 /** Applies events to a projection over plain Maps: the unit-test twin of the runner. */
 export class ProjectionHarness {
   readonly docs = new Map<string, Map<string, unknown>>();
+  /** How many times each collection was written (upserts and deletes). */
+  readonly writes = new Map<string, number>();
   private position = 0;
 
   constructor(private readonly projection: Projection) {}
@@ -26,12 +28,18 @@ export class ProjectionHarness {
       return out;
     },
     upsert: <T>(def: CollectionDef<T>, doc: T) => {
+      this.wrote(def.name);
       this.table(def.name).set(def.key(doc), structuredClone(doc));
     },
     delete: <T>(def: CollectionDef<T>, id: string) => {
+      this.wrote(def.name);
       this.table(def.name).delete(id);
     },
   };
+
+  private wrote(collection: string): void {
+    this.writes.set(collection, (this.writes.get(collection) ?? 0) + 1);
+  }
 
   event(streamId: string, type: string, data: unknown): RecordedEvent {
     this.position += 1;
@@ -49,6 +57,13 @@ export class ProjectionHarness {
 
   async apply(...events: RecordedEvent[]): Promise<void> {
     for (const e of events) if (this.projection.eventTypes.includes(e.type)) await this.projection.apply(e, this.ctx);
+  }
+
+  /** Applies events as the runner applies a batch: at once when the projection has `applyBatch`. */
+  async applyBatch(...events: RecordedEvent[]): Promise<void> {
+    const mine = events.filter((e) => this.projection.eventTypes.includes(e.type));
+    if (!this.projection.applyBatch) return this.apply(...mine);
+    if (mine.length) await this.projection.applyBatch(mine, this.ctx);
   }
 
   snapshot(): Record<string, Record<string, unknown>> {
