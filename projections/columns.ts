@@ -10,6 +10,18 @@ import type { CollectionDef } from '../src/core/read-store.port.js';
  * and an insert is usually an append.
  */
 
+/**
+ * The score columns of a document (packed as `packScore` packs them), indexed like its row key
+ * column (`days` of a history bucket, `tickers` of a day).
+ */
+export interface ScoreColumns {
+  main_street: number[];
+  wall_street: number[];
+  service_score: number[];
+  /** 1 when the row is model-backfilled. */
+  estimated: (0 | 1)[];
+}
+
 /** How many of the (ascending) days are on or before `day`. */
 export function daysUpTo(days: readonly number[], day: number): number {
   let n = days.length;

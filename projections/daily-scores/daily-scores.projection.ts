@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { dictionary, packScore, scoreAt } from '../columns.js';
+import { dictionary, packScore, scoreAt, type ScoreColumns } from '../columns.js';
 
 /**
  * The whole universe's current scores on one date: what screener, divergence, themes and
@@ -12,17 +12,12 @@ import { dictionary, packScore, scoreAt } from '../columns.js';
  * Stored column-wise (see ../columns.ts): the arrays are indexed like `tickers`, the scores are
  * score columns (read them with `scoreAt`, or as rows with `crossSection`).
  */
-export interface DailyScores {
+export interface DailyScores extends ScoreColumns {
   date: string;
   /** When the day was first published. */
   published_at: string;
   /** The tickers scored that day, in the order they were first published. */
   tickers: string[];
-  main_street: number[];
-  wall_street: number[];
-  service_score: number[];
-  /** 1 when the row is model-backfilled. */
-  estimated: (0 | 1)[];
   /** restated_at of the rows restated since publication (an idempotency guard). */
   restated: Record<string, string>;
 }

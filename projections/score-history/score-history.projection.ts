@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { BatchBuckets, daysUpTo, insertAt, packScore, pad2, scoreAt } from '../columns.js';
+import { BatchBuckets, daysUpTo, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../columns.js';
 
 /** The current value of one ticker on one date. */
 export interface RowValues {
@@ -38,18 +38,13 @@ export interface HistoryRow extends RowValues {
  * kept only where they say something: most rows are published at the standard time and never
  * restated. Read through `rowAt`.
  */
-export interface HistoryBucket {
+export interface HistoryBucket extends ScoreColumns {
   ticker: string;
   /** YYYY-MM */
   month: string;
   written_at: string;
   /** The rows' days of the month, ascending. */
   days: number[];
-  main_street: number[];
-  wall_street: number[];
-  service_score: number[];
-  /** 1 when the row is model-backfilled. */
-  estimated: (0 | 1)[];
   /** By day: `published_at` of the rows not first published at the standard time (22:00 UTC of their date). */
   published: Record<string, string>;
   /** By day: [restated_at, version] of the restated rows (the others are version 1, restated_at = published_at). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqlite } from '../../infra/sqlite/database.js';
+import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { readStoreContract } from './read-store.contract.js';
@@ -28,15 +28,27 @@ describe('SQLite adapter', function () {
 describe('SQLite adapter, sharing the file with the log writer', () => {
   const docs = defineCollection<{ id: string; n: number }>({ name: 'docs', key: (d) => d.id, fields: [], indexes: [] });
 
-  it('writes behind: waits for a write lock another connection holds on its writer thread, reads meanwhile see the commits', async () => {
+  /** A read store and another connection (the log writer's) on one file; `write(n)` commits doc a = n and checkpoint p = n. */
+  async function withSharedFile(test: (f: { store: SqliteReadStore; other: SqliteDb; write: (n: number) => Promise<void> }) => Promise<void>): Promise<void> {
     const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
     const db = openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' });
-    const writer = openSqlite(join(dir, 'scores.sqlite'));
+    const other = openSqlite(join(dir, 'scores.sqlite'));
     const store = new SqliteReadStore(db);
     const write = (n: number) => store.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n } }], checkpoints: { p: String(n) } });
     try {
       await store.register([docs]);
-      writer.exec('BEGIN IMMEDIATE'); // the log writer, mid-commit
+      await test({ store, other, write });
+    } finally {
+      await store.close();
+      db.close();
+      other.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('writes behind: waits for a write lock another connection holds on its writer thread, reads meanwhile see the commits', () =>
+    withSharedFile(async ({ store, other, write }) => {
+      other.exec('BEGIN IMMEDIATE'); // the log writer, mid-commit
       await write(1); // handed to the writer thread, which waits for the lock
       expect(await store.get(docs, 'a')).to.deep.equal({ id: 'a', n: 1 });
       let second = false;
@@ -48,27 +60,15 @@ describe('SQLite adapter, sharing the file with the log writer', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect([second, checkpointRead]).to.deep.equal([false, false]);
       expect(await store.get(docs, 'a')).to.deep.equal({ id: 'a', n: 2 });
-      writer.exec('COMMIT');
+      other.exec('COMMIT');
       expect(await checkpoint).to.equal('2');
       expect(second).to.equal(true);
-      expect(writer.prepare('SELECT doc FROM rm_docs').get()).to.deep.equal({ doc: '{"id":"a","n":2}' });
-    } finally {
-      await store.close();
-      db.close();
-      writer.close();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+      expect(other.prepare('SELECT doc FROM rm_docs').get()).to.deep.equal({ doc: '{"id":"a","n":2}' });
+    }));
 
-  it('keeps a commit the writer fails and writes it once it can, refusing new commits meanwhile', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
-    const db = openSqlite(join(dir, 'scores.sqlite'), { synchronous: 'NORMAL' });
-    const other = openSqlite(join(dir, 'scores.sqlite'));
-    const store = new SqliteReadStore(db);
-    const write = (n: number) => store.commit({ writes: [{ op: 'upsert', collection: 'docs', id: 'a', doc: { id: 'a', n } }], checkpoints: { p: String(n) } });
-    const failureOf = (p: Promise<unknown>) => p.then(() => null, (err: Error) => err);
-    try {
-      await store.register([docs]);
+  it('keeps a commit the writer fails and writes it once it can, refusing new commits meanwhile', () =>
+    withSharedFile(async ({ store, other, write }) => {
+      const failureOf = (p: Promise<unknown>) => p.then(() => null, (err: Error) => err);
       await write(1);
       expect(await store.checkpoint('p')).to.equal('1');
       other.exec('DROP TABLE rm_docs'); // the writer's next commit fails
@@ -86,13 +86,7 @@ describe('SQLite adapter, sharing the file with the log writer', () => {
       await write(4);
       expect(await store.checkpoint('p')).to.equal('4');
       expect(other.prepare('SELECT doc FROM rm_docs').get()).to.deep.equal({ doc: '{"id":"a","n":4}' });
-    } finally {
-      await store.close();
-      db.close();
-      other.close();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
 
 describe('MongoDB adapter', function () {
