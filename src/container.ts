@@ -1,3 +1,4 @@
+import { logEncoding } from './events/log-encoding.js';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { InMemoryEventBus } from '../infra/memory/event-bus.js';
@@ -68,9 +69,9 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   let events: EventStore;
   if (config.esdbUrl) {
     const { EventStoreDbEventStore } = await import('../infra/eventstoredb/event-store.js');
-    events = new EventStoreDbEventStore(config.esdbUrl);
+    events = new EventStoreDbEventStore(config.esdbUrl, { codec: logEncoding });
   } else {
-    events = new SqliteEventStore(embedded('FULL'), clock);
+    events = new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
   }
   let reads: ReadStore;
   if (config.mongodbUri) {

@@ -21,7 +21,9 @@ import {
   type ResolvedEvent,
 } from '@eventstore/db-client';
 import { ConcurrencyError } from '../../src/core/errors.js';
+import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
+  EventCodec,
   AppendResult,
   EventStore,
   ExpectedRevision,
@@ -54,6 +56,8 @@ export interface EventStoreDbOptions {
   onReconnect?(err: unknown, attempt: number): void;
   /** Upper bound of the wait between resubscription attempts. */
   maxReconnectDelayMs?: number;
+  /** How event data is stored (default: as given). */
+  codec?: EventCodec;
 }
 
 type Recordable = ResolvedEvent | AllStreamResolvedEvent;
@@ -129,7 +133,7 @@ export class EventStoreDbEventStore implements EventStore {
         id: e.id ?? randomUUID(),
         type: e.type,
         // The client types JSON data as object | array | string; any JSON value round-trips.
-        data: e.data as JSONType,
+        data: (this.options.codec ?? plainEncoding).encode(e.type, e.data) as JSONType,
         metadata: e.metadata ?? {},
       }),
     );
@@ -187,7 +191,7 @@ export class EventStoreDbEventStore implements EventStore {
         ...(o.maxCount !== undefined ? { maxCount: BigInt(o.maxCount) } : {}),
       });
       for await (const resolved of read) {
-        const rec = toRecorded(resolved);
+        const rec = toRecorded(resolved, this.options.codec ?? plainEncoding);
         if (rec) out.push(rec);
       }
     } catch (err) {
@@ -215,7 +219,7 @@ export class EventStoreDbEventStore implements EventStore {
         const position = encodePosition(e.position);
         last = position;
         if ((after !== null && position <= after) || isSystem(e) || out.length >= max) continue;
-        const rec = toRecorded(resolved);
+        const rec = toRecorded(resolved, this.options.codec ?? plainEncoding);
         if (rec) out.push(rec);
       }
       if (out.length >= max || seen < page || last === null) return out;
@@ -374,7 +378,7 @@ export class EventStoreDbEventStore implements EventStore {
         while (batch.length < maxBatch && (resolved = sub.read() as AllStreamResolvedEvent | null) !== null) {
           const e = resolved.event;
           if (!e || isSystem(e)) continue;
-          const rec = toRecorded(resolved);
+          const rec = toRecorded(resolved, this.options.codec ?? plainEncoding);
           // After a resubscription the server may repeat the last delivered event.
           if (!rec || (state.after !== null && rec.position <= state.after)) continue;
           batch.push(rec);
@@ -412,7 +416,7 @@ export class EventStoreDbEventStore implements EventStore {
   }
 }
 
-function toRecorded(resolved: Recordable): RecordedEvent | null {
+function toRecorded(resolved: Recordable, codec: EventCodec): RecordedEvent | null {
   const e = resolved.event;
   if (!e) return null;
   const position: Position | undefined =
@@ -423,7 +427,7 @@ function toRecorded(resolved: Recordable): RecordedEvent | null {
     id: e.id,
     streamId: e.streamId,
     type: e.type,
-    data: e.data,
+    data: codec.decode(e.type, e.data),
     metadata:
       metadata && typeof metadata === 'object' && !Array.isArray(metadata) && !(metadata instanceof Uint8Array)
         ? metadata

@@ -1,7 +1,9 @@
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
+import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
+  EventCodec,
   EventStore,
   ExpectedRevision,
   NewEvent,
@@ -47,6 +49,8 @@ export interface SqliteEventStoreOptions {
    * the event loop. `inline`: on the calling thread (`:memory:` databases, tools).
    */
   writer?: 'worker' | 'inline';
+  /** How event data is stored (default: as given). */
+  codec?: EventCodec;
 }
 
 /**
@@ -68,6 +72,7 @@ export class SqliteEventStore implements EventStore {
   private readonly stmts;
   private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
   private readonly closeWriter: () => Promise<void>;
+  private readonly codec: EventCodec;
 
   constructor(
     private readonly db: SqliteDb,
@@ -75,6 +80,7 @@ export class SqliteEventStore implements EventStore {
     private readonly options: SqliteEventStoreOptions = {},
   ) {
     db.exec(EVENTS_DDL);
+    this.codec = options.codec ?? plainEncoding;
     this.stmts = {
       readStream: db.prepare<[string, number, number], EventRow>(
         'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
@@ -129,7 +135,7 @@ export class SqliteEventStore implements EventStore {
           events: a.events.map((e) => ({
             id: e.id ?? uuidV7(),
             type: e.type,
-            data: JSON.stringify(e.data),
+            data: JSON.stringify(this.codec.encode(e.type, e.data)),
             metadata: JSON.stringify(e.metadata ?? {}),
           })),
         })),
@@ -180,7 +186,7 @@ export class SqliteEventStore implements EventStore {
 
   readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const rows = this.stmts.readStream.all(streamId, options.fromRevision ?? 0, options.maxCount ?? -1);
-    return Promise.resolve(rows.map(toRecorded));
+    return Promise.resolve(rows.map((r) => this.toRecorded(r)));
   }
 
   readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
@@ -188,7 +194,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   private readAllSync(after: string | null | undefined, max: number): RecordedEvent[] {
-    return this.stmts.readAll.all(decodePosition(after), max).map(toRecorded);
+    return this.stmts.readAll.all(decodePosition(after), max).map((r) => this.toRecorded(r));
   }
 
   headPosition(): Promise<string | null> {
@@ -253,6 +259,19 @@ export class SqliteEventStore implements EventStore {
     };
   }
 
+  private toRecorded(r: EventRow): RecordedEvent {
+    return {
+      id: r.id,
+      streamId: r.stream_id,
+      type: r.type,
+      data: this.codec.decode(r.type, JSON.parse(r.data)),
+      metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+      revision: r.revision,
+      position: encodePosition(r.position),
+      recordedAt: r.recorded_at,
+    };
+  }
+
   private wake(): void {
     this.commits++;
     for (const w of [...this.wakers]) w();
@@ -269,15 +288,3 @@ export class SqliteEventStore implements EventStore {
   }
 }
 
-function toRecorded(r: EventRow): RecordedEvent {
-  return {
-    id: r.id,
-    streamId: r.stream_id,
-    type: r.type,
-    data: JSON.parse(r.data) as unknown,
-    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
-    revision: r.revision,
-    position: encodePosition(r.position),
-    recordedAt: r.recorded_at,
-  };
-}

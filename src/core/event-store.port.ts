@@ -76,6 +76,19 @@ export interface SubscribeOptions {
   maxBatch?: number;
 }
 
+/**
+ * How an adapter stores event data (`encode`, before it is written) and gives it back (`decode`,
+ * after it is read), so that a compact encoding stays out of every writer and reader. `decode`
+ * must accept data in every encoding ever written, the plain one included; an adapter without a
+ * codec stores data as it is given.
+ */
+export interface EventCodec {
+  encode(type: string, data: unknown): unknown;
+  decode(type: string, data: unknown): unknown;
+}
+
+export const plainEncoding: EventCodec = { encode: (_type, data) => data, decode: (_type, data) => data };
+
 export interface EventStore {
   /** Atomic for one stream. Throws ConcurrencyError when `expectedRevision` does not hold. */
   append(streamId: string, events: NewEvent[], expectedRevision?: ExpectedRevision): Promise<AppendResult>;
