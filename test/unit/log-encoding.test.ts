@@ -11,7 +11,7 @@ const scores = {
 };
 const closes = { date: '2024-01-02', closes: [{ ticker: 'AAPL', close: 185.64 }, { ticker: 'MSFT', close: 370.87 }] };
 const visits = { date: '2024-01-02', visits: [{ ticker: 'AAPL', visits: 13825542 }, { ticker: 'MSFT', visits: 9212796 }] };
-const restated = { date: '2024-01-02', restated_at: '2024-01-05T09:00:00.000Z', rows: [scores.rows[1]] };
+const restated = { date: '2024-01-02', restated_at: '2024-01-05T09:00:00.000Z', rows: [scores.rows[1]!] };
 
 /** What a reader gets back for data written with the encoding: through JSON, as the log stores it. */
 const roundTrip = (type: string, data: unknown) => logEncoding.decode(type, JSON.parse(JSON.stringify(logEncoding.encode(type, data))));
@@ -29,7 +29,7 @@ describe('Log encoding of the bulk events', () => {
         const key = 'rows' in data ? 'rows' : 'closes' in data ? 'closes' : 'visits';
         expect(stored).to.not.have.property(key);
         const table = stored['table'] as Record<string, unknown[]>;
-        const rows = (data as Record<string, Record<string, unknown>[]>)[key]!;
+        const rows = (data as unknown as Record<string, Record<string, unknown>[]>)[key]!;
         expect(Object.keys(table)).to.deep.equal(Object.keys(rows[0]!));
         for (const field of Object.keys(table)) expect(table[field]).to.deep.equal(rows.map((r) => r[field]));
         // Smaller from two rows on (one row costs its brackets).
