@@ -9,6 +9,8 @@ import { loadConfig } from '../../src/config.js';
 import { openServices, type Services } from '../../src/container.js';
 import { logEncoding } from '../../src/events/log-encoding.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/server.js';
+import { ingestRows } from '../../commands/ingest/ingest.handler.js';
+import { parseIngestFile } from '../../commands/ingest/ingest.parse.js';
 import { snapshotReadModels } from '../support/snapshot.js';
 import { tempDir, testEnv } from '../support/server.js';
 
@@ -80,6 +82,29 @@ describe('The log encoding on the embedded store', function () {
         expect(data, type).to.not.have.property(rows!);
         expect((data['table'] as { ticker: string[] }).ticker).to.include('AAPL');
       }
+    } finally {
+      db.close();
+    }
+  });
+
+  it('stores what an ingest writes as tables too', async () => {
+    const csv = [
+      'ticker,date,main_street,wall_street',
+      'AAPL,2019-04-01,61.5,48.2',
+      'MSFT,2019-04-01,55.0,57.3',
+      'AAPL,2019-03-29,12.0,13.0',
+      'MSFT,2019-03-29,14.0,15.0',
+    ].join('\n');
+    const prices = ['ticker,date,close', 'AAPL,2019-04-01,191.24', 'MSFT,2019-04-01,119.02'].join('\n');
+    await withServices(encoded, async (s) => {
+      await ingestRows(s.events, s.clock, parseIngestFile(csv, 'csv', 'score'));
+      await ingestRows(s.events, s.clock, parseIngestFile(prices, 'csv', 'price'));
+    });
+    const db = openSqlite(join(encoded, 'scores.sqlite'), { readonly: true });
+    try {
+      const written = db.prepare('SELECT type, data FROM events ORDER BY position DESC LIMIT 3').all() as { type: string; data: string }[];
+      expect(written.map((w) => w.type).sort()).to.deep.equal(['ClosePricesRecorded', 'ScoresPublished', 'ScoresRestated']);
+      for (const w of written) expect(JSON.parse(w.data), w.type).to.have.property('table');
     } finally {
       db.close();
     }

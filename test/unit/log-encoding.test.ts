@@ -46,8 +46,9 @@ describe('Log encoding of the bulk events', () => {
     });
   }
 
-  it('keeps rows that a table would not carry whole: an extra or a missing field, a non-object, none at all', () => {
+  it('keeps rows that a table would not give back exactly: a field more or less, another order, a non-object, none at all', () => {
     const cases = [
+      { ...closes, closes: [{ close: 1, ticker: 'AAPL' }] },
       { ...closes, closes: [{ ticker: 'AAPL', close: 1, currency: 'USD' }] },
       { ...closes, closes: [{ ticker: 'AAPL', close: 1 }, { ticker: 'MSFT' }] },
       { ...closes, closes: [{ ticker: 'AAPL', close: 1 }, null] },
