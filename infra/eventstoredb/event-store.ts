@@ -116,6 +116,7 @@ export class EventStoreDbEventStore implements EventStore {
   private readonly client: EventStoreDBClient;
   private readonly ownsClient: boolean;
   private readonly pageSize: number;
+  private readonly codec: EventCodec;
   private readonly subscriptions = new Set<Subscription>();
 
   constructor(
@@ -125,6 +126,7 @@ export class EventStoreDbEventStore implements EventStore {
     this.ownsClient = typeof clientOrUrl === 'string';
     this.client = typeof clientOrUrl === 'string' ? EventStoreDBClient.connectionString(clientOrUrl) : clientOrUrl;
     this.pageSize = options.pageSize ?? 500;
+    this.codec = options.codec ?? plainEncoding;
   }
 
   async append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision = 'any'): Promise<AppendResult> {
@@ -133,7 +135,7 @@ export class EventStoreDbEventStore implements EventStore {
         id: e.id ?? randomUUID(),
         type: e.type,
         // The client types JSON data as object | array | string; any JSON value round-trips.
-        data: (this.options.codec ?? plainEncoding).encode(e.type, e.data) as JSONType,
+        data: this.codec.encode(e.type, e.data) as JSONType,
         metadata: e.metadata ?? {},
       }),
     );
@@ -191,7 +193,7 @@ export class EventStoreDbEventStore implements EventStore {
         ...(o.maxCount !== undefined ? { maxCount: BigInt(o.maxCount) } : {}),
       });
       for await (const resolved of read) {
-        const rec = toRecorded(resolved, this.options.codec ?? plainEncoding);
+        const rec = toRecorded(resolved, this.codec);
         if (rec) out.push(rec);
       }
     } catch (err) {
@@ -219,7 +221,7 @@ export class EventStoreDbEventStore implements EventStore {
         const position = encodePosition(e.position);
         last = position;
         if ((after !== null && position <= after) || isSystem(e) || out.length >= max) continue;
-        const rec = toRecorded(resolved, this.options.codec ?? plainEncoding);
+        const rec = toRecorded(resolved, this.codec);
         if (rec) out.push(rec);
       }
       if (out.length >= max || seen < page || last === null) return out;
@@ -378,7 +380,7 @@ export class EventStoreDbEventStore implements EventStore {
         while (batch.length < maxBatch && (resolved = sub.read() as AllStreamResolvedEvent | null) !== null) {
           const e = resolved.event;
           if (!e || isSystem(e)) continue;
-          const rec = toRecorded(resolved, this.options.codec ?? plainEncoding);
+          const rec = toRecorded(resolved, this.codec);
           // After a resubscription the server may repeat the last delivered event.
           if (!rec || (state.after !== null && rec.position <= state.after)) continue;
           batch.push(rec);

@@ -9,6 +9,31 @@ import { eventStoreContract } from './event-store.contract.js';
 import { expect } from 'chai';
 import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
+import type { EventCodec, EventStore } from '../../src/core/event-store.port.js';
+import { logEncoding } from '../../src/events/log-encoding.js';
+import { randomUUID } from 'node:crypto';
+
+/**
+ * The log encoding through an adapter: a day of closes appended with the codec is stored as a
+ * table (what a store without it reads back) and read back as rows through the codec.
+ */
+function logEncodingSuite(open: (codec?: EventCodec) => Promise<EventStore>, close: () => Promise<void>) {
+  describe('with the log encoding', () => {
+    after(close);
+
+    it('stores a bulk event as a table and reads it back as the rows written', async () => {
+      const encoded = await open(logEncoding);
+      const plain = await open();
+      const stream = `prices-test-${randomUUID()}`;
+      const data = { date: '2024-01-02', closes: [{ ticker: 'AAPL', close: 185.64 }, { ticker: 'MSFT', close: 370.87 }] };
+      await encoded.append(stream, [{ type: 'ClosePricesRecorded', data }], 'no_stream');
+      expect((await encoded.readStream(stream)).map((e) => e.data)).to.deep.equal([data]);
+      expect((await plain.readStream(stream)).map((e) => e.data)).to.deep.equal([
+        { date: '2024-01-02', table: { ticker: ['AAPL', 'MSFT'], close: [185.64, 370.87] } },
+      ]);
+    });
+  });
+}
 
 describe('SQLite adapter', function () {
   eventStoreContract('SQLite', async () => {
@@ -35,6 +60,27 @@ describe('SQLite adapter', function () {
       },
     };
   });
+});
+
+describe('SQLite adapter', () => {
+  let dir = '';
+  const opened: { db: ReturnType<typeof openSqlite>; store: SqliteEventStore }[] = [];
+  logEncodingSuite(
+    async (codec) => {
+      dir ||= await mkdtemp(join(tmpdir(), 'scores-event-store-'));
+      const db = openSqlite(join(dir, 'events.db'));
+      const store = new SqliteEventStore(db, systemClock, { codec });
+      opened.push({ db, store });
+      return store;
+    },
+    async () => {
+      for (const o of opened) {
+        await o.store.close();
+        o.db.close();
+      }
+      if (dir) await rm(dir, { recursive: true, force: true });
+    },
+  );
 });
 
 describe('SQLite adapter, sharing the file with the read models', () => {
@@ -100,4 +146,15 @@ describe('EventStoreDB adapter', function () {
       },
     };
   });
+  const opened: EventStoreDbEventStore[] = [];
+  logEncodingSuite(
+    (codec) => {
+      const store = new EventStoreDbEventStore(url, { codec });
+      opened.push(store);
+      return Promise.resolve(store);
+    },
+    async () => {
+      for (const s of opened) await s.close();
+    },
+  );
 });
