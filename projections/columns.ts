@@ -1,3 +1,4 @@
+import type { ProjectionContext } from '../src/core/projection.js';
 import type { CollectionDef } from '../src/core/read-store.port.js';
 
 /**
@@ -61,12 +62,6 @@ export function scoreAt(column: readonly number[], i: number): number {
  */
 export const dictionary = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
 
-/** The parts of a projection context a batch of buckets needs. */
-interface BucketContext {
-  getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>>;
-  upsert<T>(def: CollectionDef<T>, doc: T): void;
-}
-
 /** A bucket of a batch (null: none yet), and whether the batch changed it. */
 export interface BucketSlot<B> {
   doc: B | null;
@@ -82,7 +77,7 @@ export class BatchBuckets<B> {
   private readonly byPeriod = new Map<string, Map<string, BucketSlot<B>>>();
 
   constructor(
-    private readonly ctx: BucketContext,
+    private readonly ctx: Pick<ProjectionContext, 'getMany' | 'upsert'>,
     private readonly def: CollectionDef<B>,
     private readonly keyOf: (ticker: string, period: string) => string,
   ) {}

@@ -63,6 +63,18 @@ export function crossSection(day: DailyScores): CrossSectionRow[] {
   });
 }
 
+/** A date's cross-section before any of its scores (first published at `publishedAt`). */
+export const emptyDay = (date: string, publishedAt = ''): DailyScores => ({
+  date,
+  published_at: publishedAt,
+  tickers: [],
+  main_street: [],
+  wall_street: [],
+  service_score: [],
+  estimated: [],
+  restated: dictionary(),
+});
+
 /** Each ticker's index in the day's arrays. */
 export function tickerIndex(day: DailyScores): Map<string, number> {
   return new Map(day.tickers.map((t, i) => [t, i]));
@@ -95,16 +107,7 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
   for (let e = 0; e < events.length; e++) {
     const event = events[e] as unknown as ScoreEvent;
     const { date, rows } = event.data;
-    const day: DailyScores = (await ctx.get(dailyScores, date)) ?? {
-      date,
-      published_at: event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at,
-      tickers: [],
-      main_street: [],
-      wall_street: [],
-      service_score: [],
-      estimated: [],
-      restated: dictionary(),
-    };
+    const day = (await ctx.get(dailyScores, date)) ?? emptyDay(date, event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at);
     // A publication carries the whole universe (index it); a restatement a few rows (search them).
     const published = event.type === 'ScoresPublished';
     if (published) for (let i = 0; i < day.tickers.length; i++) mark(day.tickers[i]!, e, i);

@@ -4,7 +4,7 @@ import { defineCollection } from '../../src/core/read-store.port.js';
 import { round1, round2 } from '../../src/domain/composite.js';
 import type { ClosePricesRecorded } from '../../src/events/reference-events.js';
 import type { ScoreEvent } from '../../src/events/score-events.js';
-import { dailyScores, tickerIndex, type DailyScores } from '../daily-scores/daily-scores.projection.js';
+import { dailyScores, emptyDay, tickerIndex, type DailyScores } from '../daily-scores/daily-scores.projection.js';
 import { dictionary, scoreAt } from '../columns.js';
 import { latestOnOrBefore, prices, seriesKey } from '../reference/reference.projection.js';
 
@@ -413,18 +413,6 @@ function sameRecords(a: Record<string, readonly unknown[]>, b: Record<string, re
 
 const sameDay = (a: DivergenceDay | null, b: DivergenceDay) => a !== null && sameRecords(a.state, b.state) && sameRecords(a.carried, b.carried);
 
-/** The scores of a date with none (never stored: a date is in the index once its scores are). */
-const emptyScores = (date: string): DailyScores => ({
-  date,
-  published_at: '',
-  tickers: [],
-  main_street: [],
-  wall_street: [],
-  service_score: [],
-  estimated: [],
-  restated: {},
-});
-
 /** Position of `date` in the processed dates, inserting it (and saving the index) when new. */
 async function datePosition(ctx: ProjectionContext, date: string): Promise<{ dates: string[]; at: number }> {
   const index = (await ctx.get(divergenceDates, 'dates')) ?? { id: 'dates' as const, dates: [] };
@@ -439,7 +427,7 @@ async function datePosition(ctx: ProjectionContext, date: string): Promise<{ dat
 /** Recomputes the states from `date` forward until a day comes out as it was stored; then the moves of `tickers`. */
 async function recomputeFrom(ctx: ProjectionContext, date: string, tickers: readonly string[]): Promise<void> {
   const { dates, at: start } = await datePosition(ctx, date);
-  const scoresOn = async (d: string) => (await ctx.get(dailyScores, d)) ?? emptyScores(d);
+  const scoresOn = async (d: string) => (await ctx.get(dailyScores, d)) ?? emptyDay(d);
   const prevDay = start > 0 ? await ctx.get(divergenceDays, dates[start - 1]!) : null;
   const prev: DayWithScores | null = prevDay && { day: prevDay, scores: await scoresOn(prevDay.date) };
   let oldPrev = prevDay;
@@ -494,7 +482,7 @@ async function applyPrice(ctx: ProjectionContext, event: ClosePricesRecorded): P
   const index = await ctx.get(divergenceDates, 'dates');
   const i = index ? lowerBound(index.dates, date) : -1;
   const prev = i > 0 ? await ctx.get(divergenceDays, index!.dates[i - 1]!) : null;
-  const scores = (await ctx.get(dailyScores, date)) ?? emptyScores(date);
+  const scores = (await ctx.get(dailyScores, date)) ?? emptyDay(date);
   await reconcileEvents(ctx, date, scores, prev, day, prev, day, new Set(event.data.closes.map((c) => c.ticker)));
 }
 

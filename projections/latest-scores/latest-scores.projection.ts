@@ -55,26 +55,11 @@ export const latestScoresProjection: Projection = {
   applyBatch: applyScores,
 };
 
-/** Sets the values of a latest row (one the batch made itself: nothing else holds it). */
-function setRow(row: LatestScore, date: string, v: ScoreValues, publishedAt: string, restatedAt: string): void {
-  row.date = date;
-  row.main_street = v.main_street;
-  row.wall_street = v.wall_street;
-  row.service_score = v.service_score;
-  row.divergence_gap = gapOf(v);
-  row.estimated = v.estimated;
-  row.published_at = publishedAt;
-  row.restated_at = restatedAt;
-}
-
-/**
- * Applies score events in order. Each ticker's latest row is written once per batch: a
- * publication sets the values of the row the batch already made for the ticker, if any.
- */
+/** Applies score events in order. Each ticker's latest row is written once per batch. */
 async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
   const index = (await ctx.get(latestDates, 'dates')) ?? { id: 'dates' as const, dates: {} };
   let changed = false;
-  /** The rows this batch wrote, by ticker (objects of its own). */
+  /** The rows this batch wrote, by ticker. */
   const written = new Map<string, LatestScore>();
   for (const raw of events) {
     const event = raw as unknown as ScoreEvent;
@@ -96,15 +81,11 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
       const latest = index.dates[v.ticker];
       if (latest !== undefined && latest > date) continue;
       if (event.type === 'ScoresPublished') {
-        const at = event.data.published_at;
-        const row = written.get(v.ticker);
-        if (row) setRow(row, date, v, at, at);
-        else written.set(v.ticker, latestRow(date, v, at, at));
+        written.set(v.ticker, latestRow(date, v, event.data.published_at, event.data.published_at));
       } else {
         const restatedAt = event.data.restated_at;
         const prev = current!.get(v.ticker);
         if (prev && prev.restated_at >= restatedAt) continue;
-        // A new object: `current` may hold the one the batch wrote (a ticker twice in the rows).
         written.set(v.ticker, latestRow(date, v, prev?.published_at ?? restatedAt, restatedAt));
       }
       if (latest !== date) {

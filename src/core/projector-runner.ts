@@ -44,14 +44,17 @@ export class ProjectorRunner {
    * again. Only the last batch's, so memory stays bounded by one batch.
    */
   private recent: PendingWrites | null = null;
-  private readonly eventTypes = new Map<Projection, ReadonlySet<string>>();
+  /** Each projection's event types, as a set. */
+  private readonly eventTypes: ReadonlyMap<Projection, ReadonlySet<string>>;
 
   constructor(
     private readonly events: EventStore,
     private readonly store: ReadStore,
     private readonly projections: readonly Projection[],
     private readonly options: RunnerOptions = {},
-  ) {}
+  ) {
+    this.eventTypes = new Map(projections.map((p) => [p, new Set(p.eventTypes)]));
+  }
 
   private get batchSize(): number {
     return this.options.batchSize ?? 1000;
@@ -193,7 +196,7 @@ export class ProjectorRunner {
     this.recent = null;
     for (const projection of this.projections) {
       const done = this.checkpoints.get(projection.name) ?? null;
-      const types = this.typesOf(projection);
+      const types = this.eventTypes.get(projection)!;
       const events = batch.filter((e) => types.has(e.type) && (done === null || e.position > done));
       if (projection.applyBatch) {
         if (events.length) await projection.applyBatch(events, ctx);
@@ -220,12 +223,6 @@ export class ProjectorRunner {
       return true;
     });
     if (this.live && batch.length < this.batchSize && this.waiters.length === 0) await this.gather();
-  }
-
-  private typesOf(projection: Projection): ReadonlySet<string> {
-    let types = this.eventTypes.get(projection);
-    if (!types) this.eventTypes.set(projection, (types = new Set(projection.eventTypes)));
-    return types;
   }
 
   /** The live coalescing wait (see `liveCoalesceMs`). */
