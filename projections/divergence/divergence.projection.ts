@@ -523,25 +523,8 @@ export const divergenceProjection: Projection = {
   name: 'divergence-v2',
   collections: [divergenceDays, divergenceDates, divergenceEvents, scoreMoves],
   eventTypes: ['ScoresPublished', 'ScoresRestated', 'ClosePricesRecorded'],
-  async apply(raw: RecordedEvent, ctx: ProjectionContext) {
-    const event = raw as unknown as ScoreEvent | ClosePricesRecorded;
-    switch (event.type) {
-      case 'ScoresPublished':
-      case 'ScoresRestated':
-        return recomputeFrom(
-          ctx,
-          event.data.date,
-          event.data.rows.map((r) => r.ticker),
-        );
-      case 'ClosePricesRecorded':
-        // Usually a no-op (prices come before the day's scores). A late price refreshes the
-        // events flagged or closed on its date.
-        return applyPrice(ctx, event);
-      default: {
-        const _exhaustive: never = event;
-        return _exhaustive;
-      }
-    }
+  apply(event: RecordedEvent, ctx: ProjectionContext) {
+    return applyBatch([event], ctx);
   },
   applyBatch,
 };
