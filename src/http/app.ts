@@ -6,6 +6,7 @@ import type { Services } from '../container.js';
 import { projectRoot } from '../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf, type AuthedRequest } from './authentication.js';
+import { useLeanJson } from './json-response.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 import { registerPages } from './pages/index.js';
@@ -37,6 +38,7 @@ export function createApp(services: Services): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
+  useLeanJson(app);
   app.use((req, res, next) => {
     for (const [name, value] of API_HEADERS) res.setHeader(name, value);
     // Every response names its request: the id is on the ledger entry of the call's charge.
