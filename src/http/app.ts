@@ -7,6 +7,7 @@ import { projectRoot } from '../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf, type AuthedRequest } from './authentication.js';
 import { useLeanJson } from './json-response.js';
+import { withProblemResponses } from './openapi.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 import { registerPages } from './pages/index.js';
@@ -49,13 +50,20 @@ export function createApp(services: Services): Express {
   RegisterRoutes(app);
 
   const openapi = loadOpenApi();
+  let served: { base: string; doc: Record<string, unknown> } | null = null;
   app.get('/openapi.json', (_req, res) => {
     const base = services.baseUrl();
-    res.json({
-      ...openapi,
-      info: { ...(openapi['info'] as object), license: { name: 'Licence terms by plan tier', url: `${base}/license` } },
-      servers: [{ url: base }],
-    });
+    if (served?.base !== base) {
+      served = {
+        base,
+        doc: {
+          ...withProblemResponses(openapi, base),
+          info: { ...(openapi['info'] as object), license: { name: 'Licence terms by plan tier', url: `${base}/license` } },
+          servers: [{ url: base }],
+        },
+      };
+    }
+    res.json(served.doc);
   });
   // 503 while the read models are not following the log (a projector failed and waits to retry).
   app.get('/healthz', async (_req, res) => {

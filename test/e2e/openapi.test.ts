@@ -60,4 +60,43 @@ describe('The OpenAPI document', () => {
     expect(errors.map(describeProblem), 'redocly lint errors').to.deep.equal([]);
     expect(report.totals.errors).to.equal(0);
   });
+
+  it('describes every error response as application/problem+json, with an example of each problem it names', async () => {
+    const { body } = await getJson(`${server.url}/openapi.json`);
+    const paths = (body as { paths: Record<string, Record<string, { responses: Record<string, { description: string; content: Record<string, { schema: unknown; examples: Record<string, { value: Record<string, unknown> }> }> }> }>> }).paths;
+    let checked = 0;
+    for (const [path, ops] of Object.entries(paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          const where = `${method.toUpperCase()} ${path} ${status}`;
+          expect(Object.keys(response.content), where).to.deep.equal(['application/problem+json']);
+          const media = response.content['application/problem+json']!;
+          expect(media.schema, where).to.deep.equal({ $ref: '#/components/schemas/ProblemDetails' });
+          const examples = Object.entries(media.examples);
+          expect(examples, where).to.not.be.empty;
+          for (const [code, { value }] of examples) {
+            expect(value, where).to.include({ code, status: Number(status), type: `https://api.scores.test/docs/errors#${code}` });
+            expect(value['title'], where).to.be.a('string').and.not.be.empty;
+          }
+          checked++;
+        }
+      }
+    }
+    expect(checked).to.be.greaterThan(60);
+    // A response that names its problems gets one example each.
+    const score403 = paths['/v1/scores/{ticker}']!['get']!.responses['403']!;
+    expect(Object.keys(score403.content['application/problem+json']!.examples)).to.deep.equal(['key_forbidden', 'coverage']);
+  });
+
+  it('is what the service sends: an error a client receives matches its documented example', async () => {
+    const res = await fetch(`${server.url}/v1/scores/AAPL`);
+    expect(res.status).to.equal(401);
+    expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
+    const problem = (await res.json()) as Record<string, unknown>;
+    const { body } = await getJson(`${server.url}/openapi.json`);
+    const doc = body as { paths: Record<string, Record<string, { responses: Record<string, { content: Record<string, { examples: Record<string, { value: Record<string, unknown> }> }> }> }>> };
+    const example = doc.paths['/v1/scores/{ticker}']!['get']!.responses['401']!.content['application/problem+json']!.examples['unauthorized']!.value;
+    for (const field of ['type', 'title', 'status', 'code']) expect(example[field], field).to.equal(problem[field]);
+  });
 });
