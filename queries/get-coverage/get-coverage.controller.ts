@@ -3,6 +3,7 @@ import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import { parseDateParam } from '../../src/http/params.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
 import { coveredTickers } from './get-coverage.query.js';
 
 export interface CoverageResponse {
@@ -14,6 +15,10 @@ export interface CoverageResponse {
   coverage: 'all' | 'top100';
   /** Echo of the `since` filter; null when absent. */
   since: string | null;
+  /** Data as-of date (free keys trail 7 days). */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
 }
 
 @Route('v1/coverage')
@@ -27,7 +32,14 @@ export class GetCoverageController extends MeteredController {
    * @summary Tickers your key can see
    */
   @Get()
-  @Example<CoverageResponse>({ tickers: ['AAPL', 'AMZN', 'MSFT'], count: 3, coverage: 'top100', since: null })
+  @Example<CoverageResponse>({
+    tickers: ['AAPL', 'AMZN', 'MSFT'],
+    count: 3,
+    coverage: 'top100',
+    since: null,
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
+  })
   @Response<ProblemDetails>(400, 'since is not a date YYYY-MM-DD')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
@@ -36,6 +48,13 @@ export class GetCoverageController extends MeteredController {
     const v = await this.visibility(req);
     const tickers = await coveredTickers(this.services.reads, v, from);
     await this.charge(req, 'coverage');
-    return { tickers, count: tickers.length, coverage: v.coverage, since: from ?? null };
+    return {
+      tickers,
+      count: tickers.length,
+      coverage: v.coverage,
+      since: from ?? null,
+      as_of: v.asOf,
+      citation_url: citationUrl(this.services.baseUrl()),
+    };
   }
 }

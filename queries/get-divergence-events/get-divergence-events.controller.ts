@@ -4,6 +4,7 @@ import { MeteredController } from '../../src/http/metered-controller.js';
 import { badRequest } from '../../src/core/errors.js';
 import { parseDateParam } from '../../src/http/params.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
 import { closedEvents, type DivergenceEvent } from './get-divergence-events.query.js';
 
 export interface DivergenceEventsResponse {
@@ -13,6 +14,10 @@ export interface DivergenceEventsResponse {
   count: number;
   /** The flag_date floor applied (your `since`, or 365 days before today). */
   since: string;
+  /** Data as-of date: events closed on or before it are listed. */
+  as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
 }
 
 @Route('v1/divergence/events')
@@ -44,6 +49,8 @@ export class GetDivergenceEventsController extends MeteredController {
     ],
     count: 1,
     since: '2018-06-14',
+    as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
   })
   @Response<ProblemDetails>(400, 'since is not a date YYYY-MM-DD')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
@@ -54,7 +61,13 @@ export class GetDivergenceEventsController extends MeteredController {
     const v = await this.visibility(req);
     const result = await closedEvents(this.services.reads, v, from);
     await this.charge(req, 'divergence_events');
-    return { events: result.events, count: result.events.length, since: result.since };
+    return {
+      events: result.events,
+      count: result.events.length,
+      since: result.since,
+      as_of: v.asOf,
+      citation_url: citationUrl(this.services.baseUrl()),
+    };
   }
 }
 

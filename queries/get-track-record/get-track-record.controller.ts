@@ -2,11 +2,14 @@ import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/ru
 import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
+import { citationUrl } from '../../src/http/provenance.js';
 import { trackRecord, type TrackRecord } from './get-track-record.query.js';
 
 export interface TrackRecordResponse extends TrackRecord {
   /** Data as-of date: trades closed on or before it count (free keys trail 7 days). */
   as_of: string | null;
+  /** Canonical page to cite. */
+  citation_url: string;
 }
 
 @Route('v1/track-record')
@@ -42,6 +45,7 @@ export class GetTrackRecordController extends MeteredController {
       },
     ],
     as_of: '2019-06-13',
+    citation_url: 'https://api.example.com/docs',
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
@@ -49,6 +53,6 @@ export class GetTrackRecordController extends MeteredController {
     const v = await this.visibility(req);
     const record = await trackRecord(this.services.reads, v);
     await this.charge(req, 'track_record');
-    return { ...record, as_of: v.asOf };
+    return { ...record, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
   }
 }

@@ -330,9 +330,16 @@ describe('Discovery and account endpoints over HTTP', function () {
       const { r, cost } = await costOf('/v1/coverage', key);
       expect(r.status).to.equal(200);
       expect(cost).to.equal(0);
-      expect(sortedKeys(r.body)).to.deep.equal(['count', 'coverage', 'since', 'tickers']);
+      expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'coverage', 'since', 'tickers']);
       const all = Object.keys(live).sort(byTicker);
-      expect(r.body).to.deep.equal({ tickers: all, count: all.length, coverage: 'all', since: null });
+      expect(r.body).to.deep.equal({
+        tickers: all,
+        count: all.length,
+        coverage: 'all',
+        since: null,
+        as_of: LIVE_AS_OF,
+        citation_url: `${BASE}/docs`,
+      });
     });
 
     it('lists a free key’s top100 tickers', async () => {
@@ -340,6 +347,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       const { r, cost } = await costOf('/v1/coverage', key);
       expect(cost).to.equal(0);
       expect(r.body.coverage).to.equal('top100');
+      expect(r.body.as_of).to.equal(FREE_AS_OF);
       expect(r.body.tickers).to.deep.equal(Object.keys(delayed).filter((t) => top100.has(t)).sort(byTicker));
       expect(r.body.count).to.equal(r.body.tickers.length).and.to.equal(100);
     });
@@ -352,7 +360,14 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(early.body).to.include({ since: FREE_AS_OF, count: 100 });
       // Scores after the free as-of date exist but are not visible to it yet.
       const late = await get('/v1/coverage?since=2019-06-10', free);
-      expect(late.body).to.deep.equal({ tickers: [], count: 0, coverage: 'top100', since: '2019-06-10' });
+      expect(late.body).to.deep.equal({
+        tickers: [],
+        count: 0,
+        coverage: 'top100',
+        since: '2019-06-10',
+        as_of: FREE_AS_OF,
+        citation_url: `${BASE}/docs`,
+      });
       const future = await get('/v1/coverage?since=2030-01-01', demoKey('quant'));
       expect(future.body.count).to.equal(0);
     });
