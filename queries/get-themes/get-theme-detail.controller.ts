@@ -7,7 +7,10 @@ import { citationUrl } from '../../src/http/provenance.js';
 import { getThemeDetail, type ThemeDetail } from './get-themes.query.js';
 
 export interface ThemeDetailResponse extends ThemeDetail {
-  /** Date of the constituents' scores; on the free tier it trails today by 7 days. */
+  /**
+   * Your as-of date: each constituent shows its latest score on or before it (its `date`), never a
+   * later one. On the free tier it trails today by 7 days.
+   */
   as_of: string | null;
   /** Canonical page to cite. */
   citation_url: string;
@@ -20,8 +23,9 @@ const SLUG = /^[a-z0-9][a-z0-9-]{0,63}$/;
 @Security('api_key', ['theme_detail'])
 export class GetThemeDetailController extends MeteredController {
   /**
-   * One theme with each constituent's scores on your as-of date. 1 credit per constituent
-   * returned. Free keys see only the constituents in their `top100` universe (and pay only for those).
+   * One theme with each constituent's latest scores on or before your as-of date (a late, halted
+   * or delisted stock shows its last score and that score's `date`; one with no score on or before
+   * as_of shows null scores). 1 credit per constituent returned. Free keys see only the constituents in their `top100` universe (and pay only for those).
    * @param slug Theme identifier from GET /v1/themes (case-insensitive).
    * @example slug "semiconductors"
    * @summary One theme with its constituents

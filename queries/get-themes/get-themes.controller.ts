@@ -10,7 +10,10 @@ export interface ThemesResponse {
   themes: ThemeListItem[];
   /** Number of themes. */
   count: number;
-  /** Date of the scores the averages use; on the free tier it trails today by 7 days. */
+  /**
+   * Your as-of date: the averages use each constituent's latest score on or before it. On the free
+   * tier it trails today by 7 days.
+   */
   as_of: string | null;
   /** Canonical page to cite. */
   citation_url: string;
@@ -21,7 +24,8 @@ export interface ThemesResponse {
 @Security('api_key', ['themes'])
 export class GetThemesController extends MeteredController {
   /**
-   * Theme baskets with the average scores of their constituents on your as-of date. 2 credits per call.
+   * Theme baskets with the average scores of their constituents, each constituent counted with its
+   * latest score on or before your as-of date (never a later one). 2 credits per call.
    *
    * Free keys: constituents outside the `top100` universe are left out of `tickers`,
    * `stock_count`, `scored_count` and the averages; the scores are 7 days delayed.

@@ -1,7 +1,8 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { notFound } from '../../src/core/errors.js';
-import type { CrossSectionRow } from '../../projections/daily-scores/daily-scores.projection.js';
+import { AppError, notFound } from '../../src/core/errors.js';
+import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
 import { themes as themesCollection, type ThemeDoc } from '../../projections/reference/reference.projection.js';
+import { getScoreAsOf } from '../get-score/get-score.query.js';
 import { byServiceScoreDesc, compareText, mean1, visibleCrossSection } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
 
@@ -9,7 +10,11 @@ import { inUniverse, type Visibility } from '../shared/visibility.js';
 export interface ThemeAggregates {
   /** Constituents in your universe (free keys: `top100` only). */
   stock_count: number;
-  /** Of those, how many have scores on your as-of date (the ones the averages cover). */
+  /**
+   * Of those, how many have a score on or before your as-of date (the ones the averages cover).
+   * Each constituent counts with its latest score on or before as_of, as GET /v1/scores/{ticker}
+   * shows it: a late, halted or delisted stock counts with its last score.
+   */
   scored_count: number;
   /** Mean main_street of the scored constituents, 1 decimal; null when none is scored. */
   avg_main_street: number | null;
@@ -37,7 +42,10 @@ export interface ThemeConstituent {
   ticker: string;
   /** How the stock relates to the theme: `core`, `supplier`, `beneficiary`, `adjacent`, `headwind`, … */
   relationship: string;
-  /** Score date (your as-of date); null when the stock has no scores on it. */
+  /**
+   * Date of the stock's latest score on or before your as-of date (the as-of date itself unless
+   * the stock is late, halted or delisted); null when it has no score on or before it.
+   */
   date: string | null;
   /** Measured consumer demand, 0-100; null when unscored. */
   main_street: number | null;
@@ -60,21 +68,57 @@ export interface ThemeDetail extends ThemeAggregates {
   constituents: ThemeConstituent[];
 }
 
+/** The score fields a constituent shows. */
+type MemberScore = Pick<LatestScore, 'ticker' | 'date' | 'main_street' | 'wall_street' | 'service_score' | 'divergence_gap'>;
+
 interface Member {
   ticker: string;
   relationship: string;
-  score: CrossSectionRow | undefined;
+  score: MemberScore | undefined;
 }
 
-/** The constituents the caller may see (each ticker once), with their as-of scores. */
-function membersOf(theme: ThemeDoc, v: Visibility, scores: ReadonlyMap<string, CrossSectionRow>): Member[] {
+/** The constituents of a theme the caller may see: each ticker once, in the theme's order. */
+function visibleConstituents(theme: ThemeDoc, v: Visibility): ThemeDoc['constituents'] {
   const seen = new Set<string>();
-  const out: Member[] = [];
-  for (const c of theme.constituents) {
-    if (seen.has(c.ticker) || !inUniverse(v, c.ticker)) continue;
+  return theme.constituents.filter((c) => {
+    if (seen.has(c.ticker) || !inUniverse(v, c.ticker)) return false;
     seen.add(c.ticker);
-    out.push({ ticker: c.ticker, relationship: c.relationship, score: scores.get(c.ticker) });
+    return true;
+  });
+}
+
+function membersOf(theme: ThemeDoc, v: Visibility, scores: ReadonlyMap<string, MemberScore>): Member[] {
+  return visibleConstituents(theme, v).map((c) => ({ ticker: c.ticker, relationship: c.relationship, score: scores.get(c.ticker) }));
+}
+
+/**
+ * Each ticker's latest score on or before the caller's as-of date (never a later one): ticker →
+ * row; a ticker with none is left out. The tickers must be in the caller's universe.
+ *
+ * The as-of cross-section (one document) answers every ticker scored on as_of, which is its
+ * latest row on or before it. The others (late, halted, delisted, or never scored) are looked up
+ * as GET /v1/scores/{ticker} does it, so both endpoints always show the same row.
+ */
+async function latestScoresAsOf(reads: ReadStore, v: Visibility, tickers: Iterable<string>): Promise<Map<string, MemberScore>> {
+  const out = new Map<string, MemberScore>();
+  if (v.asOf === null) return out;
+  const day = await visibleCrossSection(reads, v);
+  const behind: string[] = [];
+  for (const t of new Set(tickers)) {
+    const row = day.get(t);
+    if (row) out.set(t, row);
+    else behind.push(t);
   }
+  const found = await Promise.all(
+    behind.map((t) =>
+      getScoreAsOf(reads, v, t).catch((err: unknown) => {
+        // No score on or before as_of (or none at all): the constituent is unscored.
+        if (err instanceof AppError && err.code === 'not_found') return null;
+        throw err;
+      }),
+    ),
+  );
+  for (const row of found) if (row) out.set(row.ticker, row);
   return out;
 }
 
@@ -90,12 +134,13 @@ function aggregates(members: readonly Member[]): ThemeAggregates {
 }
 
 /**
- * Every theme, strongest first (ties by slug), with aggregates over the constituents' scores of
- * the caller's as-of date (so delayed on the free tier). A free key's view of a theme leaves out
- * the constituents outside `top100`: they are neither listed in `tickers` nor counted.
+ * Every theme, strongest first (ties by slug), with aggregates over each constituent's latest
+ * score on or before the caller's as-of date (so delayed on the free tier). A free key's view of a
+ * theme leaves out the constituents outside `top100`: they are neither listed in `tickers` nor counted.
  */
 export async function listThemes(reads: ReadStore, v: Visibility): Promise<ThemeListItem[]> {
-  const [all, scores] = await Promise.all([reads.find(themesCollection, {}), visibleCrossSection(reads, v)]);
+  const all = await reads.find(themesCollection, {});
+  const scores = await latestScoresAsOf(reads, v, all.items.flatMap((t) => visibleConstituents(t, v).map((c) => c.ticker)));
   return all.items
     .sort((a, b) => b.strength - a.strength || compareText(a.slug, b.slug))
     .map((t) => {
@@ -111,11 +156,15 @@ export async function listThemes(reads: ReadStore, v: Visibility): Promise<Theme
     });
 }
 
-/** One theme with its visible constituents' as-of scores; 404 for an unknown slug. */
+/**
+ * One theme with each visible constituent's latest score on or before the caller's as-of date;
+ * 404 for an unknown slug.
+ */
 export async function getThemeDetail(reads: ReadStore, v: Visibility, slug: string): Promise<ThemeDetail> {
   const theme = await reads.get(themesCollection, slug);
   if (!theme) throw notFound(`no theme ${slug}; GET /v1/themes lists them`);
-  const members = membersOf(theme, v, await visibleCrossSection(reads, v));
+  const scores = await latestScoresAsOf(reads, v, visibleConstituents(theme, v).map((c) => c.ticker));
+  const members = membersOf(theme, v, scores);
   const ranked = [...members].sort((a, b) => {
     if (a.score && b.score) return byServiceScoreDesc(a.score, b.score);
     if (a.score || b.score) return a.score ? -1 : 1; // unscored last
