@@ -24,9 +24,15 @@ const TOOLS: readonly ((server: McpServer, ctx: ToolContext) => void)[] = [
 
 /**
  * The MCP server for one HTTP request of one authenticated caller (stateless mode: a server and
- * a transport per POST). Every tool is the twin of a REST endpoint and calls its controller.
+ * a transport per POST). Every tool is the twin of a REST endpoint and calls its controller;
+ * `creditsRemaining` sets the response's `X-Credits-Remaining` after a tool call.
  */
-export function createMcpServer(services: Services, principal: Principal, req: AuthedRequest): McpServer {
+export function createMcpServer(
+  services: Services,
+  principal: Principal,
+  req: AuthedRequest,
+  creditsRemaining: (value: string) => void,
+): McpServer {
   const server = new McpServer(
     { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: '0.1.0' },
     {
@@ -34,7 +40,7 @@ export function createMcpServer(services: Services, principal: Principal, req: A
         'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint and draws the same credits from your account.',
     },
   );
-  const ctx: ToolContext = { services, principal, req };
+  const ctx: ToolContext = { services, principal, req, creditsRemaining };
   for (const register of TOOLS) register(server, ctx);
   return server;
 }

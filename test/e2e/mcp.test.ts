@@ -67,6 +67,22 @@ describe('The hosted MCP server at /mcp/http', function () {
     ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap((e) =>
       e.type === 'CreditsDebited' ? [e.data] : [],
     );
+  /** One JSON-RPC request as a raw POST, to see the HTTP response's headers. */
+  async function rpc(key: string, method: string, params: Record<string, unknown> = {}) {
+    const r = await fetch(`${server.url}/mcp/http`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2025-06-18',
+        'X-API-Key': key,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const body = (await r.json()) as { result?: Record<string, any>; error?: { code: number; message: string } };
+    return { status: r.status, credits: r.headers.get('x-credits-remaining'), body };
+  }
+  const INITIALIZE = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } };
   const postRaw = (headers: Record<string, string>) =>
     fetch(`${server.url}/mcp/http`, {
       method: 'POST',
@@ -95,6 +111,12 @@ describe('The hosted MCP server at /mcp/http', function () {
       const screen = tools.find((t) => t.name === 'screen_stocks')!;
       expect(screen.inputSchema.properties).to.have.keys(['min_score', 'limit']);
       expect((screen.inputSchema.properties!['limit'] as { type: string }).type).to.equal('integer');
+      expect((screen.inputSchema.properties!['min_score'] as { type: string }).type).to.equal('integer');
+      const earnings = tools.find((t) => t.name === 'get_upcoming_earnings')!;
+      expect((earnings.inputSchema.properties!['days'] as { type: string }).type).to.equal('integer');
+      const divergences = tools.find((t) => t.name === 'get_divergences')!;
+      expect((divergences.inputSchema.properties!['direction'] as { type: string[] }).type).to.have.members(['string', 'null']);
+      expect(divergences.inputSchema.required ?? []).to.deep.equal([]);
       const history = tools.find((t) => t.name === 'get_score_history')!;
       expect(history.inputSchema.required).to.deep.equal(['ticker']);
       expect(history.inputSchema.properties).to.have.keys(['ticker', 'start', 'end', 'as_known_at']);
@@ -134,6 +156,74 @@ describe('The hosted MCP server at /mcp/http', function () {
     });
   });
 
+  describe('When get_divergences is asked for a direction', () => {
+    it('takes direction null as both directions (the spec: absent or null means all), as REST does', async () => {
+      const client = await connect(demoKey('builder'));
+      const both = await get('/v1/divergence?limit=6', demoKey('builder'));
+      expect(both.status).to.equal(200);
+      const result = await call(client, 'get_divergences', { direction: null, limit: 6 });
+      expect(result.isError, JSON.stringify(result.content)).to.not.equal(true);
+      expect(result.structuredContent).to.deep.equal(both.body);
+      expect((result.structuredContent as { rows: { gap: number }[] }).rows.map((r) => Math.sign(r.gap))).to.include.members([1, -1]);
+      expect(await call(client, 'get_divergences', { limit: 6 })).to.have.deep.property('structuredContent', both.body);
+    });
+
+    it('still reads bull and bear in any case', async () => {
+      const client = await connect(demoKey('builder'));
+      const bear = await get('/v1/divergence?direction=bear&limit=4', demoKey('builder'));
+      expect(bear.body.rows).to.have.length.greaterThan(0);
+      expect((await call(client, 'get_divergences', { direction: 'BeAr', limit: 4 })).structuredContent).to.deep.equal(bear.body);
+    });
+  });
+
+  describe('When a response goes back to an authenticated key', () => {
+    it('carries X-Credits-Remaining on initialize, tools/list, a charged call (its balance after the charge) and a refusal', async () => {
+      const k = await newKey('quant');
+      const start = (await get('/v1/usage', k.key)).headers.get('x-credits-remaining');
+      expect(start).to.match(/^\d+$/);
+      const init = await rpc(k.key, 'initialize', INITIALIZE);
+      expect(init.status).to.equal(200);
+      expect(init.body.result?.['serverInfo']?.name).to.equal('scores-service');
+      expect(init.credits).to.equal(start);
+      const list = await rpc(k.key, 'tools/list');
+      expect(list.body.result?.['tools']).to.have.length(8);
+      expect(list.credits).to.equal(start);
+
+      const paid = await rpc(k.key, 'tools/call', { name: 'screen_stocks', arguments: { limit: 3 } });
+      expect(paid.body.result?.['isError']).to.not.equal(true);
+      expect(paid.credits).to.equal(String(Number(start) - 6));
+      expect(paid.credits).to.equal(paid.body.result?.['_meta']?.credits_remaining);
+
+      const refused = await rpc(k.key, 'tools/call', { name: 'screen_stocks', arguments: { limit: 651 } });
+      expect(refused.body.result?.['structuredContent']?.code).to.equal('limit_exceeded');
+      expect(refused.credits).to.equal(paid.credits);
+      expect(refused.credits).to.equal(refused.body.result?.['_meta']?.credits_remaining);
+      expect((await get('/v1/usage', k.key)).headers.get('x-credits-remaining')).to.equal(paid.credits);
+    });
+
+    it('carries the same value as REST on a tier refusal, an exhausted account and an enterprise key', async () => {
+      const tier = await rpc(demoKey('hobbyist'), 'tools/call', { name: 'get_upcoming_earnings', arguments: {} });
+      const restTier = await get('/v1/earnings', demoKey('hobbyist'));
+      expect(tier.body.result?.['structuredContent']?.code).to.equal('tier');
+      expect(tier.credits).to.be.a('string').and.equal(restTier.headers.get('x-credits-remaining'));
+      expect(tier.credits).to.equal(tier.body.result?.['_meta']?.credits_remaining);
+
+      const broke = await newKey('free');
+      await server.services.ledger.debit(broke.account_id, { request_id: 'setup', endpoint: 'history', channel: 'rest', cost: 999 });
+      const exhausted = await rpc(broke.key, 'tools/call', { name: 'get_scores', arguments: { ticker: 'AAPL' } });
+      expect(exhausted.body.result?.['structuredContent']?.code).to.equal('credits_exhausted');
+      expect(exhausted.credits).to.equal('1');
+
+      const big = await newKey('enterprise');
+      const restBig = (await get('/v1/scores/AAPL', big.key)).headers.get('x-credits-remaining');
+      expect(restBig).to.match(/^[a-z]+$/);
+      expect((await rpc(big.key, 'initialize', INITIALIZE)).credits).to.equal(restBig);
+      const bigCall = await rpc(big.key, 'tools/call', { name: 'get_scores', arguments: { ticker: 'AAPL' } });
+      expect(bigCall.body.result?.['isError']).to.not.equal(true);
+      expect(bigCall.credits).to.equal(restBig);
+    });
+  });
+
   describe('When the key is missing, unknown or revoked', () => {
     it('refuses at the HTTP level with a 401 or 403 problem before any MCP message is handled', async () => {
       for (const headers of [{}, { 'X-API-Key': 'sk_live_nope' }] as Record<string, string>[]) {
@@ -156,7 +246,20 @@ describe('The hosted MCP server at /mcp/http', function () {
         const r = await fetch(`${server.url}/mcp/http`, { method, headers: { 'X-API-Key': demoKey('builder') } });
         expect(r.status, method).to.equal(405);
         expect(r.headers.get('allow')).to.equal('POST');
+        expect(r.headers.get('content-type')).to.match(/^application\/problem\+json/);
+        expect(await r.json()).to.include({ status: 405, code: 'method_not_allowed', title: 'Method not allowed' });
       }
+    });
+
+    it('answers a body over 64 KiB with 413 payload_too_large', async () => {
+      const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(70 * 1024) } });
+      const r = await fetch(`${server.url}/mcp/http`, {
+        method: 'POST',
+        headers: { 'X-API-Key': demoKey('builder'), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        body: big,
+      });
+      expect(r.status).to.equal(413);
+      expect(await r.json()).to.include({ status: 413, code: 'payload_too_large', title: 'Request body too large' });
     });
   });
 
@@ -186,6 +289,51 @@ describe('The hosted MCP server at /mcp/http', function () {
 
     it('gives a limit above the maximum the same limit_exceeded problem', async () => {
       await expectSameRefusal(demoKey('builder'), 'screen_stocks', { limit: 651 }, '/v1/screener?limit=651', 'limit_exceeded');
+    });
+
+    it('gives a direction other than bull or bear the same bad_request problem', async () => {
+      await expectSameRefusal(demoKey('builder'), 'get_divergences', { direction: 'sideways' }, '/v1/divergence?direction=sideways', 'bad_request');
+    });
+
+    it('gives an argument of the wrong JSON type the same problem as the equivalent query, with the credits left', async () => {
+      const k = await newKey('quant');
+      const cases: [string, Record<string, unknown>, string, string][] = [
+        ['screen_stocks', { limit: 'abc' }, '/v1/screener?limit=abc', 'bad_request'],
+        ['screen_stocks', { limit: 1.5 }, '/v1/screener?limit=1.5', 'bad_request'],
+        ['screen_stocks', { min_score: 'x' }, '/v1/screener?min_score=x', 'bad_request'],
+        ['screen_stocks', { limit: true }, '/v1/screener?limit=true', 'bad_request'],
+        ['screen_stocks', { limit: null }, '/v1/screener?limit=null', 'bad_request'],
+        ['get_upcoming_earnings', { days: 'x' }, '/v1/earnings?days=x', 'bad_request'],
+        ['get_divergences', { limit: [5] }, '/v1/divergence?limit=%5B5%5D', 'bad_request'],
+        ['get_divergences', { direction: 7 }, '/v1/divergence?direction=7', 'bad_request'],
+        ['get_score_history', { ticker: 'AAPL', start: 20190601 }, '/v1/scores/AAPL/history?start=20190601', 'bad_request'],
+        ['get_divergence_events', { since: false }, '/v1/divergence/events?since=false', 'bad_request'],
+        ['get_scores', { ticker: 42 }, '/v1/scores/42', 'not_found'],
+      ];
+      for (const [tool, args, path, code] of cases) {
+        const result = await expectSameRefusal(k.key, tool, args, path, code);
+        expect(result._meta?.['credits_remaining'], `${tool} ${JSON.stringify(args)}`).to.match(/^\d+$/);
+      }
+      expect((await get('/v1/screener?limit=abc', k.key)).body.detail).to.equal('limit must be an integer (got "abc")');
+      const raw = await rpc(k.key, 'tools/call', { name: 'screen_stocks', arguments: { limit: 'abc' } });
+      expect(raw.body.error).to.equal(undefined);
+      expect(raw.body.result?.['structuredContent']?.detail).to.equal('limit must be an integer (got "abc")');
+      expect(raw.credits).to.be.a('string').and.equal(raw.body.result?.['_meta']?.credits_remaining);
+      expect(await debits(k.account_id)).to.deep.equal([]);
+    });
+
+    it('reads an integer sent as a numeric string as REST reads the query', async () => {
+      const client = await connect(demoKey('builder'));
+      const rest = await get('/v1/screener?limit=3', demoKey('builder'));
+      expect((await call(client, 'screen_stocks', { limit: '3' })).structuredContent).to.deep.equal(rest.body);
+    });
+
+    it('leaves a missing required argument to the SDK: it is refused before the tool runs', async () => {
+      const client = await connect(demoKey('builder'));
+      const result = await call(client, 'get_scores', {});
+      expect(result.isError).to.equal(true);
+      const text = result.content[0];
+      expect(text?.type === 'text' ? text.text : '').to.match(/Input validation error.*ticker/s);
     });
 
     it('gives an exhausted account the same credits_exhausted problem and debits nothing more', async () => {

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GetDivergenceEventsController } from '../../../queries/get-divergence-events/get-divergence-events.controller.js';
-import { callRestTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_divergence_events`, the twin of GET /v1/divergence/events. */
 export function registerGetDivergenceEvents(server: McpServer, ctx: ToolContext): void {
@@ -14,7 +14,7 @@ export function registerGetDivergenceEvents(server: McpServer, ctx: ToolContext)
         'Closed divergence events with their dated outcome: the close price on the flag date and on the close date, the percent change between them and the days in between. Newest flag_date first.',
       ),
       inputSchema: {
-        since: z.string().optional().describe('Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today).'),
+        since: restArg(z.string().describe('Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today).')),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GetScoreController } from '../../../queries/get-score/get-score.controller.js';
-import { callRestTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { callRestTwin, describeTool, requiredRestArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_scores`, the twin of GET /v1/scores/{ticker}. */
 export function registerGetScores(server: McpServer, ctx: ToolContext): void {
@@ -14,7 +14,7 @@ export function registerGetScores(server: McpServer, ctx: ToolContext): void {
         'The Main-Street / Wall-Street scores of one stock as of your as-of date (the latest published day; free keys trail 7 days).',
       ),
       inputSchema: {
-        ticker: z.string().describe('Stock symbol, case-insensitive, at most 12 characters, e.g. "AAPL".'),
+        ticker: requiredRestArg(z.string().describe('Stock symbol, case-insensitive, at most 12 characters, e.g. "AAPL".')),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

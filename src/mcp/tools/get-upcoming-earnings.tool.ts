@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { GetEarningsController } from '../../../queries/get-earnings/get-earnings.controller.js';
-import { asQuery, callRestTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_upcoming_earnings`, the twin of GET /v1/earnings. */
 export function registerGetUpcomingEarnings(server: McpServer, ctx: ToolContext): void {
@@ -14,10 +14,12 @@ export function registerGetUpcomingEarnings(server: McpServer, ctx: ToolContext)
         'Stocks reporting earnings in the next `days` days (today included), with their current scores going in.',
       ),
       inputSchema: {
-        days: z.number().int().optional().describe('Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is refused (limit_exceeded).'),
+        days: restArg(
+          z.number().int().describe('Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is refused (limit_exceeded).'),
+        ),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ days }) => callRestTwin(ctx, 'earnings', new GetEarningsController(ctx.services), (c, req) => c.getEarnings(req, asQuery(days))),
+    async ({ days }) => callRestTwin(ctx, 'earnings', new GetEarningsController(ctx.services), (c, req) => c.getEarnings(req, days)),
   );
 }
