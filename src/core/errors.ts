@@ -9,6 +9,8 @@ export type ErrorCode =
   | 'coverage'
   | 'tier'
   | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
   | 'limit_exceeded'
   | 'credits_exhausted'
   | 'rate_limited'
@@ -22,6 +24,8 @@ const STATUS: Record<ErrorCode, number> = {
   coverage: 403,
   tier: 403,
   not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
   limit_exceeded: 422,
   credits_exhausted: 429,
   rate_limited: 429,
@@ -36,6 +40,8 @@ const TITLE: Record<ErrorCode, string> = {
   coverage: 'Outside your coverage',
   tier: 'Plan tier too low',
   not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  payload_too_large: 'Request body too large',
   limit_exceeded: 'Parameter above its maximum',
   credits_exhausted: 'Credits exhausted',
   rate_limited: 'Too many requests',

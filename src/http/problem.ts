@@ -8,7 +8,7 @@ export interface ProblemDetails {
   title: string;
   status: number;
   detail: string;
-  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, limit_exceeded, credits_exhausted, rate_limited. */
+  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, limit_exceeded, credits_exhausted, rate_limited. */
   code: string;
   /** Set on validation errors: what was wrong with each parameter. */
   errors?: { parameter: string; message: string }[];
@@ -65,7 +65,7 @@ export function problemHandler(
     if (e?.type === 'entity.parse.failed' || e?.status === 400) {
       return sendProblem(res, problemOf('bad_request', 'request body is not valid JSON', baseUrl()));
     }
-    if (e?.status === 413) return sendProblem(res, { ...problemOf('bad_request', 'request body too large', baseUrl()), status: 413 });
+    if (e?.status === 413) return sendProblem(res, problemOf('payload_too_large', 'request body too large', baseUrl()));
     log.error({ err, path: req.path }, 'unhandled error');
     sendProblem(res, problemOf('internal', 'the service failed to answer; the error was logged', baseUrl()));
   }

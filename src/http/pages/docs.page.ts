@@ -68,6 +68,14 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
       'The call would cost more credits than are left of your monthly allowance and prepaid credits, and overage is off. Nothing was returned and nothing was charged. X-Credits-Remaining shows what is left.',
     fix: 'Buy a credit pack, switch overage on (paid plans), upgrade, or wait for the allowance to reset at `resets_at` (GET /v1/usage).',
   },
+  method_not_allowed: {
+    meaning: 'The path exists, but not for this HTTP method (the MCP endpoint takes POST only: it is stateless, with no stream to GET and no session to DELETE).',
+    fix: 'Use the method the API reference gives for the path.',
+  },
+  payload_too_large: {
+    meaning: 'The request body is larger than the endpoint accepts (64 KiB for the MCP endpoint).',
+    fix: 'Send a smaller body: one JSON-RPC message, or a batch of fewer messages.',
+  },
   rate_limited: {
     meaning: 'Too many requests in a short time.',
     fix: 'Slow down and retry later; honour the Retry-After header when the response has one.',
