@@ -7,7 +7,7 @@ import { projectRoot } from '../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf, type AuthedRequest } from './authentication.js';
 import { useLeanJson } from './json-response.js';
-import { withProblemResponses } from './openapi.js';
+import { completeOpenApi } from './openapi.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 import { registerPages } from './pages/index.js';
@@ -57,7 +57,7 @@ export function createApp(services: Services): Express {
       served = {
         base,
         doc: {
-          ...withProblemResponses(openapi, base),
+          ...completeOpenApi(openapi, base),
           info: { ...(openapi['info'] as object), license: { name: 'Licence terms by plan tier', url: `${base}/license` } },
           servers: [{ url: base }],
         },

@@ -1,14 +1,56 @@
 import { statusOf, type ErrorCode } from '../core/errors.js';
 import { problemOf } from './problem.js';
+import { DIVERGENCE_LIMIT } from '../../queries/get-divergence/get-divergence.query.js';
+import { EARNINGS_DAYS } from '../../queries/get-earnings/get-earnings.query.js';
+import { SCREENER_LIMIT } from '../../queries/get-screener/get-screener.query.js';
+import { SIGNALS_LIMIT } from '../../queries/get-signals/get-signals.query.js';
+import { USAGE_LEDGER_DEFAULT_LIMIT, USAGE_LEDGER_MAX_LIMIT } from '../../queries/get-usage-ledger/get-usage-ledger.query.js';
 
 type Json = Record<string, unknown>;
 interface OpenApiResponse {
   description?: string;
   content?: Record<string, { schema?: unknown }>;
 }
+interface OpenApiParameter {
+  name: string;
+  in: string;
+  schema?: Json;
+}
 interface OpenApiOperation {
+  parameters?: OpenApiParameter[];
   responses?: Record<string, OpenApiResponse>;
 }
+
+const integer = (rule: { min: number; max: number; default?: number }): Json => ({
+  type: 'integer',
+  minimum: rule.min,
+  maximum: rule.max,
+  ...(rule.default === undefined ? {} : { default: rule.default }),
+});
+const DATE: Json = { type: 'string', format: 'date' };
+
+/**
+ * What each query parameter's value is. The controllers take these parameters as text and parse
+ * them themselves (so that a malformed value is a 400 naming the parameter, and a value above its
+ * maximum a 422, as DESIGN fixes), so tsoa writes them as plain strings; a client generated from
+ * the document should see integers and dates. Ranges come from the same rules the controllers
+ * apply. A value above `maximum` is a 422 `limit_exceeded`, anything else outside the schema a 400.
+ */
+const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
+  '/v1/screener': { limit: integer(SCREENER_LIMIT), min_score: integer({ min: 0, max: 100 }) },
+  '/v1/signals': { limit: integer(SIGNALS_LIMIT) },
+  '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: ['bull', 'bear'], description: 'case-insensitive' } },
+  '/v1/earnings': { days: integer(EARNINGS_DAYS) },
+  '/v1/usage/ledger': {
+    limit: integer({ min: 1, max: USAGE_LEDGER_MAX_LIMIT, default: USAGE_LEDGER_DEFAULT_LIMIT }),
+    month: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}$' },
+  },
+  '/v1/coverage': { since: DATE },
+  '/v1/divergence/events': { since: DATE },
+  '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
+  '/v1/scores/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
+  '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
+};
 
 export const PROBLEM_JSON = 'application/problem+json';
 
@@ -54,12 +96,14 @@ export function problemsOf(status: number, description: string): { code: ErrorCo
 }
 
 /**
+ * The document tsoa generated, completed where tsoa cannot know: query parameters parsed by the
+ * controllers get their real types (`PARAMETER_SCHEMAS`), and error responses their media type.
  * tsoa describes every response as `application/json`. The service answers every error as
  * `application/problem+json` (RFC 9457): this gives each error response that media type, with one
  * example per problem its description names, built by the same `problemOf` the error handler
  * uses (so the examples' `type`, `title`, `status` and `code` are what a client receives).
  */
-export function withProblemResponses(spec: Json, baseUrl: string): Json {
+export function completeOpenApi(spec: Json, baseUrl: string): Json {
   const paths: Json = {};
   for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
     const ops: Json = {};
@@ -80,7 +124,9 @@ export function withProblemResponses(spec: Json, baseUrl: string): Json {
         }
         responses[status] = { ...response, content: { [PROBLEM_JSON]: { schema, examples } } };
       }
-      ops[method] = { ...op, responses };
+      const schemas = PARAMETER_SCHEMAS[path] ?? {};
+      const parameters = op.parameters?.map((prm) => (prm.in === 'query' && schemas[prm.name] ? { ...prm, schema: schemas[prm.name] } : prm));
+      ops[method] = { ...op, ...(parameters ? { parameters } : {}), responses };
     }
     paths[path] = ops;
   }

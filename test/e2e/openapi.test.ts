@@ -89,6 +89,30 @@ describe('The OpenAPI document', () => {
     expect(Object.keys(score403.content['application/problem+json']!.examples)).to.deep.equal(['key_forbidden', 'coverage']);
   });
 
+  it('types the query parameters the controllers parse as integers and dates, with their ranges and defaults', async () => {
+    const { body } = await getJson(`${server.url}/openapi.json`);
+    const doc = body as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: Record<string, unknown> }[] }>> };
+    const param = (path: string, name: string) => doc.paths[path]!['get']!.parameters!.find((p) => p.name === name)!.schema;
+    expect(param('/v1/screener', 'limit')).to.deep.equal({ type: 'integer', minimum: 1, maximum: 650, default: 100 });
+    expect(param('/v1/screener', 'min_score')).to.deep.equal({ type: 'integer', minimum: 0, maximum: 100 });
+    expect(param('/v1/signals', 'limit')).to.include({ type: 'integer', maximum: 200, default: 50 });
+    expect(param('/v1/divergence', 'limit')).to.include({ type: 'integer', maximum: 100, default: 25 });
+    expect(param('/v1/earnings', 'days')).to.deep.equal({ type: 'integer', minimum: 0, maximum: 60, default: 14 });
+    expect(param('/v1/scores/{ticker}/history', 'start')).to.deep.equal({ type: 'string', format: 'date' });
+    expect(param('/v1/scores/history', 'as_known_at')).to.deep.equal({ type: 'string', format: 'date-time' });
+    // Only free-form text is left a bare string: a new integer or date parameter must be typed too.
+    const bare: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const op of Object.values(ops)) {
+        for (const p of op.parameters ?? []) {
+          if (p.in === 'query' && JSON.stringify(p.schema) === '{"type":"string"}') bare.push(`${path} ${p.name}`);
+        }
+      }
+    }
+    // `since` there takes a date, an ISO instant or a restated_at timestamp.
+    expect(bare.sort()).to.deep.equal(['/v1/scores/history since', '/v1/scores/history tickers', '/v1/usage/ledger cursor']);
+  });
+
   it('is what the service sends: an error a client receives matches its documented example', async () => {
     const res = await fetch(`${server.url}/v1/scores/AAPL`);
     expect(res.status).to.equal(401);
