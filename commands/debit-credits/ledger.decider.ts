@@ -251,8 +251,14 @@ function advanceTo(rec: Recorder, now: Date): void {
 const isCount = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
 const isText = (x: unknown): x is string => typeof x === 'string' && x.trim().length > 0;
 
-/** Allowance left this period; Infinity when unmetered. */
-const allowanceLeft = (s: LedgerState): number => (s.allowance === null ? Infinity : Math.max(0, s.allowance - s.used_allowance));
+/**
+ * Allowance left this period; Infinity when unmetered. Overage already charged this month counts
+ * against it, as in `credits_remaining` (allowance − allowance drawn − overage): after an upgrade
+ * that follows overage, the raised allowance first covers the overage, so a call with overage off
+ * never goes beyond what `X-Credits-Remaining` said was left.
+ */
+const allowanceLeft = (s: LedgerState): number =>
+  s.allowance === null ? Infinity : Math.max(0, s.allowance - s.used_allowance - s.overage_credits);
 
 function debit(rec: Recorder, cmd: DebitCredits['data']): void {
   const s = rec.state;

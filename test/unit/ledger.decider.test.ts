@@ -298,6 +298,25 @@ describe('Credit ledger', () => {
       spec.given(upgraded).when(debit(2), MAY).then([charged(2)]);
     });
 
+    it('an upgrade after overage counts the overage against the raised allowance: no call beyond credits_remaining with overage off', () => {
+      // 25,000 drawn and 872 more as overage on hobbyist, then overage off and builder (250,000).
+      const past = history(
+        opened('hobbyist'),
+        mayOpened(25_000),
+        overageOn,
+        spent(25_000, 0, 872),
+        step('OverageSwitched', { allow_overage: false }),
+        step('PlanChanged', { tier: 'builder', reason: 'set' }),
+      );
+      expect(usageFigures(foldLedger(past), MAY)).to.include({ monthly_allowance: 250_000, used_this_month: 25_872, credits_remaining: 224_128 });
+      expect(creditsRemainingHeader(foldLedger(past), MAY)).to.equal('224128');
+      spec.given(past).when(debit(224_129), MAY).thenThrows('credits_exhausted');
+      const all = [...past, ...decide(foldLedger(past), debit(224_128), MAY)];
+      expect(all.find((e) => e.type === 'CreditsDebited' && e.data.cost === 224_128)?.data).to.include({ from_allowance: 224_128, from_overage: 0 });
+      expect(usageFigures(foldLedger(all), MAY)).to.include({ credits_remaining: 0, overage_credits: 872 });
+      spec.given(all).when(debit(1), MAY).thenThrows('credits_exhausted');
+    });
+
     it('a move to free switches overage off', () => {
       spec
         .given(history(opened('quant'), mayOpened(2_500_000), overageOn))
