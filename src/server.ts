@@ -9,6 +9,10 @@ import { startAlertDispatcher } from '../commands/send-usage-alerts/alert-dispat
 import { DemoDataset } from './demo/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
+import { registerServer } from './store-users.js';
+
+/** The server could not listen (address in use, no permission): nothing was served. */
+export class ListenError extends Error {}
 
 export interface RunningServer {
   /** Where this process listens. */
@@ -81,6 +85,17 @@ export async function catchUpReadModels(services: Services, options: { progress?
 
 /** `npm start` / `scores serve`: seed when empty, catch up, serve REST on PORT, follow the log. */
 export async function startServer(services: Services, options: { progress?: boolean; port?: number } = {}): Promise<RunningServer> {
+  // A replay must not run while this process projects into the same read models (src/store-users.ts).
+  const unregister = registerServer(services.config.dataDir);
+  try {
+    return await serve(services, options, unregister);
+  } catch (err) {
+    unregister();
+    throw err;
+  }
+}
+
+async function serve(services: Services, options: { progress?: boolean; port?: number }, unregister: () => void): Promise<RunningServer> {
   // One simulation of the demo history serves the seed and the live publisher.
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
@@ -109,8 +124,19 @@ export async function startServer(services: Services, options: { progress?: bool
   });
 
   const app = createApp(services);
-  const server = app.listen(options.port ?? services.config.port, services.config.host);
-  await once(server, 'listening');
+  const asked = options.port ?? services.config.port;
+  const server = app.listen(asked, services.config.host);
+  try {
+    await once(server, 'listening');
+  } catch (err) {
+    // Nothing serves: stop what was started, so that the process can exit with the reason.
+    await publisher?.stop();
+    await alerts.stop();
+    await ingestConsumer.stop();
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    throw new ListenError(`cannot listen on ${services.config.host}:${asked}: ${why}`);
+  }
   const { port } = server.address() as AddressInfo;
   services.setListenUrl(`http://localhost:${port}`);
 
@@ -127,6 +153,7 @@ export async function startServer(services: Services, options: { progress?: bool
       await alerts.stop();
       await ingestConsumer.stop();
       await services.close();
+      unregister();
     })());
   return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, shutdown };
 }

@@ -1,4 +1,4 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
@@ -12,13 +12,37 @@ import { AppError } from '../core/errors.js';
 import { TIERS, type Tier } from '../domain/plans.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { openServices, type Services } from '../container.js';
-import { catchUpReadModels, seedIfEmpty, startServer } from '../server.js';
+import { ListenError, catchUpReadModels, seedIfEmpty, startServer } from '../server.js';
+import { StoreBusyError, beginReplay } from '../store-users.js';
 
 /** Output helpers: `--json` prints one JSON document on stdout; otherwise readable lines. */
 function printer(json: boolean) {
   return (human: string, data: unknown) => {
     process.stdout.write(json ? `${JSON.stringify(data)}\n` : `${human}\n`);
   };
+}
+
+/** Drops every read model and rebuilds it from the log (no server may run on the store meanwhile). */
+async function replayAll(out: ReturnType<typeof printer>): Promise<void> {
+  await withServices(async (s) => {
+    const t0 = performance.now();
+    let events = 0;
+    const counter = s.runner.onEventsApplied((n) => (events += n));
+    await s.runner.replay();
+    counter();
+    await s.runner.stop();
+    const seconds = (performance.now() - t0) / 1000;
+    out(`rebuilt read models from ${events} events in ${seconds.toFixed(1)} s`, { events, seconds });
+  });
+}
+
+/** `--port`: an integer 0-65535. */
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > 65535) {
+    throw new InvalidArgumentError('must be an integer 0-65535 (0 picks a free port)');
+  }
+  return n;
 }
 
 /** Opens the ports for one command; `readModels` first brings the read models up to the log. */
@@ -41,10 +65,17 @@ export function buildCli(): Command {
   program
     .command('serve')
     .description('Serve REST and MCP on PORT; seeds the demo into an empty store first')
-    .option('--port <port>', 'override PORT', (v) => Number(v))
+    .option('--port <port>', 'override PORT (0-65535; 0 picks a free one)', parsePort)
     .action(async (opts: { port?: number }) => {
       const services = await openServices(loadConfig());
-      const running = await startServer(services, { port: opts.port });
+      let running: Awaited<ReturnType<typeof startServer>>;
+      try {
+        running = await startServer(services, { port: opts.port });
+      } catch (err) {
+        // Nothing serves: close the stores (their threads would keep the process alive).
+        await services.close().catch(() => undefined);
+        throw err;
+      }
       process.stdout.write(`\nscores service listening on ${running.url}\n`);
       process.stdout.write(`  base URL: ${running.baseUrl}\n  OpenAPI:  ${running.baseUrl}/openapi.json\n`);
       if (running.demoKeys.length) {
@@ -82,16 +113,12 @@ export function buildCli(): Command {
     .option('--json', 'machine-readable output')
     .action(async (opts: { json?: boolean }) => {
       const out = printer(Boolean(opts.json));
-      await withServices(async (s) => {
-        const t0 = performance.now();
-        let events = 0;
-        const counter = s.runner.onEventsApplied((n) => (events += n));
-        await s.runner.replay();
-        counter();
-        await s.runner.stop();
-        const seconds = (performance.now() - t0) / 1000;
-        out(`rebuilt read models from ${events} events in ${seconds.toFixed(1)} s`, { events, seconds });
-      });
+      const done = beginReplay(loadConfig().dataDir);
+      try {
+        await replayAll(out);
+      } finally {
+        done();
+      }
     });
 
   program
@@ -285,7 +312,7 @@ export async function runCli(argv: string[]): Promise<void> {
       process.exitCode = 1;
       return;
     }
-    if (err instanceof IngestValidationError || err instanceof ConfigError || err instanceof CliError) {
+    if (err instanceof IngestValidationError || err instanceof ConfigError || err instanceof CliError || err instanceof ListenError || err instanceof StoreBusyError) {
       process.stderr.write(`${err.message}\n`);
       process.exitCode = 1;
       return;
