@@ -7,17 +7,27 @@ const optionalString = z
   .transform((s) => (s && s.trim() !== '' ? s.trim() : undefined));
 
 /** Every environment variable the service reads (the README has the same table). */
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
+
+/**
+ * An ISO 8601 instant: a real calendar date, a time, and a zone (`Z` or an offset). `Date.parse`
+ * alone takes "1" (2001-01-01), "March 5, 2025", a date without a time, a time without a zone (read
+ * in the host's zone) and 2025-02-30 (rolled over to March 2).
+ */
+export function isIsoInstant(text: string): boolean {
+  const m = INSTANT.exec(text);
+  if (!m || Number.isNaN(Date.parse(text))) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d;
+}
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
   PUBLIC_BASE_URL: optionalString.pipe(z.string().url().optional()),
   SCORES_DATA_DIR: z.string().default('./data'),
-  SCORES_NOW: optionalString.pipe(
-    z
-      .string()
-      .refine((s) => !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 instant')
-      .optional(),
-  ),
+  SCORES_NOW: optionalString.pipe(z.string().refine(isIsoInstant, 'must be an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z').optional()),
   SCORES_DEMO: z.enum(['on', 'off']).default('on'),
   SCORES_DEMO_SEED: z.coerce.number().int().default(20190102),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

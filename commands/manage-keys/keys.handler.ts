@@ -5,7 +5,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { TIERS, type Tier } from '../../src/domain/plans.js';
 import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
-import { decide as decideLedger, initialLedgerState } from '../debit-credits/ledger.decider.js';
+import { decide as decideLedger, foldLedger, initialLedgerState, stateAt } from '../debit-credits/ledger.decider.js';
 import { ledgerStream } from '../debit-credits/ledger.events.js';
 import { decideAccount, evolveAccount, initialAccountState, type AccountCommand } from './account.decider.js';
 import { accountStream, type AccountEvent } from './account.events.js';
@@ -86,13 +86,15 @@ export async function rotateKey(
   const material = keyMaterial(key);
   const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'RotateKey', key_id: keyId, grace_seconds: graceSeconds, key: material });
   const rotated = out.find((e) => e.type === 'ApiKeyRotated');
+  // The new key carries the account's plan as it stands now (a key has no plan of its own).
+  const plan = stateAt(foldLedger(await deps.events.readStream(ledgerStream(accountId))), deps.clock.now());
   return {
     account_id: accountId,
     key_id: material.key_id,
     key,
     prefix: material.prefix,
-    tier: 'free',
-    pro: false,
+    tier: plan.tier,
+    pro: plan.pro,
     replaced_key_id: keyId,
     old_key_valid_until: rotated?.type === 'ApiKeyRotated' ? rotated.data.grace_until : deps.clock.now().toISOString(),
   };

@@ -30,6 +30,8 @@ describe('The scores CLI for accounts and billing', function () {
 
     const rotated = await json(['keys', 'rotate', created['key_id'] as string, '--grace', '60']);
     expect(rotated).to.include({ replaced_key_id: created['key_id'], old_key_valid_until: '2024-03-15T12:01:00.000Z' });
+    // The account's plan as it stands: builder (cancelled, but until the month ends) with Pro.
+    expect(rotated).to.include({ account_id: account, tier: 'builder', pro: true });
     expect((await json(['keys', 'revoke', rotated['key_id'] as string]))).to.include({ revoked: true });
 
     const audit = await json(['audit', '--account', account]);

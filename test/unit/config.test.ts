@@ -1,0 +1,25 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('Configuration', () => {
+  describe('SCORES_NOW', () => {
+    it('takes an ISO 8601 instant with a zone, as that instant', () => {
+      for (const [text, iso] of [
+        ['2024-03-15T12:00:00Z', '2024-03-15T12:00:00.000Z'],
+        ['2024-03-15T12:00:00.250Z', '2024-03-15T12:00:00.250Z'],
+        ['2024-03-15T12:00+01:00', '2024-03-15T11:00:00.000Z'],
+        ['2024-02-29T23:59:59-05:00', '2024-03-01T04:59:59.000Z'],
+      ]) {
+        expect(loadConfig({ SCORES_NOW: text }).now?.toISOString(), text).to.equal(iso);
+      }
+      expect(loadConfig({}).now).to.equal(null);
+    });
+
+    it('refuses what Date.parse would read into some other instant, naming the variable', () => {
+      // "1" was 2001-01-01, "2025-02-30" rolled over to March 2, a time without a zone depended on the host's TZ.
+      for (const text of ['1', '2025', 'March 5, 2025', '2025-03-05', '2025-03-05T10:00:00', '2025-02-30T00:00:00Z', '2023-02-29T12:00:00Z', '2024-13-01T00:00:00Z', '2024-03-15T24:00:00Z', 'garbage']) {
+        expect(() => loadConfig({ SCORES_NOW: text }), text).to.throw(ConfigError, /SCORES_NOW: must be an ISO 8601 instant with a zone/);
+      }
+    });
+  });
+});
