@@ -97,7 +97,7 @@ const json = (x: unknown) => JSON.stringify(x);
  * Turns validated rows into one decision per stream. Duplicates inside a batch and scores for
  * tickers nobody listed are errors (nothing of the batch is written).
  */
-export function planIngest(rows: IngestRow[], knownTickers: ReadonlySet<string>): IngestPlan {
+export function planIngest(rows: IngestRow[], knownTickers: ReadonlySet<string>, now?: string): IngestPlan {
   const errors: RowError[] = [];
   const seen = new Map<string, number>();
   const dup = (key: string, line: number) => {
@@ -121,6 +121,12 @@ export function planIngest(rows: IngestRow[], knownTickers: ReadonlySet<string>)
       case 'earnings':
         if (!listed.has(r.value.ticker)) {
           errors.push({ line: r.line, reason: `ticker ${r.value.ticker} is not listed (ingest it as a ticker row first)` });
+          continue;
+        }
+        // A row published after the clock would be served before its time (DESIGN: a day whose
+        // publication time is still in the future is not visible yet).
+        if (r.kind === 'score' && now !== undefined && r.value.published_at !== undefined && r.value.published_at > now) {
+          errors.push({ line: r.line, reason: `published_at ${r.value.published_at} is after the clock (${now}): a row cannot be published in the future` });
           continue;
         }
         if (dup(`${r.kind}\u0000${r.value.ticker}\u0000${r.value.date}`, r.line)) continue;

@@ -37,9 +37,9 @@ async function ingestOnce(store: EventStore, clock: Clock, rows: IngestRow[]): P
   const listed = new Set(
     ((await store.readStream(TICKERS_STREAM)) as unknown as TickerListed[]).map((e) => e.data.symbol),
   );
-  const plan = planIngest(rows, listed);
-  if (plan.errors.length) throw new IngestValidationError(plan.errors.sort((a, b) => a.line - b.line));
   const now = clock.now().toISOString();
+  const plan = planIngest(rows, listed, now);
+  if (plan.errors.length) throw new IngestValidationError(plan.errors.sort((a, b) => a.line - b.line));
   const appends: StreamAppend[] = [];
   let written = 0;
   let unchanged = 0;

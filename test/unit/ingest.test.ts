@@ -135,4 +135,18 @@ describe('Ingest decisions', () => {
       expect(plan.errors.find((e) => e.line === 4)!.reason).to.match(/duplicates line 2/);
     });
   });
+
+  describe('When a row says it was published after the clock', () => {
+    it('refuses it with its line: it would be served before its publication time', () => {
+      const future = parseIngestFile(
+        ['ticker,date,main_street,wall_street,published_at', 'AAPL,2024-01-02,60,50,2024-01-02T22:00:00Z', 'MSFT,2024-01-03,55,52,2024-01-03T22:00:00Z'].join('\n'),
+        'csv',
+      );
+      const plan = planIngest(future, known, now);
+      expect(plan.errors).to.deep.equal([
+        { line: 3, reason: 'published_at 2024-01-03T22:00:00.000Z is after the clock (2024-01-03T10:00:00.000Z): a row cannot be published in the future' },
+      ]);
+      expect(planIngest(future, known, '2024-01-03T22:00:00.000Z').errors).to.be.empty;
+    });
+  });
 });
