@@ -170,15 +170,13 @@ function addAccountCommands(program: Command): void {
     .addOption(tierOption().makeOptionMandatory())
     .option('--pro', 'the account holds a consumer Pro membership (overlay)')
     .option('--email <email>', 'where usage alerts are sent')
-    .option('--json', 'machine-readable output')
-    .action(async (opts: { tier: Tier; pro?: boolean; email?: string; json?: boolean }) => {
+    .option('--json', 'machine-readable output (the default for this command)')
+    .action(async (opts: { tier: Tier; pro?: boolean; email?: string }) => {
       if (opts.email !== undefined && !/^[^@\s]+@[^@\s]+$/.test(opts.email)) throw new CliError(`--email ${opts.email} is not an email address`);
       await withServices(async (s) => {
         const issued = await createAccountWithKey(s, { tier: opts.tier, pro: Boolean(opts.pro), email: opts.email ?? null });
-        printer(Boolean(opts.json))(
-          `account ${issued.account_id} on ${issued.tier}${issued.pro ? ' + Pro' : ''}\nkey id ${issued.key_id}\nAPI key (shown once, store it now): ${issued.key}`,
-          issued,
-        );
+        // DESIGN: it prints JSON with `account_id` and `key` (a script stores the key, shown once).
+        printer(true)('', issued);
       });
     });
   keys
