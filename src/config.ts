@@ -22,21 +22,24 @@ export function isIsoInstant(text: string): boolean {
   return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d;
 }
 
+/** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
+const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
 const envSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().default('0.0.0.0'),
+  PORT: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).max(65535).default(8080)),
+  HOST: z.preprocess(unsetIfBlank, z.string().default('0.0.0.0')),
   PUBLIC_BASE_URL: optionalString.pipe(z.string().url().optional()),
-  SCORES_DATA_DIR: z.string().default('./data'),
+  SCORES_DATA_DIR: z.preprocess(unsetIfBlank, z.string().default('./data')),
   SCORES_NOW: optionalString.pipe(z.string().refine(isIsoInstant, 'must be an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z').optional()),
-  SCORES_DEMO: z.enum(['on', 'off']).default('on'),
-  SCORES_DEMO_SEED: z.coerce.number().int().default(20190102),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SCORES_DEMO: z.preprocess(unsetIfBlank, z.enum(['on', 'off']).default('on')),
+  SCORES_DEMO_SEED: z.preprocess(unsetIfBlank, z.coerce.number().int().default(20190102)),
+  LOG_LEVEL: z.preprocess(unsetIfBlank, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
   ESDB_URL: optionalString,
   MONGODB_URI: optionalString,
-  MONGODB_DB: z.string().default('scores'),
+  MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
   SMTP_URL: optionalString,
-  MAIL_FROM: z.string().default('Scores API <alerts@localhost>'),
+  MAIL_FROM: z.preprocess(unsetIfBlank, z.string().default('Scores API <alerts@localhost>')),
 });
 
 export interface Config {

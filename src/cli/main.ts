@@ -6,6 +6,7 @@ import { IngestValidationError, parseIngestFile } from '../../commands/ingest/in
 import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.schema.js';
 import { randomUUID } from 'node:crypto';
 import { usageFigures, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
+import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../commands/audit-ledger/audit-ledger.js';
 import { AppError } from '../core/errors.js';
@@ -131,7 +132,13 @@ export function buildCli(): Command {
     .action(async (file: string, opts: { type?: IngestKind; format?: 'csv' | 'jsonl'; json?: boolean }) => {
       const out = printer(Boolean(opts.json));
       const format = opts.format ?? (['.jsonl', '.ndjson', '.json'].includes(extname(file).toLowerCase()) ? 'jsonl' : 'csv');
-      const text = await readFile(file, 'utf8');
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message}`);
+      }
       const rows = parseIngestFile(text, format, opts.type ?? null);
       await withServices(async (s) => {
         const result = await ingestRows(s.events, s.clock, rows);
@@ -150,8 +157,21 @@ const tierOption = () => new Option('--tier <tier>', 'plan tier').choices(TIERS)
 const accountOption = () => new Option('--account <id>', 'account id (from `keys create`)').makeOptionMandatory();
 
 /** Runs one ledger command for an account and prints its usage figures afterwards. */
-async function ledgerCommand(accountId: string, command: LedgerCommand, json: boolean, what: string): Promise<void> {
+async function ledgerCommand(
+  accountId: string,
+  command: LedgerCommand,
+  json: boolean,
+  what: string,
+  /** Says why the command must change nothing (e.g. a pack id already in the ledger), or null. */
+  already?: (ledger: readonly { type: string; data: unknown }[]) => string | null,
+): Promise<void> {
   await withServices(async (s) => {
+    const done = already?.(await s.events.readStream(ledgerStream(accountId))) ?? null;
+    if (done !== null) {
+      const figures = usageFigures(await s.ledger.state(accountId), s.clock.now());
+      printer(json)(`${done} (account ${accountId}): no change`, { account_id: accountId, events: [], usage: figures, unchanged: done });
+      return;
+    }
     const outcome = await s.ledger.execute(accountId, command);
     const figures = usageFigures(outcome.state, s.clock.now());
     printer(json)(
@@ -275,7 +295,7 @@ function addAccountCommands(program: Command): void {
     .description('Add a prepaid pack (credits carry over month to month)')
     .addOption(accountOption())
     .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
-    .option('--pack-id <id>', 'purchase reference (default: a new id)')
+    .option('--pack-id <id>', 'purchase reference (default: a new id); a reference already in the ledger adds nothing')
     .option('--json', 'machine-readable output')
     .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) =>
       ledgerCommand(
@@ -283,6 +303,12 @@ function addAccountCommands(program: Command): void {
         { type: 'PurchasePack', data: { pack_id: opts.packId ?? `pack_${randomUUID()}`, credits: opts.credits } },
         Boolean(opts.json),
         `pack of ${opts.credits} credits added`,
+        // The purchase reference is an idempotency key: running the same purchase twice (a retried
+        // script) must not credit it twice.
+        (ledger) => {
+          const seen = ledger.find((e) => e.type === 'PackPurchased' && (e.data as { pack_id?: unknown }).pack_id === opts.packId);
+          return seen ? `pack ${opts.packId} was added already` : null;
+        },
       ),
     );
 }

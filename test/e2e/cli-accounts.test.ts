@@ -23,6 +23,11 @@ describe('The scores CLI for accounts and billing', function () {
 
     expect((await json(['plan', 'set', '--account', account, '--tier', 'builder']))['usage']).to.include({ tier: 'builder', monthly_allowance: 250_000 });
     expect((await json(['packs', 'add', '--account', account, '--credits', '5000']))['usage']).to.include({ prepaid_credits: 5000 });
+    // A purchase reference is an idempotency key: the same purchase run twice credits it once.
+    expect((await json(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'inv-1']))['usage']).to.include({ prepaid_credits: 5100 });
+    const again = await json(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'inv-1']);
+    expect(again).to.deep.include({ events: [], unchanged: 'pack inv-1 was added already' });
+    expect(again['usage']).to.include({ prepaid_credits: 5100 });
     expect((await json(['overage', 'on', '--account', account]))['usage']).to.include({ allow_overage: true });
     expect((await json(['pro', 'on', '--account', account]))['usage']).to.include({ pro_member: true });
     const cancelled = await json(['plan', 'cancel', '--account', account]);

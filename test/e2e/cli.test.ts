@@ -14,6 +14,15 @@ describe('The scores CLI', function () {
   const env = testEnv(dir, NOW, { PORT: '0' });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
+  describe('When the ingest file cannot be read', () => {
+    it('says so in one line, without a stack trace', async () => {
+      const missing = join(dir, 'nowhere.csv');
+      const r = await runCli(['ingest', missing], env);
+      expect(r.code).to.equal(1);
+      expect(r.stderr.trim()).to.equal(`cannot read ${missing}: no such file`);
+    });
+  });
+
   describe('When an ingest file has one bad row', () => {
     it('exits non-zero, names the row and writes nothing', async () => {
       expect((await runCli(['seed', '--json'], env)).code).to.equal(0);

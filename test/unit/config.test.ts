@@ -2,6 +2,16 @@ import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
 describe('Configuration', () => {
+  it('takes an empty variable for an unset one: the default, not 0 or the current directory', () => {
+    const c = loadConfig({ PORT: '', SCORES_DATA_DIR: ' ', HOST: '', SCORES_DEMO: '', LOG_LEVEL: '' });
+    expect(c.port).to.equal(8080);
+    expect(c.host).to.equal('0.0.0.0');
+    expect(c.dataDir).to.equal(loadConfig({}).dataDir).and.match(/[/\\]data$/);
+    expect(c.demo).to.equal(true);
+    expect(() => loadConfig({ PORT: 'abc' })).to.throw(ConfigError, /PORT/);
+    expect(loadConfig({ PORT: '0' }).port).to.equal(0);
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [
