@@ -19,7 +19,7 @@
  * compared: a projector catching up is not a discrepancy.
  */
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
-import type { Page, ReadStore } from '../../src/core/read-store.port.js';
+import type { CollectionDef, Page, ReadStore } from '../../src/core/read-store.port.js';
 import { accounts } from '../../projections/api-keys/api-keys.projection.js';
 import {
   ledgerEntries,
@@ -146,19 +146,20 @@ function checkRevisions(events: RecordedEvent[], problems: string[]): void {
   }
 }
 
-async function storedBalances(reads: ReadStore, accountId: string): Promise<Map<string, UsageBalanceDoc>> {
-  const out = new Map<string, UsageBalanceDoc>();
+/** Every document of the account in a collection, in `sort` order (read page by page). */
+async function allOf<T extends { account_id: string }>(reads: ReadStore, def: CollectionDef<T>, accountId: string, sort: keyof T & string): Promise<T[]> {
+  const out: T[] = [];
   let cursor: string | null = null;
   do {
-    const page: Page<UsageBalanceDoc> = await reads.find(
-      usageBalances,
-      { account_id: accountId },
-      { sort: [['period', 1]], limit: PAGE, cursor },
-    );
-    for (const d of page.items) out.set(d.period, d);
+    const page: Page<T> = await reads.find(def, { account_id: accountId }, { sort: [[sort, 1]], limit: PAGE, cursor });
+    out.push(...page.items);
     cursor = page.nextCursor;
   } while (cursor);
   return out;
+}
+
+async function storedBalances(reads: ReadStore, accountId: string): Promise<Map<string, UsageBalanceDoc>> {
+  return new Map((await allOf(reads, usageBalances, accountId, 'period')).map((d) => [d.period, d]));
 }
 
 function comparePeriods(expected: UsageBalanceDoc[], actual: Map<string, UsageBalanceDoc>, problems: string[]): PeriodAudit[] {
@@ -182,27 +183,12 @@ function comparePeriods(expected: UsageBalanceDoc[], actual: Map<string, UsageBa
   });
 }
 
-async function storedEntries(reads: ReadStore, accountId: string): Promise<LedgerEntryDoc[]> {
-  const out: LedgerEntryDoc[] = [];
-  let cursor: string | null = null;
-  do {
-    const page: Page<LedgerEntryDoc> = await reads.find(
-      ledgerEntries,
-      { account_id: accountId },
-      { sort: [['seq', 1]], limit: PAGE, cursor },
-    );
-    out.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return out;
-}
-
 /** The account's usage read models as of one moment: read again while a commit changed them in between. */
 async function readModelsOf(reads: ReadStore, accountId: string) {
   for (let attempt = 1; ; attempt++) {
     const running = await reads.get(ledgerStates, accountId);
     const balances = await storedBalances(reads, accountId);
-    const entries = await storedEntries(reads, accountId);
+    const entries = await allOf(reads, ledgerEntries, accountId, 'seq');
     const again = await reads.get(ledgerStates, accountId);
     if ((again?.seq ?? null) === (running?.seq ?? null) || attempt === 20) return { running: again, balances, entries };
   }

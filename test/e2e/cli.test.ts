@@ -1,9 +1,7 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot } from '../../src/core/paths.js';
-import { runCli, until } from '../support/processes.js';
+import { runCli, startServerProcess, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
@@ -39,12 +37,9 @@ describe('The scores CLI', function () {
 
   describe('When the CLI appends while the server runs', () => {
     it('the server serves the new data within a second', async () => {
-      const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const server = await startServerProcess(env);
+      const url = server.url;
       try {
-        await until(() => /listening on (http:\/\/\S+)/.test(out), 60_000);
-        const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
         const file = join(dir, 'new.jsonl');
         writeFileSync(
           file,
@@ -61,8 +56,7 @@ describe('The scores CLI', function () {
         const body = (await (await fetch(`${url}/v1/scores/NEWCO`, key)).json()) as Record<string, unknown>;
         expect(body).to.include({ ticker: 'NEWCO', main_street: 71, wall_street: 33, divergence_gap: 38 });
       } finally {
-        server.kill('SIGTERM');
-        await new Promise((r) => server.on('exit', r));
+        await server.stop();
       }
     });
   });

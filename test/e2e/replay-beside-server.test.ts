@@ -4,8 +4,7 @@ import { createServer } from 'node:net';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { projectRoot } from '../../src/core/paths.js';
-import { runCli, spawnCli, until } from '../support/processes.js';
+import { runCli, spawnCli, startServerProcess, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
@@ -18,12 +17,9 @@ describe('scores replay and a running server', function () {
 
   it('refuses the replay while a server serves metered calls, and the server keeps every key', async () => {
     expect((await runCli(['seed', '--json'], env)).code).to.equal(0);
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const server = await startServerProcess(env);
+    const url = server.url;
     try {
-      await until(() => /listening on (http:\/\/\S+)/.test(out), 120_000);
-      const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
       const call = () => fetch(`${url}/v1/scores/AAPL`, { headers: { 'X-API-Key': demoKey('hobbyist') } }).then((r) => r.status);
       expect(await call()).to.equal(200);
       // Metered calls go on during the attempt: each is a new event the server projects.
@@ -40,8 +36,7 @@ describe('scores replay and a running server', function () {
       expect(new Set(statuses)).to.deep.equal(new Set([200]));
       expect(await call()).to.equal(200);
     } finally {
-      server.kill('SIGTERM');
-      await new Promise((r) => server.on('exit', r));
+      await server.stop();
     }
     // The server's run file is gone with it: the replay now runs, and the keys survive it.
     expect(readdirSync(join(dir, 'run')).filter((f) => f.startsWith('server-'))).to.deep.equal([]);

@@ -36,3 +36,23 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: n
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
+
+/** `npm start` (src/main.ts from source) as a separate process: resolves once it listens. */
+export async function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise((r) => server.on('exit', r));
+  const stop = async () => {
+    server.kill('SIGTERM');
+    await exited;
+  };
+  const listening = /listening on (http:\/\/\S+)/;
+  try {
+    await until(() => listening.test(out), timeoutMs);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url: listening.exec(out)![1]!, pid: server.pid!, stop };
+}
