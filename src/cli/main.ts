@@ -101,10 +101,16 @@ export function buildCli(): Command {
       const out = printer(Boolean(opts.json));
       await withServices(async (s) => {
         const head0 = await s.events.headPosition();
+        const demo = s.config.demo;
         await seedIfEmpty(s, { progress: !opts.json && process.stdout.isTTY });
         await catchUpReadModels(s, { progress: !opts.json && process.stdout.isTTY });
         const head = await s.events.headPosition();
-        out(`demo history written through ${s.clock.now().toISOString()} (log head ${head})`, { before: head0, head });
+        out(
+          demo
+            ? `demo history written through ${s.clock.now().toISOString()} (log head ${head})`
+            : `the demo dataset is off (SCORES_DEMO=off): nothing written (log head ${head}); read models caught up`,
+          { before: head0, head, demo },
+        );
       });
     });
 

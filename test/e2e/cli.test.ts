@@ -12,6 +12,21 @@ describe('The scores CLI', function () {
   const env = testEnv(dir, NOW, { PORT: '0' });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
+  describe('When the demo dataset is off', () => {
+    it('seed says it wrote nothing, and writes nothing', async () => {
+      const empty = tempDir();
+      try {
+        const r = await runCli(['seed', '--json'], testEnv(empty, NOW, { SCORES_DEMO: 'off' }));
+        expect(r.code, r.stderr).to.equal(0);
+        expect(JSON.parse(r.stdout)).to.deep.equal({ before: null, head: null, demo: false });
+        const text = await runCli(['seed'], testEnv(empty, NOW, { SCORES_DEMO: 'off' }));
+        expect(text.stdout).to.match(/^the demo dataset is off \(SCORES_DEMO=off\): nothing written/);
+      } finally {
+        rmSync(empty, { recursive: true, force: true });
+      }
+    });
+  });
+
   describe('When the ingest file cannot be read', () => {
     it('says so in one line, without a stack trace', async () => {
       const missing = join(dir, 'nowhere.csv');
