@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { SingleBar, Presets } from 'cli-progress';
 import { advanceDemo, startDemoPublisher } from '../commands/seed-demo/seed-demo.handler.js';
 import { startIngestConsumer } from '../commands/ingest/ingest.consumer.js';
@@ -9,6 +10,7 @@ import { startAlertDispatcher } from '../commands/send-usage-alerts/alert-dispat
 import { DemoDataset } from './demo/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
+import { problemOf } from './http/problem.js';
 import { registerServer } from './store-users.js';
 
 /** The server could not listen (address in use, no permission): nothing was served. */
@@ -137,6 +139,23 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
     throw new ListenError(`cannot listen on ${services.config.host}:${asked}: ${why}`);
   }
+  // Requests node's parser refuses before any handler runs (a method it does not know, a request
+  // line or headers over 16 KiB) get a problem+json answer too, not an empty one.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const problem =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? problemOf('headers_too_large', 'the request line and headers are larger than 16 KiB', services.baseUrl())
+        : problemOf('bad_request', 'the request is not valid HTTP/1.1', services.baseUrl());
+    const body = JSON.stringify(problem);
+    socket.end(
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
   const { port } = server.address() as AddressInfo;
   services.setListenUrl(`http://localhost:${port}`);
 

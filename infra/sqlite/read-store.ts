@@ -461,7 +461,9 @@ function encodeCursor(values: (string | number | null)[]): string {
 function decodeCursor(cursor: string, n: number): (string | number | null)[] {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === n) return v as (string | number | null)[];
+    // Only values a cursor can hold reach SQLite: a forged [true, "x"] is refused, not a 500.
+    const scalar = (x: unknown) => x === null || typeof x === 'string' || (typeof x === 'number' && Number.isFinite(x));
+    if (Array.isArray(v) && v.length === n && v.every(scalar)) return v as (string | number | null)[];
   } catch {
     /* malformed: refused below */
   }

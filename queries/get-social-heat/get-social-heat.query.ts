@@ -76,13 +76,18 @@ export interface SocialHeatResult {
  * clamped start to its end, so the first row sees its full trailing window even when that window
  * lies before the caller's floor (the floor limits the rows returned, not the inputs).
  */
+/** Starts before this read every stored visit (no data is that old). */
+const EARLIEST_WINDOW = '1900-01-01';
+
 export async function getSocialHeat(reads: ReadStore, v: Visibility, req: SocialHeatRequest): Promise<SocialHeatResult> {
   await requireVisibleTicker(reads, v, req.ticker);
   const w = clampWindow(v, req.start, req.end);
   let rows: DailyValue[] = [];
   let first: string | null = null;
   if (w.end !== null && (w.start === null || w.start <= w.end)) {
-    const from = w.start === null ? null : addDays(w.start, -TRAILING_DAYS);
+    // A start long before any data (0001-01-01) reads from the first visits: no date arithmetic
+    // on years the calendar does not know.
+    const from = w.start === null || w.start < EARLIEST_WINDOW ? null : addDays(w.start, -TRAILING_DAYS);
     const year = from === null ? { $lte: w.end.slice(0, 4) } : { $gte: from.slice(0, 4), $lte: w.end.slice(0, 4) };
     const page = await reads.find(webVisits, { ticker: req.ticker, year }, { sort: [['year', 1]] });
     const series = seriesBetween(page.items, from ?? undefined, w.end);

@@ -29,9 +29,11 @@ export function parseInstantParam(name: string, value: string | undefined): stri
   const minute = Number(mi);
   const second = Number(s);
   if (hour > 23 || minute > 59 || second > 59) throw refuse();
-  const local = Date.UTC(year, month - 1, day, hour, minute, second, Number(frac.slice(0, 3).padEnd(3, '0')));
-  const check = new Date(Date.UTC(year, month - 1, day));
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
+  const check = new Date(0);
+  check.setUTCFullYear(year, month - 1, day);
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) throw refuse();
+  const local = check.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0'));
   let offsetMinutes = 0;
   if (zone.toUpperCase() !== 'Z') {
     const z = /^([+\- ])(\d{2}):?(\d{2})$/.exec(zone)!;
@@ -40,7 +42,9 @@ export function parseInstantParam(name: string, value: string | undefined): stri
     offsetMinutes = (sign === '-' ? -1 : 1) * (Number(oh) * 60 + Number(om));
   }
   const instant = new Date(local - offsetMinutes * 60_000);
-  if (Number.isNaN(instant.getTime())) throw refuse();
+  // An offset can carry 9999-12-31T23:59-00:01 into year 10000, whose ISO form (+010000-…) no
+  // longer sorts with the stored instants.
+  if (Number.isNaN(instant.getTime()) || instant.getUTCFullYear() < 0 || instant.getUTCFullYear() > 9999) throw refuse();
   return instant.toISOString();
 }
 

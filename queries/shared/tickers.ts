@@ -8,11 +8,19 @@ export const MAX_TICKER_LENGTH = 12;
 /** Spec "Limits": `tickers` of the multi-ticker history names at most 50 symbols. */
 export const MAX_TICKERS_PER_CALL = 50;
 
-const SYMBOL = /^[A-Z0-9.-]+$/;
+// Checked on the text as sent, before upper-casing: Unicode case mapping turns "ﬁ" into "FI" and
+// "ſ" into "S", which would name (and bill) a real stock.
+const SYMBOL = /^[A-Za-z0-9.-]+$/;
 
 function isSymbol(t: string): boolean {
   return t.length > 0 && t.length <= MAX_TICKER_LENGTH && SYMBOL.test(t);
 }
+
+/** An upper-cased symbol, or null when the text cannot be one. */
+const symbolOf = (text: string): string | null => {
+  const t = text.trim();
+  return isSymbol(t) ? t.toUpperCase() : null;
+};
 
 /**
  * A `{ticker}` path segment, upper-cased. A segment that cannot be a symbol (longer than 12
@@ -20,8 +28,8 @@ function isSymbol(t: string): boolean {
  * `not_found` with the reason, since the spec lists no 400 for `/v1/scores/{ticker}`.
  */
 export function tickerFromPath(raw: string): string {
-  const t = raw.trim().toUpperCase();
-  if (!isSymbol(t)) {
+  const t = symbolOf(raw);
+  if (t === null) {
     throw notFound(
       `no stock has the ticker "${raw.length > 40 ? `${raw.slice(0, 40)}…` : raw}": tickers are 1 to ${MAX_TICKER_LENGTH} letters, digits, "." or "-"`,
     );
@@ -36,15 +44,15 @@ export function tickerFromPath(raw: string): string {
  */
 export function parseTickerList(raw: string | undefined): string[] | null {
   if (raw === undefined) return null;
-  const entries = raw.split(',').map((s) => s.trim().toUpperCase());
+  const entries = raw.split(',').map((s) => s.trim());
   const problem = (message: string) => badRequest(`tickers ${message}`, { errors: [{ parameter: 'tickers', message }] });
   if (entries.every((e) => e === '')) throw problem('is empty; omit it to get every ticker your key can see');
-  const bad = entries.filter((e) => !isSymbol(e));
+  const bad = entries.filter((e) => symbolOf(e) === null);
   if (bad.length) {
     const shown = bad.slice(0, 5).map((e) => (e === '' ? '(empty entry)' : `"${e.slice(0, 20)}"`));
     throw problem(`holds entries that are not tickers (1 to ${MAX_TICKER_LENGTH} letters, digits, "." or "-"): ${shown.join(', ')}`);
   }
-  const unique = [...new Set(entries)];
+  const unique = [...new Set(entries.map((e) => e.toUpperCase()))];
   if (unique.length > MAX_TICKERS_PER_CALL) {
     throw problem(`names ${unique.length} tickers; at most ${MAX_TICKERS_PER_CALL} per call (omit it for your whole universe)`);
   }

@@ -11,6 +11,8 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'headers_too_large'
   | 'limit_exceeded'
   | 'credits_exhausted'
   | 'rate_limited'
@@ -26,6 +28,8 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
+  unsupported_media_type: 415,
+  headers_too_large: 431,
   limit_exceeded: 422,
   credits_exhausted: 429,
   rate_limited: 429,
@@ -42,6 +46,8 @@ const TITLE: Record<ErrorCode, string> = {
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
   payload_too_large: 'Request body too large',
+  unsupported_media_type: 'Unsupported request body encoding',
+  headers_too_large: 'Request line or headers too large',
   limit_exceeded: 'Parameter above its maximum',
   credits_exhausted: 'Credits exhausted',
   rate_limited: 'Too many requests',

@@ -2,12 +2,13 @@ import express, { type Express } from 'express';
 import helmet from 'helmet';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse as parseQuery } from 'node:querystring';
 import type { Services } from '../container.js';
 import { projectRoot } from '../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf, type AuthedRequest } from './authentication.js';
 import { useLeanJson } from './json-response.js';
-import { completeOpenApi } from './openapi.js';
+import { completeOpenApi, queryParamsByRoute } from './openapi.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 import { registerPages } from './pages/index.js';
@@ -39,6 +40,9 @@ export function createApp(services: Services): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
+  // Every parameter is parsed (node's default stops at 1,000 and drops the rest silently): an
+  // unknown one is refused (see rejectUnknownQuery), so none is ignored.
+  app.set('query parser', (text: string) => parseQuery(text, '&', '=', { maxKeys: 0 }));
   useLeanJson(app);
   app.use((req, res, next) => {
     for (const [name, value] of API_HEADERS) res.setHeader(name, value);
@@ -46,10 +50,21 @@ export function createApp(services: Services): Express {
     res.setHeader('X-Request-Id', requestIdOf(req as AuthedRequest));
     next();
   });
+  const openapi = loadOpenApi();
+  const queryParams = queryParamsByRoute(openapi);
+  app.locals['queryParams'] = queryParams;
+  // Every /v1 endpoint answers GET only. HEAD would run (and charge) the whole call for headers
+  // alone; other methods would fall through to a 404 for a path that exists.
+  const v1Paths = [...queryParams.keys()].map((p) => new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`));
+  app.use('/v1', (req, res, next) => {
+    if (req.method === 'GET' || !v1Paths.some((re) => re.test(req.originalUrl.split('?')[0]!))) return next();
+    res.setHeader('Allow', 'GET');
+    const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
+    sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; every /v1 endpoint answers GET${why}`, services.baseUrl()));
+  });
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.
   RegisterRoutes(app);
 
-  const openapi = loadOpenApi();
   let served: { base: string; doc: Record<string, unknown> } | null = null;
   app.get('/openapi.json', (_req, res) => {
     const base = services.baseUrl();

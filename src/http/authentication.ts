@@ -58,7 +58,25 @@ export async function expressAuthentication(request: Request, securityName: stri
     if (!isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
     requireTier(principal, endpoint);
   }
+  rejectUnknownQuery(request);
   return principal;
+}
+
+/**
+ * 400 for a query parameter the route does not take (after the key and the tier, as the check
+ * order wants). A misspelt or array-style name (`tickers[]=AAPL`, as qs-style clients send
+ * arrays) would otherwise be ignored, and the call answered and billed as if it were absent: for
+ * `tickers`, the whole universe.
+ */
+function rejectUnknownQuery(request: Request): void {
+  const declared = (request.app.locals['queryParams'] as Map<string, ReadonlySet<string>> | undefined)?.get((request.route as { path?: string } | undefined)?.path ?? '');
+  if (!declared) return;
+  const unknown = Object.keys(request.query).filter((name) => !declared.has(name));
+  if (unknown.length === 0) return;
+  const takes = declared.size ? `it takes ${[...declared].join(', ')}` : 'it takes none';
+  throw new AppError('bad_request', `unknown query parameter${unknown.length === 1 ? '' : 's'} ${unknown.map((n) => JSON.stringify(n)).join(', ')}: ${takes} (send a list as one comma-separated value)`, {
+    errors: unknown.map((parameter) => ({ parameter, message: 'is not a parameter of this endpoint' })),
+  });
 }
 
 /** 403 `tier` when the caller's plan is below the endpoint's minimum (shared by REST and MCP). */

@@ -132,3 +132,17 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
   }
   return { ...spec, paths };
 }
+
+/**
+ * The query parameters each route declares, by express route path (`/v1/scores/:ticker`): what
+ * `rejectUnknownQuery` checks a request against.
+ */
+export function queryParamsByRoute(spec: Json): Map<string, ReadonlySet<string>> {
+  const out = new Map<string, ReadonlySet<string>>();
+  for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
+    const names = new Set<string>();
+    for (const op of Object.values(item)) for (const p of op.parameters ?? []) if (p.in === 'query') names.add(p.name);
+    out.set(path.replace(/\{([^}]+)\}/g, ':$1'), names);
+  }
+  return out;
+}

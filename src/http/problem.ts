@@ -8,7 +8,7 @@ export interface ProblemDetails {
   title: string;
   status: number;
   detail: string;
-  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, limit_exceeded, credits_exhausted, rate_limited. */
+  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, limit_exceeded, credits_exhausted, rate_limited. */
   code: string;
   /** Set on validation errors: what was wrong with each parameter. */
   errors?: { parameter: string; message: string }[];
@@ -61,11 +61,17 @@ export function problemHandler(
   function respond(err: unknown, req: Request, res: Response): void {
     if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
     if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
-    const e = err as { type?: string; status?: number; message?: string };
-    if (e?.type === 'entity.parse.failed' || e?.status === 400) {
-      return sendProblem(res, problemOf('bad_request', 'request body is not valid JSON', baseUrl()));
+    const e = err as { type?: string; status?: number; message?: string; charset?: string };
+    if (e?.type === 'entity.parse.failed') return sendProblem(res, problemOf('bad_request', 'request body is not valid JSON', baseUrl()));
+    if (err instanceof URIError || (e?.status === 400 && /decode param/i.test(e.message ?? ''))) {
+      return sendProblem(res, problemOf('bad_request', 'the path is not valid percent-encoded UTF-8', baseUrl()));
     }
     if (e?.status === 413) return sendProblem(res, problemOf('payload_too_large', 'request body too large', baseUrl()));
+    if (e?.status === 415) {
+      const what = e.type === 'charset.unsupported' ? `charset ${JSON.stringify(e.charset ?? '')}` : 'content encoding';
+      return sendProblem(res, problemOf('unsupported_media_type', `the request body's ${what} is not supported: send UTF-8 JSON`, baseUrl()));
+    }
+    if (e?.status === 400) return sendProblem(res, problemOf('bad_request', `malformed request: ${e.message ?? 'bad request'}`, baseUrl()));
     log.error({ err, path: req.path }, 'unhandled error');
     sendProblem(res, problemOf('internal', 'the service failed to answer; the error was logged', baseUrl()));
   }

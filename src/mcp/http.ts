@@ -26,6 +26,11 @@ export function mcpHandler(services: Services): RequestHandler {
     const creditsRemaining = (value: string) => {
       if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
     };
+    const refused = malformedToolCalls(req.body);
+    if (refused) {
+      res.status(200).json(refused);
+      return;
+    }
     const server = createMcpServer(services, principal, authed, creditsRemaining);
     // Stateless: a transport serves one request and cannot be reused.
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -36,6 +41,43 @@ export function mcpHandler(services: Services): RequestHandler {
     await server.connect(transport);
     await transport.handleRequest(req, res, req.body);
   };
+}
+
+/** How deep tool arguments may nest: the tools take flat values; deeper input only costs stack. */
+const MAX_ARGUMENT_DEPTH = 8;
+
+const depthOf = (value: unknown, limit: number): number => {
+  if (value === null || typeof value !== 'object') return 0;
+  if (limit <= 0) return 1;
+  let deepest = 0;
+  for (const v of Object.values(value)) deepest = Math.max(deepest, depthOf(v, limit - 1));
+  return deepest + 1;
+};
+
+/**
+ * JSON-RPC "invalid params" (-32602) answers for `tools/call` messages whose `arguments` is not an
+ * object or nests deeper than any tool's arguments can: the SDK would answer the first with an
+ * "internal error" carrying its validation dump, and the second with a stack overflow's text.
+ * Null when every message may go to the SDK.
+ */
+function malformedToolCalls(body: unknown): unknown {
+  const messages = (Array.isArray(body) ? body : [body]) as ({ method?: unknown; id?: unknown; params?: { arguments?: unknown } } | null)[];
+  const problems = messages.map((m) => {
+    if (m === null || typeof m !== 'object' || m.method !== 'tools/call') return null;
+    const args = m.params?.arguments;
+    if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) return 'params.arguments must be an object';
+    if (depthOf(args, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH) return `params.arguments nests deeper than ${MAX_ARGUMENT_DEPTH} levels`;
+    return null;
+  });
+  if (problems.every((p) => p === null)) return null;
+  // A batch with a malformed call runs none of its messages; each request gets its answer.
+  const answers = messages.flatMap((m, i) => {
+    const id = m !== null && typeof m === 'object' && m.id !== undefined ? m.id : null;
+    if (problems[i]) return [{ jsonrpc: '2.0', id, error: { code: -32602, message: problems[i] } }];
+    if (id === null) return [];
+    return [{ jsonrpc: '2.0', id, error: { code: -32600, message: 'not run: another message of this batch is malformed' } }];
+  });
+  return Array.isArray(body) ? answers : answers[0];
 }
 
 /** GET (SSE stream) and DELETE (session end) have no meaning for a stateless server: 405. */

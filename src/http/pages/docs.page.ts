@@ -76,6 +76,14 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning: 'The request body is larger than the endpoint accepts (64 KiB for the MCP endpoint).',
     fix: 'Send a smaller body: one JSON-RPC message, or a batch of fewer messages.',
   },
+  unsupported_media_type: {
+    meaning: 'The request body is in an encoding or character set the endpoint does not read (the MCP endpoint reads UTF-8 JSON, plain or gzip/deflate/br compressed).',
+    fix: 'Send UTF-8 JSON with `Content-Type: application/json`, and a `Content-Encoding` of identity, gzip, deflate or br.',
+  },
+  headers_too_large: {
+    meaning: 'The URL or the headers are larger than the server reads (16 KiB together).',
+    fix: 'Send fewer or shorter values: at most 50 tickers per history call, one X-API-Key header.',
+  },
   rate_limited: {
     meaning: 'Too many requests in a short time.',
     fix: 'Slow down and retry later; honour the Retry-After header when the response has one.',
