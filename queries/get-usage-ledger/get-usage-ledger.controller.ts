@@ -2,7 +2,8 @@ import { Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runt
 import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
-import { getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
+import { parseIntParam } from '../shared/int-param.js';
+import { USAGE_LEDGER_DEFAULT_LIMIT, USAGE_LEDGER_MAX_LIMIT, getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')
 @Tags('Account')
@@ -20,21 +21,24 @@ export class GetUsageLedgerController extends MeteredController {
    * @param cursor `next_cursor` of the previous page.
    */
   @Get()
-  @Response<ProblemDetails>(400, 'Malformed month or cursor')
+  @Response<ProblemDetails>(400, 'Malformed month or cursor, or limit not an integer or below 1')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key')
-  @Response<ProblemDetails>(422, 'limit above 1000')
+  @Response<ProblemDetails>(422, 'limit above 1000 (limit_exceeded)')
   public async getLedger(
     @Request() req: AuthedRequest,
     @Query() month?: string,
-    @Query() limit?: number,
+    @Query() limit?: string,
     @Query() cursor?: string,
   ): Promise<LedgerPageResponse> {
     const p = this.principal(req);
     // Read your own writes: the ledger read model includes this account's last charge.
     const position = this.services.ledger.position(p.account_id);
     if (position) await Promise.race([this.services.runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
-    const page = await getUsageLedger(this.services.reads, { accountId: p.account_id, month, limit, cursor });
+    // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
+    // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
+    const rows = parseIntParam('limit', limit, { default: USAGE_LEDGER_DEFAULT_LIMIT, min: 1, max: USAGE_LEDGER_MAX_LIMIT });
+    const page = await getUsageLedger(this.services.reads, { accountId: p.account_id, month, limit: rows, cursor });
     await this.charge(req, 'usage_ledger');
     return page;
   }
