@@ -93,6 +93,8 @@ export function requireTier(principal: Principal, endpoint: RateKey): void {
 /** Resolves an API key to its principal (shared by REST and MCP). */
 export async function authenticate(services: Services, key: string | undefined, req?: AuthedRequest): Promise<Principal> {
   if (!key) throw new AppError('unauthorized', 'send your API key in the X-API-Key header');
+  // Node joins repeated headers with ", "; no key holds a comma.
+  if (key.includes(',')) throw new AppError('unauthorized', 'send one X-API-Key header (this request has several)');
   const hash = hashApiKey(key.trim());
   const doc = await services.keyLookup(hash, () => services.reads.get(apiKeys, hash));
   if (!doc) throw new AppError('unauthorized', 'unknown API key');

@@ -47,6 +47,12 @@ describe('Hostile input over HTTP', function () {
       expect(body.detail).to.match(/unknown query parameters "j0", "j1"/);
     });
 
+    it('says so when a request carries several X-API-Key headers', async () => {
+      const r = await fetch(`${server.url}/v1/usage`, { headers: [['X-API-Key', key], ['X-API-Key', key]] });
+      expect(r.status).to.equal(401);
+      expect(((await r.json()) as { detail: string }).detail).to.equal('send one X-API-Key header (this request has several)');
+    });
+
     it('still checks the key and the plan first', async () => {
       const r = await fetch(`${server.url}/v1/earnings?bogus=1`, { headers: { 'X-API-Key': demoKey('hobbyist') } });
       expect(r.status).to.equal(403);
