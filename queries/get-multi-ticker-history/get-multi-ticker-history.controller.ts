@@ -129,7 +129,7 @@ export class GetMultiTickerHistoryController extends MeteredController {
     const from = parseDateParam('start', start);
     const to = parseDateParam('end', end);
     requireOrderedDates(from, to);
-    const sinceAt = parseInstantParam('since', since);
+    const sinceAt = parseInstantParam('since', since, 'up');
     const knownAt = parseInstantParam('as_known_at', asKnownAt);
     const v = await this.visibility(req);
     const result = await getMultiTickerHistory(this.services.reads, v, { tickers: list, start: from, end: to, since: sinceAt, asKnownAt: knownAt });

@@ -13,7 +13,16 @@ const INSTANT =
  * latest `restated_at` it holds. A time without an offset is UTC. An offset whose `+` arrived as a
  * space (an unencoded `+` in a query string) is read as `+`.
  */
-export function parseInstantParam(name: string, value: string | undefined): string | undefined {
+export function parseInstantParam(
+  name: string,
+  value: string | undefined,
+  /**
+   * Instants are kept to the millisecond. A finer value is rounded `up` for a lower bound such as
+   * `since` (rows written at or after it: 46.0009 must not take a row of 46.000) and `down` for an
+   * upper bound such as `as_known_at`.
+   */
+  round: 'up' | 'down' = 'down',
+): string | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   const refuse = () =>
     badRequest(`${name} must be a date YYYY-MM-DD or an ISO 8601 instant such as 2024-05-01T22:00:00Z`, {
@@ -33,7 +42,8 @@ export function parseInstantParam(name: string, value: string | undefined): stri
   const check = new Date(0);
   check.setUTCFullYear(year, month - 1, day);
   if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) throw refuse();
-  const local = check.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0'));
+  const finer = round === 'up' && /[1-9]/.test(frac.slice(3)) ? 1 : 0;
+  const local = check.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0')) + finer;
   let offsetMinutes = 0;
   if (zone.toUpperCase() !== 'Z') {
     const z = /^([+\- ])(\d{2}):?(\d{2})$/.exec(zone)!;

@@ -1,0 +1,35 @@
+import { expect } from 'chai';
+import { parseInstantParam } from '../../queries/shared/instants.js';
+
+describe('Instant query parameters (since, as_known_at)', () => {
+  const p = (v: string, round?: 'up' | 'down') => parseInstantParam('since', v, round);
+
+  it('reads a date, an ISO instant with a zone, and the restated_at timestamp form, as UTC instants', () => {
+    expect(p('2019-06-14')).to.equal('2019-06-14T00:00:00.000Z');
+    expect(p('2019-06-14T22:00:00+02:00')).to.equal('2019-06-14T20:00:00.000Z');
+    expect(p('2019-06-14 22:00:00')).to.equal('2019-06-14T22:00:00.000Z');
+    // An unencoded "+" arrives as a space.
+    expect(p('2019-06-14T22:00:00 02:00')).to.equal('2019-06-14T20:00:00.000Z');
+  });
+
+  it('keeps milliseconds, rounding a finer value up for a lower bound and down for an upper one', () => {
+    expect(p('2019-06-14T22:00:46.0009Z', 'up')).to.equal('2019-06-14T22:00:46.001Z');
+    expect(p('2019-06-14T22:00:46.0009Z', 'down')).to.equal('2019-06-14T22:00:46.000Z');
+    expect(p('2019-06-14T22:00:46.000000Z', 'up')).to.equal('2019-06-14T22:00:46.000Z');
+    expect(p('2019-06-14T22:00:46.999999Z', 'up')).to.equal('2019-06-14T22:00:47.000Z');
+  });
+
+  it('reads years 0000-0099 as themselves and refuses an instant an offset carries past 9999', () => {
+    expect(p('0050-06-01')).to.equal('0050-06-01T00:00:00.000Z');
+    expect(() => p('9999-12-31T23:59:59-00:01')).to.throw(/since must be a date YYYY-MM-DD or an ISO 8601 instant/);
+    expect(p('9999-12-31T23:59:59Z')).to.equal('9999-12-31T23:59:59.000Z');
+  });
+
+  it('refuses what is no instant, and takes absent or empty as absent', () => {
+    for (const bad of ['yesterday', '2019-02-30', '2019-06-14T24:00:00Z', '2019-06-14T22:00:00+25:00', '1']) {
+      expect(() => p(bad), bad).to.throw(/since must be/);
+    }
+    expect(parseInstantParam('since', undefined)).to.equal(undefined);
+    expect(p(' ')).to.equal(undefined);
+  });
+});
