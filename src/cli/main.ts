@@ -77,6 +77,14 @@ export function buildCli(): Command {
         await services.close().catch(() => undefined);
         throw err;
       }
+      // Before the "listening" line: whoever waits for it (a supervisor, a test) may stop the
+      // process at once, and the stop must be the clean one (in-flight requests, stores, run file).
+      const stop = () => {
+        services.log.info('shutting down: finishing in-flight requests');
+        void running.shutdown().then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
       process.stdout.write(`\nscores service listening on ${running.url}\n`);
       process.stdout.write(`  base URL: ${running.baseUrl}\n  OpenAPI:  ${running.baseUrl}/openapi.json\n`);
       if (running.demoKeys.length) {
@@ -85,12 +93,6 @@ export function buildCli(): Command {
         const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0]!;
         process.stdout.write(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL\n`);
       }
-      const stop = () => {
-        services.log.info('shutting down: finishing in-flight requests');
-        void running.shutdown().then(() => process.exit(0));
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 
   program

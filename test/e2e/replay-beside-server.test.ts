@@ -69,6 +69,8 @@ describe('scores replay and a running server', function () {
     child.kill('SIGTERM');
     expect((await done).code).to.equal(0);
     expect(existsSync(join(run, 'replay'))).to.equal(false);
+    // A clean stop takes its own run file away.
+    expect(existsSync(join(run, `server-${child.pid}`))).to.equal(false);
   });
 
   describe('When the server cannot listen', () => {
@@ -84,11 +86,14 @@ describe('scores replay and a running server', function () {
       const taken = createServer();
       await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
       const port = (taken.address() as AddressInfo).port;
+      const servers = () => readdirSync(join(dir, 'run')).filter((f) => f.startsWith('server-'));
+      const before = servers();
       try {
         const r = await runCli(['serve', '--port', String(port)], env);
         expect(r.code).to.equal(1);
         expect(r.stderr.trim()).to.equal(`cannot listen on 127.0.0.1:${port}: the address is in use`);
-        expect(readdirSync(join(dir, 'run')).filter((f) => f.startsWith('server-'))).to.deep.equal([]);
+        // The refused server left no run file behind.
+        expect(servers()).to.deep.equal(before);
       } finally {
         taken.close();
       }
