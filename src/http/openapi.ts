@@ -1,10 +1,10 @@
 import { statusOf, type ErrorCode } from '../core/errors.js';
-import { problemOf } from './problem.js';
+import { PROBLEM_JSON, problemOf } from './problem.js';
 import { DIVERGENCE_LIMIT } from '../../queries/get-divergence/get-divergence.query.js';
 import { EARNINGS_DAYS } from '../../queries/get-earnings/get-earnings.query.js';
-import { SCREENER_LIMIT } from '../../queries/get-screener/get-screener.query.js';
+import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../queries/get-signals/get-signals.query.js';
-import { USAGE_LEDGER_DEFAULT_LIMIT, USAGE_LEDGER_MAX_LIMIT } from '../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { USAGE_LEDGER_LIMIT } from '../../queries/get-usage-ledger/get-usage-ledger.query.js';
 
 type Json = Record<string, unknown>;
 interface OpenApiResponse {
@@ -37,12 +37,12 @@ const DATE: Json = { type: 'string', format: 'date' };
  * apply. A value above `maximum` is a 422 `limit_exceeded`, anything else outside the schema a 400.
  */
 const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
-  '/v1/screener': { limit: integer(SCREENER_LIMIT), min_score: integer({ min: 0, max: 100 }) },
+  '/v1/screener': { limit: integer(SCREENER_LIMIT), min_score: integer(SCREENER_MIN_SCORE) },
   '/v1/signals': { limit: integer(SIGNALS_LIMIT) },
   '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: ['bull', 'bear'], description: 'case-insensitive' } },
   '/v1/earnings': { days: integer(EARNINGS_DAYS) },
   '/v1/usage/ledger': {
-    limit: integer({ min: 1, max: USAGE_LEDGER_MAX_LIMIT, default: USAGE_LEDGER_DEFAULT_LIMIT }),
+    limit: integer(USAGE_LEDGER_LIMIT),
     month: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}$' },
   },
   '/v1/coverage': { since: DATE },
@@ -51,8 +51,6 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/scores/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
 };
-
-export const PROBLEM_JSON = 'application/problem+json';
 
 /** The code an error response means when its description names none. */
 const DEFAULT_CODE: Record<number, ErrorCode> = {
@@ -66,13 +64,8 @@ const DEFAULT_CODE: Record<number, ErrorCode> = {
   500: 'internal',
 };
 
-const isCode = (word: string, status: number): word is ErrorCode => {
-  try {
-    return statusOf(word as ErrorCode) === status;
-  } catch {
-    return false;
-  }
-};
+/** Whether `word` is an error code answered with `status` (statusOf is undefined for any other word). */
+const isCode = (word: string, status: number): word is ErrorCode => statusOf(word as ErrorCode) === status;
 
 /**
  * The problems an error response's description names, each with its own text: "Revoked key
@@ -80,15 +73,13 @@ const isCode = (word: string, status: number): word is ErrorCode => {
  * ("Plan below quant"). A description that names no code means its status's usual code, with the
  * whole description as the text.
  */
-export function problemsOf(status: number, description: string): { code: ErrorCode; detail: string }[] {
+function problemsOf(status: number, description: string): { code: ErrorCode; detail: string }[] {
   const named: { code: ErrorCode; detail: string }[] = [];
-  let rest = description;
   for (const m of description.matchAll(/(.*?)\s*\((\w+)\)/g)) {
-    const [whole, text, word] = m as unknown as [string, string, string];
+    const [, text, word] = m as unknown as [string, string, string];
     if (!isCode(word, status)) continue;
     const detail = text.replace(/^(,\s*|\s*or\s+)/, '').trim();
     named.push({ code: word, detail: detail.charAt(0).toUpperCase() + detail.slice(1) });
-    rest = rest.replace(whole, '');
   }
   if (named.length) return named;
   const code = DEFAULT_CODE[status];

@@ -8,7 +8,7 @@ export interface ProblemDetails {
   title: string;
   status: number;
   detail: string;
-  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, limit_exceeded, credits_exhausted, rate_limited. */
+  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, headers_too_large, limit_exceeded, credits_exhausted, rate_limited. */
   code: string;
   /** Set on validation errors: what was wrong with each parameter. */
   errors?: { parameter: string; message: string }[];
@@ -26,8 +26,10 @@ export function problemOf(code: ErrorCode, detail: string, baseUrl: string, exte
   };
 }
 
+export const PROBLEM_JSON = 'application/problem+json';
+
 export function sendProblem(res: Response, problem: ProblemDetails): void {
-  res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
+  res.status(problem.status).type(PROBLEM_JSON).send(JSON.stringify(problem));
 }
 
 /** Turns tsoa's validation errors into a parameter-by-parameter 400 problem. */
