@@ -10,7 +10,7 @@ import { startAlertDispatcher } from '../commands/send-usage-alerts/alert-dispat
 import { DemoDataset } from './demo/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
-import { problemOf } from './http/problem.js';
+import { PROBLEM_JSON, problemOf } from './http/problem.js';
 import { registerServer } from './store-users.js';
 
 /** The server could not listen (address in use, no permission): nothing was served. */
@@ -125,6 +125,12 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     log: (msg) => services.log.warn(msg),
   });
 
+  const stopWorkers = async () => {
+    await publisher?.stop();
+    await alerts.stop();
+    await ingestConsumer.stop();
+  };
+
   const app = createApp(services);
   const asked = options.port ?? services.config.port;
   const server = app.listen(asked, services.config.host);
@@ -132,30 +138,12 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     await once(server, 'listening');
   } catch (err) {
     // Nothing serves: stop what was started, so that the process can exit with the reason.
-    await publisher?.stop();
-    await alerts.stop();
-    await ingestConsumer.stop();
+    await stopWorkers();
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
     throw new ListenError(`cannot listen on ${services.config.host}:${asked}: ${why}`);
   }
-  // Requests node's parser refuses before any handler runs (a method it does not know, a request
-  // line or headers over 16 KiB) get a problem+json answer too, not an empty one.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const problem =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? problemOf('headers_too_large', 'the request line and headers are larger than 16 KiB', services.baseUrl())
-        : problemOf('bad_request', 'the request is not valid HTTP/1.1', services.baseUrl());
-    const body = JSON.stringify(problem);
-    socket.end(
-      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  });
+  server.on('clientError', answerClientError(services));
   const { port } = server.address() as AddressInfo;
   services.setListenUrl(`http://localhost:${port}`);
 
@@ -168,11 +156,31 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
       const force = setTimeout(() => server.closeAllConnections(), 10_000);
       await closed;
       clearTimeout(force);
-      await publisher?.stop();
-      await alerts.stop();
-      await ingestConsumer.stop();
+      await stopWorkers();
       await services.close();
       unregister();
     })());
   return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, shutdown };
+}
+
+/**
+ * Requests node's parser refuses before any handler runs (a method it does not know, a request
+ * line or headers over 16 KiB) get a problem+json answer too, not an empty one.
+ */
+function answerClientError(services: Services): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const problem =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? problemOf('headers_too_large', 'the request line and headers are larger than 16 KiB', services.baseUrl())
+        : problemOf('bad_request', 'the request is not valid HTTP/1.1', services.baseUrl());
+    const body = JSON.stringify(problem);
+    socket.end(
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_JSON}; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
 }
