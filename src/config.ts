@@ -1,12 +1,12 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { isCalendarDate } from './domain/trading-calendar.js';
 
 const optionalString = z
   .string()
   .optional()
   .transform((s) => (s && s.trim() !== '' ? s.trim() : undefined));
 
-/** Every environment variable the service reads (the README has the same table). */
 const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
 
 /**
@@ -17,14 +17,13 @@ const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{
 export function isIsoInstant(text: string): boolean {
   const m = INSTANT.exec(text);
   if (!m || Number.isNaN(Date.parse(text))) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const day = new Date(Date.UTC(y, mo - 1, d));
-  return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d;
+  return isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
 }
 
 /** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
 const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 
+/** Every environment variable the service reads (the README has the same table). */
 const envSchema = z.object({
   PORT: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).max(65535).default(8080)),
   HOST: z.preprocess(unsetIfBlank, z.string().default('0.0.0.0')),

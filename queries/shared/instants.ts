@@ -1,4 +1,5 @@
 import { badRequest } from '../../src/core/errors.js';
+import { isCalendarDate } from '../../src/domain/trading-calendar.js';
 
 const INSTANT =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2}| \d{2}:?\d{2})?)?$/i;
@@ -38,12 +39,11 @@ export function parseInstantParam(
   const minute = Number(mi);
   const second = Number(s);
   if (hour > 23 || minute > 59 || second > 59) throw refuse();
+  if (!isCalendarDate(year, month, day)) throw refuse();
   // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
-  const check = new Date(0);
-  check.setUTCFullYear(year, month - 1, day);
-  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day) throw refuse();
+  const midnight = new Date(0).setUTCFullYear(year, month - 1, day);
   const finer = round === 'up' && /[1-9]/.test(frac.slice(3)) ? 1 : 0;
-  const local = check.getTime() + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0')) + finer;
+  const local = midnight + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0')) + finer;
   let offsetMinutes = 0;
   if (zone.toUpperCase() !== 'Z') {
     const z = /^([+\- ])(\d{2}):?(\d{2})$/.exec(zone)!;

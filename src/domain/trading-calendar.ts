@@ -16,6 +16,16 @@ const SPECIAL_CLOSURES: readonly string[] = [
   '2025-01-09', // President Jimmy Carter
 ];
 
+/**
+ * Whether year-month-day names a real calendar day (2025-02-30 does not; years 0-99 are themselves,
+ * not 1900-1999 as `Date.UTC` reads them).
+ */
+export function isCalendarDate(year: number, month: number, day: number): boolean {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+}
+
 function parse(date: string): number {
   // Hand-rolled (no regex, no toISOString round trip): the demo generator calls this millions of times.
   if (date.length !== 10 || date.charCodeAt(4) !== 45 || date.charCodeAt(7) !== 45) {
