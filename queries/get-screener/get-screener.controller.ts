@@ -4,7 +4,7 @@ import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../../src/http/provenance.js';
 import { parseIntParam, parseOptionalIntParam } from '../shared/int-param.js';
-import { SCREENER_LIMIT, screenStocks, type ScreenerRow } from './get-screener.query.js';
+import { SCREENER_LIMIT, SCREENER_MIN_SCORE, screenStocks, type ScreenerRow } from './get-screener.query.js';
 
 export interface ScreenerResponse {
   /** Stocks ranked by service_score, descending (ties by ticker). */
@@ -45,7 +45,7 @@ export class GetScreenerController extends MeteredController {
   @Response<ProblemDetails>(422, 'limit above 650 (limit_exceeded)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getScreener(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
-    const minScore = parseOptionalIntParam('min_score', min_score, { min: 0, max: 100, aboveMax: 'bad_request' });
+    const minScore = parseOptionalIntParam('min_score', min_score, SCREENER_MIN_SCORE);
     const max = parseIntParam('limit', limit, SCREENER_LIMIT);
     const v = await this.visibility(req);
     const rows = await screenStocks(this.services.reads, v, { minScore, limit: max });

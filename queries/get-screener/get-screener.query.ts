@@ -3,6 +3,8 @@ import { byServiceScoreDesc, visibleCrossSection } from '../shared/cross-section
 import type { Visibility } from '../shared/visibility.js';
 
 export const SCREENER_LIMIT = { default: 100, min: 1, max: 650 } as const;
+/** `min_score` is a score: 0-100, a value outside is a plain 400 (not a limit). */
+export const SCREENER_MIN_SCORE = { min: 0, max: 100, aboveMax: 'bad_request' } as const;
 
 export interface ScreenerRow {
   /** Stock symbol. */

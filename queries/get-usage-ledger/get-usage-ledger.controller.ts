@@ -3,7 +3,7 @@ import type { AuthedRequest } from '../../src/http/authentication.js';
 import { MeteredController } from '../../src/http/metered-controller.js';
 import type { ProblemDetails } from '../../src/http/problem.js';
 import { parseIntParam } from '../shared/int-param.js';
-import { USAGE_LEDGER_DEFAULT_LIMIT, USAGE_LEDGER_MAX_LIMIT, getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
+import { USAGE_LEDGER_LIMIT, getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')
 @Tags('Account')
@@ -37,7 +37,7 @@ export class GetUsageLedgerController extends MeteredController {
     if (position) await Promise.race([this.services.runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
     // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
     // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
-    const rows = parseIntParam('limit', limit, { default: USAGE_LEDGER_DEFAULT_LIMIT, min: 1, max: USAGE_LEDGER_MAX_LIMIT });
+    const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
     const page = await getUsageLedger(this.services.reads, { accountId: p.account_id, month, limit: rows, cursor });
     await this.charge(req, 'usage_ledger');
     return page;

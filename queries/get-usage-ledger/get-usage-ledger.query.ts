@@ -4,6 +4,7 @@ import { ledgerEntries, type LedgerEntryDoc } from '../../projections/usage/usag
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
 export const USAGE_LEDGER_MAX_LIMIT = 1000;
+export const USAGE_LEDGER_LIMIT = { default: USAGE_LEDGER_DEFAULT_LIMIT, min: 1, max: USAGE_LEDGER_MAX_LIMIT } as const;
 
 export interface UsageLedgerParams {
   accountId: string;
