@@ -16,6 +16,8 @@
  *   upgrade lifts a hard stop immediately. A lowering (downgrade, Pro ended) applies from the next
  *   period: credits already granted this month are not taken back, which also keeps
  *   `credits_remaining` from going negative outside overage.
+ * - A pack's purchase reference (`pack_id`) is an idempotency key: the same purchase again changes
+ *   nothing; another purchase under a used reference is refused (409 `conflict`).
  * - A command that changes nothing yields no events at all, not even the period roll.
  */
 import { AppError, badRequest } from '../../src/core/errors.js';
@@ -62,6 +64,12 @@ export interface LedgerState {
   allow_overage: boolean;
   /** Banked pack credits; they carry over month to month. */
   prepaid: number;
+  /**
+   * The credits of every pack bought, by purchase reference: the reference is the purchase's
+   * idempotency key, so a retried purchase is credited once (`decide` checks it here, where the
+   * append's expected revision makes the check race-free).
+   */
+  packs: Readonly<Record<string, number>>;
   /** Current period `YYYY-MM`, null before the first one opens. */
   period: string | null;
   /** The current period's allowance; null = unmetered. */
@@ -88,6 +96,7 @@ export const initialLedgerState: LedgerState = Object.freeze({
   pro: false,
   allow_overage: false,
   prepaid: 0,
+  packs: Object.freeze({}),
   period: null,
   allowance: null,
   resets_at: null,
@@ -167,7 +176,12 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
       };
     }
     case 'PackPurchased':
-      return { ...state, last_hash, prepaid: state.prepaid + event.data.credits };
+      return {
+        ...state,
+        last_hash,
+        prepaid: state.prepaid + event.data.credits,
+        packs: { ...state.packs, [event.data.pack_id]: event.data.credits },
+      };
     case 'OverageSwitched':
       return { ...state, last_hash, allow_overage: event.data.allow_overage };
     case 'PlanChanged':
@@ -311,9 +325,20 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
     case 'DebitCredits':
       debit(rec, command.data);
       return;
-    case 'PurchasePack':
-      rec.emit('PackPurchased', { pack_id: command.data.pack_id, credits: command.data.credits });
+    case 'PurchasePack': {
+      const { pack_id, credits } = command.data;
+      // hasOwn: a reference such as "constructor" is not a pack every account has bought.
+      if (Object.hasOwn(s.packs, pack_id)) {
+        // The same purchase again (a retried script): it was credited once, nothing changes.
+        if (s.packs[pack_id] === credits) return;
+        throw new AppError('conflict', `Pack ${pack_id} was bought with ${s.packs[pack_id]} credits; a purchase reference names one purchase`, {
+          pack_id,
+          credits: s.packs[pack_id],
+        });
+      }
+      rec.emit('PackPurchased', { pack_id, credits });
       return;
+    }
     case 'SwitchOverage':
       if (command.data.on === s.allow_overage) return;
       if (command.data.on && !overageAllowed(s.tier)) {
@@ -389,7 +414,7 @@ function validate(command: LedgerCommand): void {
  * The events a command produces at `now`, chained from `state.last_hash`; [] when it changes
  * nothing (a free call, a switch already in that position). Throws AppError: `credits_exhausted`
  * (429, extensions {credits_remaining, cost}), `bad_request`, `not_found` (no ledger), `conflict`
- * (ledger already open).
+ * (ledger already open, a pack reference used for another purchase).
  */
 export function decide(state: LedgerState, command: LedgerCommand, now: Date): LedgerEvent[] {
   validate(command);

@@ -306,7 +306,7 @@ export function ledgerAccountOf(streamId: string): string | null {
 // Projection
 
 export const usageProjection: Projection = {
-  name: 'usage',
+  name: 'usage-v2',
   collections: [usageBalances, ledgerEntries, ledgerStates],
   eventTypes: LEDGER_EVENT_TYPES,
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {

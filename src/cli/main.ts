@@ -6,7 +6,6 @@ import { IngestValidationError, parseIngestFile } from '../../commands/ingest/in
 import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.schema.js';
 import { randomUUID } from 'node:crypto';
 import { usageFigures, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
-import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../commands/audit-ledger/audit-ledger.js';
 import { AppError } from '../core/errors.js';
@@ -170,18 +169,16 @@ async function ledgerCommand(
   command: LedgerCommand,
   json: boolean,
   what: string,
-  /** Says why the command must change nothing (e.g. a pack id already in the ledger), or null. */
-  already?: (ledger: readonly { type: string; data: unknown }[]) => string | null,
+  /** Why a command that records nothing changed nothing (e.g. a pack id already in the ledger). */
+  unchanged?: string,
 ): Promise<void> {
   await withServices(async (s) => {
-    const done = already?.(await s.events.readStream(ledgerStream(accountId))) ?? null;
-    if (done !== null) {
-      const figures = usageFigures(await s.ledger.state(accountId), s.clock.now());
-      printer(json)(`${done} (account ${accountId}): no change`, { account_id: accountId, events: [], usage: figures, unchanged: done });
-      return;
-    }
     const outcome = await s.ledger.execute(accountId, command);
     const figures = usageFigures(outcome.state, s.clock.now());
+    if (unchanged !== undefined && outcome.events.length === 0) {
+      printer(json)(`${unchanged} (account ${accountId}): no change`, { account_id: accountId, events: [], usage: figures, unchanged });
+      return;
+    }
     printer(json)(
       `${what} (account ${accountId}): ${outcome.events.length ? outcome.events.map((e) => e.type).join(', ') : 'no change'}\n` +
         `  tier ${figures.tier}${figures.pro_member ? ' + Pro' : ''}, allowance ${figures.monthly_allowance ?? 'unmetered'}, used ${figures.used_this_month}, prepaid ${figures.prepaid_credits}, overage ${figures.allow_overage ? 'on' : 'off'}`,
@@ -311,12 +308,9 @@ function addAccountCommands(program: Command): void {
         { type: 'PurchasePack', data: { pack_id: opts.packId ?? `pack_${randomUUID()}`, credits: opts.credits } },
         Boolean(opts.json),
         `pack of ${opts.credits} credits added`,
-        // The purchase reference is an idempotency key: running the same purchase twice (a retried
-        // script) must not credit it twice.
-        (ledger) => {
-          const seen = ledger.find((e) => e.type === 'PackPurchased' && (e.data as { pack_id?: unknown }).pack_id === opts.packId);
-          return seen ? `pack ${opts.packId} was added already` : null;
-        },
+        // The purchase reference is an idempotency key (the ledger decides it): the same purchase
+        // run twice (a retried script) is credited once; another purchase under it is a conflict.
+        `pack ${opts.packId} was added already`,
       ),
     );
 }

@@ -28,6 +28,10 @@ describe('The scores CLI for accounts and billing', function () {
     const again = await json(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'inv-1']);
     expect(again).to.deep.include({ events: [], unchanged: 'pack inv-1 was added already' });
     expect(again['usage']).to.include({ prepaid_credits: 5100 });
+    // Another purchase under the same reference is refused: the reference names one purchase.
+    const reused = await runCli(['packs', 'add', '--account', account, '--credits', '900', '--pack-id', 'inv-1'], env);
+    expect(reused.code).to.equal(1);
+    expect(reused.stderr).to.match(/^error \(conflict\): Pack inv-1 was bought with 100 credits/);
     expect((await json(['overage', 'on', '--account', account]))['usage']).to.include({ allow_overage: true });
     expect((await json(['pro', 'on', '--account', account]))['usage']).to.include({ pro_member: true });
     const cancelled = await json(['plan', 'cancel', '--account', account]);

@@ -203,6 +203,38 @@ describe('Credit ledger', () => {
     });
   });
 
+  describe('Pack purchase references (idempotency keys)', () => {
+    const buy = (pack_id: string, credits: number): LedgerCommand => ({ type: 'PurchasePack', data: { pack_id, credits } });
+    const bought = history(opened('free'), mayOpened(1_000), packBought(500));
+
+    it('credits a new reference', () => {
+      spec.given(bought).when(buy('pack-2', 500), MAY).then([{ type: 'PackPurchased', data: { pack_id: 'pack-2', credits: 500 } }]);
+      expect(foldLedger(bought).packs).to.deep.equal({ 'pack-1': 500 });
+    });
+
+    it('records nothing for the same purchase again, not even a due month roll', () => {
+      spec.given(bought).when(buy('pack-1', 500), MAY).then([]);
+      spec.given(bought).when(buy('pack-1', 500), JUNE).then([]);
+    });
+
+    it('refuses another purchase under a reference already used (409 conflict)', () => {
+      spec
+        .given(bought)
+        .when(buy('pack-1', 900), MAY)
+        .thenThrows('conflict', (err) => expect(err.extensions).to.include({ pack_id: 'pack-1', credits: 500 }));
+    });
+
+    it('takes a reference named like an Object property as any other', () => {
+      for (const id of ['constructor', '__proto__', 'toString']) {
+        const produced = spec.given(bought).when(buy(id, 7), MAY).then([{ type: 'PackPurchased', data: { pack_id: id, credits: 7 } }]);
+        const after = [...bought, ...produced];
+        expect(Object.hasOwn(foldLedger(after).packs, id)).to.equal(true);
+        spec.given(after).when(buy(id, 7), MAY).then([]);
+        expect(foldLedger(after).prepaid).to.equal(507);
+      }
+    });
+  });
+
   describe('Overage figures', () => {
     it('reports negative credits_remaining and the accrued cost in dollars', () => {
       const s = stateOf(opened('hobbyist'), mayOpened(25_000), overageOn, spent(25_000, 0, 3_000), packBought(200));
