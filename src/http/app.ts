@@ -12,7 +12,7 @@ import { completeOpenApi, queryParamsByRoute } from './openapi.js';
 import { remainingFor } from './metering.js';
 import { problemHandler, problemOf, sendProblem } from './problem.js';
 import { registerPages } from './pages/index.js';
-import { mcpHandler, mcpMethodNotAllowed } from '../mcp/http.js';
+import { mcpMethodNotAllowed, mcpRoute } from '../mcp/http.js';
 
 function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/http/generated/swagger.json');
@@ -95,7 +95,7 @@ export function createApp(services: Services): Express {
   app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
   registerPages(app, services);
   // The only route that reads a body (no /v1 endpoint takes one).
-  app.post('/mcp/http', express.json({ limit: '64kb' }), mcpHandler(services));
+  app.post('/mcp/http', ...mcpRoute(services));
   app.all('/mcp/http', mcpMethodNotAllowed(services));
 
   app.use((req, res) => {

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import express, { type RequestHandler } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Services } from '../container.js';
 import { authenticate, type AuthedRequest } from '../http/authentication.js';
@@ -7,22 +7,57 @@ import { problemOf, sendProblem } from '../http/problem.js';
 import { createMcpServer } from './server.js';
 
 /**
- * POST {base}/mcp/http: stateless streamable HTTP with JSON responses. The key is checked at the
- * HTTP level before any MCP message is read: a missing or unknown key is a 401 problem, a revoked
- * one a 403 (thrown to the app's problem handler, as for REST).
+ * POST {base}/mcp/http: stateless streamable HTTP with JSON responses, three steps in this order.
  *
- * Every response to an authenticated key carries `X-Credits-Remaining`, as on REST: set here from
- * the account's balance before the SDK handles the message (initialize, tools/list, protocol
- * errors), then replaced by each tool call with the balance after it (after its charge, or as it
- * stands after a refusal). In JSON response mode the SDK writes the response only once every
- * request of the POST has its result, so the tools' value is the one sent.
+ * 1. The key is checked at the HTTP level before the body is read: a missing or unknown key is a
+ *    401 problem, a revoked one a 403 (thrown to the app's problem handler, as for REST).
+ * 2. The body is read as JSON (at most 64 KiB). HTTP-level failures (too large, an unknown
+ *    encoding or charset) are problems; a body that is not JSON is JSON-RPC's parse error (-32700).
+ * 3. The SDK handles the messages.
+ *
+ * Every response to an authenticated key carries `X-Credits-Remaining`, as on REST: set in step 1
+ * from the account's balance (so protocol errors carry it too), then replaced by each tool call
+ * with the balance after it (after its charge, or as it stands after a refusal). In JSON response
+ * mode the SDK writes the response only once every request of the POST has its result, so the
+ * tools' value is the one sent.
  */
-export function mcpHandler(services: Services): RequestHandler {
+export function mcpRoute(services: Services): RequestHandler[] {
+  return [mcpAuthentication(services), jsonRpcBody(), mcpHandler(services)];
+}
+
+function mcpAuthentication(services: Services): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const principal = await authenticate(services, req.header('x-api-key'), req as AuthedRequest);
+      const remaining = await remainingFor(services, principal).catch(() => null);
+      if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/** JSON-RPC 2.0's answer to a body that is not JSON (its id cannot be known). */
+export const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON' } } as const;
+
+function jsonRpcBody(): RequestHandler {
+  const parse = express.json({ limit: '64kb' });
+  return (req, res, next) =>
+    parse(req, res, (err?: unknown) => {
+      // body-parser marks a body it read whole but could not parse; other failures stay HTTP's.
+      if ((err as { type?: unknown } | undefined)?.type === 'entity.parse.failed') {
+        res.status(400).json(JSON_RPC_PARSE_ERROR);
+        return;
+      }
+      next(err);
+    });
+}
+
+function mcpHandler(services: Services): RequestHandler {
   return async (req, res) => {
     const authed = req as AuthedRequest;
-    const principal = await authenticate(services, req.header('x-api-key'), authed);
-    const remaining = await remainingFor(services, principal).catch(() => null);
-    if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
+    const principal = authed.user!;
     const creditsRemaining = (value: string) => {
       if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
     };

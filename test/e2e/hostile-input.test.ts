@@ -151,6 +151,20 @@ describe('Hostile input over HTTP', function () {
       expect(JSON.parse(r.text)).to.include({ code: 'unsupported_media_type' });
     });
 
+    it("answers a body that is not JSON with JSON-RPC's parse error, after the key check", async () => {
+      const before = await balance();
+      const r = await post('{"jsonrpc": "2.0", "id": 1, "method": "tools/li');
+      expect(r.status).to.equal(400);
+      expect(r.type).to.match(/^application\/json/);
+      expect(JSON.parse(r.text)).to.deep.equal({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON' } });
+      expect(r.credits, 'the balance, as on every authenticated response').to.equal(before);
+      expect(await balance(), 'nothing charged').to.equal(before);
+      // Without a key, the key is what is wrong: the body is not read.
+      const anonymous = await fetch(`${server.url}/mcp/http`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{not json' });
+      expect(anonymous.status).to.equal(401);
+      expect(((await anonymous.json()) as { code: string }).code).to.equal('unauthorized');
+    });
+
     it('answers arguments that are no object, or nest absurdly deep, with invalid params (not an internal error or a stack overflow)', async () => {
       const flat = await post(toolCall('limit=1'));
       expect(JSON.parse(flat.text)).to.deep.equal({ jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'params.arguments must be an object' } });
