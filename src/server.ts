@@ -10,6 +10,7 @@ import { startAlertDispatcher } from '../commands/send-usage-alerts/alert-dispat
 import { DemoDataset } from './demo/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
+import { createExpressServer } from './http/express-server.js';
 import { PROBLEM_JSON, problemOf } from './http/problem.js';
 import { registerServer } from './store-users.js';
 
@@ -133,7 +134,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
 
   const app = createApp(services);
   const asked = options.port ?? services.config.port;
-  const server = app.listen(asked, services.config.host);
+  const server = createExpressServer(app).listen(asked, services.config.host);
   try {
     await once(server, 'listening');
   } catch (err) {

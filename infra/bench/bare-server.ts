@@ -2,10 +2,15 @@
  * Benchmark baseline only: the least a server can do to answer GET /v1/scores/{ticker} with the
  * same JSON: express + one prepared better-sqlite3 statement on the same store file, no key, no
  * metering, no ledger. `npm run bench` compares the real, metered endpoint with it.
+ *
+ * `BENCH_BARE_SERVER=prototyped` serves it from `createExpressServer` (the service's own way of
+ * building the HTTP server) instead of `app.listen()`: the bench reports the metered endpoint
+ * against both, so that what the server construction gains is not counted as metering's cost.
  */
 import Database from 'better-sqlite3';
 import express from 'express';
 import { join } from 'node:path';
+import { createExpressServer } from '../../src/http/express-server.js';
 
 const dir = process.env['SCORES_DATA_DIR'] ?? './data';
 const base = process.env['PUBLIC_BASE_URL'] ?? 'http://localhost';
@@ -37,7 +42,7 @@ app.get('/v1/scores/:ticker', (req, res) => {
     citation_url: `${base}/stocks/${ticker}`,
   });
 });
-const server = app.listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
+const server = (process.env['BENCH_BARE_SERVER'] === 'prototyped' ? createExpressServer(app) : app).listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
   const address = server.address();
   process.stdout.write(`listening on ${typeof address === 'object' && address ? address.port : ''}\n`);
 });
