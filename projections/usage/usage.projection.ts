@@ -251,8 +251,7 @@ export interface UsageStep {
  * there, not on the finished month.
  */
 export function usageStep(fold: LedgerStateDoc, event: { type: string; data: unknown }, seq: number): UsageStep {
-  const skipped = { fold: { ...fold, seq }, balance: null, entry: null };
-  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return skipped;
+  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return { fold: { ...fold, seq }, balance: null, entry: null };
   const e = event;
   const state = evolve(fold.state, e);
   const newPeriod = state.period !== fold.state.period;
