@@ -37,8 +37,8 @@ export async function rowsAsKnownAt(reads: ReadStore, rows: readonly HistoryRow[
     const v = valid.get(`${r.ticker}|${r.date}`);
     // Every restated row keeps all its superseded versions; without one, the row's past is unknown.
     if (!v) continue;
-    out.push({
-      ...r,
+    // Object.assign, not a spread with more properties (V8 11 gives each such copy a hidden class).
+    out.push(Object.assign({}, r, {
       main_street: v.main_street,
       wall_street: v.wall_street,
       service_score: v.service_score,
@@ -46,7 +46,7 @@ export async function rowsAsKnownAt(reads: ReadStore, rows: readonly HistoryRow[
       divergence_gap: gapOf(v),
       restated_at: v.valid_from,
       version: v.version,
-    });
+    }));
   }
   return out;
 }
