@@ -302,17 +302,18 @@ function addAccountCommands(program: Command): void {
     .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
     .option('--pack-id <id>', 'purchase reference (default: a new id); a reference already in the ledger adds nothing')
     .option('--json', 'machine-readable output')
-    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) =>
-      ledgerCommand(
+    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) => {
+      const packId = opts.packId ?? `pack_${randomUUID()}`;
+      return ledgerCommand(
         opts.account,
-        { type: 'PurchasePack', data: { pack_id: opts.packId ?? `pack_${randomUUID()}`, credits: opts.credits } },
+        { type: 'PurchasePack', data: { pack_id: packId, credits: opts.credits } },
         Boolean(opts.json),
         `pack of ${opts.credits} credits added`,
         // The purchase reference is an idempotency key (the ledger decides it): the same purchase
         // run twice (a retried script) is credited once; another purchase under it is a conflict.
-        `pack ${opts.packId} was added already`,
-      ),
-    );
+        `pack ${packId} was added already`,
+      );
+    });
 }
 
 function onOff(state: string): boolean {

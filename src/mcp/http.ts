@@ -39,7 +39,7 @@ function mcpAuthentication(services: Services): RequestHandler {
 }
 
 /** JSON-RPC 2.0's answer to a body that is not JSON (its id cannot be known). */
-export const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON' } } as const;
+const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON' } } as const;
 
 function jsonRpcBody(): RequestHandler {
   const parse = express.json({ limit: '64kb' });
@@ -57,7 +57,8 @@ function jsonRpcBody(): RequestHandler {
 function mcpHandler(services: Services): RequestHandler {
   return async (req, res) => {
     const authed = req as AuthedRequest;
-    const principal = authed.user!;
+    const principal = authed.user;
+    if (!principal) throw new Error('MCP handler reached without authentication');
     const creditsRemaining = (value: string) => {
       if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
     };
