@@ -12,3 +12,8 @@ export function fmt(n: number, digits = 1): string {
 export function report(name: string, value: string, target: string, ok: boolean): void {
   process.stdout.write(`${ok ? 'PASS' : 'MISS'}  ${name.padEnd(48)} ${value.padEnd(28)} target ${target}\n`);
 }
+
+/** A figure printed for comparison, with no target to pass or miss. */
+export function info(name: string, value: string, note = ''): void {
+  process.stdout.write(`INFO  ${name.padEnd(48)} ${value.padEnd(28)} ${note}\n`);
+}
