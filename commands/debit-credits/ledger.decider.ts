@@ -441,22 +441,32 @@ function validate(command: LedgerCommand): void {
  * (ledger already open, a pack reference used for another purchase).
  */
 export function decide(state: LedgerState, command: LedgerCommand, now: Date): LedgerEvent[] {
+  return decideAndFold(state, command, now).events;
+}
+
+/**
+ * `decide`, with the state those events fold to (the state given when there are none). The
+ * recorder folds each event as it emits it, so a command handler need not fold them again: every
+ * metered call goes through here.
+ */
+export function decideAndFold(state: LedgerState, command: LedgerCommand, now: Date): { events: LedgerEvent[]; state: LedgerState } {
   validate(command);
+  const unchanged = { events: [], state };
   const rec = recorder(state, now.toISOString());
   if (command.type === 'OpenLedger') {
     if (state.opened) throw new AppError('conflict', `The ledger of account ${state.account_id ?? '?'} is already open`);
     const { account_id, tier, pro } = command.data;
     rec.emit('LedgerOpened', { account_id, tier, pro, allow_overage: false });
     advanceTo(rec, now);
-    return rec.events;
+    return { events: rec.events, state: rec.state };
   }
   requireOpen(state);
   // A free call records nothing, not even a due period roll (the next paid call records it).
-  if (command.type === 'DebitCredits' && command.data.cost === 0) return [];
+  if (command.type === 'DebitCredits' && command.data.cost === 0) return unchanged;
   advanceTo(rec, now);
   const before = rec.events.length;
   decideCommand(rec, command);
-  return rec.events.length === before ? [] : rec.events;
+  return rec.events.length === before ? unchanged : { events: rec.events, state: rec.state };
 }
 
 /** The decider as one value, for a generic command handler. */

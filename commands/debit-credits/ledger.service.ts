@@ -1,7 +1,7 @@
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, NewEvent } from '../../src/core/event-store.port.js';
-import { decide, evolve, initialLedgerState, type DebitCredits, type LedgerCommand, type LedgerState } from './ledger.decider.js';
+import { decideAndFold, evolve, initialLedgerState, type DebitCredits, type LedgerCommand, type LedgerState } from './ledger.decider.js';
 import { ledgerStream, type LedgerEvent } from './ledger.events.js';
 
 interface Cached {
@@ -124,8 +124,9 @@ export class LedgerService {
       const all: LedgerEvent[] = [];
       for (const q of batch) {
         try {
-          const events = decide(state, q.command, now);
-          for (const e of events) state = evolve(state, e);
+          const decided = decideAndFold(state, q.command, now);
+          const events = decided.events;
+          state = decided.state;
           all.push(...events);
           outcomes.push({ ok: true, events, state });
         } catch (error) {

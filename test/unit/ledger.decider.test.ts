@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import {
   creditsRemainingHeader,
   decide,
+  decideAndFold,
   foldLedger,
   ledgerDecider,
   usageFigures,
@@ -391,6 +392,27 @@ describe('Credit ledger', () => {
     it('never lowers a larger tier allowance', () => {
       const s = stateOf(opened('builder', true), mayOpened(250_000));
       expect(usageFigures(s, JUNE)).to.include({ monthly_allowance: 250_000 });
+    });
+  });
+
+  describe('Deciding and folding in one step (what the command handler uses)', () => {
+    it('gives the state the decided events fold to, and the state given when nothing is recorded', () => {
+      const given = history(opened('free'), mayOpened(1_000), spent(760));
+      const cases: [LedgerCommand, Date][] = [
+        [debit(2), MAY],
+        [debit(240), MAY], // the whole allowance: alerts too
+        [debit(2), JUNE], // the month rolls first
+        [{ type: 'PurchasePack', data: { pack_id: 'p-2', credits: 50 } }, MAY],
+        [debit(0), JUNE], // a free call: nothing, not even the roll
+        [{ type: 'SwitchOverage', data: { on: false } }, MAY], // already off
+      ];
+      for (const [command, now] of cases) {
+        const before = foldLedger(given);
+        const { events, state } = decideAndFold(before, command, now);
+        expect(events, command.type).to.deep.equal(decide(before, command, now));
+        expect(state, command.type).to.deep.equal(foldLedger(events, before));
+        if (events.length === 0) expect(state).to.equal(before);
+      }
     });
   });
 
