@@ -69,6 +69,9 @@ export interface SocialHeatResult {
   historyFloor: string | null;
 }
 
+/** Starts before this read every stored visit (no data is that old). */
+const EARLIEST_WINDOW = '1900-01-01';
+
 /**
  * One ticker's social heat inside the caller's window, computed on the fly from the stored web
  * visits: 404 for an unknown ticker, 403 `coverage` outside the universe, dates clamped silently
@@ -76,9 +79,6 @@ export interface SocialHeatResult {
  * clamped start to its end, so the first row sees its full trailing window even when that window
  * lies before the caller's floor (the floor limits the rows returned, not the inputs).
  */
-/** Starts before this read every stored visit (no data is that old). */
-const EARLIEST_WINDOW = '1900-01-01';
-
 export async function getSocialHeat(reads: ReadStore, v: Visibility, req: SocialHeatRequest): Promise<SocialHeatResult> {
   await requireVisibleTicker(reads, v, req.ticker);
   const w = clampWindow(v, req.start, req.end);

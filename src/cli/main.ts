@@ -300,7 +300,7 @@ function addAccountCommands(program: Command): void {
     .description('Add a prepaid pack (credits carry over month to month)')
     .addOption(accountOption())
     .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
-    .option('--pack-id <id>', 'purchase reference (default: a new id); a reference already in the ledger adds nothing')
+    .option('--pack-id <id>', 'purchase reference (default: a new id); the same purchase again adds nothing, another amount under it is refused')
     .option('--json', 'machine-readable output')
     .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) => {
       const packId = opts.packId ?? `pack_${randomUUID()}`;

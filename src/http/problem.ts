@@ -64,7 +64,6 @@ export function problemHandler(
     if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
     if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
     const e = err as { type?: string; status?: number; message?: string; charset?: string };
-    if (e?.type === 'entity.parse.failed') return sendProblem(res, problemOf('bad_request', 'request body is not valid JSON', baseUrl()));
     if (err instanceof URIError || (e?.status === 400 && /decode param/i.test(e.message ?? ''))) {
       return sendProblem(res, problemOf('bad_request', 'the path is not valid percent-encoded UTF-8', baseUrl()));
     }

@@ -36,7 +36,7 @@ const CACHE_DOCS = 'public, max-age=300';
 const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
   bad_request: {
     meaning:
-      'A parameter is malformed: a date that is not a real YYYY-MM-DD date, an entry of `tickers` that is not 1-12 letters, digits, "." or "-" (in a path, such a ticker names no stock: 404 not_found), an unknown enum value, or a request body that is not valid JSON. The problem\'s `errors` array names each parameter and what was wrong with it.',
+      'A parameter is malformed: a date that is not a real YYYY-MM-DD date, an entry of `tickers` that is not 1-12 letters, digits, "." or "-" (in a path, such a ticker names no stock: 404 not_found), or an unknown enum value. The problem\'s `errors` array names each parameter and what was wrong with it.',
     fix: 'Correct the parameter and send the request again. Dates outside your history window are not errors: they are clamped silently.',
   },
   unauthorized: {
