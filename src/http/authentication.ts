@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { randomBytes } from 'node:crypto';
 import type { Services } from '../container.js';
-import { AppError } from '../core/errors.js';
+import { AppError, badRequest } from '../core/errors.js';
 import { entitlementsOf, tierAtLeast, type Entitlements, type Tier } from '../domain/plans.js';
 import { RATE_CARD, endpointOf, isRateKey, type RateKey } from '../domain/rate-card.js';
 import { apiKeys } from '../../projections/api-keys/api-keys.projection.js';
@@ -74,7 +74,7 @@ function rejectUnknownQuery(request: Request): void {
   const unknown = Object.keys(request.query).filter((name) => !declared.has(name));
   if (unknown.length === 0) return;
   const takes = declared.size ? `it takes ${[...declared].join(', ')}` : 'it takes none';
-  throw new AppError('bad_request', `unknown query parameter${unknown.length === 1 ? '' : 's'} ${unknown.map((n) => JSON.stringify(n)).join(', ')}: ${takes} (send a list as one comma-separated value)`, {
+  throw badRequest(`unknown query parameter${unknown.length === 1 ? '' : 's'} ${unknown.map((n) => JSON.stringify(n)).join(', ')}: ${takes} (send a list as one comma-separated value)`, {
     errors: unknown.map((parameter) => ({ parameter, message: 'is not a parameter of this endpoint' })),
   });
 }

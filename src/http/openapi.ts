@@ -58,10 +58,8 @@ const DEFAULT_CODE: Record<number, ErrorCode> = {
   401: 'unauthorized',
   403: 'key_forbidden',
   404: 'not_found',
-  409: 'conflict',
   422: 'limit_exceeded',
   429: 'credits_exhausted',
-  500: 'internal',
 };
 
 /** Whether `word` is an error code answered with `status` (statusOf is undefined for any other word). */
