@@ -3,4 +3,4 @@
 import { buildIfNeeded } from '../scripts/build-if-needed.mjs';
 
 buildIfNeeded();
-await import('../dist/src/cli/bin.js');
+await import('../dist/src/app/cli/bin.js');

@@ -2,7 +2,7 @@ import type { Clock } from '../../src/core/clock.js';
 import type { BusSubscription, EventBus } from '../../src/core/event-bus.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { ingestRows } from './ingest.handler.js';
-import { IngestValidationError, validateRecord } from './ingest.parse.js';
+import { IngestValidationError, validateRecord } from './ingest.parser.js';
 
 export const INGEST_TOPIC = 'scores.ingest';
 export const INGEST_DLQ_TOPIC = 'scores.ingest.dlq';

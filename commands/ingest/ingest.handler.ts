@@ -2,8 +2,8 @@ import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, StreamAppend } from '../../src/core/event-store.port.js';
 import { TICKERS_STREAM, type TickerListed } from '../../src/events/reference-events.js';
-import { planIngest } from './ingest.decide.js';
-import { IngestValidationError } from './ingest.parse.js';
+import { planIngest } from './ingest.decider.js';
+import { IngestValidationError } from './ingest.parser.js';
 import type { IngestRow } from './ingest.schema.js';
 
 export interface IngestResult {

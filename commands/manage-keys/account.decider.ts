@@ -1,5 +1,5 @@
 import { AppError, notFound } from '../../src/core/errors.js';
-import type { AccountEvent } from './account.events.js';
+import type { AccountEvent } from '../../src/events/account.events.js';
 
 export interface KeyState {
   key_id: string;

@@ -5,11 +5,11 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { TIERS, type Tier } from '../../src/domain/plans.js';
 import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
-import { decide as decideLedger, foldLedger, initialLedgerState, stateAt } from '../debit-credits/ledger.decider.js';
-import { ledgerStream } from '../debit-credits/ledger.events.js';
+import { decide as decideLedger, foldLedger, initialLedgerState, stateAt } from '../ledger/ledger.decider.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
 import { decideAccount, evolveAccount, initialAccountState, type AccountCommand } from './account.decider.js';
-import { accountStream, type AccountEvent } from './account.events.js';
-import { demoApiKey, generateApiKey, hashApiKey, shownPrefix } from './api-key.js';
+import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
+import { demoApiKey, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
 
 export interface IssuedKey {
   account_id: string;

@@ -1,7 +1,7 @@
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, StreamAppend } from '../../src/core/event-store.port.js';
-import type { DemoAppend, DemoDataset } from '../../src/demo/generate.js';
+import type { DemoAppend, DemoDataset } from './dataset/generate.js';
 
 /** Marks how far the demo's publication history has been written (stream `demo`). */
 export interface DemoPublishedThrough {

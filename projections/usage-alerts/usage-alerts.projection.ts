@@ -16,7 +16,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import { PLANS, TIERS, USAGE_ALERT_THRESHOLDS, isTier, type Tier, type UsageAlertThreshold } from '../../src/domain/plans.js';
-import { LEDGER_STREAM_PREFIX, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { LEDGER_STREAM_PREFIX, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { accounts } from '../api-keys/api-keys.projection.js';
 
 // ---------------------------------------------------------------------------------------------

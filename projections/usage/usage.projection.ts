@@ -15,7 +15,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { Tier, UsageAlertThreshold } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
-import { evolve, initialLedgerState, usageFigures, type LedgerState } from '../../commands/debit-credits/ledger.decider.js';
+import { evolve, initialLedgerState, usageFigures, type LedgerState } from '../../commands/ledger/ledger.decider.js';
 import {
   LEDGER_EVENT_TYPES,
   LEDGER_STREAM_PREFIX,
@@ -23,7 +23,7 @@ import {
   type Channel,
   type LedgerEvent,
   type LedgerEventType,
-} from '../../commands/debit-credits/ledger.events.js';
+} from '../../src/events/ledger.events.js';
 
 // ---------------------------------------------------------------------------------------------
 // Documents

@@ -1,10 +1,10 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/http/authentication.js';
-import { MeteredController } from '../../src/http/metered-controller.js';
+import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import { MeteredController } from '../shared/metered-controller.js';
 import { badRequest } from '../../src/core/errors.js';
-import { parseDateParam } from '../../src/http/params.js';
-import type { ProblemDetails } from '../../src/http/problem.js';
-import { citationUrl } from '../../src/http/provenance.js';
+import { parseDateParam } from '../shared/params.js';
+import type { ProblemDetails } from '../../src/app/http/problem.js';
+import { citationUrl } from '../shared/provenance.js';
 import { closedEvents, type DivergenceEvent } from './get-divergence-events.query.js';
 
 export interface DivergenceEventsResponse {

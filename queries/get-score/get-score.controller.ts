@@ -1,8 +1,8 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/http/authentication.js';
-import { MeteredController } from '../../src/http/metered-controller.js';
-import type { ProblemDetails } from '../../src/http/problem.js';
-import { SOURCE_STATEMENT, citationUrl } from '../../src/http/provenance.js';
+import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import { MeteredController } from '../shared/metered-controller.js';
+import type { ProblemDetails } from '../../src/app/http/problem.js';
+import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 import { tickerFromPath } from '../shared/tickers.js';
 import { getScoreAsOf } from './get-score.query.js';
 // Route order: express tries routes in registration order, and GET /v1/scores/{ticker} would

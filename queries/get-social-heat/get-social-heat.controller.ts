@@ -1,9 +1,9 @@
 import { Example, Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/http/authentication.js';
-import { MeteredController } from '../../src/http/metered-controller.js';
-import { parseDateParam } from '../../src/http/params.js';
-import type { ProblemDetails } from '../../src/http/problem.js';
-import { citationUrl } from '../../src/http/provenance.js';
+import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import { MeteredController } from '../shared/metered-controller.js';
+import { parseDateParam } from '../shared/params.js';
+import type { ProblemDetails } from '../../src/app/http/problem.js';
+import { citationUrl } from '../shared/provenance.js';
 import { requireOrderedDates } from '../shared/date-window.js';
 import { tickerFromPath } from '../shared/tickers.js';
 import { getSocialHeat } from './get-social-heat.query.js';

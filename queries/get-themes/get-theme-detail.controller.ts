@@ -1,9 +1,9 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import { badRequest } from '../../src/core/errors.js';
-import type { AuthedRequest } from '../../src/http/authentication.js';
-import { MeteredController } from '../../src/http/metered-controller.js';
-import type { ProblemDetails } from '../../src/http/problem.js';
-import { citationUrl } from '../../src/http/provenance.js';
+import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import { MeteredController } from '../shared/metered-controller.js';
+import type { ProblemDetails } from '../../src/app/http/problem.js';
+import { citationUrl } from '../shared/provenance.js';
 import { getThemeDetail, type ThemeDetail } from './get-themes.query.js';
 
 export interface ThemeDetailResponse extends ThemeDetail {

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices } from '../../src/container.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices } from '../../src/app/container.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, median, report } from './stats.js';
 

@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { projectRoot } from '../../src/core/paths.js';
-import { SOURCE_STATEMENT } from '../../src/http/provenance.js';
+import { SOURCE_STATEMENT } from '../../queries/shared/provenance.js';
 import { runCli, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { fmt, info, median, report } from './stats.js';
@@ -35,10 +35,10 @@ export async function benchHttp(runs: number, seconds = 8): Promise<void> {
   const env = testEnv(dir, '2019-06-14T12:00:00Z', { PUBLIC_BASE_URL: 'http://localhost', LOG_LEVEL: 'silent' });
   const build = await runCli(['seed', '--json'], env);
   if (build.code !== 0) throw new Error(build.stderr);
-  const metered = await start(['dist/src/main.js'], env, /listening on http:\/\/localhost:(\d+)/);
+  const metered = await start(['dist/src/app/main.js'], env, /listening on http:\/\/localhost:(\d+)/);
   const bareEnv = { ...env, BENCH_SOURCE: SOURCE_STATEMENT };
-  const bare = await start(['dist/infra/bench/bare-server.js'], bareEnv, /listening on (\d+)/);
-  const alike = await start(['dist/infra/bench/bare-server.js'], { ...bareEnv, BENCH_BARE_SERVER: 'prototyped' }, /listening on (\d+)/);
+  const bare = await start(['dist/test/bench/bare-server.js'], bareEnv, /listening on (\d+)/);
+  const alike = await start(['dist/test/bench/bare-server.js'], { ...bareEnv, BENCH_BARE_SERVER: 'prototyped' }, /listening on (\d+)/);
   const url = (server: { port: number }) => `http://127.0.0.1:${server.port}/v1/scores/AAPL`;
   const key = { 'X-API-Key': demoKey('quant') };
   try {

@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
-import { loadConfig } from '../../src/config.js';
-import { openServices } from '../../src/container.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices } from '../../src/app/container.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
-import { catchUpReadModels, seedIfEmpty } from '../../src/server.js';
+import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, median, report } from './stats.js';

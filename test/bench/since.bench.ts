@@ -1,11 +1,11 @@
 import { rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
-import { parseIngestFile } from '../../commands/ingest/ingest.parse.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
+import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
 import { entitlementsOf } from '../../src/domain/plans.js';
-import { catchUpReadModels, seedIfEmpty } from '../../src/server.js';
+import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
 import { rowsBetween, scoreHistory } from '../../projections/score-history/score-history.projection.js';
 import { getMultiTickerHistory } from '../../queries/get-multi-ticker-history/get-multi-ticker-history.query.js';

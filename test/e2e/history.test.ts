@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
-import { parseIngestFile } from '../../commands/ingest/ingest.parse.js';
+import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { tickers as tickerDocs } from '../../projections/reference/reference.projection.js';
 import { scoreVersions, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';

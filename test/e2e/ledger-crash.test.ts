@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { ledgerStream, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices } from '../../src/container.js';
+import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices } from '../../src/app/container.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { runCli, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
@@ -17,7 +17,7 @@ describe('Credit ledger under kill -9', function () {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('keeps the debit of every 200 response, and the audit passes for every account', async () => {
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     server.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise((r) => server.on('exit', r));

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerStream, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerStream, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerStream, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import type { fixedClock } from '../../src/core/clock.js';
-import { expressAuthentication } from '../../src/http/authentication.js';
+import { expressAuthentication } from '../../src/app/http/authentication.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Request } from 'express';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { loadUsTickers } from '../../src/demo/us-tickers.js';
+import { loadUsTickers } from '../../commands/seed-demo/dataset/us-tickers.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer } from '../support/server.js';
 

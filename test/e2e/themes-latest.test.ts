@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
-import { parseIngestFile } from '../../commands/ingest/ingest.parse.js';
+import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../commands/audit-ledger/audit-ledger.js';
-import { decide, foldLedger, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
-import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { decide, foldLedger, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import type { EventRow } from '../../infra/sqlite/event-store.js';
 import {
@@ -12,8 +12,8 @@ import {
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
 import { getUsageLedger } from '../../queries/get-usage-ledger/get-usage-ledger.query.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
 import { AppError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';

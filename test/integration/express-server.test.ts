@@ -3,7 +3,7 @@ import express, { type Express } from 'express';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createExpressServer } from '../../src/http/express-server.js';
+import { createExpressServer } from '../../src/app/http/express-server.js';
 
 /** An app that uses what the service's handlers use of a request and a response. */
 function probeApp(): { app: Express; seen: { hasAppPrototype: boolean; linked: boolean }[] } {

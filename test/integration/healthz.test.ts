@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { systemClock } from '../../src/core/clock.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
-import { createApp } from '../../src/http/app.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { createApp } from '../../src/app/http/app.js';
 import { until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 

@@ -5,12 +5,12 @@ import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
 import { logEncoding } from '../../src/events/log-encoding.js';
-import { catchUpReadModels, seedIfEmpty } from '../../src/server.js';
+import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
-import { parseIngestFile } from '../../commands/ingest/ingest.parse.js';
+import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { snapshotReadModels } from '../support/snapshot.js';
 import { tempDir, testEnv } from '../support/server.js';
 

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
 import { AppError } from '../../src/core/errors.js';
 import { tempDir, testEnv } from '../support/server.js';
 

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
-import { parseIngestFile } from '../../commands/ingest/ingest.parse.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
-import { catchUpReadModels, seedIfEmpty } from '../../src/server.js';
+import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { rowsBetween, scoreHistory, scoreVersions } from '../../projections/score-history/score-history.projection.js';
 import { snapshotReadModels } from '../support/snapshot.js';
 import { tempDir, testEnv } from '../support/server.js';

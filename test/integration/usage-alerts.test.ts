@@ -3,10 +3,10 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
-import { decide, foldLedger, type LedgerCommand } from '../../commands/debit-credits/ledger.decider.js';
-import { ledgerStream } from '../../commands/debit-credits/ledger.events.js';
-import { accountStream, type AccountCreated } from '../../commands/manage-keys/account.events.js';
-import { startAlertDispatcher, type AlertDispatcher } from '../../commands/send-usage-alerts/alert-dispatcher.js';
+import { decide, foldLedger, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
+import { accountStream, type AccountCreated } from '../../src/events/account.events.js';
+import { startAlertDispatcher, type AlertDispatcher } from '../../commands/send-usage-alerts/usage-alerts.reactor.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
 import { SmtpMailer } from '../../infra/mail/smtp.js';
 import { apiKeysProjection } from '../../projections/api-keys/api-keys.projection.js';
@@ -14,8 +14,8 @@ import { mailOutbox, mailStream, usageAlertsProjection, type MailOutboxDoc } fro
 import { fixedClock } from '../../src/core/clock.js';
 import type { Mailer, MailMessage } from '../../src/core/mail.port.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { tempDir, testEnv } from '../support/server.js';
 

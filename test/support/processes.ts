@@ -10,7 +10,7 @@ export interface Exit {
 
 /** Runs the `scores` CLI from source (tsx) as a separate process. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<Exit> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/cli/bin.ts', ...args], {
     cwd: projectRoot(),
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,9 +37,9 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: n
   }
 }
 
-/** `npm start` (src/main.ts from source) as a separate process: resolves once it listens. */
+/** `npm start` (src/app/main.ts from source) as a separate process: resolves once it listens. */
 export async function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   server.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise((r) => server.on('exit', r));

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config.js';
-import { openServices, type Services } from '../../src/container.js';
-import { startServer, type RunningServer } from '../../src/server.js';
-import { demoApiKey } from '../../commands/manage-keys/api-key.js';
-import { DEMO_DEFAULT_SEED } from '../../src/demo/generate.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { startServer, type RunningServer } from '../../src/app/server.js';
+import { demoApiKey } from '../../src/domain/api-keys.js';
+import { DEMO_DEFAULT_SEED } from '../../commands/seed-demo/dataset/generate.js';
 import type { Tier } from '../../src/domain/plans.js';
 
 /** The demo account's key for a tier (the demo is seeded with these accounts). */

@@ -1,4 +1,4 @@
-import type { Services } from '../../src/container.js';
+import type { Services } from '../../src/app/container.js';
 
 /** Every document of every read model, by collection, in id order. */
 export async function snapshotReadModels(services: Services): Promise<Record<string, unknown[]>> {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 
 describe('Configuration', () => {
   it('takes an empty variable for an unset one: the default, not 0 or the current directory', () => {

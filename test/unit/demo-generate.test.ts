@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { NewEvent } from '../../src/core/event-store.port.js';
-import { DemoDataset, demoAppendsBetween, type DemoAppend } from '../../src/demo/generate.js';
-import { loadUsTickers } from '../../src/demo/us-tickers.js';
+import { DemoDataset, demoAppendsBetween, type DemoAppend } from '../../commands/seed-demo/dataset/generate.js';
+import { loadUsTickers } from '../../commands/seed-demo/dataset/us-tickers.js';
 import { compositeScore } from '../../src/domain/composite.js';
 import { addDays, isTradingDay, toDateString, tradingDaysBetween } from '../../src/domain/trading-calendar.js';
 import type {

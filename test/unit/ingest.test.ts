@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { planIngest } from '../../commands/ingest/ingest.decide.js';
-import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parse.js';
+import { planIngest } from '../../commands/ingest/ingest.decider.js';
+import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { compositeScore } from '../../src/domain/composite.js';
 
 const recorded = (type: string, data: unknown, revision = 0): RecordedEvent => ({

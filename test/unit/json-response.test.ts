@@ -3,7 +3,7 @@ import express, { type Express } from 'express';
 import type { Server } from 'node:http';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { useLeanJson } from '../../src/http/json-response.js';
+import { useLeanJson } from '../../src/app/http/json-response.js';
 
 /** What the client sees of a response: status, headers (but the per-connection ones), raw body. */
 interface Seen {

@@ -8,7 +8,7 @@ import {
   usageFigures,
   type LedgerCommand,
   type LedgerState,
-} from '../../commands/debit-credits/ledger.decider.js';
+} from '../../commands/ledger/ledger.decider.js';
 import {
   GENESIS_HASH,
   computeHash,
@@ -17,7 +17,7 @@ import {
   type LedgerEvent,
   type LedgerEventBody,
   type LedgerEventType,
-} from '../../commands/debit-credits/ledger.events.js';
+} from '../../src/events/ledger.events.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { deciderSpec } from '../support/decider-spec.js';
 

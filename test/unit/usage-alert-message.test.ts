@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { sealEvent, GENESIS_HASH, type LedgerEvent } from '../../commands/debit-credits/ledger.events.js';
+import { sealEvent, GENESIS_HASH, type LedgerEvent } from '../../src/events/ledger.events.js';
 import {
   alertAccounts,
   mailOutbox,

@@ -7,8 +7,8 @@ import {
   usageFigures,
   type LedgerCommand,
   type LedgerState,
-} from '../../commands/debit-credits/ledger.decider.js';
-import { GENESIS_HASH, ledgerStream } from '../../commands/debit-credits/ledger.events.js';
+} from '../../commands/ledger/ledger.decider.js';
+import { GENESIS_HASH, ledgerStream } from '../../src/events/ledger.events.js';
 import {
   balanceKey,
   entryKey,

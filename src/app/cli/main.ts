@@ -1,0 +1,350 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { ingestRows } from '../../../commands/ingest/ingest.handler.js';
+import { IngestValidationError, parseIngestFile } from '../../../commands/ingest/ingest.parser.js';
+import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.schema.js';
+import { randomUUID } from 'node:crypto';
+import { usageFigures, type LedgerCommand } from '../../../commands/ledger/ledger.decider.js';
+import { createAccountWithKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
+import { AppError } from '../../core/errors.js';
+import { TIERS, type Tier } from '../../domain/plans.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { openServices, type Services } from '../container.js';
+import { ListenError, catchUpReadModels, seedIfEmpty, startServer } from '../server.js';
+import { StoreBusyError, beginReplay } from '../store-users.js';
+
+/** Output helpers: `--json` prints one JSON document on stdout; otherwise readable lines. */
+function printer(json: boolean) {
+  return (human: string, data: unknown) => {
+    process.stdout.write(json ? `${JSON.stringify(data)}\n` : `${human}\n`);
+  };
+}
+
+/** Drops every read model and rebuilds it from the log (no server may run on the store meanwhile). */
+async function replayAll(out: ReturnType<typeof printer>): Promise<void> {
+  await withServices(async (s) => {
+    const t0 = performance.now();
+    let events = 0;
+    const counter = s.runner.onEventsApplied((n) => (events += n));
+    await s.runner.replay();
+    counter();
+    await s.runner.stop();
+    const seconds = (performance.now() - t0) / 1000;
+    out(`rebuilt read models from ${events} events in ${seconds.toFixed(1)} s`, { events, seconds });
+  });
+}
+
+/** `--port`: an integer 0-65535. */
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > 65535) {
+    throw new InvalidArgumentError('must be an integer 0-65535 (0 picks a free port)');
+  }
+  return n;
+}
+
+/** Opens the ports for one command; `readModels` first brings the read models up to the log. */
+async function withServices<T>(fn: (s: Services) => Promise<T>, options: { readModels?: boolean } = {}): Promise<T> {
+  const services = await openServices(loadConfig());
+  try {
+    if (options.readModels) await services.runner.start();
+    return await fn(services);
+  } finally {
+    await services.close();
+  }
+}
+
+export function buildCli(): Command {
+  const program = new Command('scores')
+    .description('Operate the scores service: serve, seed, replay, ingest.')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('serve')
+    .description('Serve REST and MCP on PORT; seeds the demo into an empty store first')
+    .option('--port <port>', 'override PORT (0-65535; 0 picks a free one)', parsePort)
+    .action(async (opts: { port?: number }) => {
+      const services = await openServices(loadConfig());
+      let running: Awaited<ReturnType<typeof startServer>>;
+      try {
+        running = await startServer(services, { port: opts.port });
+      } catch (err) {
+        // Nothing serves: close the stores (their threads would keep the process alive).
+        await services.close().catch(() => undefined);
+        throw err;
+      }
+      // Before the "listening" line: whoever waits for it (a supervisor, a test) may stop the
+      // process at once, and the stop must be the clean one (in-flight requests, stores, run file).
+      const stop = () => {
+        services.log.info('shutting down: finishing in-flight requests');
+        void running.shutdown().then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      process.stdout.write(`\nscores service listening on ${running.url}\n`);
+      process.stdout.write(`  base URL: ${running.baseUrl}\n  OpenAPI:  ${running.baseUrl}/openapi.json\n`);
+      if (running.demoKeys.length) {
+        process.stdout.write('\ndemo API keys (one per tier; send as X-API-Key):\n');
+        for (const k of running.demoKeys) process.stdout.write(`  ${k.tier.padEnd(10)} ${k.key}\n`);
+        const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0]!;
+        process.stdout.write(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL\n`);
+      }
+    });
+
+  program
+    .command('seed')
+    .description('Write the demo publication history up to the clock (SCORES_NOW or now); idempotent')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { json?: boolean }) => {
+      const out = printer(Boolean(opts.json));
+      await withServices(async (s) => {
+        const head0 = await s.events.headPosition();
+        const demo = s.config.demo;
+        await seedIfEmpty(s, { progress: !opts.json && process.stdout.isTTY });
+        await catchUpReadModels(s, { progress: !opts.json && process.stdout.isTTY });
+        const head = await s.events.headPosition();
+        out(
+          demo
+            ? `demo history written through ${s.clock.now().toISOString()} (log head ${head})`
+            : `the demo dataset is off (SCORES_DEMO=off): nothing written (log head ${head}); read models caught up`,
+          { before: head0, head, demo },
+        );
+      });
+    });
+
+  program
+    .command('replay')
+    .description('Drop every read model and rebuild it from the event log')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { json?: boolean }) => {
+      const out = printer(Boolean(opts.json));
+      const done = beginReplay(loadConfig().dataDir);
+      try {
+        await replayAll(out);
+      } finally {
+        done();
+      }
+    });
+
+  program
+    .command('ingest')
+    .description('Ingest a CSV or JSONL file of scores or reference data (all rows or none)')
+    .argument('<file>', 'path to a .csv or .jsonl file')
+    .addOption(new Option('--type <kind>', 'row type when rows carry no "type" and the CSV header does not tell').choices(INGEST_KINDS))
+    .addOption(new Option('--format <format>', 'file format (default: from the extension)').choices(['csv', 'jsonl']))
+    .option('--json', 'machine-readable output')
+    .action(async (file: string, opts: { type?: IngestKind; format?: 'csv' | 'jsonl'; json?: boolean }) => {
+      const out = printer(Boolean(opts.json));
+      const format = opts.format ?? (['.jsonl', '.ndjson', '.json'].includes(extname(file).toLowerCase()) ? 'jsonl' : 'csv');
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message}`);
+      }
+      const rows = parseIngestFile(text, format, opts.type ?? null);
+      await withServices(async (s) => {
+        const result = await ingestRows(s.events, s.clock, rows);
+        out(
+          `ingested ${result.rows} rows: ${result.written} written, ${result.unchanged} unchanged (${result.events} events in ${result.streams} streams)`,
+          result,
+        );
+      });
+    });
+
+  addAccountCommands(program);
+  return program;
+}
+
+const tierOption = () => new Option('--tier <tier>', 'plan tier').choices(TIERS);
+const accountOption = () => new Option('--account <id>', 'account id (from `keys create`)').makeOptionMandatory();
+
+/** Runs one ledger command for an account and prints its usage figures afterwards. */
+async function ledgerCommand(
+  accountId: string,
+  command: LedgerCommand,
+  json: boolean,
+  what: string,
+  /** Why a command that records nothing changed nothing (e.g. a pack id already in the ledger). */
+  unchanged?: string,
+): Promise<void> {
+  await withServices(async (s) => {
+    const outcome = await s.ledger.execute(accountId, command);
+    const figures = usageFigures(outcome.state, s.clock.now());
+    if (unchanged !== undefined && outcome.events.length === 0) {
+      printer(json)(`${unchanged} (account ${accountId}): no change`, { account_id: accountId, events: [], usage: figures, unchanged });
+      return;
+    }
+    printer(json)(
+      `${what} (account ${accountId}): ${outcome.events.length ? outcome.events.map((e) => e.type).join(', ') : 'no change'}\n` +
+        `  tier ${figures.tier}${figures.pro_member ? ' + Pro' : ''}, allowance ${figures.monthly_allowance ?? 'unmetered'}, used ${figures.used_this_month}, prepaid ${figures.prepaid_credits}, overage ${figures.allow_overage ? 'on' : 'off'}`,
+      { account_id: accountId, events: outcome.events.map((e) => e.type), usage: figures },
+    );
+  });
+}
+
+function addAccountCommands(program: Command): void {
+  const keys = program.command('keys').description('API keys: create (with a new account), revoke, rotate');
+  keys
+    .command('create')
+    .description('Create an account on a tier and print its first API key (shown once)')
+    .addOption(tierOption().makeOptionMandatory())
+    .option('--pro', 'the account holds a consumer Pro membership (overlay)')
+    .option('--email <email>', 'where usage alerts are sent')
+    .option('--json', 'machine-readable output (the default for this command)')
+    .action(async (opts: { tier: Tier; pro?: boolean; email?: string }) => {
+      if (opts.email !== undefined && !/^[^@\s]+@[^@\s]+$/.test(opts.email)) throw new CliError(`--email ${opts.email} is not an email address`);
+      await withServices(async (s) => {
+        const issued = await createAccountWithKey(s, { tier: opts.tier, pro: Boolean(opts.pro), email: opts.email ?? null });
+        // DESIGN: it prints JSON with `account_id` and `key` (a script stores the key, shown once).
+        printer(true)('', issued);
+      });
+    });
+  keys
+    .command('revoke')
+    .description('Revoke a key at once (403 key_forbidden from then on)')
+    .argument('<key_id>', 'the key id printed by `keys create`')
+    .option('--json', 'machine-readable output')
+    .action(async (keyId: string, opts: { json?: boolean }) => {
+      await withServices(async (s) => {
+        const r = await revokeKey(s, keyId);
+        printer(Boolean(opts.json))(r.revoked ? `key ${keyId} revoked` : `key ${keyId} was already revoked`, r);
+      }, { readModels: true });
+    });
+  keys
+    .command('rotate')
+    .description('Issue a replacement key; the old one keeps working for the grace period')
+    .argument('<key_id>', 'the key id to replace')
+    .option('--grace <seconds>', 'how long the old key keeps working (0 = stops at once)', (v) => Number(v), 0)
+    .option('--json', 'machine-readable output')
+    .action(async (keyId: string, opts: { grace: number; json?: boolean }) => {
+      await withServices(async (s) => {
+        const r = await rotateKey(s, keyId, opts.grace);
+        printer(Boolean(opts.json))(
+          `new key id ${r.key_id}\nAPI key (shown once): ${r.key}\nold key ${keyId} works until ${r.old_key_valid_until}`,
+          r,
+        );
+      }, { readModels: true });
+    });
+
+  const plan = program.command('plan').description('Change or cancel an account\'s plan');
+  plan
+    .command('set')
+    .description('Move the account to a tier (a higher allowance applies at once)')
+    .addOption(accountOption())
+    .addOption(tierOption().makeOptionMandatory())
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; tier: Tier; json?: boolean }) =>
+      ledgerCommand(opts.account, { type: 'SetPlan', data: { tier: opts.tier } }, Boolean(opts.json), `plan set to ${opts.tier}`),
+    );
+  plan
+    .command('cancel')
+    .description('Back to free at the end of the current month; the key keeps working')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; json?: boolean }) => ledgerCommand(opts.account, { type: 'CancelPlan' }, Boolean(opts.json), 'plan cancelled'));
+
+  program
+    .command('pro')
+    .description('Switch the Pro-member overlay on or off')
+    .argument('<state>', 'on or off')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((state: string, opts: { account: string; json?: boolean }) =>
+      ledgerCommand(opts.account, { type: 'SetPro', data: { on: onOff(state) } }, Boolean(opts.json), `Pro ${state}`),
+    );
+
+  program
+    .command('overage')
+    .description('Switch between hard stop (off) and overage billing (on)')
+    .argument('<state>', 'on or off')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((state: string, opts: { account: string; json?: boolean }) =>
+      ledgerCommand(opts.account, { type: 'SwitchOverage', data: { on: onOff(state) } }, Boolean(opts.json), `overage ${state}`),
+    );
+
+  program
+    .command('audit')
+    .description("Replay an account's credit ledger from its first event, verify its hash chain and compare every month with the usage read model")
+    .option('--account <id>', 'the account to audit')
+    .option('--all', 'audit every account')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { account?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
+      await withServices(
+        async (s) => {
+          const deps = { events: s.events, reads: s.reads };
+          if (opts.all) {
+            const all = await auditAll(deps);
+            printer(Boolean(opts.json))(formatAuditSummary(all), all);
+            if (!all.ok) process.exitCode = 2;
+            return;
+          }
+          const report = await auditAccount({ ...deps, accountId: opts.account! });
+          if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`);
+          printer(Boolean(opts.json))(formatAuditReport(report), report);
+          if (!report.ok) process.exitCode = 2;
+        },
+        { readModels: true },
+      );
+    });
+
+  const packs = program.command('packs').description('Prepaid credit packs');
+  packs
+    .command('add')
+    .description('Add a prepaid pack (credits carry over month to month)')
+    .addOption(accountOption())
+    .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
+    .option('--pack-id <id>', 'purchase reference (default: a new id); the same purchase again adds nothing, another amount under it is refused')
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) => {
+      const packId = opts.packId ?? `pack_${randomUUID()}`;
+      return ledgerCommand(
+        opts.account,
+        { type: 'PurchasePack', data: { pack_id: packId, credits: opts.credits } },
+        Boolean(opts.json),
+        `pack of ${opts.credits} credits added`,
+        // The purchase reference is an idempotency key (the ledger decides it): the same purchase
+        // run twice (a retried script) is credited once; another purchase under it is a conflict.
+        `pack ${packId} was added already`,
+      );
+    });
+}
+
+function onOff(state: string): boolean {
+  if (state === 'on') return true;
+  if (state === 'off') return false;
+  throw new CliError(`expected "on" or "off", got "${state}"`);
+}
+
+/** A usage error the CLI reports in one line. */
+class CliError extends Error {}
+
+/** Runs the CLI; errors print a clear message and set a non-zero exit code. */
+export async function runCli(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode;
+      return;
+    }
+    if (err instanceof AppError) {
+      process.stderr.write(`error (${err.code}): ${err.detail}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    if (err instanceof IngestValidationError || err instanceof ConfigError || err instanceof CliError || err instanceof ListenError || err instanceof StoreBusyError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  }
+}

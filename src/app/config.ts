@@ -1,0 +1,91 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { isCalendarDate } from '../domain/trading-calendar.js';
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((s) => (s && s.trim() !== '' ? s.trim() : undefined));
+
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
+
+/**
+ * An ISO 8601 instant: a real calendar date, a time, and a zone (`Z` or an offset). `Date.parse`
+ * alone takes "1" (2001-01-01), "March 5, 2025", a date without a time, a time without a zone (read
+ * in the host's zone) and 2025-02-30 (rolled over to March 2).
+ */
+export function isIsoInstant(text: string): boolean {
+  const m = INSTANT.exec(text);
+  if (!m || Number.isNaN(Date.parse(text))) return false;
+  return isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
+}
+
+/** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
+const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+/** Every environment variable the service reads (the README has the same table). */
+const envSchema = z.object({
+  PORT: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).max(65535).default(8080)),
+  HOST: z.preprocess(unsetIfBlank, z.string().default('0.0.0.0')),
+  PUBLIC_BASE_URL: optionalString.pipe(z.string().url().optional()),
+  SCORES_DATA_DIR: z.preprocess(unsetIfBlank, z.string().default('./data')),
+  SCORES_NOW: optionalString.pipe(z.string().refine(isIsoInstant, 'must be an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z').optional()),
+  SCORES_DEMO: z.preprocess(unsetIfBlank, z.enum(['on', 'off']).default('on')),
+  SCORES_DEMO_SEED: z.preprocess(unsetIfBlank, z.coerce.number().int().default(20190102)),
+  LOG_LEVEL: z.preprocess(unsetIfBlank, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+  ESDB_URL: optionalString,
+  MONGODB_URI: optionalString,
+  MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
+  KAFKA_BROKERS: optionalString,
+  SMTP_URL: optionalString,
+  MAIL_FROM: z.preprocess(unsetIfBlank, z.string().default('Scores API <alerts@localhost>')),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Base of every absolute URL the service writes (citation_url, docs, mcp). */
+  publicBaseUrl: string | null;
+  dataDir: string;
+  sqliteFile: string;
+  now: Date | null;
+  demo: boolean;
+  demoSeed: number;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  esdbUrl: string | null;
+  mongodbUri: string | null;
+  mongodbDb: string;
+  kafkaBrokers: string[] | null;
+  /** SMTP server for usage-alert emails; without it they go to `<dataDir>/outbox`. */
+  smtpUrl: string | null;
+  mailFrom: string;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid environment:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const dataDir = resolve(e.SCORES_DATA_DIR);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicBaseUrl: e.PUBLIC_BASE_URL ? e.PUBLIC_BASE_URL.replace(/\/+$/, '') : null,
+    dataDir,
+    sqliteFile: resolve(dataDir, 'scores.sqlite'),
+    now: e.SCORES_NOW ? new Date(e.SCORES_NOW) : null,
+    demo: e.SCORES_DEMO === 'on',
+    demoSeed: e.SCORES_DEMO_SEED,
+    logLevel: e.LOG_LEVEL,
+    esdbUrl: e.ESDB_URL ?? null,
+    mongodbUri: e.MONGODB_URI ?? null,
+    mongodbDb: e.MONGODB_DB,
+    kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
+    smtpUrl: e.SMTP_URL ?? null,
+    mailFrom: e.MAIL_FROM,
+  };
+}

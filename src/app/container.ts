@@ -1,0 +1,146 @@
+import { logEncoding } from '../events/log-encoding.js';
+import { join } from 'node:path';
+import { pino, type Logger } from 'pino';
+import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
+import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
+import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
+import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
+import { allProjections } from '../../projections/index.js';
+import { LedgerService } from '../../commands/ledger/ledger.handler.js';
+import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
+import { SmtpMailer } from '../../infra/mail/smtp.js';
+import type { Mailer } from '../core/mail.port.js';
+import type { ApiKeyDoc } from '../../projections/api-keys/api-keys.projection.js';
+import { fixedClock, systemClock, type Clock } from '../core/clock.js';
+import type { EventBus } from '../core/event-bus.port.js';
+import type { EventStore } from '../core/event-store.port.js';
+import { ProjectorRunner } from '../core/projector-runner.js';
+import { CachedReadStore } from '../core/cached-read-store.js';
+import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
+import type { ReadStore } from '../core/read-store.port.js';
+import type { Config } from './config.js';
+import type { Entitlements } from '../domain/plans.js';
+import { VISIBILITY_EVENT_TYPES, VisibilityCache, type Visibility } from '../../queries/shared/visibility.js';
+
+/** Everything a process of the service needs, wired once (the composition root's output). */
+export interface Services {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  events: EventStore;
+  reads: ReadStore;
+  bus: EventBus;
+  runner: ProjectorRunner;
+  /** Usage-alert emails: SMTP when configured, else files in `<dataDir>/outbox`. */
+  mailer: Mailer;
+  /** Write side of the credit ledgers: every spend decision goes through it. */
+  ledger: LedgerService;
+  /**
+   * Key lookups by hash, cached until a key event reaches the read models (at most 5 s): a
+   * revocation takes effect as soon as the key read model has it, as without the cache.
+   */
+  keyLookup(hash: string, load: () => Promise<ApiKeyDoc | null>): Promise<ApiKeyDoc | null>;
+  /** What a plan may see now (as-of date, floor, coverage), memoised until scores or tickers change. */
+  visibility(entitlements: Entitlements): Promise<Visibility>;
+  /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
+  baseUrl(): string;
+  setListenUrl(url: string): void;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  clock?: Clock;
+  log?: Logger;
+}
+
+/** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
+export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
+  const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
+  const log = options.log ?? pino({ level: config.logLevel });
+  // Two connections to the one file: the log commits with a full fsync, read models without.
+  const connections: SqliteDb[] = [];
+  const embedded = (synchronous: 'FULL' | 'NORMAL') => {
+    const db = openSqlite(config.sqliteFile, { synchronous });
+    connections.push(db);
+    return db;
+  };
+  const closers: (() => Promise<void>)[] = [];
+
+  let events: EventStore;
+  if (config.esdbUrl) {
+    const { EventStoreDbEventStore } = await import('../../infra/eventstoredb/event-store.js');
+    events = new EventStoreDbEventStore(config.esdbUrl, { codec: logEncoding });
+  } else {
+    events = new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
+  }
+  let reads: ReadStore;
+  if (config.mongodbUri) {
+    const { MongoReadStore } = await import('../../infra/mongodb/read-store.js');
+    reads = new MongoReadStore(config.mongodbUri, config.mongodbDb);
+  } else {
+    reads = new SqliteReadStore(embedded('NORMAL'));
+  }
+  let bus: EventBus;
+  if (config.kafkaBrokers) {
+    const { KafkaEventBus } = await import('../../infra/kafka/event-bus.js');
+    bus = new KafkaEventBus({ brokers: config.kafkaBrokers, clientId: 'scores-service' });
+  } else {
+    bus = new InMemoryEventBus({ onError: (err: unknown) => log.error({ err }, 'bus handler failed') });
+  }
+  const runner = new ProjectorRunner(events, reads, allProjections(), {
+    onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
+  });
+  const mailer: Mailer = config.smtpUrl
+    ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })
+    : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock });
+  let listenUrl = `http://localhost:${config.port}`;
+  const keyCache = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
+  // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
+  // Queries read through a cache of the latest scores (one read per metered score call).
+  const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
+  const visibility = new VisibilityCache(queryReads);
+  runner.onBatch((batch) => {
+    queryReads.invalidate(batch);
+    if (batch.some((e) => e.streamId.startsWith('account-'))) keyCache.clear();
+    if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
+  });
+  closers.push(
+    () => runner.stop(),
+    () => mailer.close(),
+    () => bus.close(),
+    () => events.close(),
+    () => reads.close(),
+    async () => {
+      for (const db of connections) db.close();
+    },
+  );
+  return {
+    config,
+    clock,
+    log,
+    events,
+    reads: queryReads,
+    bus,
+    runner,
+    mailer,
+    ledger: new LedgerService(events, clock),
+    keyLookup(hash, load) {
+      const now = performance.now();
+      const hit = keyCache.get(hash);
+      if (hit && now - hit.at < 5000) return hit.doc;
+      if (keyCache.size > 10_000) keyCache.clear();
+      const doc = load();
+      keyCache.set(hash, { at: now, doc });
+      return doc;
+    },
+    visibility: (entitlements) => visibility.get(entitlements, clock.now()),
+    baseUrl: () => config.publicBaseUrl ?? listenUrl,
+    setListenUrl: (url) => {
+      listenUrl = url;
+    },
+    async close() {
+      for (const c of closers) await c();
+    },
+  };
+}
+

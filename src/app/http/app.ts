@@ -1,0 +1,115 @@
+import express, { type Express } from 'express';
+import helmet from 'helmet';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseQuery } from 'node:querystring';
+import type { Services } from '../container.js';
+import { projectRoot } from '../../core/paths.js';
+import { RegisterRoutes } from './generated/routes.js';
+import { requestIdOf, type AuthedRequest } from './authentication.js';
+import { useLeanJson } from './json-response.js';
+import { completeOpenApi, queryParamsByRoute } from './openapi.js';
+import { remainingFor } from './metering.js';
+import { problemHandler, problemOf, sendProblem } from './problem.js';
+import { registerPages } from './pages/index.js';
+import { mcpMethodNotAllowed, mcpRoute } from '../mcp/http.js';
+
+function loadOpenApi(): Record<string, unknown> {
+  const file = join(projectRoot(), 'src/app/http/generated/swagger.json');
+  return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+}
+
+/**
+ * Headers on every response. An API answering JSON needs few of the browser headers helmet sets
+ * (those guard rendered HTML): these are the OWASP REST Security Cheat Sheet's. The HTML pages get
+ * helmet's whole set on top. Every metered call pays for each header it carries, so the list is short.
+ */
+const API_HEADERS: readonly [string, string][] = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
+  ['X-Frame-Options', 'DENY'],
+];
+
+/** Where the public HTML pages live (helmet's browser headers apply there). */
+const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
+
+/** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
+export function createApp(services: Services): Express {
+  const app = express();
+  app.locals['services'] = services;
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', 'loopback');
+  // Every parameter is parsed (node's default stops at 1,000 and drops the rest silently): an
+  // unknown one is refused (see rejectUnknownQuery), so none is ignored.
+  app.set('query parser', (text: string) => parseQuery(text, '&', '=', { maxKeys: 0 }));
+  useLeanJson(app);
+  app.use((req, res, next) => {
+    for (const [name, value] of API_HEADERS) res.setHeader(name, value);
+    // Every response names its request: the id is on the ledger entry of the call's charge.
+    res.setHeader('X-Request-Id', requestIdOf(req as AuthedRequest));
+    next();
+  });
+  const openapi = loadOpenApi();
+  const queryParams = queryParamsByRoute(openapi);
+  app.locals['queryParams'] = queryParams;
+  // Every /v1 endpoint answers GET only. HEAD would run (and charge) the whole call for headers
+  // alone; other methods would fall through to a 404 for a path that exists.
+  const v1Paths = [...queryParams.keys()].map((p) => new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`));
+  app.use('/v1', (req, res, next) => {
+    if (req.method === 'GET' || !v1Paths.some((re) => re.test(req.originalUrl.split('?')[0]!))) return next();
+    res.setHeader('Allow', 'GET');
+    const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
+    sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; every /v1 endpoint answers GET${why}`, services.baseUrl()));
+  });
+  // The API first: it takes almost all the traffic, and its routes share no path with the rest.
+  RegisterRoutes(app);
+
+  let served: { base: string; doc: Record<string, unknown> } | null = null;
+  app.get('/openapi.json', (_req, res) => {
+    const base = services.baseUrl();
+    if (served?.base !== base) {
+      served = {
+        base,
+        doc: {
+          ...completeOpenApi(openapi, base),
+          info: { ...(openapi['info'] as object), license: { name: 'Licence terms by plan tier', url: `${base}/license` } },
+          servers: [{ url: base }],
+        },
+      };
+    }
+    res.json(served.doc);
+  });
+  // 503 while the read models are not following the log (a projector failed and waits to retry).
+  app.get('/healthz', async (_req, res) => {
+    const head = await services.events.headPosition();
+    const projections = { ...services.runner.health, position: services.runner.position };
+    res.status(projections.state === 'retrying' ? 503 : 200).json({
+      status: projections.state === 'retrying' ? 'degraded' : 'ok',
+      time: services.clock.now().toISOString(),
+      log_position: head,
+      projections,
+    });
+  });
+
+  app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
+  registerPages(app, services);
+  // The only route that reads a body (no /v1 endpoint takes one).
+  app.post('/mcp/http', ...mcpRoute(services));
+  app.all('/mcp/http', mcpMethodNotAllowed(services));
+
+  app.use((req, res) => {
+    sendProblem(res, problemOf('not_found', `no route for ${req.method} ${req.path}`, services.baseUrl()));
+  });
+  app.use(
+    problemHandler(
+      () => services.baseUrl(),
+      services.log,
+      async (req) => {
+        const user = (req as AuthedRequest).user;
+        return user ? remainingFor(services, user) : null;
+      },
+    ),
+  );
+  return app;
+}

@@ -1,0 +1,206 @@
+import { createRequire } from 'node:module';
+import type { Express } from 'express';
+import type { Services } from '../../container.js';
+import { statusOf, titleOf, type ErrorCode } from '../../../core/errors.js';
+import { PLANS, TIERS, type Tier } from '../../../domain/plans.js';
+import { RATE_CARD, RATE_KEYS, type RateCardEntry } from '../../../domain/rate-card.js';
+import { problemOf } from '../problem.js';
+import { html, page, raw, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
+import { LICENCE_TERMS } from './license.page.js';
+
+/** Redoc's self-contained browser bundle, served from node_modules: nothing is fetched from a CDN. */
+const REDOC_BUNDLE = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+
+/**
+ * Starts Redoc on the live /openapi.json (so the reference always shows this server's base URL).
+ * A file, not an inline script, so the page's policy can forbid inline scripts.
+ */
+const REDOC_INIT = `'use strict';
+Redoc.init('/openapi.json', {
+  expandResponses: '200',
+  hideDownloadButton: false,
+  jsonSampleExpandLevel: 3,
+  nativeScrollbars: true,
+  pathInMiddlePanel: true,
+  theme: { typography: { fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif', headings: { fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif' } } }
+}, document.getElementById('redoc'));
+`;
+
+/** Redoc injects its styles and runs its search index in a blob worker; it needs nothing else. */
+const DOCS_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const CACHE_DOCS = 'public, max-age=300';
+
+/** What each problem `code` means and what the caller can do about it: `/docs/errors#<code>`. */
+const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
+  bad_request: {
+    meaning:
+      'A parameter is malformed: a date that is not a real YYYY-MM-DD date, an entry of `tickers` that is not 1-12 letters, digits, "." or "-" (in a path, such a ticker names no stock: 404 not_found), or an unknown enum value. The problem\'s `errors` array names each parameter and what was wrong with it.',
+    fix: 'Correct the parameter and send the request again. Dates outside your history window are not errors: they are clamped silently.',
+  },
+  unauthorized: {
+    meaning: 'The X-API-Key header is missing, or the key is unknown.',
+    fix: 'Send your key in the X-API-Key header. A free key needs only an email address.',
+  },
+  key_forbidden: {
+    meaning: 'The key is known but not allowed: it was revoked or suspended.',
+    fix: 'Use another key of your account, or see your account page.',
+  },
+  coverage: {
+    meaning: "The ticker is outside your key's universe. Free keys cover `top100`, the 100 largest stocks; every other plan and the Pro membership cover `all`.",
+    fix: 'GET /v1/coverage lists the tickers your key sees. Upgrade, or add the Pro membership, for the full universe.',
+  },
+  tier: {
+    meaning: "The endpoint needs a higher plan tier than your key's.",
+    fix: 'Upgrade your plan; the endpoints that need more than the free tier are listed below.',
+  },
+  not_found: {
+    meaning: 'Nothing has that name: an unknown ticker, theme slug or webhook id, or a path that is not part of the API.',
+    fix: 'Check the spelling; GET /v1/coverage lists the tickers and GET /v1/themes the theme slugs.',
+  },
+  limit_exceeded: {
+    meaning: 'A numeric parameter is above its maximum (a `limit` or `days`). Each maximum is given in the parameter\'s description in the API reference.',
+    fix: 'Ask for at most the maximum, and page through the data if you need more.',
+  },
+  credits_exhausted: {
+    meaning:
+      'The call would cost more credits than are left of your monthly allowance and prepaid credits, and overage is off. Nothing was returned and nothing was charged. X-Credits-Remaining shows what is left.',
+    fix: 'Buy a credit pack, switch overage on (paid plans), upgrade, or wait for the allowance to reset at `resets_at` (GET /v1/usage).',
+  },
+  method_not_allowed: {
+    meaning: 'The path exists, but not for this HTTP method (the MCP endpoint takes POST only: it is stateless, with no stream to GET and no session to DELETE).',
+    fix: 'Use the method the API reference gives for the path.',
+  },
+  payload_too_large: {
+    meaning: 'The request body is larger than the endpoint accepts (64 KiB for the MCP endpoint).',
+    fix: 'Send a smaller body: one JSON-RPC message, or a batch of fewer messages.',
+  },
+  unsupported_media_type: {
+    meaning: 'The request body is in an encoding or character set the endpoint does not read (the MCP endpoint reads UTF-8 JSON, plain or gzip/deflate/br compressed).',
+    fix: 'Send UTF-8 JSON with `Content-Type: application/json`, and a `Content-Encoding` of identity, gzip, deflate or br.',
+  },
+  headers_too_large: {
+    meaning: 'The URL or the headers are larger than the server reads (16 KiB together).',
+    fix: 'Send fewer or shorter values: at most 50 tickers per history call, one X-API-Key header.',
+  },
+  rate_limited: {
+    meaning: 'Too many requests in a short time.',
+    fix: 'Slow down and retry later; honour the Retry-After header when the response has one.',
+  },
+  conflict: {
+    meaning: 'The request conflicts with a change made at the same time.',
+    fix: 'Read the current state and retry.',
+  },
+  internal: {
+    meaning: 'The service failed to answer. The error was logged with the request id.',
+    fix: 'Retry later. When reporting it, quote the X-Request-Id header of the response.',
+  },
+};
+
+const ERROR_CODES = Object.keys(ERROR_DOCS) as ErrorCode[];
+
+/** `backticks` in the error texts become <code>; everything else stays escaped text. */
+function prose(text: string): SafeHtml {
+  return html`${text.split(/`([^`]+)`/).map((part, i) => (i % 2 === 1 ? html`<code>${part}</code>` : part))}`;
+}
+
+const number = (n: number | null, none: string) => (n === null ? none : n.toLocaleString('en-US'));
+const tierName = (t: Tier) => LICENCE_TERMS[t].name;
+const costOf = (e: RateCardEntry) => (e.credits === 0 ? 'free' : `${e.credits} per ${e.unit}`);
+const gated = RATE_KEYS.map((k) => RATE_CARD[k]).filter((e) => e.min_tier !== 'free');
+
+function errorsPage(baseUrl: string): SafeHtml {
+  const example = problemOf('coverage', 'TSLA is outside your coverage (top100); upgrade or add Pro for the full universe', baseUrl, {
+    coverage: 'top100',
+  });
+  const sections = ERROR_CODES.map((code) => {
+    const d = ERROR_DOCS[code];
+    return html`<section id="${code}">
+<h2><code>${code}</code> · ${statusOf(code)} ${titleOf(code)}</h2>
+<p>${prose(d.meaning)}</p>
+<p><strong>What to do:</strong> ${prose(d.fix)}</p>
+${
+  code === 'tier'
+    ? html`<ul>${gated.map((e) => html`<li>${e.routes.map((r) => `${r.method} ${r.path}`).join(', ')}: ${tierName(e.min_tier)} and higher</li>`)}</ul>`
+    : ''
+}
+</section>`;
+  });
+  const body = html`<h1>Errors</h1>
+<p>Every error is an <code>application/problem+json</code> document (RFC 9457) with a stable <code>code</code>. Its <code>type</code> is a link to the code's section below. Responses to an authenticated call carry <code>X-Credits-Remaining</code>, errors included, and every response carries <code>X-Request-Id</code>.</p>
+<pre><code>${JSON.stringify(example, null, 2)}</code></pre>
+<table>
+<thead><tr><th scope="col">code</th><th scope="col" class="num">status</th><th scope="col">title</th></tr></thead>
+<tbody>${ERROR_CODES.map((c) => html`<tr><td><a href="#${c}"><code>${c}</code></a></td><td class="num">${statusOf(c)}</td><td>${titleOf(c)}</td></tr>`)}</tbody>
+</table>
+${sections}`;
+  return page({ title: `Errors — ${SERVICE_NAME}`, canonical: `${baseUrl}/docs/errors`, body });
+}
+
+
+function intro(baseUrl: string): SafeHtml {
+  return html`<section class="intro" id="introduction">
+<h1>${SERVICE_NAME} reference</h1>
+<p>Daily Main-Street (measured consumer demand) and Wall-Street (analyst sentiment) scores, 0-100, with a composite <code>service_score</code> and the <code>divergence_gap</code> between them, for 500+ US-listed stocks.</p>
+<dl>
+<dt>Base URL</dt>
+<dd><code>${baseUrl}</code>. Every endpoint is under <code>/v1</code>; every response is JSON.</dd>
+<dt>Authentication</dt>
+<dd>Send your key in the <code>X-API-Key</code> header: <code>curl -H "X-API-Key: $API_KEY" ${baseUrl}/v1/scores/AAPL</code>. The MCP server at <code>${baseUrl}/mcp/http</code> takes the same header and charges the same credits.</dd>
+<dt>Credits</dt>
+<dd>Every paid call consumes credits; every response carries <code>X-Credits-Remaining</code>. <code>GET /v1/usage</code> shows your allowance, usage and the live rate card.</dd>
+<dt>Errors</dt>
+<dd><code>application/problem+json</code> (RFC 9457) with a stable <code>code</code>: ${ERROR_CODES.filter((c) => c !== 'conflict' && c !== 'internal').map(
+    (c, i) => html`${i > 0 ? ', ' : ''}<a href="/docs/errors#${c}"><code>${c}</code></a> ${statusOf(c)}`,
+  )}. See <a href="/docs/errors">Errors</a>.</dd>
+<dt>Citing the data</dt>
+<dd>Data responses carry <code>as_of</code> and <code>citation_url</code>, the public page of the stock (for example <a href="/stocks/AAPL">/stocks/AAPL</a>). What each tier may do with the data: <a href="/license">licence terms</a>.</dd>
+<dt>Retired</dt>
+<dd><code>/charts/v1/companies/with-social-heat-score</code> is replaced by <code>GET /v1/coverage</code> and redirects there (308).</dd>
+</dl>
+<h2>Plans</h2>
+<table>
+<thead><tr><th scope="col">Tier</th><th scope="col" class="num">Credits a month</th><th scope="col" class="num">Data delay</th><th scope="col">Coverage</th><th scope="col" class="num">History</th></tr></thead>
+<tbody>${TIERS.map((t) => {
+    const p = PLANS[t];
+    return html`<tr><td>${tierName(t)}</td><td class="num">${number(p.monthly_allowance, 'unmetered')}</td><td class="num">${p.delay_days === 0 ? 'live' : `${p.delay_days} days`}</td><td>${p.coverage}</td><td class="num">${p.history_days === null ? 'full' : `${number(p.history_days, '')} days`}</td></tr>`;
+  })}</tbody>
+</table>
+<h2>Credit costs</h2>
+<table>
+<thead><tr><th scope="col">Endpoint</th><th scope="col">Credits</th><th scope="col">Minimum tier</th></tr></thead>
+<tbody>${RATE_KEYS.map((k) => {
+    const e = RATE_CARD[k];
+    const route = e.routes.length === 1 ? `${e.routes[0]!.method} ${e.routes[0]!.path}` : `${e.routes[0]!.path} (all ${e.routes.length} routes)`;
+    return html`<tr><td><code>${route}</code></td><td>${costOf(e)}</td><td>${tierName(e.min_tier)}</td></tr>`;
+  })}</tbody>
+</table>
+<p>The machine-readable description is <a href="/openapi.json">/openapi.json</a>; the reference below is rendered from it.</p>
+</section>`;
+}
+
+function docsPage(baseUrl: string): SafeHtml {
+  return page({
+    title: `API reference — ${SERVICE_NAME}`,
+    canonical: `${baseUrl}/docs`,
+    description: `${SERVICE_NAME}: base URL, authentication, errors and every endpoint.`,
+    body: intro(baseUrl),
+    wide: html`<div id="redoc"><noscript><p>The endpoint reference needs JavaScript; the same content is in <a href="/openapi.json">/openapi.json</a>.</p></noscript></div>`,
+    head: raw(`<script src="/docs/assets/redoc.standalone.js" defer></script>
+<script src="/docs/assets/docs.js" defer></script>`),
+  });
+}
+
+/** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs. */
+export function registerDocsPages(app: Express, services: Services): void {
+  app.get('/docs', (_req, res) => sendHtml(res, 200, docsPage(services.baseUrl()), { cacheControl: CACHE_DOCS, csp: DOCS_CSP }));
+  app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl()), { cacheControl: CACHE_DOCS }));
+  app.get('/docs/assets/redoc.standalone.js', (_req, res) => {
+    res.sendFile(REDOC_BUNDLE, { maxAge: '1d', headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
+  });
+  app.get('/docs/assets/docs.js', (_req, res) => {
+    res.setHeader('Cache-Control', CACHE_DOCS);
+    res.type('text/javascript').send(REDOC_INIT);
+  });
+}

@@ -1,0 +1,79 @@
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import { ValidateError } from '@tsoa/runtime';
+import { AppError, type ErrorCode, statusOf, titleOf } from '../../core/errors.js';
+
+export interface ProblemDetails {
+  /** A URI naming the problem type; resolves to the error reference in the docs. */
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, headers_too_large, limit_exceeded, credits_exhausted, rate_limited. */
+  code: string;
+  /** Set on validation errors: what was wrong with each parameter. */
+  errors?: { parameter: string; message: string }[];
+  [extension: string]: unknown;
+}
+
+export function problemOf(code: ErrorCode, detail: string, baseUrl: string, extensions: Record<string, unknown> = {}): ProblemDetails {
+  return {
+    type: `${baseUrl}/docs/errors#${code}`,
+    title: titleOf(code),
+    status: statusOf(code),
+    detail,
+    code,
+    ...extensions,
+  };
+}
+
+export const PROBLEM_JSON = 'application/problem+json';
+
+export function sendProblem(res: Response, problem: ProblemDetails): void {
+  res.status(problem.status).type(PROBLEM_JSON).send(JSON.stringify(problem));
+}
+
+/** Turns tsoa's validation errors into a parameter-by-parameter 400 problem. */
+function fromValidateError(err: ValidateError, baseUrl: string): ProblemDetails {
+  const errors = Object.entries(err.fields).map(([field, info]) => ({
+    parameter: field.replace(/^(query|path|body|header)\./, ''),
+    message: info.message,
+  }));
+  return problemOf('bad_request', errors.map((e) => `${e.parameter}: ${e.message}`).join('; '), baseUrl, { errors });
+}
+
+/**
+ * The one place errors become problem+json (RFC 9457). Bad input is never a 500. A response to an
+ * authenticated caller carries `X-Credits-Remaining` even when it is an error.
+ */
+export function problemHandler(
+  baseUrl: () => string,
+  log: { error(obj: unknown, msg: string): void },
+  creditsHeader: (req: Request) => Promise<string | null>,
+): ErrorRequestHandler {
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) return next(err);
+    creditsHeader(req)
+      .then((value) => {
+        if (value !== null && !res.headersSent) res.setHeader('X-Credits-Remaining', value);
+      })
+      .catch(() => undefined)
+      .finally(() => respond(err, req, res));
+  };
+
+  function respond(err: unknown, req: Request, res: Response): void {
+    if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
+    if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
+    const e = err as { type?: string; status?: number; message?: string; charset?: string };
+    if (err instanceof URIError || (e?.status === 400 && /decode param/i.test(e.message ?? ''))) {
+      return sendProblem(res, problemOf('bad_request', 'the path is not valid percent-encoded UTF-8', baseUrl()));
+    }
+    if (e?.status === 413) return sendProblem(res, problemOf('payload_too_large', 'request body too large', baseUrl()));
+    if (e?.status === 415) {
+      const what = e.type === 'charset.unsupported' ? `charset ${JSON.stringify(e.charset ?? '')}` : 'content encoding';
+      return sendProblem(res, problemOf('unsupported_media_type', `the request body's ${what} is not supported: send UTF-8 JSON`, baseUrl()));
+    }
+    if (e?.status === 400) return sendProblem(res, problemOf('bad_request', `malformed request: ${e.message ?? 'bad request'}`, baseUrl()));
+    log.error({ err, path: req.path }, 'unhandled error');
+    sendProblem(res, problemOf('internal', 'the service failed to answer; the error was logged', baseUrl()));
+  }
+}

@@ -1,0 +1,116 @@
+import type { Controller } from '@tsoa/runtime';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Services } from '../container.js';
+import { AppError } from '../../core/errors.js';
+import { RATE_CARD, describeCost, type RateKey } from '../../domain/rate-card.js';
+import { requireTier, type AuthedRequest, type Principal } from '../http/authentication.js';
+import { CREDITS_HEADER, remainingFor } from '../http/metering.js';
+import { problemOf, type ProblemDetails } from '../http/problem.js';
+
+/** What every tool of one MCP request works with: the app's services and the authenticated caller. */
+export interface ToolContext {
+  services: Services;
+  principal: Principal;
+  /** The HTTP request that carried the MCP message (its id is on the ledger entry). */
+  req: AuthedRequest;
+  /**
+   * Sets `X-Credits-Remaining` on the HTTP response that carries the tool's result. In JSON
+   * response mode the SDK writes that response only once the tool has returned, so the header
+   * carries the balance after the call, the same value as the result's `_meta.credits_remaining`.
+   */
+  creditsRemaining(value: string): void;
+}
+
+/** The tool name the rate card gives an endpoint: names are defined once, next to the costs. */
+export function toolNameOf(key: RateKey): string {
+  const name = RATE_CARD[key].mcp_tool;
+  if (!name) throw new Error(`rate card entry ${key} has no MCP tool`);
+  return name;
+}
+
+/** Tool description: the REST summary plus the cost and minimum plan read from the rate card. */
+export function describeTool(key: RateKey, text: string): string {
+  const { min_tier } = RATE_CARD[key];
+  const plan = min_tier === 'free' ? '' : ` Needs the ${min_tier} plan or higher.`;
+  return `${text} Costs ${describeCost(key)} (same as its REST twin ${RATE_CARD[key].routes[0]!.method} ${RATE_CARD[key].routes[0]!.path}).${plan}`;
+}
+
+/**
+ * A tool argument as REST receives it: the text a client would put in the URL for it. A string is
+ * itself, a number or boolean as written (1.5 → "1.5"), null → "null" (as `?direction=null`), an
+ * array or object its JSON; absent stays absent.
+ */
+export function asQuery(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string') return value;
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+/**
+ * A tool argument judged by its REST twin. tools/list shows `listed` (the JSON type the twin
+ * expects and its description), but any JSON value gets past the SDK's input check and reaches the
+ * controller in query-string form (see asQuery). So an argument of the wrong type (`{"limit":
+ * "abc"}`, `{"limit": 1.5}`) is refused by the same parser as the equivalent query (`?limit=abc`):
+ * a tool error with REST's 400 problem and the credits left, not the SDK's bare -32602 text.
+ */
+export function restArg(listed: z.ZodTypeAny): z.ZodType<string | undefined, z.ZodTypeDef, unknown> {
+  // `catch` hands a value `listed` rejects on unchanged; JSON Schema generation sees through
+  // catch and transform to `listed`.
+  const anyValue: z.ZodType<unknown, z.ZodTypeDef, unknown> = listed.catch((ctx: { input: unknown }) => ctx.input);
+  return anyValue.transform(asQuery);
+}
+
+/** A required argument judged by its REST twin (see restArg): listed as required; only leaving it out is refused by the SDK. */
+export function requiredRestArg(listed: z.ZodTypeAny): z.ZodType<string, z.ZodTypeDef, unknown> {
+  return restArg(listed).refine((v): v is string => v !== undefined, { message: 'Required' });
+}
+
+/**
+ * Runs a tool by calling its REST twin's controller method, so both faces share the query, the
+ * validation, the tier gate and the metering by construction. The controller sees a request-like
+ * object carrying the principal and `channel: 'mcp'` (recorded on the ledger debit). The REST
+ * body becomes the result (structured and as JSON text); an AppError becomes an `isError` result
+ * carrying the same problem details REST would send.
+ */
+export async function callRestTwin<C extends Controller, T extends object>(
+  ctx: ToolContext,
+  key: RateKey,
+  controller: C,
+  method: (controller: C, req: AuthedRequest) => Promise<T>,
+): Promise<CallToolResult> {
+  const req = { user: ctx.principal, requestId: ctx.principal.request_id, channel: 'mcp' } as AuthedRequest;
+  try {
+    requireTier(ctx.principal, key);
+    const body = await method(controller, req);
+    const remaining = controller.getHeaders()[CREDITS_HEADER];
+    if (typeof remaining === 'string') ctx.creditsRemaining(remaining);
+    return {
+      content: [{ type: 'text', text: JSON.stringify(body) }],
+      structuredContent: body as Record<string, unknown>,
+      ...(typeof remaining === 'string' ? { _meta: { credits_remaining: remaining } } : {}),
+    };
+  } catch (err) {
+    return errorResult(ctx, err);
+  }
+}
+
+async function errorResult(ctx: ToolContext, err: unknown): Promise<CallToolResult> {
+  const base = ctx.services.baseUrl();
+  let problem: ProblemDetails;
+  if (err instanceof AppError) {
+    problem = problemOf(err.code, err.detail, base, err.extensions);
+  } else {
+    ctx.services.log.error({ err }, 'MCP tool failed');
+    problem = problemOf('internal', 'the service failed to answer; the error was logged', base);
+  }
+  const remaining = await remainingFor(ctx.services, ctx.principal).catch(() => null);
+  if (remaining !== null) ctx.creditsRemaining(remaining);
+  return {
+    isError: true,
+    content: [{ type: 'text', text: JSON.stringify(problem) }],
+    structuredContent: problem,
+    ...(remaining !== null ? { _meta: { credits_remaining: remaining } } : {}),
+  };
+}

@@ -1,0 +1,24 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { GetDivergenceEventsController } from '../../../../queries/get-divergence-events/get-divergence-events.controller.js';
+import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+
+/** `get_divergence_events`, the twin of GET /v1/divergence/events. */
+export function registerGetDivergenceEvents(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    toolNameOf('divergence_events'),
+    {
+      title: 'Closed divergence events with outcomes',
+      description: describeTool(
+        'divergence_events',
+        'Closed divergence events with their dated outcome: the close price on the flag date and on the close date, the percent change between them and the days in between. Newest flag_date first.',
+      ),
+      inputSchema: {
+        since: restArg(z.string().describe('Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today).')),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ since }) =>
+      callRestTwin(ctx, 'divergence_events', new GetDivergenceEventsController(ctx.services), (c, req) => c.getDivergenceEvents(req, since)),
+  );
+}

@@ -1,0 +1,23 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
+import { GetScoreController } from '../../../../queries/get-score/get-score.controller.js';
+import { callRestTwin, describeTool, requiredRestArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+
+/** `get_scores`, the twin of GET /v1/scores/{ticker}. */
+export function registerGetScores(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    toolNameOf('scores'),
+    {
+      title: 'Scores of one stock',
+      description: describeTool(
+        'scores',
+        'The Main-Street / Wall-Street scores of one stock as of your as-of date (the latest published day; free keys trail 7 days).',
+      ),
+      inputSchema: {
+        ticker: requiredRestArg(z.string().describe('Stock symbol, case-insensitive, at most 12 characters, e.g. "AAPL".')),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    async ({ ticker }) => callRestTwin(ctx, 'scores', new GetScoreController(ctx.services), (c, req) => c.getScore(ticker, req)),
+  );
+}

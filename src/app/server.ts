@@ -1,0 +1,187 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { SingleBar, Presets } from 'cli-progress';
+import { advanceDemo, startDemoPublisher } from '../../commands/seed-demo/seed-demo.handler.js';
+import { startIngestConsumer } from '../../commands/ingest/ingest.consumer.js';
+import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
+import { startAlertDispatcher } from '../../commands/send-usage-alerts/usage-alerts.reactor.js';
+import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
+import type { Services } from './container.js';
+import { createApp } from './http/app.js';
+import { createExpressServer } from './http/express-server.js';
+import { PROBLEM_JSON, problemOf } from './http/problem.js';
+import { registerServer } from './store-users.js';
+
+/** The server could not listen (address in use, no permission): nothing was served. */
+export class ListenError extends Error {}
+
+export interface RunningServer {
+  /** Where this process listens. */
+  url: string;
+  /** The base of the URLs the service writes (PUBLIC_BASE_URL, else `url`). */
+  baseUrl: string;
+  /** One demo key per tier when the demo dataset is on. */
+  demoKeys: { tier: string; key: string; account_id: string }[];
+  server: Server;
+  /** Stops accepting, lets in-flight requests finish, then closes the stores cleanly. */
+  shutdown(): Promise<void>;
+}
+
+function progressBar(label: string, enabled: boolean) {
+  if (!enabled) return null;
+  return new SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} | {duration_formatted}`, hideCursor: true }, Presets.shades_classic);
+}
+
+/**
+ * Writes the demo's publication history up to the clock: all of it into an empty store (with a
+ * progress bar on a terminal), else only what was published since the last start. Returns
+ * whether the store was empty. `dataset` lets a caller share one simulation with the publisher.
+ */
+export async function seedIfEmpty(
+  services: Services,
+  options: { progress?: boolean; dataset?: DemoDataset } = {},
+): Promise<boolean> {
+  if (!services.config.demo) return false;
+  const dataset = options.dataset ?? new DemoDataset({ seed: services.config.demoSeed });
+  const empty = (await services.events.headPosition()) === null;
+  const bar = empty ? progressBar('seeding demo history ', options.progress ?? process.stdout.isTTY) : null;
+  let started = false;
+  const result = await advanceDemo({
+    store: services.events,
+    clock: services.clock,
+    dataset,
+    onProgress: (done, total) => {
+      if (!bar) return;
+      if (!started) {
+        bar.start(total, 0);
+        started = true;
+      }
+      bar.update(done);
+    },
+  });
+  bar?.stop();
+  if (result.appends > 0) services.log.info({ appends: result.appends, events: result.events, through: result.through }, 'demo history written');
+  return empty && result.appends > 0;
+}
+
+/** Brings the read models up to the log, showing progress when there is much to do. */
+export async function catchUpReadModels(services: Services, options: { progress?: boolean } = {}): Promise<void> {
+  const head = await services.events.headPosition();
+  const bar = progressBar('building read models  ', (options.progress ?? process.stdout.isTTY) && head !== null);
+  const headN = head ? Number(head.split(':')[0]) : 0;
+  let started = false;
+  const stopProgress = services.runner.onProgressChange((position) => {
+    if (!bar || !Number.isFinite(headN) || headN === 0) return;
+    if (!started) {
+      bar.start(headN, 0);
+      started = true;
+    }
+    bar.update(Math.min(headN, Number(position.split(':')[0])));
+  });
+  await services.runner.start();
+  stopProgress();
+  if (started) bar?.update(headN);
+  bar?.stop();
+}
+
+/** `npm start` / `scores serve`: seed when empty, catch up, serve REST on PORT, follow the log. */
+export async function startServer(services: Services, options: { progress?: boolean; port?: number } = {}): Promise<RunningServer> {
+  // A replay must not run while this process projects into the same read models (src/store-users.ts).
+  const unregister = registerServer(services.config.dataDir);
+  try {
+    return await serve(services, options, unregister);
+  } catch (err) {
+    unregister();
+    throw err;
+  }
+}
+
+async function serve(services: Services, options: { progress?: boolean; port?: number }, unregister: () => void): Promise<RunningServer> {
+  // One simulation of the demo history serves the seed and the live publisher.
+  const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
+  await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
+  const demoKeys = services.config.demo ? await ensureDemoAccounts(services, services.config.demoSeed) : [];
+  await catchUpReadModels(services, options);
+  const publisher = dataset
+    ? startDemoPublisher({
+        store: services.events,
+        clock: services.clock,
+        dataset,
+        onError: (err) => services.log.error({ err }, 'demo publisher failed'),
+      })
+    : null;
+  const alerts = startAlertDispatcher({
+    reads: services.reads,
+    events: services.events,
+    mailer: services.mailer,
+    clock: services.clock,
+    onError: (err, alertId) => services.log.warn({ err, alertId }, 'usage alert email not sent'),
+  });
+  const ingestConsumer = await startIngestConsumer({
+    bus: services.bus,
+    store: services.events,
+    clock: services.clock,
+    log: (msg) => services.log.warn(msg),
+  });
+
+  const stopWorkers = async () => {
+    await publisher?.stop();
+    await alerts.stop();
+    await ingestConsumer.stop();
+  };
+
+  const app = createApp(services);
+  const asked = options.port ?? services.config.port;
+  const server = createExpressServer(app).listen(asked, services.config.host);
+  try {
+    await once(server, 'listening');
+  } catch (err) {
+    // Nothing serves: stop what was started, so that the process can exit with the reason.
+    await stopWorkers();
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
+    throw new ListenError(`cannot listen on ${services.config.host}:${asked}: ${why}`);
+  }
+  server.on('clientError', answerClientError(services));
+  const { port } = server.address() as AddressInfo;
+  services.setListenUrl(`http://localhost:${port}`);
+
+  let closing: Promise<void> | null = null;
+  const shutdown = () =>
+    (closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      // In-flight requests finish; keep-alive sockets that stay idle are closed as they free up.
+      const force = setTimeout(() => server.closeAllConnections(), 10_000);
+      await closed;
+      clearTimeout(force);
+      await stopWorkers();
+      await services.close();
+      unregister();
+    })());
+  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, shutdown };
+}
+
+/**
+ * Requests node's parser refuses before any handler runs (a method it does not know, a request
+ * line or headers over 16 KiB) get a problem+json answer too, not an empty one.
+ */
+function answerClientError(services: Services): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const problem =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? problemOf('headers_too_large', 'the request line and headers are larger than 16 KiB', services.baseUrl())
+        : problemOf('bad_request', 'the request is not valid HTTP/1.1', services.baseUrl());
+    const body = JSON.stringify(problem);
+    socket.end(
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_JSON}; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  };
+}

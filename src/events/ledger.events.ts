@@ -1,0 +1,200 @@
+/**
+ * Credit-ledger events. One stream per account: `ledger-<account_id>`.
+ *
+ * Every event's data carries `at` (the ISO instant the decision was taken) and a hash chain:
+ * `hash = sha256hex(prev_hash + "\n" + canonicalJson(data without hash))`, the first event's
+ * `prev_hash` being 64 zeros. `scores audit` replays a stream with `verifyChain` so that an edited,
+ * inserted or removed event in the middle of a ledger is detected.
+ */
+import { sha256Hex } from '../core/sha256.js';
+import type { Tier, UsageAlertThreshold } from '../domain/plans.js';
+import type { RateKey } from '../domain/rate-card.js';
+
+export const LEDGER_STREAM_PREFIX = 'ledger-';
+export const ledgerStream = (accountId: string) => `${LEDGER_STREAM_PREFIX}${accountId}`;
+
+/** `prev_hash` of a stream's first event. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+export type Channel = 'rest' | 'mcp';
+
+/** Fields every ledger event's data carries. */
+export interface Chained {
+  at: string;
+  prev_hash: string;
+  hash: string;
+}
+
+type Event<T extends string, D> = { type: T; data: D & Chained };
+
+/** A developer account's ledger starts. Overage always starts off (hard stop). */
+export type LedgerOpened = Event<'LedgerOpened', { account_id: string; tier: Tier; pro: boolean; allow_overage: false }>;
+
+/** A calendar month (UTC) starts: the allowance resets, prepaid credits carry over. */
+export type AllowancePeriodOpened = Event<
+  'AllowancePeriodOpened',
+  { period: string; /** null = unmetered */ allowance: number | null; resets_at: string }
+>;
+
+/** A metered call was charged, split across the three sources in draw order. */
+export type CreditsDebited = Event<
+  'CreditsDebited',
+  {
+    request_id: string;
+    endpoint: RateKey;
+    channel: Channel;
+    cost: number;
+    from_allowance: number;
+    from_prepaid: number;
+    from_overage: number;
+    period: string;
+  }
+>;
+
+export type PackPurchased = Event<'PackPurchased', { pack_id: string; credits: number }>;
+
+export type OverageSwitched = Event<'OverageSwitched', { allow_overage: boolean }>;
+
+export type PlanChanged = Event<'PlanChanged', { tier: Tier; reason: 'set' | 'cancelled_at_period_end' }>;
+
+/** The paid plan falls back to free at `effective_at` (the period end); the key keeps working. */
+export type PlanCancellationScheduled = Event<'PlanCancellationScheduled', { effective_at: string }>;
+
+export type ProMembershipChanged = Event<'ProMembershipChanged', { pro: boolean }>;
+
+export type UsageAlertRaised = Event<
+  'UsageAlertRaised',
+  { period: string; threshold: UsageAlertThreshold; used: number; allowance: number }
+>;
+
+export type LedgerEvent =
+  | LedgerOpened
+  | AllowancePeriodOpened
+  | CreditsDebited
+  | PackPurchased
+  | OverageSwitched
+  | PlanChanged
+  | PlanCancellationScheduled
+  | ProMembershipChanged
+  | UsageAlertRaised;
+
+export type LedgerEventType = LedgerEvent['type'];
+
+/** An event's own fields, before `at` and the chain are added. */
+export type LedgerEventBody<T extends LedgerEventType> = Omit<Extract<LedgerEvent, { type: T }>['data'], keyof Chained>;
+
+export const LEDGER_EVENT_TYPES: readonly LedgerEventType[] = [
+  'LedgerOpened',
+  'AllowancePeriodOpened',
+  'CreditsDebited',
+  'PackPurchased',
+  'OverageSwitched',
+  'PlanChanged',
+  'PlanCancellationScheduled',
+  'ProMembershipChanged',
+  'UsageAlertRaised',
+];
+
+export function isLedgerEvent(e: { type: string }): e is LedgerEvent {
+  return (LEDGER_EVENT_TYPES as readonly string[]).includes(e.type);
+}
+
+/** JSON with object keys sorted at every depth, so the same data always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    // undefined has no JSON form; JSON.stringify drops such object keys, and so do we below.
+    return JSON.stringify(value) ?? 'null';
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const object = value as Record<string, unknown>;
+  const keys = Object.keys(object).sort();
+  // Every metered call hashes one event, whose data is flat: for such data the text is
+  // JSON.stringify's own of a copy built in key order, which is several times faster than
+  // writing it key by key. (Not for keys that look like array indexes, which objects list first,
+  // nor for "__proto__", which an assignment does not make a key.)
+  if (keys.every((k) => isFlatValue(object[k]) && !startsWithDigit(k) && k !== '__proto__')) {
+    const sorted: Record<string, unknown> = {};
+    for (const k of keys) if (object[k] !== undefined) sorted[k] = object[k];
+    return JSON.stringify(sorted);
+  }
+  let out = '';
+  for (const key of keys) {
+    const v = object[key];
+    if (v === undefined) continue;
+    out += `${out ? ',' : ''}${JSON.stringify(key)}:${canonicalJson(v)}`;
+  }
+  return `{${out}}`;
+}
+
+/** A value JSON.stringify writes inside an object exactly as `canonicalJson` writes it alone. */
+const isFlatValue = (v: unknown): boolean => v === null || v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+const startsWithDigit = (k: string): boolean => k.charCodeAt(0) >= 48 && k.charCodeAt(0) <= 57;
+
+/**
+ * The hash an event must carry: `sha256hex(prev_hash + "\n" + type + "\n" + canonicalJson(data
+ * without hash))`. The type is part of it, so relabelling an entry breaks the chain too.
+ * A `hash` field present in `data` is ignored.
+ */
+export function computeHash(type: string, data: { prev_hash: string }): string {
+  const { hash: _ignored, ...rest } = data as { prev_hash: string; hash?: unknown };
+  return hashUnsealed(type, rest);
+}
+
+/** `computeHash` of data known to have no `hash` (or an undefined one, which JSON leaves out). */
+function hashUnsealed(type: string, data: { prev_hash: string }): string {
+  return sha256Hex(`${data.prev_hash}\n${type}\n${canonicalJson(data)}`);
+}
+
+/** Builds an event with `at`, `prev_hash` and `hash` filled in (one copy of `body`: hot path). */
+export function sealEvent<T extends LedgerEventType>(
+  type: T,
+  body: LedgerEventBody<T>,
+  at: string,
+  prevHash: string,
+): Extract<LedgerEvent, { type: T }> {
+  // Object.assign, not a spread with more properties: V8 11 gives each such copy a hidden class of
+  // its own (~15x slower).
+  const data: Record<string, unknown> & { prev_hash: string } = Object.assign({}, body, { at, prev_hash: prevHash, hash: undefined });
+  data['hash'] = hashUnsealed(type, data);
+  return { type, data } as unknown as Extract<LedgerEvent, { type: T }>;
+}
+
+export type ChainBreakReason = 'not_chained' | 'prev_hash_mismatch' | 'hash_mismatch';
+
+export interface ChainBreak {
+  /** Index (in the array given) of the first event that does not fit the chain. */
+  index: number;
+  reason: ChainBreakReason;
+  detail: string;
+}
+
+const isHex64 = (x: unknown): x is string => typeof x === 'string' && /^[0-9a-f]{64}$/.test(x);
+
+/**
+ * The first broken link of a stream's events, or null when the chain holds. Detects an edited
+ * event (`hash_mismatch`) and an inserted or removed one (`prev_hash_mismatch` at the next event).
+ * Removing events from the end of the stream leaves a valid (shorter) chain: compare the last
+ * hash with one kept elsewhere to detect that.
+ */
+export function verifyChain(events: ReadonlyArray<{ type: string; data: unknown }>): ChainBreak | null {
+  let prev = GENESIS_HASH;
+  for (const [index, e] of events.entries()) {
+    const data = e.data as Record<string, unknown> | null;
+    if (data === null || typeof data !== 'object' || !isHex64(data.prev_hash) || !isHex64(data.hash)) {
+      return { index, reason: 'not_chained', detail: `${e.type} at ${index} has no prev_hash/hash` };
+    }
+    if (data.prev_hash !== prev) {
+      return {
+        index,
+        reason: 'prev_hash_mismatch',
+        detail: `${e.type} at ${index} follows ${data.prev_hash.slice(0, 12)}…, but the previous event's hash is ${prev.slice(0, 12)}… (an event was removed, inserted or reordered)`,
+      };
+    }
+    const expected = computeHash(e.type, data as { prev_hash: string });
+    if (expected !== data.hash) {
+      return { index, reason: 'hash_mismatch', detail: `${e.type} at ${index} was altered after it was written` };
+    }
+    prev = data.hash;
+  }
+  return null;
+}
