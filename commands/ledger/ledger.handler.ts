@@ -1,7 +1,8 @@
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, NewEvent } from '../../src/core/event-store.port.js';
-import { decideAndFold, evolve, initialLedgerState, type DebitCredits, type LedgerCommand, type LedgerState } from './ledger.decider.js';
+import { decideAndFold, type DebitCredits, type LedgerCommand } from './ledger.decider.js';
+import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 
 interface Cached {

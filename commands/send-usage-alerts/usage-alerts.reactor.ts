@@ -17,7 +17,8 @@ import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
-import { mailOutbox, mailStream, type MailOutboxDoc, type UsageAlertEmailed } from '../../projections/usage-alerts/usage-alerts.projection.js';
+import { mailOutbox, type MailOutboxDoc } from '../../projections/usage-alerts/usage-alerts.projection.js';
+import { mailStream, type UsageAlertEmailed } from '../../src/events/mail.events.js';
 
 export interface AlertDispatcherOptions {
   reads: ReadStore;

@@ -18,19 +18,7 @@ import { defineCollection } from '../../src/core/read-store.port.js';
 import { PLANS, TIERS, USAGE_ALERT_THRESHOLDS, isTier, type Tier, type UsageAlertThreshold } from '../../src/domain/plans.js';
 import { LEDGER_STREAM_PREFIX, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { accounts } from '../api-keys/api-keys.projection.js';
-
-// ---------------------------------------------------------------------------------------------
-// The event the dispatcher writes
-
-export const MAIL_STREAM_PREFIX = 'mail-';
-/** One stream per account: `mail-<account_id>`. */
-export const mailStream = (accountId: string) => `${MAIL_STREAM_PREFIX}${accountId}`;
-
-/** The alert's email was handed to the mail port (`to` as sent; `at` by the dispatcher's clock). */
-export interface UsageAlertEmailed {
-  type: 'UsageAlertEmailed';
-  data: { alert_event_id: string; to: string; at: string };
-}
+import { MAIL_STREAM_PREFIX, type UsageAlertEmailed } from '../../src/events/mail.events.js';
 
 // ---------------------------------------------------------------------------------------------
 // Read models

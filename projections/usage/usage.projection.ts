@@ -15,7 +15,8 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { Tier, UsageAlertThreshold } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
-import { evolve, initialLedgerState, usageFigures, type LedgerState } from '../../commands/ledger/ledger.decider.js';
+import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
 import {
   LEDGER_EVENT_TYPES,
   LEDGER_STREAM_PREFIX,

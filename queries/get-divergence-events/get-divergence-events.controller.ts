@@ -3,7 +3,7 @@ import type { AuthedRequest } from '../../src/app/http/authentication.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { badRequest } from '../../src/core/errors.js';
 import { parseDateParam } from '../shared/params.js';
-import type { ProblemDetails } from '../../src/app/http/problem.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
 import { closedEvents, type DivergenceEvent } from './get-divergence-events.query.js';
 

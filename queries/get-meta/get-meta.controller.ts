@@ -1,7 +1,7 @@
 import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/app/http/authentication.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/app/http/problem.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
 import { FIELD_DEFINITIONS, type FieldDefinition } from './field-definitions.js';
 import { DATASET_STATEMENT, RESTATEMENT_POLICY, coverageStatement, datasetStats, type HistoryDepth, type VintageStats } from './get-meta.query.js';
 

@@ -1,7 +1,7 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/app/http/authentication.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/app/http/problem.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 import { tickerFromPath } from '../shared/tickers.js';
 import { getScoreAsOf } from './get-score.query.js';

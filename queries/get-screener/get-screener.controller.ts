@@ -1,7 +1,7 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/app/http/authentication.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/app/http/problem.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 import { parseIntParam, parseOptionalIntParam } from '../shared/int-param.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE, screenStocks, type ScreenerRow } from './get-screener.query.js';

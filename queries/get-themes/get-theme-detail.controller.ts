@@ -2,7 +2,7 @@ import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@t
 import { badRequest } from '../../src/core/errors.js';
 import type { AuthedRequest } from '../../src/app/http/authentication.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/app/http/problem.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
 import { getThemeDetail, type ThemeDetail } from './get-themes.query.js';
 

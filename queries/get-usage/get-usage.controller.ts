@@ -1,9 +1,9 @@
 import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/app/http/authentication.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/app/http/problem.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
 import { rateCardForUsage, type RateUnit } from '../../src/domain/rate-card.js';
-import { usageFigures } from '../../commands/ledger/ledger.decider.js';
+import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
 
 export interface EntitlementsResponse {
   /** Monthly credits; null = unmetered. */

@@ -12,6 +12,7 @@ import { SmtpMailer } from '../../infra/mail/smtp.js';
 import type { Mailer } from '../core/mail.port.js';
 import type { ApiKeyDoc } from '../../projections/api-keys/api-keys.projection.js';
 import { fixedClock, systemClock, type Clock } from '../core/clock.js';
+import { randomIds, type Ids } from '../core/ids.port.js';
 import type { EventBus } from '../core/event-bus.port.js';
 import type { EventStore } from '../core/event-store.port.js';
 import { ProjectorRunner } from '../core/projector-runner.js';
@@ -26,6 +27,8 @@ import { VISIBILITY_EVENT_TYPES, VisibilityCache, type Visibility } from '../../
 export interface Services {
   config: Config;
   clock: Clock;
+  /** New ids (accounts, keys, packs, requests), as the clock gives time. */
+  ids: Ids;
   log: Logger;
   events: EventStore;
   reads: ReadStore;
@@ -50,6 +53,7 @@ export interface Services {
 
 export interface OpenOptions {
   clock?: Clock;
+  ids?: Ids;
   log?: Logger;
 }
 
@@ -117,6 +121,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   return {
     config,
     clock,
+    ids: options.ids ?? randomIds(),
     log,
     events,
     reads: queryReads,

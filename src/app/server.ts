@@ -11,7 +11,8 @@ import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
 import { createExpressServer } from './http/express-server.js';
-import { PROBLEM_JSON, problemOf } from './http/problem.js';
+import { PROBLEM_JSON } from './http/problem.js';
+import { problemOf } from '../core/problem.js';
 import { registerServer } from './store-users.js';
 
 /** The server could not listen (address in use, no permission): nothing was served. */

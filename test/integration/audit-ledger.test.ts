@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../queries/audit-ledger/audit-ledger.query.js';
-import { decide, foldLedger, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream } from '../../src/events/ledger.events.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import type { EventRow } from '../../infra/sqlite/event-store.js';

@@ -1,14 +1,7 @@
 import { expect } from 'chai';
-import {
-  creditsRemainingHeader,
-  decide,
-  decideAndFold,
-  foldLedger,
-  ledgerDecider,
-  usageFigures,
-  type LedgerCommand,
-  type LedgerState,
-} from '../../commands/ledger/ledger.decider.js';
+import { creditsRemainingHeader, usageFigures } from '../../src/domain/ledger/ledger.figures.js';
+import { decide, decideAndFold, ledgerDecider, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { foldLedger, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {
   GENESIS_HASH,
   computeHash,

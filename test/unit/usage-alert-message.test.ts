@@ -1,15 +1,6 @@
 import { expect } from 'chai';
 import { sealEvent, GENESIS_HASH, type LedgerEvent } from '../../src/events/ledger.events.js';
-import {
-  alertAccounts,
-  mailOutbox,
-  resetsAtOf,
-  usageAlertMessage,
-  usageAlertsProjection,
-  type AlertPlan,
-  type MailOutboxDoc,
-  type UsageAlertFacts,
-} from '../../projections/usage-alerts/usage-alerts.projection.js';
+import { alertAccounts, mailOutbox, resetsAtOf, usageAlertMessage, usageAlertsProjection, type AlertPlan, type MailOutboxDoc, type UsageAlertFacts } from '../../projections/usage-alerts/usage-alerts.projection.js';
 import { accounts } from '../../projections/api-keys/api-keys.projection.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
 

@@ -10,7 +10,8 @@ import { requestIdOf, type AuthedRequest } from './authentication.js';
 import { useLeanJson } from './json-response.js';
 import { completeOpenApi, queryParamsByRoute } from './openapi.js';
 import { remainingFor } from './metering.js';
-import { problemHandler, problemOf, sendProblem } from './problem.js';
+import { problemHandler, sendProblem } from './problem.js';
+import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
 import { mcpMethodNotAllowed, mcpRoute } from '../mcp/http.js';
 

@@ -6,7 +6,7 @@ import { entitlementsOf, tierAtLeast, type Entitlements, type Tier } from '../..
 import { RATE_CARD, endpointOf, isRateKey, type RateKey } from '../../domain/rate-card.js';
 import { apiKeys } from '../../../projections/api-keys/api-keys.projection.js';
 import { hashApiKey } from '../../domain/api-keys.js';
-import { stateAt } from '../../../commands/ledger/ledger.decider.js';
+import { stateAt } from '../../domain/ledger/ledger.figures.js';
 
 /** Who is calling: the account behind the key and what its plan entitles it to right now. */
 export interface Principal {

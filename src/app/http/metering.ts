@@ -1,6 +1,6 @@
 import type { Services } from '../container.js';
 import { costOf, type RateKey } from '../../domain/rate-card.js';
-import { creditsRemainingHeader } from '../../../commands/ledger/ledger.decider.js';
+import { creditsRemainingHeader } from '../../domain/ledger/ledger.figures.js';
 import type { Channel } from '../../events/ledger.events.js';
 import type { Principal } from './authentication.js';
 

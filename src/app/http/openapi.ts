@@ -1,5 +1,6 @@
 import { statusOf, type ErrorCode } from '../../core/errors.js';
-import { PROBLEM_JSON, problemOf } from './problem.js';
+import { PROBLEM_JSON } from './problem.js';
+import { problemOf } from '../../core/problem.js';
 import { DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';

@@ -1,30 +1,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { ValidateError } from '@tsoa/runtime';
-import { AppError, type ErrorCode, statusOf, titleOf } from '../../core/errors.js';
-
-export interface ProblemDetails {
-  /** A URI naming the problem type; resolves to the error reference in the docs. */
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, headers_too_large, limit_exceeded, credits_exhausted, rate_limited. */
-  code: string;
-  /** Set on validation errors: what was wrong with each parameter. */
-  errors?: { parameter: string; message: string }[];
-  [extension: string]: unknown;
-}
-
-export function problemOf(code: ErrorCode, detail: string, baseUrl: string, extensions: Record<string, unknown> = {}): ProblemDetails {
-  return {
-    type: `${baseUrl}/docs/errors#${code}`,
-    title: titleOf(code),
-    status: statusOf(code),
-    detail,
-    code,
-    ...extensions,
-  };
-}
+import { AppError } from '../../core/errors.js';
+import { problemOf, type ProblemDetails } from '../../core/problem.js';
 
 export const PROBLEM_JSON = 'application/problem+json';
 

@@ -3,7 +3,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Services } from '../container.js';
 import { authenticate, type AuthedRequest } from '../http/authentication.js';
 import { CREDITS_HEADER, remainingFor } from '../http/metering.js';
-import { problemOf, sendProblem } from '../http/problem.js';
+import { problemOf } from '../../core/problem.js';
+import { sendProblem } from '../http/problem.js';
 import { createMcpServer } from './server.js';
 
 /**

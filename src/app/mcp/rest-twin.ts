@@ -6,7 +6,7 @@ import { AppError } from '../../core/errors.js';
 import { RATE_CARD, describeCost, type RateKey } from '../../domain/rate-card.js';
 import { requireTier, type AuthedRequest, type Principal } from '../http/authentication.js';
 import { CREDITS_HEADER, remainingFor } from '../http/metering.js';
-import { problemOf, type ProblemDetails } from '../http/problem.js';
+import { problemOf, type ProblemDetails } from '../../core/problem.js';
 
 /** What every tool of one MCP request works with: the app's services and the authenticated caller. */
 export interface ToolContext {
