@@ -50,7 +50,7 @@ module.exports = {
     },
     {
       name: 'vendor-clients-only-in-infra',
-      comment: 'Only infra/ (and the bench's bare baseline server) may import a store or bus client; everything else talks to the ports in src/core.',
+      comment: 'Only infra/ (and the bench baseline server, test/bench/bare-server.ts) may import a store or bus client; everything else talks to the ports in src/core.',
       severity: 'error',
       from: { pathNot: '^(infra|test/bench)/' },
       to: { path: 'node_modules/(@eventstore/db-client|mongodb|kafkajs|better-sqlite3)/' },
