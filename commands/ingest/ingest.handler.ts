@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/core/clock.js';
-import { ConcurrencyError } from '../../src/core/errors.js';
-import type { EventStore, StreamAppend } from '../../src/core/event-store.port.js';
+import { handleCommand } from '../../src/core/command-handler.js';
+import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import { TICKERS_STREAM, type TickerListed } from '../../src/events/reference-events.js';
 import { planIngest } from './ingest.decider.js';
 import { IngestValidationError } from './ingest.parser.js';
@@ -17,49 +17,40 @@ export interface IngestResult {
 }
 
 /**
- * Writes a validated batch: every stream it touches is read, folded and decided, then all
- * changes are appended in one `appendMany` with each stream's expected revision. Identical rows
- * write nothing; changed score values become a restatement. A concurrent writer makes the whole
- * batch decide again.
+ * Writes a validated batch: every stream it touches is read and decided, then all changes are
+ * appended in one `appendMany` with each stream's expected revision. Identical rows write
+ * nothing; changed score values become a restatement. A concurrent writer makes the whole batch
+ * decide again.
  */
 export async function ingestRows(store: EventStore, clock: Clock, rows: IngestRow[]): Promise<IngestResult> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ingestOnce(store, clock, rows);
-    } catch (err) {
-      if (err instanceof ConcurrencyError && attempt < 5) continue;
-      throw err;
-    }
-  }
-}
-
-async function ingestOnce(store: EventStore, clock: Clock, rows: IngestRow[]): Promise<IngestResult> {
+  // Listings are never withdrawn: a plan that passes on this read passes on any later one.
   const listed = new Set(
     ((await store.readStream(TICKERS_STREAM)) as unknown as TickerListed[]).map((e) => e.data.symbol),
   );
   const now = clock.now().toISOString();
   const plan = planIngest(rows, listed, now);
   if (plan.errors.length) throw new IngestValidationError(plan.errors.sort((a, b) => a.line - b.line));
-  const appends: StreamAppend[] = [];
-  let written = 0;
-  let unchanged = 0;
-  for (const d of plan.decisions) {
-    const history = await store.readStream(d.streamId);
-    const outcome = d.decide(history, now);
-    written += outcome.written;
-    unchanged += outcome.unchanged;
-    if (outcome.events.length) {
-      const last = history[history.length - 1];
-      appends.push({ streamId: d.streamId, events: outcome.events, expectedRevision: last ? last.revision : 'no_stream' });
-    }
-  }
-  const results = appends.length ? await store.appendMany(appends) : [];
+  // An ingest decision folds a stream's history itself.
+  const histories = plan.decisions.map((d) => ({
+    streamId: d.streamId,
+    initialState: (): RecordedEvent[] => [],
+    evolve: (history: RecordedEvent[], e: RecordedEvent) => (history.push(e), history),
+  }));
+  const { result, written: appended } = await handleCommand(store, histories, (states) => {
+    const counts = { written: 0, unchanged: 0 };
+    const writes = plan.decisions.map((d, i) => {
+      const outcome = d.decide(states[i]!, now);
+      counts.written += outcome.written;
+      counts.unchanged += outcome.unchanged;
+      return { streamId: d.streamId, events: outcome.events };
+    });
+    return { writes, result: counts };
+  });
   return {
     rows: rows.length,
-    written,
-    unchanged,
-    events: appends.reduce((n, a) => n + a.events.length, 0),
-    streams: appends.length,
-    position: results.reduce<string | null>((max, r) => (max === null || r.position > max ? r.position : max), null),
+    ...result,
+    events: appended.reduce((n, a) => n + a.events.length, 0),
+    streams: appended.length,
+    position: appended.reduce<string | null>((max, r) => (max === null || r.position > max ? r.position : max), null),
   };
 }

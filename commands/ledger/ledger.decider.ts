@@ -25,7 +25,8 @@ import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed, type Tier } from '../..
 import { isRateKey, type RateKey } from '../../src/domain/rate-card.js';
 import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
 import { advanceTo, evolve, initialLedgerState, recorder, type LedgerState, type Recorder } from '../../src/domain/ledger/ledger.state.js';
-import type { Channel, LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerStream, type Channel, type LedgerEvent } from '../../src/events/ledger.events.js';
+import type { Stream } from '../../src/core/command-handler.js';
 
 // ---------------------------------------------------------------------------------------------
 // Commands
@@ -228,9 +229,10 @@ export function decideAndFold(state: LedgerState, command: LedgerCommand, now: D
   return rec.events.length === before ? unchanged : { events: rec.events, state: rec.state };
 }
 
-/** The decider as one value, for a generic command handler. */
-export const ledgerDecider = {
-  decide,
-  evolve,
-  initialState: (): LedgerState => initialLedgerState,
-};
+const initialState = (): LedgerState => initialLedgerState;
+
+/** An account's ledger stream, as the command handler folds it. */
+export const ledgerOf = (accountId: string): Stream<LedgerState, LedgerEvent> => ({ streamId: ledgerStream(accountId), initialState, evolve });
+
+/** The decider as one value, for a decider spec. */
+export const ledgerDecider = { decide, evolve, initialState };

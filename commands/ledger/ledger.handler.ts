@@ -1,18 +1,14 @@
 import type { Clock } from '../../src/core/clock.js';
-import { ConcurrencyError } from '../../src/core/errors.js';
-import type { EventStore, NewEvent } from '../../src/core/event-store.port.js';
-import { decideAndFold, type DebitCredits, type LedgerCommand } from './ledger.decider.js';
-import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { foldStream, handleCommand, type Folded, type Stream } from '../../src/core/command-handler.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import type { Tier } from '../../src/domain/plans.js';
+import { decideAndFold, ledgerOf, type DebitCredits, type LedgerCommand } from './ledger.decider.js';
+import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import type { LedgerEvent } from '../../src/events/ledger.events.js';
 
-interface Cached {
+interface Cached extends Folded<LedgerState> {
   /** Clock reading (ms, monotonic) when the stream was last read. */
   checkedAt: number;
-  state: LedgerState;
-  /** Revision of the last event folded into `state`; -1 for an empty stream. */
-  revision: number;
-  /** Global position of the last event this process appended or folded. */
-  position: string | null;
 }
 
 interface Queued {
@@ -20,6 +16,11 @@ interface Queued {
   resolve(result: LedgerOutcome): void;
   reject(err: unknown): void;
 }
+
+/** How often a batch is decided again after another writer (a replica, the CLI) got in first. */
+const RETRIES = { attempts: 10 };
+
+type Outcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown };
 
 export interface LedgerOutcome {
   /** The account's state after the command (what `X-Credits-Remaining` is computed from). */
@@ -40,10 +41,12 @@ export interface LedgerOutcome {
  * debit of every successful response is in the log before the response is sent.
  *
  * Another process appending to the same stream (the CLI's `packs add`, a second API replica) makes
- * the append fail on its revision; the batch is then decided again on the fresh state.
+ * the append fail on its revision; the command handler then decides the batch again on the fresh
+ * state.
  */
 export class LedgerService {
   private readonly cache = new Map<string, Cached>();
+  private readonly streams = new Map<string, Stream<LedgerState, LedgerEvent>>();
   private readonly queues = new Map<string, Queued[]>();
   private readonly running = new Set<string>();
 
@@ -69,6 +72,32 @@ export class LedgerService {
     return this.cache.get(accountId)?.position ?? null;
   }
 
+  debit(accountId: string, data: DebitCredits['data']): Promise<LedgerOutcome> {
+    return this.execute(accountId, { type: 'DebitCredits', data });
+  }
+
+  /** `packId` is the purchase reference: the same purchase again adds nothing. */
+  buyPack(accountId: string, pack: { packId: string; credits: number }): Promise<LedgerOutcome> {
+    return this.execute(accountId, { type: 'PurchasePack', data: { pack_id: pack.packId, credits: pack.credits } });
+  }
+
+  changePlan(accountId: string, tier: Tier): Promise<LedgerOutcome> {
+    return this.execute(accountId, { type: 'SetPlan', data: { tier } });
+  }
+
+  /** Back to free at the end of the current period. */
+  cancelPlan(accountId: string): Promise<LedgerOutcome> {
+    return this.execute(accountId, { type: 'CancelPlan' });
+  }
+
+  setPro(accountId: string, on: boolean): Promise<LedgerOutcome> {
+    return this.execute(accountId, { type: 'SetPro', data: { on } });
+  }
+
+  switchOverage(accountId: string, on: boolean): Promise<LedgerOutcome> {
+    return this.execute(accountId, { type: 'SwitchOverage', data: { on } });
+  }
+
   execute(accountId: string, command: LedgerCommand): Promise<LedgerOutcome> {
     return new Promise((resolve, reject) => {
       const q = this.queues.get(accountId);
@@ -78,19 +107,19 @@ export class LedgerService {
     });
   }
 
-  debit(accountId: string, data: DebitCredits['data']): Promise<LedgerOutcome> {
-    return this.execute(accountId, { type: 'DebitCredits', data });
+  /** The account's ledger stream, loaded from the cache: a retry reads what the cache missed. */
+  private streamOf(accountId: string): Stream<LedgerState, LedgerEvent> {
+    let stream = this.streams.get(accountId);
+    if (!stream) this.streams.set(accountId, (stream = { ...ledgerOf(accountId), load: (fresh) => this.refresh(accountId, fresh) }));
+    return stream;
   }
 
   private async refresh(accountId: string, force = false): Promise<Cached> {
     const now = performance.now();
-    const cached = this.cache.get(accountId) ?? { checkedAt: 0, state: initialLedgerState, revision: -1, position: null };
-    if (!force && cached.revision >= 0 && now - cached.checkedAt < this.freshForMs) return cached;
-    const fresh = await this.events.readStream(ledgerStream(accountId), { fromRevision: cached.revision + 1 });
-    let state = cached.state;
-    for (const e of fresh) state = evolve(state, e as unknown as LedgerEvent);
-    const last = fresh[fresh.length - 1];
-    const next = last ? { checkedAt: now, state, revision: last.revision, position: last.position } : { ...cached, checkedAt: now };
+    const cached = this.cache.get(accountId);
+    if (!force && cached && cached.revision >= 0 && now - cached.checkedAt < this.freshForMs) return cached;
+    const folded = await foldStream(this.events, this.streamOf(accountId), cached);
+    const next = { state: folded.state, revision: folded.revision, position: folded.position, checkedAt: now };
     this.cache.set(accountId, next);
     return next;
   }
@@ -111,51 +140,40 @@ export class LedgerService {
   }
 
   private async decideAndAppend(accountId: string, batch: Queued[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      let base: Cached;
-      try {
-        base = await this.refresh(accountId, attempt > 1);
-      } catch (err) {
-        for (const q of batch) q.reject(err);
-        return;
-      }
-      const now = this.clock.now();
-      let state = base.state;
-      const outcomes: ({ ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown })[] = [];
-      const all: LedgerEvent[] = [];
-      for (const q of batch) {
-        try {
-          const decided = decideAndFold(state, q.command, now);
-          const events = decided.events;
-          state = decided.state;
-          all.push(...events);
-          outcomes.push({ ok: true, events, state });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
-        }
-      }
-      let position: string | null = null;
-      if (all.length) {
-        try {
-          const written = await this.events.append(
-            ledgerStream(accountId),
-            all.map((e): NewEvent => ({ type: e.type, data: e.data })),
-            base.revision < 0 ? 'no_stream' : base.revision,
-          );
-          position = written.position;
-          this.cache.set(accountId, { checkedAt: performance.now(), state, revision: written.nextExpectedRevision, position });
-        } catch (err) {
-          if (err instanceof ConcurrencyError && attempt < 10) continue;
-          for (const q of batch) q.reject(err);
-          return;
-        }
-      }
-      batch.forEach((q, i) => {
-        const o = outcomes[i]!;
-        if (o.ok) q.resolve({ state: o.state, events: o.events, position: o.events.length ? position : null });
-        else q.reject(o.error);
-      });
+    const ledger = this.streamOf(accountId);
+    let handled;
+    try {
+      handled = await handleCommand(this.events, ledger, (state) => this.decideBatch(ledger.streamId, state, batch), RETRIES);
+    } catch (err) {
+      for (const q of batch) q.reject(err);
       return;
     }
+    const { outcomes, state } = handled.result;
+    const written = handled.written[0];
+    if (written) this.cache.set(accountId, { checkedAt: performance.now(), state, revision: written.nextExpectedRevision, position: written.position });
+    batch.forEach((q, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) q.resolve({ state: o.state, events: o.events, position: o.events.length && written ? written.position : null });
+      else q.reject(o.error);
+    });
+  }
+
+  /** Each queued command on the state the previous one left; a refused one changes nothing. */
+  private decideBatch(streamId: string, start: LedgerState, batch: Queued[]) {
+    const now = this.clock.now();
+    let state = start;
+    const outcomes: Outcome[] = [];
+    const events: LedgerEvent[] = [];
+    for (const q of batch) {
+      try {
+        const decided = decideAndFold(state, q.command, now);
+        state = decided.state;
+        events.push(...decided.events);
+        outcomes.push({ ok: true, events: decided.events, state });
+      } catch (error) {
+        outcomes.push({ ok: false, error });
+      }
+    }
+    return { writes: [{ streamId, events }], result: { outcomes, state } };
   }
 }

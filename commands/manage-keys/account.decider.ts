@@ -1,5 +1,6 @@
 import { AppError, notFound } from '../../src/core/errors.js';
-import type { AccountEvent } from '../../src/events/account.events.js';
+import type { Stream } from '../../src/core/command-handler.js';
+import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
 
 export interface KeyState {
   key_id: string;
@@ -16,6 +17,13 @@ export interface AccountState {
 }
 
 export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map() });
+
+/** An account's stream, as the command handler folds it. */
+export const accountOf = (accountId: string): Stream<AccountState, AccountEvent> => ({
+  streamId: accountStream(accountId),
+  initialState: initialAccountState,
+  evolve: evolveAccount,
+});
 
 export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
   switch (event.type) {

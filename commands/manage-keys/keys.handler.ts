@@ -1,15 +1,16 @@
-import { randomBytes, randomUUID } from 'node:crypto';
 import type { Clock } from '../../src/core/clock.js';
+import { handleCommand } from '../../src/core/command-handler.js';
 import { notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
+import type { Ids } from '../../src/core/ids.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { TIERS, type Tier } from '../../src/domain/plans.js';
 import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
-import { decide as decideLedger } from '../ledger/ledger.decider.js';
-import { foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { decide as decideLedger, ledgerOf } from '../ledger/ledger.decider.js';
+import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/events/ledger.events.js';
-import { decideAccount, evolveAccount, initialAccountState, type AccountCommand } from './account.decider.js';
+import { accountOf, decideAccount, type AccountCommand } from './account.decider.js';
 import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
 import { demoApiKey, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
 
@@ -23,36 +24,30 @@ export interface IssuedKey {
   pro: boolean;
 }
 
-const newKeyId = () => `key_${randomBytes(9).toString('base64url')}`;
-
-function keyMaterial(key: string, keyId = newKeyId()) {
-  return { key_id: keyId, key_hash: hashApiKey(key), prefix: shownPrefix(key) };
+function keyMaterial(ids: Ids, key: string) {
+  return { key_id: ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key) };
 }
 
 /** Creates an account with its first key and opens its credit ledger, in one atomic append. */
 export async function createAccountWithKey(
-  deps: { events: EventStore; clock: Clock },
+  deps: { events: EventStore; clock: Clock; ids: Ids },
   input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string },
 ): Promise<IssuedKey> {
   const now = deps.clock.now();
-  const accountId = input.accountId ?? `acct_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+  const accountId = input.accountId ?? deps.ids.nextHex('acct_', 20);
   const key = input.key ?? generateApiKey();
-  const material = keyMaterial(key);
-  const accountEvents = decideAccount(
-    initialAccountState(),
-    { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material },
-    now,
-  );
-  const ledgerEvents = decideLedger(
-    initialLedgerState,
-    { type: 'OpenLedger', data: { account_id: accountId, tier: input.tier, pro: input.pro ?? false } },
-    now,
-  );
-  await deps.events.appendMany([
-    { streamId: accountStream(accountId), events: accountEvents, expectedRevision: 'no_stream' },
-    { streamId: ledgerStream(accountId), events: ledgerEvents.map((e) => ({ type: e.type, data: e.data })), expectedRevision: 'no_stream' },
-  ]);
-  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: input.tier, pro: input.pro ?? false };
+  const material = keyMaterial(deps.ids, key);
+  const pro = input.pro ?? false;
+  const account = accountOf(accountId);
+  const ledger = ledgerOf(accountId);
+  await handleCommand(deps.events, [account, ledger], ([accountState, ledgerState]) => ({
+    writes: [
+      { streamId: account.streamId, events: decideAccount(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now) },
+      { streamId: ledger.streamId, events: decideLedger(ledgerState, { type: 'OpenLedger', data: { account_id: accountId, tier: input.tier, pro } }, now) },
+    ],
+    result: undefined,
+  }));
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: input.tier, pro };
 }
 
 async function accountOfKey(reads: ReadStore, keyId: string): Promise<string> {
@@ -62,12 +57,11 @@ async function accountOfKey(reads: ReadStore, keyId: string): Promise<string> {
 }
 
 async function runAccountCommand(events: EventStore, clock: Clock, accountId: string, command: AccountCommand): Promise<AccountEvent[]> {
-  const history = await events.readStream(accountStream(accountId));
-  if (history.length === 0) throw notFound(`no account ${accountId}`);
-  const state = history.reduce((s, e) => evolveAccount(s, e as unknown as AccountEvent), initialAccountState());
-  const out = decideAccount(state, command, clock.now());
-  if (out.length) await events.append(accountStream(accountId), out, history[history.length - 1]!.revision);
-  return out;
+  const { result } = await handleCommand(events, accountOf(accountId), (state) => {
+    if (!state.exists) throw notFound(`no account ${accountId}`);
+    return decideAccount(state, command, clock.now());
+  });
+  return result;
 }
 
 /** Revokes a key at once (403 `key_forbidden` from then on). */
@@ -79,13 +73,13 @@ export async function revokeKey(deps: { events: EventStore; reads: ReadStore; cl
 
 /** Issues a replacement key; the old one keeps working for `graceSeconds` (0 = stops at once). */
 export async function rotateKey(
-  deps: { events: EventStore; reads: ReadStore; clock: Clock },
+  deps: { events: EventStore; reads: ReadStore; clock: Clock; ids: Ids },
   keyId: string,
   graceSeconds: number,
 ): Promise<IssuedKey & { replaced_key_id: string; old_key_valid_until: string }> {
   const accountId = await accountOfKey(deps.reads, keyId);
   const key = generateApiKey();
-  const material = keyMaterial(key);
+  const material = keyMaterial(deps.ids, key);
   const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'RotateKey', key_id: keyId, grace_seconds: graceSeconds, key: material });
   const rotated = out.find((e) => e.type === 'ApiKeyRotated');
   // The new key carries the account's plan as it stands now (a key has no plan of its own).
@@ -106,7 +100,7 @@ export async function rotateKey(
  * The demo's accounts, one per tier (`demo-<tier>`), with keys derived from the demo seed so
  * `npm start` can print them on every start. Created once; later starts find them.
  */
-export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock }, seed: number): Promise<{ tier: Tier; key: string; account_id: string }[]> {
+export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock; ids: Ids }, seed: number): Promise<{ tier: Tier; key: string; account_id: string }[]> {
   const out: { tier: Tier; key: string; account_id: string }[] = [];
   for (const tier of TIERS) {
     const accountId = `demo-${tier}`;

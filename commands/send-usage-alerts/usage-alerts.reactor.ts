@@ -13,7 +13,7 @@
  * have used 90%" is no longer true. Such an alert stays `pending` in the read model, unsent.
  */
 import type { Clock } from '../../src/core/clock.js';
-import { ConcurrencyError } from '../../src/core/errors.js';
+import { handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
@@ -44,8 +44,8 @@ const PAGE = 100;
 const RETRY_AFTER_MS = [30_000, 120_000, 600_000, 1_800_000, 3_600_000] as const;
 const APPEND_ATTEMPTS = 5;
 
-const emailedHere = (events: RecordedEvent[], alertId: string) =>
-  events.some((e) => e.type === 'UsageAlertEmailed' && (e.data as UsageAlertEmailed['data'] | null)?.alert_event_id === alertId);
+const emailedHere = (e: RecordedEvent, alertId: string) =>
+  e.type === 'UsageAlertEmailed' && (e.data as UsageAlertEmailed['data'] | null)?.alert_event_id === alertId;
 
 /** Starts the periodic pass; call `stop()` at shutdown. */
 export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDispatcher {
@@ -60,24 +60,27 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
 
   /** Sends one alert unless the log says it went already; true when this call sent it. */
   async function deliver(doc: MailOutboxDoc & { to: string }): Promise<boolean> {
-    const stream = mailStream(doc.account_id);
     let mailed = false;
-    for (let attempt = 1; ; attempt++) {
-      const recorded = await events.readStream(stream);
-      if (emailedHere(recorded, doc.id)) return mailed;
-      if (!mailed) {
-        await mailer.send({ id: doc.id, to: doc.to, subject: doc.subject, text: doc.text });
-        mailed = true;
-      }
-      const emailed: UsageAlertEmailed = { type: 'UsageAlertEmailed', data: { alert_event_id: doc.id, to: doc.to, at: clock.now().toISOString() } };
-      try {
-        await events.append(stream, [emailed], recorded.length ? recorded[recorded.length - 1]!.revision : 'no_stream');
-        return true;
-      } catch (err) {
-        // Another alert of the account was recorded meanwhile (or this one, by another process).
-        if (!(err instanceof ConcurrencyError) || attempt >= APPEND_ATTEMPTS) throw err;
-      }
-    }
+    const alert = {
+      streamId: mailStream(doc.account_id),
+      initialState: () => false,
+      evolve: (emailed: boolean, e: RecordedEvent) => emailed || emailedHere(e, doc.id),
+    };
+    // Decided again on a conflict: another alert of the account was recorded meanwhile (or this one, by another process).
+    await handleCommand(
+      events,
+      alert,
+      async (emailed) => {
+        if (emailed) return [];
+        if (!mailed) {
+          await mailer.send({ id: doc.id, to: doc.to, subject: doc.subject, text: doc.text });
+          mailed = true;
+        }
+        return [{ type: 'UsageAlertEmailed', data: { alert_event_id: doc.id, to: doc.to, at: clock.now().toISOString() } } satisfies UsageAlertEmailed];
+      },
+      { attempts: APPEND_ATTEMPTS },
+    );
+    return mailed;
   }
 
   async function pass(): Promise<number> {

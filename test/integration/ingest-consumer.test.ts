@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { INGEST_DLQ_TOPIC, INGEST_TOPIC, startIngestConsumer } from '../../commands/ingest/ingest.consumer.js';
+import { INGEST_DLQ_TOPIC, INGEST_TOPIC, startIngestConsumer } from '../../commands/ingest/ingest.reactor.js';
 import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';

@@ -4,9 +4,8 @@ import { extname } from 'node:path';
 import { ingestRows } from '../../../commands/ingest/ingest.handler.js';
 import { IngestValidationError, parseIngestFile } from '../../../commands/ingest/ingest.parser.js';
 import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.schema.js';
-import { randomUUID } from 'node:crypto';
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
-import { type LedgerCommand } from '../../../commands/ledger/ledger.decider.js';
+import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { AppError } from '../../core/errors.js';
@@ -164,17 +163,17 @@ export function buildCli(): Command {
 const tierOption = () => new Option('--tier <tier>', 'plan tier').choices(TIERS);
 const accountOption = () => new Option('--account <id>', 'account id (from `keys create`)').makeOptionMandatory();
 
-/** Runs one ledger command for an account and prints its usage figures afterwards. */
+/** Runs one ledger operation for an account and prints its usage figures afterwards. */
 async function ledgerCommand(
   accountId: string,
-  command: LedgerCommand,
+  run: (s: Services) => Promise<LedgerOutcome>,
   json: boolean,
   what: string,
   /** Why a command that records nothing changed nothing (e.g. a pack id already in the ledger). */
   unchanged?: string,
 ): Promise<void> {
   await withServices(async (s) => {
-    const outcome = await s.ledger.execute(accountId, command);
+    const outcome = await run(s);
     const figures = usageFigures(outcome.state, s.clock.now());
     if (unchanged !== undefined && outcome.events.length === 0) {
       printer(json)(`${unchanged} (account ${accountId}): no change`, { account_id: accountId, events: [], usage: figures, unchanged });
@@ -240,14 +239,16 @@ function addAccountCommands(program: Command): void {
     .addOption(tierOption().makeOptionMandatory())
     .option('--json', 'machine-readable output')
     .action((opts: { account: string; tier: Tier; json?: boolean }) =>
-      ledgerCommand(opts.account, { type: 'SetPlan', data: { tier: opts.tier } }, Boolean(opts.json), `plan set to ${opts.tier}`),
+      ledgerCommand(opts.account, (s) => s.ledger.changePlan(opts.account, opts.tier), Boolean(opts.json), `plan set to ${opts.tier}`),
     );
   plan
     .command('cancel')
     .description('Back to free at the end of the current month; the key keeps working')
     .addOption(accountOption())
     .option('--json', 'machine-readable output')
-    .action((opts: { account: string; json?: boolean }) => ledgerCommand(opts.account, { type: 'CancelPlan' }, Boolean(opts.json), 'plan cancelled'));
+    .action((opts: { account: string; json?: boolean }) =>
+      ledgerCommand(opts.account, (s) => s.ledger.cancelPlan(opts.account), Boolean(opts.json), 'plan cancelled'),
+    );
 
   program
     .command('pro')
@@ -255,9 +256,10 @@ function addAccountCommands(program: Command): void {
     .argument('<state>', 'on or off')
     .addOption(accountOption())
     .option('--json', 'machine-readable output')
-    .action((state: string, opts: { account: string; json?: boolean }) =>
-      ledgerCommand(opts.account, { type: 'SetPro', data: { on: onOff(state) } }, Boolean(opts.json), `Pro ${state}`),
-    );
+    .action((state: string, opts: { account: string; json?: boolean }) => {
+      const on = onOff(state);
+      return ledgerCommand(opts.account, (s) => s.ledger.setPro(opts.account, on), Boolean(opts.json), `Pro ${state}`);
+    });
 
   program
     .command('overage')
@@ -265,9 +267,10 @@ function addAccountCommands(program: Command): void {
     .argument('<state>', 'on or off')
     .addOption(accountOption())
     .option('--json', 'machine-readable output')
-    .action((state: string, opts: { account: string; json?: boolean }) =>
-      ledgerCommand(opts.account, { type: 'SwitchOverage', data: { on: onOff(state) } }, Boolean(opts.json), `overage ${state}`),
-    );
+    .action((state: string, opts: { account: string; json?: boolean }) => {
+      const on = onOff(state);
+      return ledgerCommand(opts.account, (s) => s.ledger.switchOverage(opts.account, on), Boolean(opts.json), `overage ${state}`);
+    });
 
   program
     .command('audit')
@@ -303,18 +306,18 @@ function addAccountCommands(program: Command): void {
     .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
     .option('--pack-id <id>', 'purchase reference (default: a new id); the same purchase again adds nothing, another amount under it is refused')
     .option('--json', 'machine-readable output')
-    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) => {
-      const packId = opts.packId ?? `pack_${randomUUID()}`;
-      return ledgerCommand(
+    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) =>
+      ledgerCommand(
         opts.account,
-        { type: 'PurchasePack', data: { pack_id: packId, credits: opts.credits } },
+        (s) => s.ledger.buyPack(opts.account, { packId: opts.packId ?? s.ids.next('pack_', 16), credits: opts.credits }),
         Boolean(opts.json),
         `pack of ${opts.credits} credits added`,
         // The purchase reference is an idempotency key (the ledger decides it): the same purchase
         // run twice (a retried script) is credited once; another purchase under it is a conflict.
-        `pack ${packId} was added already`,
-      );
-    });
+        // A new id is never a repeat.
+        opts.packId === undefined ? undefined : `pack ${opts.packId} was added already`,
+      ),
+    );
 }
 
 function onOff(state: string): boolean {
