@@ -9,7 +9,7 @@ import { dictionary, scoreAt } from '../columns.js';
 import { latestOnOrBefore, prices, seriesKey } from '../reference/reference.projection.js';
 
 /**
- * Divergence extremes, their events (flag → close with prices) and score moves (DESIGN §5).
+ * Divergence extremes, their events (flag → close with prices) and score moves (docs/methodology.md).
  *
  * Rules, all from event data only (no clock), so a replay rebuilds identical documents:
  * - gap = round1(main_street − wall_street); direction +1 (bull) when gap > 0, −1 (bear) when < 0.
@@ -130,7 +130,7 @@ export const scoreMoves = defineCollection<ScoreMoveDoc>({
 });
 
 /**
- * The percentile thresholds (DESIGN §5) as fractions, so that `percentile >= 0.95` is decided on
+ * The percentile thresholds (docs/methodology.md) as fractions, so that `percentile >= 0.95` is decided on
  * integers: percentile = less / (n − 1), and less / (n − 1) ≥ num / den ⇔ less · den ≥ num · (n − 1).
  */
 export const EXTREME_PERCENTILE = { num: 19, den: 20 } as const; // 0.95: at an extreme

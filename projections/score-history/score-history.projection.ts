@@ -65,8 +65,8 @@ export function rowAt(b: HistoryBucket, i: number): HistoryRow {
   const restated = b.restated[b.days[i]!];
   const published = publishedAt(b, i);
   const scores = { main_street: scoreAt(b.main_street, i), wall_street: scoreAt(b.wall_street, i) };
-  // One literal (not `{ ...row, divergence_gap }`: V8 11 gives each such copy a hidden class of
-  // its own, and this runs for every row a history query returns).
+  // One literal, not a spread with more properties (why: withChanges in
+  // src/domain/ledger/ledger.state.ts): this runs for every row a history query returns.
   return {
     ticker: b.ticker,
     date: dateAt(b, i),

@@ -1,5 +1,5 @@
 /**
- * Usage-alert emails (DESIGN §5): one `mail_outbox` document per `UsageAlertRaised`, holding the
+ * Usage-alert emails (docs/ledger.md): one `mail_outbox` document per `UsageAlertRaised`, holding the
  * finished message, and marked sent by `UsageAlertEmailed`. The dispatcher
  * (commands/send-usage-alerts) sends the pending ones and records each send as that event, so a
  * rebuild of the read models from the log ends with every sent mail marked sent again.

@@ -14,7 +14,7 @@ export interface DailyValue {
 }
 
 /**
- * Social heat (DESIGN §5) of every day of `series` between `start` and `end` (inclusive; no
+ * Social heat (docs/methodology.md) of every day of `series` between `start` and `end` (inclusive; no
  * `start` = from the first day), oldest first:
  *
  *   value(d) = visits(d) / max(visits(d), max visits over [d − 365, d − 1]) × 100, rounded to 2 decimals.

@@ -37,7 +37,7 @@ export async function rowsAsKnownAt(reads: ReadStore, rows: readonly HistoryRow[
     const v = valid.get(`${r.ticker}|${r.date}`);
     // Every restated row keeps all its superseded versions; without one, the row's past is unknown.
     if (!v) continue;
-    // Object.assign, not a spread with more properties (V8 11 gives each such copy a hidden class).
+    // Object.assign, not a spread with more properties (why: withChanges in src/domain/ledger/ledger.state.ts).
     out.push(Object.assign({}, r, {
       main_street: v.main_street,
       wall_street: v.wall_street,

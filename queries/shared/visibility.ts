@@ -10,7 +10,7 @@ import type { TickerListed } from '../../src/events/reference-events.js';
 export const TOP100_RANK = 100;
 
 /**
- * What one caller may see right now, from the entitlements of its plan (DESIGN §5):
+ * What one caller may see right now, from the entitlements of its plan (docs/product.md, "Plans"):
  * - `asOf`: the latest score date on or before today − delay_days (the free tier trails 7 days);
  *   every endpoint serves data as of this date and no later.
  * - `floor`: the earliest date reachable (today − history_days; null = the full history).

@@ -1,6 +1,6 @@
 /**
  * One error family for the whole service. Every refusal a client can see carries a stable `code`
- * and an HTTP status; `src/http/problem.ts` is the one place that turns it into problem+json.
+ * and an HTTP status; `src/app/http/problem.ts` is the one place that turns it into problem+json.
  */
 export type ErrorCode =
   | 'bad_request'

@@ -1,7 +1,7 @@
 /**
  * Plan tiers and the Pro-member overlay: THE one table of what each tier includes.
  * Metering, `/v1/usage`, gating, OpenAPI text and docs all read these numbers from here
- * (DESIGN §5, STYLE rule 8).
+ * (docs/product.md, "Plans").
  */
 
 /** Lowest to highest; the position is the tier's rank for gating. */

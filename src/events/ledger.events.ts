@@ -152,8 +152,7 @@ export function sealEvent<T extends LedgerEventType>(
   at: string,
   prevHash: string,
 ): Extract<LedgerEvent, { type: T }> {
-  // Object.assign, not a spread with more properties: V8 11 gives each such copy a hidden class of
-  // its own (~15x slower).
+  // Object.assign, not a spread with more properties (why: withChanges in src/domain/ledger/ledger.state.ts).
   const data: Record<string, unknown> & { prev_hash: string } = Object.assign({}, body, { at, prev_hash: prevHash, hash: undefined });
   data['hash'] = hashUnsealed(type, data);
   return { type, data } as unknown as Extract<LedgerEvent, { type: T }>;

@@ -1,5 +1,5 @@
 /**
- * Deterministic demo dataset (DESIGN §4): the publication history of a scores vendor from
+ * Deterministic demo dataset (docs/operations.md): the publication history of a scores vendor from
  * 2019-01-02 onwards, as event-store appends, each stamped with the instant it belongs to.
  *
  * - Same options → byte-identical appends and event ids (UUIDv5 of seed + stream + revision).
