@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
@@ -44,17 +44,21 @@ export class GetCoverageController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   public async getCoverage(@Request() req: AuthedRequest, @Query() since?: string): Promise<CoverageResponse> {
-    const from = parseDateParam('since', since);
-    const v = await this.visibility(req);
-    const tickers = await coveredTickers(this.services.reads, v, from);
-    await this.charge(req, 'coverage');
-    return {
-      tickers,
-      count: tickers.length,
-      coverage: v.coverage,
-      since: from ?? null,
-      as_of: v.asOf,
-      citation_url: citationUrl(this.services.baseUrl()),
-    };
+    return this.serve(req, (call) => run(call, since));
   }
+}
+
+export async function run(call: MeteredCall, since: string | undefined): Promise<CoverageResponse> {
+  const from = parseDateParam('since', since);
+  const v = await call.visibility();
+  const tickers = await coveredTickers(call.ctx.reads, v, from);
+  await call.charge('coverage');
+  return {
+    tickers,
+    count: tickers.length,
+    coverage: v.coverage,
+    since: from ?? null,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl()),
+  };
 }

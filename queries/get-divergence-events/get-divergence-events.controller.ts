@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { badRequest } from '../../src/core/errors.js';
 import { parseDateParam } from '../shared/params.js';
@@ -57,18 +57,22 @@ export class GetDivergenceEventsController extends MeteredController {
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getDivergenceEvents(@Request() req: AuthedRequest, @Query() since?: string): Promise<DivergenceEventsResponse> {
-    const from = parseSince(since);
-    const v = await this.visibility(req);
-    const result = await closedEvents(this.services.reads, v, from);
-    await this.charge(req, 'divergence_events');
-    return {
-      events: result.events,
-      count: result.events.length,
-      since: result.since,
-      as_of: v.asOf,
-      citation_url: citationUrl(this.services.baseUrl()),
-    };
+    return this.serve(req, (call) => run(call, since));
   }
+}
+
+export async function run(call: MeteredCall, since: string | undefined): Promise<DivergenceEventsResponse> {
+  const from = parseSince(since);
+  const v = await call.visibility();
+  const result = await closedEvents(call.ctx.reads, v, from);
+  await call.charge('divergence_events');
+  return {
+    events: result.events,
+    count: result.events.length,
+    since: result.since,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl()),
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -48,9 +48,13 @@ export class GetDivergenceOpenController extends MeteredController {
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getDivergenceOpen(@Request() req: AuthedRequest): Promise<OpenDivergenceResponse> {
-    const v = await this.visibility(req);
-    const trades = await openTrades(this.services.reads, v);
-    await this.charge(req, 'divergence_open');
-    return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, run);
   }
+}
+
+export async function run(call: MeteredCall): Promise<OpenDivergenceResponse> {
+  const v = await call.visibility();
+  const trades = await openTrades(call.ctx.reads, v);
+  await call.charge('divergence_open');
+  return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

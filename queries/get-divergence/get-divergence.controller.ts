@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -58,12 +58,16 @@ export class GetDivergenceController extends MeteredController {
   @Response<ProblemDetails>(422, 'limit above 100 (limit_exceeded)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getDivergence(@Request() req: AuthedRequest, @Query() direction?: string, @Query() limit?: string): Promise<DivergenceResponse> {
-    const dir = parseDirection(direction);
-    const max = parseIntParam('limit', limit, DIVERGENCE_LIMIT);
-    const whyNow = includesWhyNow(this.principal(req).tier);
-    const v = await this.visibility(req);
-    const rows = await widestGaps(this.services.reads, v, { direction: dir, limit: max, whyNow });
-    await this.charge(req, 'divergence', rows.length);
-    return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, (call) => run(call, direction, limit));
   }
+}
+
+export async function run(call: MeteredCall, direction: string | undefined, limit: string | undefined): Promise<DivergenceResponse> {
+  const dir = parseDirection(direction);
+  const max = parseIntParam('limit', limit, DIVERGENCE_LIMIT);
+  const whyNow = includesWhyNow(call.principal.tier);
+  const v = await call.visibility();
+  const rows = await widestGaps(call.ctx.reads, v, { direction: dir, limit: max, whyNow });
+  await call.charge('divergence', rows.length);
+  return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

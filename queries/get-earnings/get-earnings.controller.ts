@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -42,10 +42,14 @@ export class GetEarningsController extends MeteredController {
   @Response<ProblemDetails>(422, 'days above 60 (limit_exceeded)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getEarnings(@Request() req: AuthedRequest, @Query() days?: string): Promise<EarningsResponse> {
-    const horizon = parseIntParam('days', days, EARNINGS_DAYS);
-    const v = await this.visibility(req);
-    const reporters = await upcomingReporters(this.services.reads, v, horizon);
-    await this.charge(req, 'earnings');
-    return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, (call) => run(call, days));
   }
+}
+
+export async function run(call: MeteredCall, days: string | undefined): Promise<EarningsResponse> {
+  const horizon = parseIntParam('days', days, EARNINGS_DAYS);
+  const v = await call.visibility();
+  const reporters = await upcomingReporters(call.ctx.reads, v, horizon);
+  await call.charge('earnings');
+  return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

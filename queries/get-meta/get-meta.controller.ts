@@ -1,5 +1,5 @@
 import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { FIELD_DEFINITIONS, type FieldDefinition } from './field-definitions.js';
@@ -45,17 +45,21 @@ export class GetMetaController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   public async getMeta(@Request() req: AuthedRequest): Promise<MetaResponse> {
-    const stats = await datasetStats(this.services.reads);
-    await this.charge(req, 'meta');
-    const base = this.services.baseUrl();
-    return {
-      dataset: DATASET_STATEMENT,
-      coverage: coverageStatement(stats.universe),
-      fields: { ...FIELD_DEFINITIONS },
-      history: { depth: stats.depth, vintages: stats.vintages, restatement_policy: RESTATEMENT_POLICY },
-      license: `${base}/license`,
-      docs: `${base}/docs`,
-      mcp: `${base}/mcp/http`,
-    };
+    return this.serve(req, run);
   }
+}
+
+export async function run(call: MeteredCall): Promise<MetaResponse> {
+  const stats = await datasetStats(call.ctx.reads);
+  await call.charge('meta');
+  const base = call.ctx.baseUrl();
+  return {
+    dataset: DATASET_STATEMENT,
+    coverage: coverageStatement(stats.universe),
+    fields: { ...FIELD_DEFINITIONS },
+    history: { depth: stats.depth, vintages: stats.vintages, restatement_policy: RESTATEMENT_POLICY },
+    license: `${base}/license`,
+    docs: `${base}/docs`,
+    mcp: `${base}/mcp/http`,
+  };
 }

@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
@@ -125,38 +125,49 @@ export class GetMultiTickerHistoryController extends MeteredController {
     @Query() since?: string,
     @Query('as_known_at') asKnownAt?: string,
   ): Promise<MultiTickerHistoryResponse> {
-    const list = parseTickerList(tickers);
-    const from = parseDateParam('start', start);
-    const to = parseDateParam('end', end);
-    requireOrderedDates(from, to);
-    const sinceAt = parseInstantParam('since', since, 'up');
-    const knownAt = parseInstantParam('as_known_at', asKnownAt);
-    const v = await this.visibility(req);
-    const result = await getMultiTickerHistory(this.services.reads, v, { tickers: list, start: from, end: to, since: sinceAt, asKnownAt: knownAt });
-    await this.charge(req, 'multi_history', result.rows.length);
-    const seen = new Set<string>();
-    const rows = result.rows.map((r): MultiTickerHistoryRow => {
-      seen.add(r.ticker);
-      return {
-        ticker: r.ticker,
-        date: r.date,
-        main_street: r.main_street,
-        wall_street: r.wall_street,
-        service_score: r.service_score,
-        divergence_gap: r.divergence_gap,
-        estimated: r.estimated,
-        restated_at: timestampOf(r.restated_at),
-      };
-    });
-    return {
-      rows,
-      count: rows.length,
-      tickers: seen.size,
-      start: result.start,
-      end: result.end,
-      since: sinceAt === undefined ? null : since!.trim(),
-      as_of: v.asOf,
-      citation_url: citationUrl(this.services.baseUrl()),
-    };
+    return this.serve(req, (call) => run(call, tickers, start, end, since, asKnownAt));
   }
+}
+
+export async function run(
+  call: MeteredCall,
+  tickers: string | undefined,
+  start: string | undefined,
+  end: string | undefined,
+  since: string | undefined,
+  asKnownAt: string | undefined,
+): Promise<MultiTickerHistoryResponse> {
+  const list = parseTickerList(tickers);
+  const from = parseDateParam('start', start);
+  const to = parseDateParam('end', end);
+  requireOrderedDates(from, to);
+  const sinceAt = parseInstantParam('since', since, 'up');
+  const knownAt = parseInstantParam('as_known_at', asKnownAt);
+  const v = await call.visibility();
+  const result = await getMultiTickerHistory(call.ctx.reads, v, { tickers: list, start: from, end: to, since: sinceAt, asKnownAt: knownAt });
+  await call.charge('multi_history', result.rows.length);
+  const seen = new Set<string>();
+  const rows = result.rows.map((r): MultiTickerHistoryRow => {
+    seen.add(r.ticker);
+    return {
+      ticker: r.ticker,
+      date: r.date,
+      main_street: r.main_street,
+      wall_street: r.wall_street,
+      service_score: r.service_score,
+      divergence_gap: r.divergence_gap,
+      estimated: r.estimated,
+      restated_at: timestampOf(r.restated_at),
+    };
+  });
+  return {
+    rows,
+    count: rows.length,
+    tickers: seen.size,
+    start: result.start,
+    end: result.end,
+    since: sinceAt === undefined ? null : since!.trim(),
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl()),
+  };
 }

@@ -1,5 +1,5 @@
 import { Example, Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
@@ -90,28 +90,38 @@ export class GetScoreHistoryController extends MeteredController {
     @Query() end?: string,
     @Query('as_known_at') asKnownAt?: string,
   ): Promise<ScoreHistoryResponse> {
-    const from = parseDateParam('start', start);
-    const to = parseDateParam('end', end);
-    requireOrderedDates(from, to);
-    const knownAt = parseInstantParam('as_known_at', asKnownAt);
-    const symbol = tickerFromPath(ticker);
-    const v = await this.visibility(req);
-    const { rows, historyFloor } = await getScoreHistory(this.services.reads, v, { ticker: symbol, start: from, end: to, asKnownAt: knownAt });
-    await this.charge(req, 'history', rows.length);
-    return {
-      ticker: symbol,
-      rows: rows.map((r) => ({
-        date: r.date,
-        main_street: r.main_street,
-        wall_street: r.wall_street,
-        service_score: r.service_score,
-        estimated: r.estimated,
-      })),
-      count: rows.length,
-      history_floor: historyFloor,
-      provenance_note: HISTORY_NOTE,
-      as_of: v.asOf,
-      citation_url: citationUrl(this.services.baseUrl(), symbol),
-    };
+    return this.serve(req, (call) => run(call, ticker, start, end, asKnownAt));
   }
+}
+
+export async function run(
+  call: MeteredCall,
+  ticker: string,
+  start: string | undefined,
+  end: string | undefined,
+  asKnownAt: string | undefined,
+): Promise<ScoreHistoryResponse> {
+  const from = parseDateParam('start', start);
+  const to = parseDateParam('end', end);
+  requireOrderedDates(from, to);
+  const knownAt = parseInstantParam('as_known_at', asKnownAt);
+  const symbol = tickerFromPath(ticker);
+  const v = await call.visibility();
+  const { rows, historyFloor } = await getScoreHistory(call.ctx.reads, v, { ticker: symbol, start: from, end: to, asKnownAt: knownAt });
+  await call.charge('history', rows.length);
+  return {
+    ticker: symbol,
+    rows: rows.map((r) => ({
+      date: r.date,
+      main_street: r.main_street,
+      wall_street: r.wall_street,
+      service_score: r.service_score,
+      estimated: r.estimated,
+    })),
+    count: rows.length,
+    history_floor: historyFloor,
+    provenance_note: HISTORY_NOTE,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl(), symbol),
+  };
 }

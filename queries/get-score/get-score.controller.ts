@@ -1,5 +1,5 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
@@ -65,20 +65,24 @@ export class GetScoreController extends MeteredController {
   @Response<ProblemDetails>(404, 'Unknown ticker, or not a ticker at all (more than 12 characters)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getScore(@Path() ticker: string, @Request() req: AuthedRequest): Promise<ScoreResponse> {
-    const symbol = tickerFromPath(ticker);
-    const row = await getScoreAsOf(this.services.reads, await this.visibility(req), symbol);
-    await this.charge(req, 'scores');
-    return {
-      ticker: symbol,
-      date: row.date,
-      main_street: row.main_street,
-      wall_street: row.wall_street,
-      service_score: row.service_score,
-      divergence_gap: row.divergence_gap,
-      estimated: row.estimated,
-      as_of: row.date,
-      source: SOURCE_STATEMENT,
-      citation_url: citationUrl(this.services.baseUrl(), symbol),
-    };
+    return this.serve(req, (call) => run(call, ticker));
   }
+}
+
+export async function run(call: MeteredCall, ticker: string): Promise<ScoreResponse> {
+  const symbol = tickerFromPath(ticker);
+  const row = await getScoreAsOf(call.ctx.reads, await call.visibility(), symbol);
+  await call.charge('scores');
+  return {
+    ticker: symbol,
+    date: row.date,
+    main_street: row.main_street,
+    wall_street: row.wall_street,
+    service_score: row.service_score,
+    divergence_gap: row.divergence_gap,
+    estimated: row.estimated,
+    as_of: row.date,
+    source: SOURCE_STATEMENT,
+    citation_url: citationUrl(call.ctx.baseUrl(), symbol),
+  };
 }

@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
@@ -45,17 +45,21 @@ export class GetScreenerController extends MeteredController {
   @Response<ProblemDetails>(422, 'limit above 650 (limit_exceeded)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getScreener(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
-    const minScore = parseOptionalIntParam('min_score', min_score, SCREENER_MIN_SCORE);
-    const max = parseIntParam('limit', limit, SCREENER_LIMIT);
-    const v = await this.visibility(req);
-    const rows = await screenStocks(this.services.reads, v, { minScore, limit: max });
-    await this.charge(req, 'screener', rows.length);
-    return {
-      rows,
-      count: rows.length,
-      as_of: v.asOf,
-      source: SOURCE_STATEMENT,
-      citation_url: citationUrl(this.services.baseUrl()),
-    };
+    return this.serve(req, (call) => run(call, min_score, limit));
   }
+}
+
+export async function run(call: MeteredCall, min_score: string | undefined, limit: string | undefined): Promise<ScreenerResponse> {
+  const minScore = parseOptionalIntParam('min_score', min_score, SCREENER_MIN_SCORE);
+  const max = parseIntParam('limit', limit, SCREENER_LIMIT);
+  const v = await call.visibility();
+  const rows = await screenStocks(call.ctx.reads, v, { minScore, limit: max });
+  await call.charge('screener', rows.length);
+  return {
+    rows,
+    count: rows.length,
+    as_of: v.asOf,
+    source: SOURCE_STATEMENT,
+    citation_url: citationUrl(call.ctx.baseUrl()),
+  };
 }

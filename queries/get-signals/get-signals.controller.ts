@@ -1,5 +1,5 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -51,10 +51,14 @@ export class GetSignalsController extends MeteredController {
   @Response<ProblemDetails>(422, 'limit above 200 (limit_exceeded)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getSignals(@Request() req: AuthedRequest, @Query() limit?: string): Promise<SignalsResponse> {
-    const max = parseIntParam('limit', limit, SIGNALS_LIMIT);
-    const v = await this.visibility(req);
-    const signals = await latestSignals(this.services.reads, v, max);
-    await this.charge(req, 'signals');
-    return { signals, count: signals.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, (call) => run(call, limit));
   }
+}
+
+export async function run(call: MeteredCall, limit: string | undefined): Promise<SignalsResponse> {
+  const max = parseIntParam('limit', limit, SIGNALS_LIMIT);
+  const v = await call.visibility();
+  const signals = await latestSignals(call.ctx.reads, v, max);
+  await call.charge('signals');
+  return { signals, count: signals.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

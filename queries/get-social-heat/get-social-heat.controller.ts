@@ -1,5 +1,5 @@
 import { Example, Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
@@ -89,23 +89,27 @@ export class GetSocialHeatController extends MeteredController {
     @Query() start?: string,
     @Query() end?: string,
   ): Promise<SocialHeatResponse> {
-    const from = parseDateParam('start', start);
-    const to = parseDateParam('end', end);
-    requireOrderedDates(from, to);
-    const symbol = tickerFromPath(ticker);
-    const v = await this.visibility(req);
-    const { rows, historyFloor } = await getSocialHeat(this.services.reads, v, { ticker: symbol, start: from, end: to });
-    await this.charge(req, 'social_heat', rows.length);
-    return {
-      ticker: symbol,
-      metric: SOCIAL_HEAT_METRIC,
-      formula: SOCIAL_HEAT_FORMULA,
-      rows: rows.map((r) => ({ date: r.date, value: r.value })),
-      count: rows.length,
-      history_floor: historyFloor,
-      provenance_note: SOCIAL_HEAT_NOTE,
-      as_of: v.asOf,
-      citation_url: citationUrl(this.services.baseUrl(), symbol),
-    };
+    return this.serve(req, (call) => run(call, ticker, start, end));
   }
+}
+
+export async function run(call: MeteredCall, ticker: string, start: string | undefined, end: string | undefined): Promise<SocialHeatResponse> {
+  const from = parseDateParam('start', start);
+  const to = parseDateParam('end', end);
+  requireOrderedDates(from, to);
+  const symbol = tickerFromPath(ticker);
+  const v = await call.visibility();
+  const { rows, historyFloor } = await getSocialHeat(call.ctx.reads, v, { ticker: symbol, start: from, end: to });
+  await call.charge('social_heat', rows.length);
+  return {
+    ticker: symbol,
+    metric: SOCIAL_HEAT_METRIC,
+    formula: SOCIAL_HEAT_FORMULA,
+    rows: rows.map((r) => ({ date: r.date, value: r.value })),
+    count: rows.length,
+    history_floor: historyFloor,
+    provenance_note: SOCIAL_HEAT_NOTE,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl(), symbol),
+  };
 }

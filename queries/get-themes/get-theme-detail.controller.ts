@@ -1,6 +1,6 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import { badRequest } from '../../src/core/errors.js';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -60,11 +60,15 @@ export class GetThemeDetailController extends MeteredController {
   @Response<ProblemDetails>(404, 'Unknown theme (not_found)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getThemeDetail(@Path() slug: string, @Request() req: AuthedRequest): Promise<ThemeDetailResponse> {
-    const s = slug.trim().toLowerCase();
-    if (!SLUG.test(s)) throw badRequest('slug must be 1 to 64 characters of letters, digits and "-"', { errors: [{ parameter: 'slug', message: 'malformed' }] });
-    const v = await this.visibility(req);
-    const theme = await getThemeDetail(this.services.reads, v, s);
-    await this.charge(req, 'theme_detail', theme.constituents.length);
-    return { ...theme, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, (call) => run(call, slug));
   }
+}
+
+export async function run(call: MeteredCall, slug: string): Promise<ThemeDetailResponse> {
+  const s = slug.trim().toLowerCase();
+  if (!SLUG.test(s)) throw badRequest('slug must be 1 to 64 characters of letters, digits and "-"', { errors: [{ parameter: 'slug', message: 'malformed' }] });
+  const v = await call.visibility();
+  const theme = await getThemeDetail(call.ctx.reads, v, s);
+  await call.charge('theme_detail', theme.constituents.length);
+  return { ...theme, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

@@ -1,5 +1,5 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -55,9 +55,13 @@ export class GetThemesController extends MeteredController {
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getThemes(@Request() req: AuthedRequest): Promise<ThemesResponse> {
-    const v = await this.visibility(req);
-    const themes = await listThemes(this.services.reads, v);
-    await this.charge(req, 'themes');
-    return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, run);
   }
+}
+
+export async function run(call: MeteredCall): Promise<ThemesResponse> {
+  const v = await call.visibility();
+  const themes = await listThemes(call.ctx.reads, v);
+  await call.charge('themes');
+  return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

@@ -1,5 +1,5 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -50,9 +50,13 @@ export class GetTrackRecordController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   public async getTrackRecord(@Request() req: AuthedRequest): Promise<TrackRecordResponse> {
-    const v = await this.visibility(req);
-    const record = await trackRecord(this.services.reads, v);
-    await this.charge(req, 'track_record');
-    return { ...record, as_of: v.asOf, citation_url: citationUrl(this.services.baseUrl()) };
+    return this.serve(req, run);
   }
+}
+
+export async function run(call: MeteredCall): Promise<TrackRecordResponse> {
+  const v = await call.visibility();
+  const record = await trackRecord(call.ctx.reads, v);
+  await call.charge('track_record');
+  return { ...record, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
 }

@@ -1,5 +1,5 @@
 import { Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { parseIntParam } from '../shared/int-param.js';
@@ -31,15 +31,23 @@ export class GetUsageLedgerController extends MeteredController {
     @Query() limit?: string,
     @Query() cursor?: string,
   ): Promise<LedgerPageResponse> {
-    const p = this.principal(req);
-    // Read your own writes: the ledger read model includes this account's last charge.
-    const position = this.services.ledger.position(p.account_id);
-    if (position) await Promise.race([this.services.runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
-    // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
-    // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
-    const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
-    const page = await getUsageLedger(this.services.reads, { accountId: p.account_id, month, limit: rows, cursor });
-    await this.charge(req, 'usage_ledger');
-    return page;
+    return this.serve(req, (call) => run(call, month, limit, cursor));
   }
+}
+
+export async function run(
+  call: MeteredCall,
+  month: string | undefined,
+  limit: string | undefined,
+  cursor: string | undefined,
+): Promise<LedgerPageResponse> {
+  const p = call.principal;
+  // Read your own writes: the ledger read model includes this account's last charge.
+  await call.ctx.ledgerCaughtUp(p.account_id);
+  // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
+  // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
+  const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
+  const page = await getUsageLedger(call.ctx.reads, { accountId: p.account_id, month, limit: rows, cursor });
+  await call.charge('usage_ledger');
+  return page;
 }

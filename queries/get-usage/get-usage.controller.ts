@@ -1,9 +1,8 @@
 import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/app/http/authentication.js';
+import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { rateCardForUsage, type RateUnit } from '../../src/domain/rate-card.js';
-import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
 
 export interface EntitlementsResponse {
   /** Monthly credits; null = unmetered. */
@@ -62,23 +61,26 @@ export class GetUsageController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key')
   public async getUsage(@Request() req: AuthedRequest): Promise<UsageResponse> {
-    const p = this.principal(req);
-    await this.charge(req, 'usage');
-    const f = usageFigures(await this.services.ledger.state(p.account_id), this.services.clock.now());
-    return {
-      tier: f.tier,
-      pro_member: f.pro_member,
-      monthly_allowance: f.monthly_allowance,
-      used_this_month: f.used_this_month,
-      credits_remaining: f.credits_remaining,
-      overage_credits: f.overage_credits,
-      overage_cost_usd: f.overage_cost_usd,
-      prepaid_credits: f.prepaid_credits,
-      allow_overage: f.allow_overage,
-      overage_per_1k_usd: f.overage_per_1k_usd,
-      resets_at: f.resets_at,
-      entitlements: { ...f.entitlements },
-      rate_card: rateCardForUsage(),
-    };
+    return this.serve(req, run);
   }
+}
+
+export async function run(call: MeteredCall): Promise<UsageResponse> {
+  await call.charge('usage');
+  const f = await call.ctx.meter.usage(call.principal);
+  return {
+    tier: f.tier,
+    pro_member: f.pro_member,
+    monthly_allowance: f.monthly_allowance,
+    used_this_month: f.used_this_month,
+    credits_remaining: f.credits_remaining,
+    overage_credits: f.overage_credits,
+    overage_cost_usd: f.overage_cost_usd,
+    prepaid_credits: f.prepaid_credits,
+    allow_overage: f.allow_overage,
+    overage_per_1k_usd: f.overage_per_1k_usd,
+    resets_at: f.resets_at,
+    entitlements: { ...f.entitlements },
+    rate_card: rateCardForUsage(),
+  };
 }

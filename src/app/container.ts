@@ -10,7 +10,6 @@ import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
 import { SmtpMailer } from '../../infra/mail/smtp.js';
 import type { Mailer } from '../core/mail.port.js';
-import type { ApiKeyDoc } from '../../projections/api-keys/api-keys.projection.js';
 import { fixedClock, systemClock, type Clock } from '../core/clock.js';
 import { randomIds, type Ids } from '../core/ids.port.js';
 import type { EventBus } from '../core/event-bus.port.js';
@@ -20,8 +19,10 @@ import { CachedReadStore } from '../core/cached-read-store.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import type { ReadStore } from '../core/read-store.port.js';
 import type { Config } from './config.js';
-import type { Entitlements } from '../domain/plans.js';
-import { VISIBILITY_EVENT_TYPES, VisibilityCache, type Visibility } from '../../queries/shared/visibility.js';
+import type { Meter } from '../core/meter.port.js';
+import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/visibility.js';
+import type { QueryContext } from '../../queries/shared/query-context.js';
+import { LedgerMeter } from './metering/meter.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -38,13 +39,10 @@ export interface Services {
   mailer: Mailer;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
-  /**
-   * Key lookups by hash, cached until a key event reaches the read models (at most 5 s): a
-   * revocation takes effect as soon as the key read model has it, as without the cache.
-   */
-  keyLookup(hash: string, load: () => Promise<ApiKeyDoc | null>): Promise<ApiKeyDoc | null>;
-  /** What a plan may see now (as-of date, floor, coverage), memoised until scores or tickers change. */
-  visibility(entitlements: Entitlements): Promise<Visibility>;
+  /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
+  meter: Meter;
+  /** What the read side is given: the query reads, the meter, visibility (memoised until scores or tickers change). */
+  queries: QueryContext;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
   baseUrl(): string;
   setListenUrl(url: string): void;
@@ -98,14 +96,16 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })
     : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock });
   let listenUrl = `http://localhost:${config.port}`;
-  const keyCache = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
-  // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
+  const baseUrl = () => config.publicBaseUrl ?? listenUrl;
   // Queries read through a cache of the latest scores (one read per metered score call).
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
   const visibility = new VisibilityCache(queryReads);
+  const ledger = new LedgerService(events, clock);
+  const meter = new LedgerMeter(ledger, queryReads, clock);
   runner.onBatch((batch) => {
     queryReads.invalidate(batch);
-    if (batch.some((e) => e.streamId.startsWith('account-'))) keyCache.clear();
+    // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
+    if (batch.some((e) => e.streamId.startsWith('account-'))) meter.forgetKeys();
     if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
   });
   closers.push(
@@ -128,18 +128,19 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     bus,
     runner,
     mailer,
-    ledger: new LedgerService(events, clock),
-    keyLookup(hash, load) {
-      const now = performance.now();
-      const hit = keyCache.get(hash);
-      if (hit && now - hit.at < 5000) return hit.doc;
-      if (keyCache.size > 10_000) keyCache.clear();
-      const doc = load();
-      keyCache.set(hash, { at: now, doc });
-      return doc;
+    ledger,
+    meter,
+    queries: {
+      reads: queryReads,
+      meter,
+      visibility: (entitlements) => visibility.get(entitlements, clock.now()),
+      baseUrl,
+      async ledgerCaughtUp(accountId) {
+        const position = ledger.position(accountId);
+        if (position) await Promise.race([runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
+      },
     },
-    visibility: (entitlements) => visibility.get(entitlements, clock.now()),
-    baseUrl: () => config.publicBaseUrl ?? listenUrl,
+    baseUrl,
     setListenUrl: (url) => {
       listenUrl = url;
     },

@@ -1,10 +1,10 @@
 /**
- * THE one table of endpoint costs and minimum tiers (spec "Limits" → rate card, DESIGN §5).
+ * THE one table of endpoint costs and minimum tiers (docs/product.md, "Credit costs").
  * Metering charges from it, `/v1/usage` shows it as `rate_card`, gating reads `min_tier`, and
  * OpenAPI text / docs quote `describeCost`. REST and MCP share a key, so they cost the same.
  */
 import { AppError } from '../core/errors.js';
-import type { Tier } from './plans.js';
+import { tierAtLeast, type Tier } from './plans.js';
 
 export type RateUnit = 'call' | 'row' | 'constituent';
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
@@ -34,7 +34,7 @@ const TABLE = {
   history: { routes: get('/v1/scores/{ticker}/history'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: 'get_score_history' },
   social_heat: { routes: get('/v1/scores/social-heat/{ticker}'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: null },
   multi_history: { routes: get('/v1/scores/history'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: null },
-  // The spec's endpoint table says "2", its rate table "2 per row"; DESIGN §5 settles on per row.
+  // The product's endpoint list says "2", its rate table "2 per row": per row, as docs/product.md says.
   screener: { routes: get('/v1/screener'), credits: 2, unit: 'row', min_tier: 'free', mcp_tool: 'screen_stocks' },
   divergence: { routes: get('/v1/divergence'), credits: 3, unit: 'row', min_tier: 'free', mcp_tool: 'get_divergences' },
   signals: { routes: get('/v1/signals'), credits: 2, unit: 'call', min_tier: 'free', mcp_tool: null },
@@ -105,6 +105,17 @@ export function costOf(key: RateKey, quantity = 1): number {
 /** `GET /v1/scores/{ticker}`; several routes are joined with ", ". */
 export function endpointOf(key: RateKey): string {
   return RATE_CARD[key].routes.map((r) => `${r.method} ${r.path}`).join(', ');
+}
+
+/** 403 `tier` when a plan is below the endpoint's minimum (REST and MCP alike). */
+export function requireTier(tier: Tier, endpoint: RateKey): void {
+  const min = RATE_CARD[endpoint].min_tier;
+  if (!tierAtLeast(tier, min)) {
+    throw new AppError('tier', `${endpointOf(endpoint)} needs the ${min} plan or higher; this key is on ${tier}`, {
+      required_tier: min,
+      tier,
+    });
+  }
 }
 
 /** The rate key of a route template, for metering middleware that knows only the route. */

@@ -4,7 +4,8 @@ import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.j
 import type { fixedClock } from '../../src/core/clock.js';
 import { expressAuthentication } from '../../src/app/http/authentication.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
-import type { Request } from 'express';
+import type { Express, Request } from 'express';
+import { createApp } from '../../src/app/http/app.js';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { until } from '../support/processes.js';
@@ -64,13 +65,14 @@ describe('Across a month boundary (SCORES_NOW)', function () {
 describe('Tier gating', function () {
   this.timeout(120_000);
   let server: TestServer;
+  let app: Express;
   before(async () => {
     server = await startTestServer({ now: '2019-03-15T12:00:00Z' });
+    app = createApp(server.services);
   });
   after(() => server.stop());
 
-  const requestWith = (key: string) =>
-    ({ app: { locals: { services: server.services } }, header: (n: string) => (n.toLowerCase() === 'x-api-key' ? key : undefined) }) as unknown as Request;
+  const requestWith = (key: string) => ({ app, header: (n: string) => (n.toLowerCase() === 'x-api-key' ? key : undefined) }) as unknown as Request;
 
   it('refuses a plan below the endpoint minimum with 403 tier, from the rate card', async () => {
     for (const [tier, endpoint, allowed] of [

@@ -6,10 +6,10 @@ import { parse as parseQuery } from 'node:querystring';
 import type { Services } from '../container.js';
 import { projectRoot } from '../../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
-import { requestIdOf, type AuthedRequest } from './authentication.js';
+import { requestIdOf } from './authentication.js';
+import { provideHttpContext } from './http-context.js';
 import { useLeanJson } from './json-response.js';
 import { completeOpenApi, queryParamsByRoute } from './openapi.js';
-import { remainingFor } from './metering.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
@@ -37,7 +37,6 @@ const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
 /** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
 export function createApp(services: Services): Express {
   const app = express();
-  app.locals['services'] = services;
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
@@ -48,12 +47,12 @@ export function createApp(services: Services): Express {
   app.use((req, res, next) => {
     for (const [name, value] of API_HEADERS) res.setHeader(name, value);
     // Every response names its request: the id is on the ledger entry of the call's charge.
-    res.setHeader('X-Request-Id', requestIdOf(req as AuthedRequest));
+    res.setHeader('X-Request-Id', requestIdOf(req, services.ids));
     next();
   });
   const openapi = loadOpenApi();
   const queryParams = queryParamsByRoute(openapi);
-  app.locals['queryParams'] = queryParams;
+  provideHttpContext(app, { queries: services.queries, meter: services.meter, ids: services.ids, queryParams });
   // Every /v1 endpoint answers GET only. HEAD would run (and charge) the whole call for headers
   // alone; other methods would fall through to a 404 for a path that exists.
   const v1Paths = [...queryParams.keys()].map((p) => new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`));
@@ -102,15 +101,6 @@ export function createApp(services: Services): Express {
   app.use((req, res) => {
     sendProblem(res, problemOf('not_found', `no route for ${req.method} ${req.path}`, services.baseUrl()));
   });
-  app.use(
-    problemHandler(
-      () => services.baseUrl(),
-      services.log,
-      async (req) => {
-        const user = (req as AuthedRequest).user;
-        return user ? remainingFor(services, user) : null;
-      },
-    ),
-  );
+  app.use(problemHandler(() => services.baseUrl(), services.log, services.meter));
   return app;
 }

@@ -2,6 +2,9 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import { ValidateError } from '@tsoa/runtime';
 import { AppError } from '../../core/errors.js';
 import { problemOf, type ProblemDetails } from '../../core/problem.js';
+import type { Meter } from '../../core/meter.port.js';
+import type { AuthedRequest } from '../../../queries/shared/query-context.js';
+import { CREDITS_HEADER } from '../../../queries/shared/metered-controller.js';
 
 export const PROBLEM_JSON = 'application/problem+json';
 
@@ -25,13 +28,14 @@ function fromValidateError(err: ValidateError, baseUrl: string): ProblemDetails 
 export function problemHandler(
   baseUrl: () => string,
   log: { error(obj: unknown, msg: string): void },
-  creditsHeader: (req: Request) => Promise<string | null>,
+  meter: Pick<Meter, 'remaining'>,
 ): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) return next(err);
-    creditsHeader(req)
+    const user = (req as AuthedRequest).user;
+    (user ? meter.remaining(user) : Promise.resolve(null))
       .then((value) => {
-        if (value !== null && !res.headersSent) res.setHeader('X-Credits-Remaining', value);
+        if (value !== null && !res.headersSent) res.setHeader(CREDITS_HEADER, value);
       })
       .catch(() => undefined)
       .finally(() => respond(err, req, res));

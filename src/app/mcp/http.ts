@@ -1,8 +1,9 @@
 import express, { type RequestHandler } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Services } from '../container.js';
-import { authenticate, type AuthedRequest } from '../http/authentication.js';
-import { CREDITS_HEADER, remainingFor } from '../http/metering.js';
+import { requestIdOf } from '../http/authentication.js';
+import type { AuthedRequest } from '../../../queries/shared/query-context.js';
+import { CREDITS_HEADER } from '../../../queries/shared/metered-controller.js';
 import { problemOf } from '../../core/problem.js';
 import { sendProblem } from '../http/problem.js';
 import { createMcpServer } from './server.js';
@@ -29,8 +30,9 @@ export function mcpRoute(services: Services): RequestHandler[] {
 function mcpAuthentication(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = await authenticate(services, req.header('x-api-key'), req as AuthedRequest);
-      const remaining = await remainingFor(services, principal).catch(() => null);
+      const principal = await services.meter.authenticate(req.header('x-api-key'), requestIdOf(req, services.ids));
+      (req as AuthedRequest).user = principal;
+      const remaining = await services.meter.remaining(principal).catch(() => null);
       if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
       next();
     } catch (err) {
@@ -57,8 +59,7 @@ function jsonRpcBody(): RequestHandler {
 
 function mcpHandler(services: Services): RequestHandler {
   return async (req, res) => {
-    const authed = req as AuthedRequest;
-    const principal = authed.user;
+    const principal = (req as AuthedRequest).user;
     if (!principal) throw new Error('MCP handler reached without authentication');
     const creditsRemaining = (value: string) => {
       if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
@@ -68,7 +69,7 @@ function mcpHandler(services: Services): RequestHandler {
       res.status(200).json(refused);
       return;
     }
-    const server = createMcpServer(services, principal, authed, creditsRemaining);
+    const server = createMcpServer({ queries: services.queries, principal, log: services.log, creditsRemaining });
     // Stateless: a transport serves one request and cannot be reused.
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {

@@ -1,19 +1,17 @@
-import type { Controller } from '@tsoa/runtime';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Services } from '../container.js';
 import { AppError } from '../../core/errors.js';
-import { RATE_CARD, describeCost, type RateKey } from '../../domain/rate-card.js';
-import { requireTier, type AuthedRequest, type Principal } from '../http/authentication.js';
-import { CREDITS_HEADER, remainingFor } from '../http/metering.js';
+import type { Principal } from '../../core/meter.port.js';
+import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain/rate-card.js';
 import { problemOf, type ProblemDetails } from '../../core/problem.js';
+import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
 
-/** What every tool of one MCP request works with: the app's services and the authenticated caller. */
+/** What every tool of one MCP request works with: the read side of the app and the authenticated caller. */
 export interface ToolContext {
-  services: Services;
+  queries: QueryContext;
+  /** Its `request_id` is the MCP request's, on the ledger entry of each charge. */
   principal: Principal;
-  /** The HTTP request that carried the MCP message (its id is on the ledger entry). */
-  req: AuthedRequest;
+  log: { error(obj: unknown, msg: string): void };
   /**
    * Sets `X-Credits-Remaining` on the HTTP response that carries the tool's result. In JSON
    * response mode the SDK writes that response only once the tool has returned, so the header
@@ -51,7 +49,7 @@ export function asQuery(value: unknown): string | undefined {
 /**
  * A tool argument judged by its REST twin. tools/list shows `listed` (the JSON type the twin
  * expects and its description), but any JSON value gets past the SDK's input check and reaches the
- * controller in query-string form (see asQuery). So an argument of the wrong type (`{"limit":
+ * twin in query-string form (see asQuery). So an argument of the wrong type (`{"limit":
  * "abc"}`, `{"limit": 1.5}`) is refused by the same parser as the equivalent query (`?limit=abc`):
  * a tool error with REST's 400 problem and the credits left, not the SDK's bare -32602 text.
  */
@@ -68,28 +66,22 @@ export function requiredRestArg(listed: z.ZodTypeAny): z.ZodType<string, z.ZodTy
 }
 
 /**
- * Runs a tool by calling its REST twin's controller method, so both faces share the query, the
- * validation, the tier gate and the metering by construction. The controller sees a request-like
- * object carrying the principal and `channel: 'mcp'` (recorded on the ledger debit). The REST
- * body becomes the result (structured and as JSON text); an AppError becomes an `isError` result
- * carrying the same problem details REST would send.
+ * Runs a tool as its REST twin: the twin's `run` (the controller's body), so both faces share the
+ * query, the validation, the tier gate and the metering by construction; the charge is recorded
+ * with channel `mcp`. The REST body becomes the result (structured and as JSON text); an AppError
+ * becomes an `isError` result carrying the same problem details REST would send.
  */
-export async function callRestTwin<C extends Controller, T extends object>(
-  ctx: ToolContext,
-  key: RateKey,
-  controller: C,
-  method: (controller: C, req: AuthedRequest) => Promise<T>,
-): Promise<CallToolResult> {
-  const req = { user: ctx.principal, requestId: ctx.principal.request_id, channel: 'mcp' } as AuthedRequest;
+export async function callTwin<T extends object>(ctx: ToolContext, key: RateKey, run: (call: MeteredCall) => Promise<T>): Promise<CallToolResult> {
+  const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp');
   try {
-    requireTier(ctx.principal, key);
-    const body = await method(controller, req);
-    const remaining = controller.getHeaders()[CREDITS_HEADER];
-    if (typeof remaining === 'string') ctx.creditsRemaining(remaining);
+    requireTier(ctx.principal.tier, key);
+    const body = await run(call);
+    const remaining = call.remaining;
+    if (remaining !== null) ctx.creditsRemaining(remaining);
     return {
       content: [{ type: 'text', text: JSON.stringify(body) }],
       structuredContent: body as Record<string, unknown>,
-      ...(typeof remaining === 'string' ? { _meta: { credits_remaining: remaining } } : {}),
+      ...(remaining !== null ? { _meta: { credits_remaining: remaining } } : {}),
     };
   } catch (err) {
     return errorResult(ctx, err);
@@ -97,15 +89,15 @@ export async function callRestTwin<C extends Controller, T extends object>(
 }
 
 async function errorResult(ctx: ToolContext, err: unknown): Promise<CallToolResult> {
-  const base = ctx.services.baseUrl();
+  const base = ctx.queries.baseUrl();
   let problem: ProblemDetails;
   if (err instanceof AppError) {
     problem = problemOf(err.code, err.detail, base, err.extensions);
   } else {
-    ctx.services.log.error({ err }, 'MCP tool failed');
+    ctx.log.error({ err }, 'MCP tool failed');
     problem = problemOf('internal', 'the service failed to answer; the error was logged', base);
   }
-  const remaining = await remainingFor(ctx.services, ctx.principal).catch(() => null);
+  const remaining = await ctx.queries.meter.remaining(ctx.principal).catch(() => null);
   if (remaining !== null) ctx.creditsRemaining(remaining);
   return {
     isError: true,

@@ -1,6 +1,4 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { Services } from '../container.js';
-import type { AuthedRequest, Principal } from '../http/authentication.js';
 import type { ToolContext } from './rest-twin.js';
 import { registerGetScores } from './tools/get-scores.tool.js';
 import { registerGetScoreHistory } from './tools/get-score-history.tool.js';
@@ -24,15 +22,10 @@ const TOOLS: readonly ((server: McpServer, ctx: ToolContext) => void)[] = [
 
 /**
  * The MCP server for one HTTP request of one authenticated caller (stateless mode: a server and
- * a transport per POST). Every tool is the twin of a REST endpoint and calls its controller;
- * `creditsRemaining` sets the response's `X-Credits-Remaining` after a tool call.
+ * a transport per POST). Every tool is the twin of a REST endpoint and runs its query;
+ * `ctx.creditsRemaining` sets the response's `X-Credits-Remaining` after a tool call.
  */
-export function createMcpServer(
-  services: Services,
-  principal: Principal,
-  req: AuthedRequest,
-  creditsRemaining: (value: string) => void,
-): McpServer {
+export function createMcpServer(ctx: ToolContext): McpServer {
   const server = new McpServer(
     { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: '0.1.0' },
     {
@@ -40,7 +33,6 @@ export function createMcpServer(
         'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint and draws the same credits from your account.',
     },
   );
-  const ctx: ToolContext = { services, principal, req, creditsRemaining };
   for (const register of TOOLS) register(server, ctx);
   return server;
 }

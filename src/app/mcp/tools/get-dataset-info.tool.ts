@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { GetMetaController } from '../../../../queries/get-meta/get-meta.controller.js';
-import { callRestTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getMeta } from '../../../../queries/get-meta/get-meta.controller.js';
+import { callTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_dataset_info`, the twin of GET /v1/meta. */
 export function registerGetDatasetInfo(server: McpServer, ctx: ToolContext): void {
@@ -14,6 +14,6 @@ export function registerGetDatasetInfo(server: McpServer, ctx: ToolContext): voi
       ),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async () => callRestTwin(ctx, 'meta', new GetMetaController(ctx.services), (c, req) => c.getMeta(req)),
+    async () => callTwin(ctx, 'meta', getMeta),
   );
 }

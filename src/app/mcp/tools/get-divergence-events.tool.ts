@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GetDivergenceEventsController } from '../../../../queries/get-divergence-events/get-divergence-events.controller.js';
-import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getDivergenceEvents } from '../../../../queries/get-divergence-events/get-divergence-events.controller.js';
+import { callTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_divergence_events`, the twin of GET /v1/divergence/events. */
 export function registerGetDivergenceEvents(server: McpServer, ctx: ToolContext): void {
@@ -18,7 +18,6 @@ export function registerGetDivergenceEvents(server: McpServer, ctx: ToolContext)
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ since }) =>
-      callRestTwin(ctx, 'divergence_events', new GetDivergenceEventsController(ctx.services), (c, req) => c.getDivergenceEvents(req, since)),
+    async ({ since }) => callTwin(ctx, 'divergence_events', (call) => getDivergenceEvents(call, since)),
   );
 }

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GetDivergenceController } from '../../../../queries/get-divergence/get-divergence.controller.js';
-import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getDivergence } from '../../../../queries/get-divergence/get-divergence.controller.js';
+import { callTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_divergences`, the twin of GET /v1/divergence. */
 export function registerGetDivergences(server: McpServer, ctx: ToolContext): void {
@@ -23,7 +23,6 @@ export function registerGetDivergences(server: McpServer, ctx: ToolContext): voi
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ direction, limit }) =>
-      callRestTwin(ctx, 'divergence', new GetDivergenceController(ctx.services), (c, req) => c.getDivergence(req, direction, limit)),
+    async ({ direction, limit }) => callTwin(ctx, 'divergence', (call) => getDivergence(call, direction, limit)),
   );
 }

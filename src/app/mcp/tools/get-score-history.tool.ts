@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GetScoreHistoryController } from '../../../../queries/get-score-history/get-score-history.controller.js';
-import { callRestTwin, describeTool, requiredRestArg, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getScoreHistory } from '../../../../queries/get-score-history/get-score-history.controller.js';
+import { callTwin, describeTool, requiredRestArg, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_score_history`, the twin of GET /v1/scores/{ticker}/history. */
 export function registerGetScoreHistory(server: McpServer, ctx: ToolContext): void {
@@ -25,7 +25,6 @@ export function registerGetScoreHistory(server: McpServer, ctx: ToolContext): vo
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ ticker, start, end, as_known_at }) =>
-      callRestTwin(ctx, 'history', new GetScoreHistoryController(ctx.services), (c, req) => c.getHistory(ticker, req, start, end, as_known_at)),
+    async ({ ticker, start, end, as_known_at }) => callTwin(ctx, 'history', (call) => getScoreHistory(call, ticker, start, end, as_known_at)),
   );
 }

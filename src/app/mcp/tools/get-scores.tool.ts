@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GetScoreController } from '../../../../queries/get-score/get-score.controller.js';
-import { callRestTwin, describeTool, requiredRestArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getScore } from '../../../../queries/get-score/get-score.controller.js';
+import { callTwin, describeTool, requiredRestArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_scores`, the twin of GET /v1/scores/{ticker}. */
 export function registerGetScores(server: McpServer, ctx: ToolContext): void {
@@ -18,6 +18,6 @@ export function registerGetScores(server: McpServer, ctx: ToolContext): void {
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ ticker }) => callRestTwin(ctx, 'scores', new GetScoreController(ctx.services), (c, req) => c.getScore(ticker, req)),
+    async ({ ticker }) => callTwin(ctx, 'scores', (call) => getScore(call, ticker)),
   );
 }

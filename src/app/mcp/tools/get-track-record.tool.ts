@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { GetTrackRecordController } from '../../../../queries/get-track-record/get-track-record.controller.js';
-import { callRestTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getTrackRecord } from '../../../../queries/get-track-record/get-track-record.controller.js';
+import { callTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_track_record`, the twin of GET /v1/track-record. */
 export function registerGetTrackRecord(server: McpServer, ctx: ToolContext): void {
@@ -14,6 +14,6 @@ export function registerGetTrackRecord(server: McpServer, ctx: ToolContext): voi
       ),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async () => callRestTwin(ctx, 'track_record', new GetTrackRecordController(ctx.services), (c, req) => c.getTrackRecord(req)),
+    async () => callTwin(ctx, 'track_record', getTrackRecord),
   );
 }

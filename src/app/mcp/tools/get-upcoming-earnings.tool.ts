@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GetEarningsController } from '../../../../queries/get-earnings/get-earnings.controller.js';
-import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as getEarnings } from '../../../../queries/get-earnings/get-earnings.controller.js';
+import { callTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `get_upcoming_earnings`, the twin of GET /v1/earnings. */
 export function registerGetUpcomingEarnings(server: McpServer, ctx: ToolContext): void {
@@ -20,6 +20,6 @@ export function registerGetUpcomingEarnings(server: McpServer, ctx: ToolContext)
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ days }) => callRestTwin(ctx, 'earnings', new GetEarningsController(ctx.services), (c, req) => c.getEarnings(req, days)),
+    async ({ days }) => callTwin(ctx, 'earnings', (call) => getEarnings(call, days)),
   );
 }

@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { GetScreenerController } from '../../../../queries/get-screener/get-screener.controller.js';
-import { callRestTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { run as screenStocks } from '../../../../queries/get-screener/get-screener.controller.js';
+import { callTwin, describeTool, restArg, toolNameOf, type ToolContext } from '../rest-twin.js';
 
 /** `screen_stocks`, the twin of GET /v1/screener. */
 export function registerScreenStocks(server: McpServer, ctx: ToolContext): void {
@@ -19,7 +19,6 @@ export function registerScreenStocks(server: McpServer, ctx: ToolContext): void 
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ min_score, limit }) =>
-      callRestTwin(ctx, 'screener', new GetScreenerController(ctx.services), (c, req) => c.getScreener(req, min_score, limit)),
+    async ({ min_score, limit }) => callTwin(ctx, 'screener', (call) => screenStocks(call, min_score, limit)),
   );
 }

@@ -1,0 +1,48 @@
+import type { Request } from 'express';
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { Meter, Principal } from '../../src/core/meter.port.js';
+import type { Entitlements } from '../../src/domain/plans.js';
+import type { RateKey } from '../../src/domain/rate-card.js';
+import type { Channel } from '../../src/events/ledger.events.js';
+import type { Visibility } from './visibility.js';
+
+/** What the read side needs of the app serving it, for REST controllers and MCP tools alike. */
+export interface QueryContext {
+  reads: ReadStore;
+  meter: Meter;
+  /** What a plan may see now (as-of date, floor, coverage). */
+  visibility(entitlements: Entitlements): Promise<Visibility>;
+  /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
+  baseUrl(): string;
+  /** Read your own writes: resolves once the read models hold the account's last ledger write (2 s at most). */
+  ledgerCaughtUp(accountId: string): Promise<void>;
+}
+
+/** A request tsoa's security hook let through: `user` is its caller, `requestId` the id its response names. */
+export type AuthedRequest = Request & { user?: Principal; requestId?: string };
+
+/**
+ * One call of one caller over one face (the ledger records the channel): what it may see, what it
+ * is charged. Each controller module exports `run(call, ...parameters)`, the endpoint's whole body,
+ * so that its tsoa controller and its MCP tool answer, refuse and charge alike.
+ */
+export class MeteredCall {
+  /** `X-Credits-Remaining` after the charge; null until the call is charged. */
+  remaining: string | null = null;
+
+  constructor(
+    readonly ctx: QueryContext,
+    readonly principal: Principal,
+    private readonly channel: Channel,
+  ) {}
+
+  /** What this caller may see now: as-of date (delay), history floor, coverage. */
+  visibility(): Promise<Visibility> {
+    return this.ctx.visibility(this.principal.entitlements);
+  }
+
+  /** Debits the call (durably); 429 when the credits do not cover it. */
+  async charge(endpoint: RateKey, quantity = 1): Promise<void> {
+    this.remaining = (await this.ctx.meter.charge(this.principal, endpoint, quantity, this.channel)).remaining;
+  }
+}

@@ -1,0 +1,30 @@
+import type { Express, Request } from 'express';
+import type { Ids } from '../../core/ids.port.js';
+import type { Meter } from '../../core/meter.port.js';
+import type { QueryContext } from '../../../queries/shared/query-context.js';
+
+/**
+ * What tsoa's hooks need of the app that received a request. tsoa calls its security hook and its
+ * ioc factory as module functions, shared by every app of the process (tests run several at
+ * once), so the request's app is their only way to it: this context is the one thing it carries.
+ */
+export interface HttpContext {
+  /** What the controllers are built with. */
+  queries: QueryContext;
+  meter: Meter;
+  ids: Ids;
+  /** The query parameters each /v1 route declares, by express path (`/v1/scores/:ticker`). */
+  queryParams: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+const SLOT = 'httpContext';
+
+export function provideHttpContext(app: Express, ctx: HttpContext): void {
+  app.locals[SLOT] = ctx;
+}
+
+export function httpContextOf(req: Request): HttpContext {
+  const ctx = req.app.locals[SLOT] as HttpContext | undefined;
+  if (!ctx) throw new Error('request reached a tsoa hook of an app without its HTTP context');
+  return ctx;
+}

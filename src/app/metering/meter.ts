@@ -1,0 +1,82 @@
+import type { LedgerService } from '../../../commands/ledger/ledger.handler.js';
+import { apiKeys, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
+import type { Clock } from '../../core/clock.js';
+import { AppError } from '../../core/errors.js';
+import type { Charge, Meter, Principal } from '../../core/meter.port.js';
+import type { ReadStore } from '../../core/read-store.port.js';
+import { hashApiKey } from '../../domain/api-keys.js';
+import { creditsRemainingHeader, stateAt, usageFigures, type UsageFigures } from '../../domain/ledger/ledger.figures.js';
+import type { LedgerState } from '../../domain/ledger/ledger.state.js';
+import { entitlementsOf } from '../../domain/plans.js';
+import { costOf, type RateKey } from '../../domain/rate-card.js';
+import type { Channel } from '../../events/ledger.events.js';
+
+/** How long a key lookup is trusted at most; a key event in the read models drops it sooner (see forgetKeys). */
+const KEY_CACHE_MS = 5000;
+
+/** The meter over the accounts' credit ledgers and the api-keys read model. */
+export class LedgerMeter implements Meter {
+  private readonly keys = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
+
+  constructor(
+    private readonly ledger: Pick<LedgerService, 'state' | 'debit'>,
+    private readonly reads: ReadStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async authenticate(key: string | undefined, requestId: string): Promise<Principal> {
+    if (!key) throw new AppError('unauthorized', 'send your API key in the X-API-Key header');
+    // Node joins repeated headers with ", "; no key holds a comma.
+    if (key.includes(',')) throw new AppError('unauthorized', 'send one X-API-Key header (this request has several)');
+    const doc = await this.keyDoc(hashApiKey(key.trim()));
+    if (!doc) throw new AppError('unauthorized', 'unknown API key');
+    const now = this.clock.now();
+    if (doc.status === 'revoked') throw new AppError('key_forbidden', `key ${doc.prefix}… was revoked`);
+    if (doc.status === 'rotated' && (doc.grace_until === null || doc.grace_until <= now.toISOString())) {
+      throw new AppError('key_forbidden', `key ${doc.prefix}… was rotated and its grace period ended at ${doc.grace_until ?? 'once'}`);
+    }
+    const ledger = stateAt(await this.ledger.state(doc.account_id), now);
+    return {
+      account_id: doc.account_id,
+      key_id: doc.key_id,
+      tier: ledger.tier,
+      pro: ledger.pro,
+      entitlements: entitlementsOf(ledger.tier, ledger.pro),
+      request_id: requestId,
+    };
+  }
+
+  async charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
+    const cost = costOf(endpoint, quantity);
+    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost });
+    return { cost, remaining: this.remainingOf(outcome.state) };
+  }
+
+  async remaining(principal: Principal): Promise<string> {
+    return this.remainingOf(await this.ledger.state(principal.account_id));
+  }
+
+  async usage(principal: Principal): Promise<UsageFigures> {
+    return usageFigures(await this.ledger.state(principal.account_id), this.clock.now());
+  }
+
+  /** Drops every cached key lookup: call it when a key event (issue, rotation, revocation) reaches the read models. */
+  forgetKeys(): void {
+    this.keys.clear();
+  }
+
+  private remainingOf(state: LedgerState): string {
+    return creditsRemainingHeader(state, this.clock.now());
+  }
+
+  /** Key lookups by hash, cached so that a revocation takes effect as soon as the key read model has it, as without the cache. */
+  private keyDoc(hash: string): Promise<ApiKeyDoc | null> {
+    const now = performance.now();
+    const hit = this.keys.get(hash);
+    if (hit && now - hit.at < KEY_CACHE_MS) return hit.doc;
+    if (this.keys.size > 10_000) this.keys.clear();
+    const doc = this.reads.get(apiKeys, hash);
+    this.keys.set(hash, { at: now, doc });
+    return doc;
+  }
+}

@@ -1,0 +1,42 @@
+import type { Entitlements, Tier } from '../domain/plans.js';
+import type { RateKey } from '../domain/rate-card.js';
+import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
+import type { Channel } from '../events/ledger.events.js';
+
+/** Who is calling: the account behind the key and what its plan entitles it to right now. */
+export interface Principal {
+  account_id: string;
+  key_id: string;
+  tier: Tier;
+  pro: boolean;
+  entitlements: Entitlements;
+  request_id: string;
+}
+
+export interface Charge {
+  cost: number;
+  /** The `X-Credits-Remaining` value after the charge. */
+  remaining: string;
+}
+
+/**
+ * The one gate between a caller and the account's credits, for REST and MCP alike: who a key is,
+ * what a call costs it, and the balance it sees (`X-Credits-Remaining`).
+ */
+export interface Meter {
+  /**
+   * The principal behind an API key: 401 `unauthorized` for a missing or unknown key, 403
+   * `key_forbidden` for a revoked one (or a rotated one past its grace period).
+   */
+  authenticate(key: string | undefined, requestId: string): Promise<Principal>;
+  /**
+   * Charges a call once its result is known: the cost comes from the rate card and the number of
+   * rows it returns. Resolves only when the debit is durable; a call the credits do not cover is
+   * refused with 429 `credits_exhausted` and charged nothing.
+   */
+  charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge>;
+  /** `X-Credits-Remaining` for a response that charged nothing (an error after authentication, MCP). */
+  remaining(principal: Principal): Promise<string>;
+  /** The account's plan, usage and balances now (GET /v1/usage). */
+  usage(principal: Principal): Promise<UsageFigures>;
+}

@@ -1,0 +1,60 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+/** The one meter REST, the problem handler and MCP share: keys, charges and the balance they report. */
+describe('The meter', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let services: Services;
+  before(async () => {
+    dir = tempDir('scores-meter-');
+    services = await openServices(loadConfig(testEnv(dir, '2024-03-15T12:00:00Z', { SCORES_DEMO: 'off' })));
+    await services.runner.start();
+  });
+  after(async () => {
+    await services.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const refusal = (attempt: Promise<unknown>) =>
+    attempt.then(
+      () => null,
+      (e: unknown) => e as { code: string; status: number },
+    );
+
+  it('reports after a charge the balance that remaining() and usage() report next, and records the charge under the request id', async () => {
+    const k = await createAccountWithKey(services, { tier: 'free' });
+    await services.runner.waitForHead();
+    const p = await services.meter.authenticate(k.key, 'req_meter-test');
+    expect(p).to.include({ account_id: k.account_id, key_id: k.key_id, tier: 'free', pro: false, request_id: 'req_meter-test' });
+    const before = Number(await services.meter.remaining(p));
+
+    const charged = await services.meter.charge(p, 'screener', 3, 'mcp');
+    expect(charged).to.deep.equal({ cost: 6, remaining: String(before - 6) });
+    expect(await services.meter.remaining(p)).to.equal(charged.remaining);
+    const usage = await services.meter.usage(p);
+    expect(String(usage.credits_remaining! + usage.prepaid_credits)).to.equal(charged.remaining);
+    expect(usage.used_this_month).to.equal(6);
+
+    const debits = (await services.events.readStream(ledgerStream(k.account_id))).filter((e) => e.type === 'CreditsDebited');
+    expect(debits).to.have.length(1);
+    expect(debits[0]!.data).to.include({ request_id: 'req_meter-test', endpoint: 'screener', channel: 'mcp', cost: 6 });
+  });
+
+  it('refuses a missing, repeated or unknown key with 401, and a revoked one with 403 once the key read model has it', async () => {
+    for (const key of [undefined, '', 'sk_live_a, sk_live_b', 'sk_live_nope']) {
+      expect(await refusal(services.meter.authenticate(key, 'req_x')), String(key)).to.include({ code: 'unauthorized', status: 401 });
+    }
+    const k = await createAccountWithKey(services, { tier: 'builder' });
+    await services.runner.waitForHead();
+    expect((await services.meter.authenticate(k.key, 'req_y')).tier).to.equal('builder');
+    await revokeKey(services, k.key_id);
+    await services.runner.waitForHead();
+    expect(await refusal(services.meter.authenticate(k.key, 'req_z'))).to.include({ code: 'key_forbidden', status: 403 });
+  });
+});
