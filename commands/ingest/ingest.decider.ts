@@ -123,8 +123,8 @@ export function planIngest(rows: IngestRow[], knownTickers: ReadonlySet<string>,
           errors.push({ line: r.line, reason: `ticker ${r.value.ticker} is not listed (ingest it as a ticker row first)` });
           continue;
         }
-        // A row published after the clock would be served before its time (DESIGN: a day whose
-        // publication time is still in the future is not visible yet).
+        // A row published after the clock would be served before its time (docs/operations.md: a day
+        // whose publication time is still in the future is not visible yet).
         if (r.kind === 'score' && now !== undefined && r.value.published_at !== undefined && r.value.published_at > now) {
           errors.push({ line: r.line, reason: `published_at ${r.value.published_at} is after the clock (${now}): a row cannot be published in the future` });
           continue;

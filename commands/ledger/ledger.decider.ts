@@ -1,11 +1,12 @@
 /**
- * The credit ledger of one developer account: pure `decide` / `evolve` over `ledger-<account_id>`.
+ * The credit ledger of one developer account: pure `decide` over `ledger-<account_id>`, on the
+ * state the kernel's `evolve` folds (src/domain/ledger/ledger.state.ts).
  *
  * This is where "may this call spend N credits?" is answered, strongly consistent on the write
- * side (DESIGN §1): the handler reads the stream, folds `evolve`, calls `decide` and appends with
- * the expected revision, retrying on a concurrency conflict.
+ * side (docs/architecture.md): the handler folds the stream, calls `decide` and appends with the
+ * expected revision, deciding again on a concurrency conflict.
  *
- * Rules (spec "States and transitions", "Limits"; DESIGN §5):
+ * Rules (docs/ledger.md):
  * - A period is a calendar month (UTC). Before any command, when `now` is in a later month than
  *   the state's period, `decide` first records the new period (after applying a cancellation that
  *   has taken effect). The state is never "rolled" by a clock alone: `usageFigures` shows the

@@ -23,7 +23,7 @@ export function isIsoInstant(text: string): boolean {
 /** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
 const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
 
-/** Every environment variable the service reads (the README has the same table). */
+/** Every environment variable the service reads (the README's configuration table lists them). */
 const envSchema = z.object({
   PORT: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).max(65535).default(8080)),
   HOST: z.preprocess(unsetIfBlank, z.string().default('0.0.0.0')),

@@ -65,7 +65,7 @@ export async function benchHttp(runs: number, seconds = 8): Promise<void> {
     report('metered GET /v1/scores/AAPL (durable debit)', `${fmt(mr, 0)} req/s, p99 ${fmt(mp, 0)} ms`, '', true);
     report('metered / bare throughput', `${fmt((mr / sr) * 100, 0)}%`, '>= 80%', mr / sr >= 0.8);
     report('metered / bare p99 latency', `${fmt(mp / Math.max(sp, 1), 2)}x`, '<= 2x', mp / Math.max(sp, 1) <= 2);
-    info('bare, built like the service', `${fmt(pr, 0)} req/s, p99 ${fmt(pp, 0)} ms`, '(createExpressServer; see README, Known limits)');
+    info('bare, built like the service', `${fmt(pr, 0)} req/s, p99 ${fmt(pp, 0)} ms`, '(createExpressServer; see docs/benchmarks.md)');
     info('metered / bare built alike', `${fmt((mr / pr) * 100, 0)}%, p99 ${fmt(mp / Math.max(pp, 1), 2)}x`, '(no target)');
   } finally {
     for (const server of [metered, bare, alike]) server.child.kill('SIGTERM');

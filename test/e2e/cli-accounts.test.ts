@@ -52,7 +52,7 @@ describe('The scores CLI for accounts and billing', function () {
     const r = await runCli(['overage', 'on', '--account', free['account_id'] as string], env);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/bad_request/);
-    // JSON without --json too (DESIGN: it prints JSON with account_id and key).
+    // JSON without --json too (docs/operations.md: it prints JSON with account_id and key).
     const plain = await runCli(['keys', 'create', '--tier', 'builder'], env);
     expect(plain.code).to.equal(0);
     expect(JSON.parse(plain.stdout)).to.include({ tier: 'builder', pro: false }).and.to.have.keys('account_id', 'key_id', 'key', 'prefix', 'tier', 'pro');

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 
-/** The README's recipe, written independently of the service's code. */
+/** The recipe of docs/ledger.md, written independently of the service's code. */
 function canonical(v: unknown): string {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;

@@ -11,7 +11,7 @@ describe('Plan tiers', () => {
     expect(tierAtLeast('enterprise', 'quant')).to.equal(true);
   });
 
-  it('carry the table of DESIGN §5', () => {
+  it('carry the tier table of docs/product.md', () => {
     expect(PLANS.free).to.include({ monthly_allowance: 1_000, delay_days: 7, coverage: 'top100', history_days: 90, overage_per_1k_usd: null });
     expect(PLANS.hobbyist).to.include({ monthly_allowance: 25_000, delay_days: 0, coverage: 'all', history_days: 730, overage_per_1k_usd: 0.5 });
     expect(PLANS.builder).to.include({ monthly_allowance: 250_000, history_days: 1_825, overage_per_1k_usd: 0.4 });
@@ -51,7 +51,7 @@ describe('The Pro overlay', () => {
 });
 
 describe('The rate card', () => {
-  // The spec's rate card, read row by row (screener per row, as DESIGN §5 settles).
+  // The product's rate card, read row by row (screener per row, as docs/product.md settles).
   const SPEC: Record<RateKey, [method: string, path: string, credits: number, unit: string, minTier: string]> = {
     scores: ['GET', '/v1/scores/{ticker}', 2, 'call', 'free'],
     history: ['GET', '/v1/scores/{ticker}/history', 1, 'row', 'free'],

@@ -200,7 +200,7 @@ function addAccountCommands(program: Command): void {
       if (opts.email !== undefined && !/^[^@\s]+@[^@\s]+$/.test(opts.email)) throw new CliError(`--email ${opts.email} is not an email address`);
       await withServices(async (s) => {
         const issued = await createAccountWithKey(s, { tier: opts.tier, pro: Boolean(opts.pro), email: opts.email ?? null });
-        // DESIGN: it prints JSON with `account_id` and `key` (a script stores the key, shown once).
+        // Always JSON with `account_id` and `key` (a script stores the key, shown once).
         printer(true)('', issued);
       });
     });

@@ -33,7 +33,7 @@ const DATE: Json = { type: 'string', format: 'date' };
 /**
  * What each query parameter's value is. The controllers take these parameters as text and parse
  * them themselves (so that a malformed value is a 400 naming the parameter, and a value above its
- * maximum a 422, as DESIGN fixes), so tsoa writes them as plain strings; a client generated from
+ * maximum a 422, as docs/product.md says), so tsoa writes them as plain strings; a client generated from
  * the document should see integers and dates. Ranges come from the same rules the controllers
  * apply. A value above `maximum` is a 422 `limit_exceeded`, anything else outside the schema a 400.
  */
