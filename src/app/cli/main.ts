@@ -250,27 +250,10 @@ function addAccountCommands(program: Command): void {
       ledgerCommand(opts.account, (s) => s.ledger.cancelPlan(opts.account), Boolean(opts.json), 'plan cancelled'),
     );
 
-  program
-    .command('pro')
-    .description('Switch the Pro-member overlay on or off')
-    .argument('<state>', 'on or off')
-    .addOption(accountOption())
-    .option('--json', 'machine-readable output')
-    .action((state: string, opts: { account: string; json?: boolean }) => {
-      const on = onOff(state);
-      return ledgerCommand(opts.account, (s) => s.ledger.setPro(opts.account, on), Boolean(opts.json), `Pro ${state}`);
-    });
-
-  program
-    .command('overage')
-    .description('Switch between hard stop (off) and overage billing (on)')
-    .argument('<state>', 'on or off')
-    .addOption(accountOption())
-    .option('--json', 'machine-readable output')
-    .action((state: string, opts: { account: string; json?: boolean }) => {
-      const on = onOff(state);
-      return ledgerCommand(opts.account, (s) => s.ledger.switchOverage(opts.account, on), Boolean(opts.json), `overage ${state}`);
-    });
+  addSwitch(program, 'pro', 'Switch the Pro-member overlay on or off', 'Pro', (s, account, on) => s.ledger.setPro(account, on));
+  addSwitch(program, 'overage', 'Switch between hard stop (off) and overage billing (on)', 'overage', (s, account, on) =>
+    s.ledger.switchOverage(account, on),
+  );
 
   program
     .command('audit')
@@ -318,6 +301,26 @@ function addAccountCommands(program: Command): void {
         opts.packId === undefined ? undefined : `pack ${opts.packId} was added already`,
       ),
     );
+}
+
+/** `scores <name> on|off --account A`: one on/off switch of an account's ledger. */
+function addSwitch(
+  program: Command,
+  name: string,
+  description: string,
+  label: string,
+  flip: (s: Services, accountId: string, on: boolean) => Promise<LedgerOutcome>,
+): void {
+  program
+    .command(name)
+    .description(description)
+    .argument('<state>', 'on or off')
+    .addOption(accountOption())
+    .option('--json', 'machine-readable output')
+    .action((state: string, opts: { account: string; json?: boolean }) => {
+      const on = onOff(state);
+      return ledgerCommand(opts.account, (s) => flip(s, opts.account, on), Boolean(opts.json), `${label} ${state}`);
+    });
 }
 
 function onOff(state: string): boolean {
