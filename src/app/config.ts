@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { isCalendarDate } from '../domain/trading-calendar.js';
+import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address-policy.js';
+import { readCaFile } from '../../infra/webhooks/https-sender.js';
 
 const optionalString = z
   .string()
@@ -39,6 +41,21 @@ const envSchema = z.object({
   KAFKA_BROKERS: optionalString,
   SMTP_URL: optionalString,
   MAIL_FROM: z.preprocess(unsetIfBlank, z.string().default('Scores API <alerts@localhost>')),
+  WEBHOOK_ALLOW_SUBNETS: optionalString.transform((text, ctx) => {
+    try {
+      return parseAllowSubnets(text ?? '');
+    } catch (err) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
+  WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
+    try {
+      if (path !== undefined) readCaFile(path);
+    } catch (err) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message });
+    }
+  }),
 });
 
 export interface Config {
@@ -59,6 +76,10 @@ export interface Config {
   /** SMTP server for usage-alert emails; without it they go to `<dataDir>/outbox`. */
   smtpUrl: string | null;
   mailFrom: string;
+  /** Subnets webhooks may reach although the address rules forbid them (development, tests). */
+  webhookAllowSubnets: AllowSubnets;
+  /** Extra CAs (PEM) webhook receivers' certificates may chain to, besides node's own. */
+  webhookCaFile: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -87,5 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
     smtpUrl: e.SMTP_URL ?? null,
     mailFrom: e.MAIL_FROM,
+    webhookAllowSubnets: e.WEBHOOK_ALLOW_SUBNETS,
+    webhookCaFile: e.WEBHOOK_CA_FILE ? resolve(e.WEBHOOK_CA_FILE) : null,
   };
 }
