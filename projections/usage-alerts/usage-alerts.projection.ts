@@ -1,6 +1,6 @@
 /**
  * Usage-alert emails (docs/ledger.md): one `mail_outbox` document per `UsageAlertRaised`, holding the
- * finished message, and marked sent by `UsageAlertEmailed`. The dispatcher
+ * finished message, and marked sent by `UsageAlertEmailed`. The usage-alert reactor
  * (commands/send-usage-alerts) sends the pending ones and records each send as that event, so a
  * rebuild of the read models from the log ends with every sent mail marked sent again.
  *
@@ -39,7 +39,7 @@ export interface MailOutboxDoc {
   status: MailStatus;
   /** When the alert was raised (the ledger decision's instant). */
   created_at: string;
-  /** When the dispatcher handed it to the mail port; null until then. */
+  /** When the reactor handed it to the mail port; null until then. */
   sent_at: string | null;
 }
 
