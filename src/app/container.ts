@@ -9,6 +9,8 @@ import { allProjections } from '../../projections/index.js';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
 import { SmtpMailer } from '../../infra/mail/smtp.js';
+import { HttpsWebhookSender } from '../../infra/webhooks/https-sender.js';
+import type { WebhookSender } from '../core/webhook-sender.port.js';
 import type { Mailer } from '../core/mail.port.js';
 import { fixedClock, systemClock, type Clock } from '../core/clock.js';
 import { randomIds, type Ids } from '../core/ids.port.js';
@@ -37,6 +39,8 @@ export interface Services {
   runner: ProjectorRunner;
   /** Usage-alert emails: SMTP when configured, else files in `<dataDir>/outbox`. */
   mailer: Mailer;
+  /** Webhook deliveries: HTTPS to public addresses only (WEBHOOK_ALLOW_SUBNETS, WEBHOOK_CA_FILE). */
+  webhookSender: WebhookSender;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
@@ -128,6 +132,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     bus,
     runner,
     mailer,
+    webhookSender: new HttpsWebhookSender({ allow: config.webhookAllowSubnets, caFile: config.webhookCaFile ?? undefined }),
     ledger,
     meter,
     queries: {
