@@ -100,7 +100,14 @@ export interface WebhookState {
   created_at: string | null;
   /** message_id → the message. Dropped on delivery, giving up, deactivation and deletion. */
   messages: Map<string, MessageInFlight>;
+  /** Every message id ever queued here, delivered or not: an id is queued once. */
+  queued: Set<string>;
+  /** `eventKey` of every live event ever queued here (the dispatcher's "once per ticker and date"). */
+  sent_events: Set<string>;
 }
+
+/** What makes a live event the same one again: its type, ticker and date. */
+export const eventKey = (e: { type: string; ticker: string; date: string }): string => `${e.type}|${e.ticker}|${e.date}`;
 
 export const initialWebhookState = (): WebhookState => ({
   exists: false,
@@ -116,6 +123,8 @@ export const initialWebhookState = (): WebhookState => ({
   last_fired_at: null,
   created_at: null,
   messages: new Map(),
+  queued: new Set(),
+  sent_events: new Set(),
 });
 
 export function evolveWebhook(state: WebhookState, event: WebhookEvent): WebhookState {
@@ -140,7 +149,10 @@ export function evolveWebhook(state: WebhookState, event: WebhookEvent): Webhook
       const messages = new Map(state.messages);
       const d = event.data;
       messages.set(d.message_id, { event_type: d.event_type, envelope: d.envelope, attempts: 0, next_attempt_at: d.at });
-      return { ...state, messages };
+      const queued = new Set(state.queued).add(d.message_id);
+      const sent_events = new Set(state.sent_events);
+      for (const e of d.envelope.events) sent_events.add(eventKey(e));
+      return { ...state, messages, queued, sent_events };
     }
     case 'WebhookDeliveryAttempted': {
       const d = event.data;
@@ -190,7 +202,17 @@ export interface AttemptResult {
 export type WebhookCommand =
   | { type: 'RegisterWebhook'; account_id: string; event_type: string; url: string; secret: string; allow_subnets?: AllowSubnets }
   | { type: 'DeleteWebhook'; account_id: string; webhook_id: number }
-  | { type: 'QueueMessage'; webhook_id: number; message_id: string; envelope: WebhookEnvelope }
+  | {
+      type: 'QueueMessage';
+      webhook_id: number;
+      message_id: string;
+      envelope: WebhookEnvelope;
+      /**
+       * Drop the envelope's events this webhook was queued before (same type, ticker and date), and
+       * queue nothing when none is left: the live dispatcher's "once per ticker and date".
+       */
+      only_new_events?: boolean;
+    }
   | {
       type: 'RecordAttempt';
       webhook_id: number;
@@ -264,8 +286,16 @@ export function decideWebhook(state: WebhookState, command: Command<'QueueMessag
     case 'QueueMessage': {
       // A message for a deleted or deactivated webhook is not owed: nothing to queue.
       if (!state.exists || state.deleted || !state.is_active || state.event_type === null) return [];
-      if (state.messages.has(command.message_id)) return [];
-      const { webhook_id, message_id, envelope } = command;
+      // An id is queued once, even after its message was delivered or given up: a dispatcher that
+      // decides a batch again (after a crash) derives the same id and queues nothing twice.
+      if (state.queued.has(command.message_id) || state.messages.has(command.message_id)) return [];
+      const { webhook_id, message_id } = command;
+      let envelope = command.envelope;
+      if (command.only_new_events) {
+        const fresh = envelope.events.filter((e) => !state.sent_events.has(eventKey(e)));
+        if (fresh.length === 0) return [];
+        if (fresh.length < envelope.events.length) envelope = { ...envelope, events: fresh };
+      }
       return [{ type: 'WebhookMessageQueued', data: { webhook_id, message_id, event_type: state.event_type, envelope, at } }];
     }
     case 'RecordAttempt':

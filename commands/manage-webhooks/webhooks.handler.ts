@@ -150,22 +150,37 @@ export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSend
   return { ...result, delivered_to: hook.url, signature_header: SIGNATURE_HEADER, payload: envelope };
 }
 
-/** For the dispatcher: owes `envelope` to the webhook (nothing when it is deleted or inactive). Returns the message id, or null. */
-export async function queueMessage(deps: WebhookDeps, id: number, envelope: WebhookEnvelope): Promise<string | null> {
-  const messageId = deps.ids.next('msg_', 16);
-  const { result } = await runOnWebhook(deps, id, { type: 'QueueMessage', webhook_id: id, message_id: messageId, envelope } satisfies WebhookCommand);
+/**
+ * For the dispatcher: owes `envelope` to the webhook (nothing when it is deleted or inactive).
+ * Returns the message id, or null when nothing was queued. `messageId`: a deterministic id (the
+ * live dispatcher's), queued at most once; else a random one from the ids port. `onlyNewEvents`:
+ * leave out the events this webhook was queued before (same type, ticker and date).
+ */
+export async function queueMessage(
+  deps: Omit<WebhookDeps, 'ids'> & { ids?: Ids },
+  id: number,
+  envelope: WebhookEnvelope,
+  options: { messageId?: string; onlyNewEvents?: boolean } = {},
+): Promise<string | null> {
+  const messageId = options.messageId ?? deps.ids?.next('msg_', 16);
+  if (!messageId) throw new Error('queueMessage needs a message id or the ids port');
+  const command = { type: 'QueueMessage', webhook_id: id, message_id: messageId, envelope, only_new_events: options.onlyNewEvents } satisfies WebhookCommand;
+  const { result } = await runOnWebhook(deps, id, command);
   return result.length > 0 ? messageId : null;
 }
 
 /**
  * For the dispatcher: the next attempt of a queued message: its envelope's same bytes, with fresh
  * headers for this attempt. Null when the message is no longer owed (delivered, given up, or its
- * webhook deleted or deactivated) or the webhook is not active.
+ * webhook deleted or deactivated), its next attempt is not due yet by the clock, or the webhook
+ * is not active.
  */
 export async function deliverMessage(deps: Omit<WebhookDeps, 'ids'> & { sender: WebhookSender }, id: number, messageId: string): Promise<AttemptResult | null> {
   const hook = await readWebhook(deps.events, id);
   const message = hook.messages.get(messageId);
   if (!usable(hook) || !hook.is_active || !message) return null;
+  // Not due yet (a read model behind the log may still show an earlier time).
+  if (Date.parse(message.next_attempt_at) > deps.clock.now().getTime()) return null;
   const body = JSON.stringify(message.envelope);
   return attempt(deps, hook, { id: messageId, kind: 'live', event_type: message.event_type, envelope: message.envelope, body });
 }

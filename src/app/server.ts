@@ -8,6 +8,7 @@ import { startDemoPublisher } from '../../commands/seed-demo/demo-publisher.reac
 import { startIngestConsumer } from '../../commands/ingest/ingest.reactor.js';
 import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
 import { startAlertDispatcher } from '../../commands/send-usage-alerts/usage-alerts.reactor.js';
+import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
@@ -121,6 +122,14 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     clock: services.clock,
     onError: (err, alertId) => services.log.warn({ err, alertId }, 'usage alert email not sent'),
   });
+  const webhookDispatcher = await startWebhookDispatcher({
+    events: services.events,
+    reads: services.reads,
+    runner: services.runner,
+    clock: services.clock,
+    sender: services.webhookSender,
+    onError: (err, at) => services.log.warn({ err, ...at }, 'webhook dispatch failed'),
+  });
   const ingestConsumer = await startIngestConsumer({
     bus: services.bus,
     store: services.events,
@@ -131,6 +140,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
   const stopWorkers = async () => {
     await publisher?.stop();
     await alerts.stop();
+    await webhookDispatcher.stop();
     await ingestConsumer.stop();
   };
 

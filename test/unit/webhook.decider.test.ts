@@ -157,6 +157,22 @@ describe('Webhook decider', () => {
       spec.given(queued).when(queue(1, 'msg_1'), T0).then([]);
     });
 
+    it('never queues a message id twice, even after its message was delivered', () => {
+      const delivered_ = history([register('acct_a'), T0], [queue(1, 'msg_1'), T0], [attempt(1, 'msg_1', delivered), T0]);
+      spec.given(delivered_).when(queue(1, 'msg_1'), at(MINUTE)).then([]);
+    });
+
+    it('leaves out the events queued before, with only_new_events (the dispatcher: once per ticker and date)', () => {
+      const bbb = scoreMoveEvent({ ticker: 'BBB', date: '2024-02-29', service_score: 40, prior_score: 52 });
+      const both = liveEnvelope([...ENVELOPE.events, bbb], T0);
+      const sent = history([register('acct_a'), T0], [queue(1, 'msg_1'), T0], [attempt(1, 'msg_1', delivered), T0]);
+      const again = (message_id: string, envelope = both): WebhookCommand => ({ type: 'QueueMessage', webhook_id: 1, message_id, envelope, only_new_events: true });
+      briefSpec.given(sent).when(again('msg_2'), at(MINUTE)).then([
+        { type: 'WebhookMessageQueued', data: { webhook_id: 1, message_id: 'msg_2', event_type: 'score_move', envelope: { ...both, events: [bbb] } } },
+      ]);
+      spec.given(sent).when(again('msg_2', ENVELOPE), at(MINUTE)).then([]);
+    });
+
     it('numbers attempts per message and schedules each retry from the failure before it, then gives up after 8', () => {
       const steps: [WebhookCommand, Date][] = [[register('acct_a'), T0], [queue(1, 'msg_1'), T0], [queue(1, 'msg_2'), T0]];
       let now = T0.getTime();

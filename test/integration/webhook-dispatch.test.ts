@@ -1,0 +1,254 @@
+import { expect } from 'chai';
+import { rmSync } from 'node:fs';
+import { startWebhookDispatcher, webhookDispatchCheckpoint, type WebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
+import { ingestRows } from '../../commands/ingest/ingest.handler.js';
+import type { IngestRow } from '../../commands/ingest/ingest.schema.js';
+import { deleteWebhook, deliverMessage, queueMessage, registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
+import { webhooks } from '../../projections/webhooks/webhooks.projection.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { fixedClock } from '../../src/core/clock.js';
+import type { DeliveryResult, WebhookRequest, WebhookSender } from '../../src/core/webhook-sender.port.js';
+import { compositeScore, round1 } from '../../src/domain/composite.js';
+import { liveEnvelope, scoreMoveEvent, type WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2024-03-10T12:00:00.000Z';
+
+/** The port, faked: keeps every request per URL; answers 204 unless told otherwise for a URL. */
+class FakeSender implements WebhookSender {
+  readonly received = new Map<string, WebhookRequest[]>();
+  readonly answers = new Map<string, Partial<DeliveryResult>[]>();
+  delayMs = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  async send(request: WebhookRequest): Promise<DeliveryResult> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+      const list = this.received.get(request.url) ?? [];
+      list.push(request);
+      this.received.set(request.url, list);
+      const a = this.answers.get(request.url)?.shift() ?? {};
+      return { ok: a.ok ?? true, status_code: a.status_code === undefined ? 204 : a.status_code, error: a.error ?? null, delivered_to: '203.0.113.7' };
+    } finally {
+      this.inFlight--;
+    }
+  }
+  to(url: string): WebhookRequest[] {
+    return this.received.get(url) ?? [];
+  }
+  total(): number {
+    let n = 0;
+    for (const l of this.received.values()) n += l.length;
+    return n;
+  }
+}
+
+const body = (r: WebhookRequest) => JSON.parse(r.body) as WebhookEnvelope;
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 3_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let line = 0;
+const listing = (symbol: string): IngestRow => ({ kind: 'ticker', line: ++line, value: { symbol, company: `${symbol} Inc`, sector: 'Tech', size_rank: line } });
+const score = (ticker: string, date: string, main_street: number, wall_street: number): IngestRow => ({
+  kind: 'score',
+  line: ++line,
+  value: { ticker, date, main_street, wall_street, estimated: false },
+});
+
+describe('Live webhook deliveries over the SQLite store and the projector runner', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let services: Services;
+  let dispatcher: WebhookDispatcher;
+  const clock = fixedClock(NOW);
+  const sender = new FakeSender();
+  const errors: unknown[] = [];
+  const deps = () => ({ events: services.events, clock, ids: services.ids, sender });
+  const start = () =>
+    startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, intervalMs: 50, onError: (err) => errors.push(err) });
+  const ingest = async (rows: IngestRow[]) => {
+    const r = await ingestRows(services.events, clock, rows);
+    if (r.position) await services.runner.waitFor(r.position);
+    return r;
+  };
+  const url = (name: string) => `https://${name}.hooks.example.com/scores`;
+  const register = async (account: string, name: string, eventType = 'score_move') => (await registerWebhook(deps(), { accountId: account, eventType, url: url(name) })).id;
+  const checkpoint = async () => (await services.reads.get(webhookDispatchCheckpoint, 'dispatch'))?.position ?? null;
+
+  before(async () => {
+    dir = tempDir('scores-dispatch-');
+    services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
+    await services.runner.start();
+    dispatcher = await start();
+  });
+  after(async () => {
+    await dispatcher.stop();
+    await services.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends a score move once to each active score_move webhook, and a flag date to divergence_event webhooks', async () => {
+    await register('acct_a', 'a');
+    await register('acct_a', 'b');
+    await register('acct_c', 'c', 'divergence_event');
+    const deleted = await register('acct_d', 'd');
+    await deleteWebhook(deps(), 'acct_d', deleted);
+    // Deactivated by a 410 on a live message (delivered by the dispatcher itself).
+    const gone = await register('acct_e', 'e');
+    sender.answers.set(url('e'), [{ ok: false, status_code: 410, error: 'receiver answered 410' }]);
+    await queueMessage(deps(), gone, liveEnvelope([scoreMoveEvent({ ticker: 'ZZZ', date: '2024-01-02', service_score: 70, prior_score: 50 })], clock.now()));
+    await until('the 410', async () => (await services.reads.get(webhooks, String(gone)))?.is_active === false);
+    expect(sender.to(url('e'))).to.have.length(1);
+
+    await ingest([listing('AAA'), listing('BBB'), listing('CCC'), score('AAA', '2024-03-01', 50, 50), score('BBB', '2024-03-01', 50, 50), score('CCC', '2024-03-01', 50, 50)]);
+    // The first day: no prior score, no move; no gap, no extreme.
+    await dispatcher.drain();
+    expect(sender.total()).to.equal(1);
+
+    // AAA moves by 15.3; BBB by less than 10. AAA's gap (10) is the day's extreme.
+    await ingest([score('AAA', '2024-03-04', 70, 60), score('BBB', '2024-03-04', 52, 50), score('CCC', '2024-03-04', 50, 50)]);
+    await until('the moves', () => sender.to(url('a')).length === 1 && sender.to(url('b')).length === 1 && sender.to(url('c')).length === 1, 2_000);
+    await pause(200);
+    for (const name of ['a', 'b', 'c']) expect(sender.to(url(name)), name).to.have.length(1);
+    expect(sender.to(url('d'))).to.have.length(0);
+    expect(sender.to(url('e'))).to.have.length(1);
+
+    const aaa = compositeScore(70, 60);
+    const move = body(sender.to(url('a'))[0]!);
+    expect(move).to.deep.equal({
+      events: [{ type: 'score_move', ticker: 'AAA', date: '2024-03-04', service_score: aaa, prior_score: 50, delta: round1(aaa - 50), test: false }],
+      sent_at: NOW,
+      source: 'scores-service',
+      test: false,
+    });
+    expect(sender.to(url('a'))[0]!.headers['webhook-id']).to.match(/^msg_[A-Za-z0-9_-]{22}$/);
+    expect(sender.to(url('b'))[0]!.headers['webhook-id']).not.to.equal(sender.to(url('a'))[0]!.headers['webhook-id']);
+    const flag = body(sender.to(url('c'))[0]!);
+    expect(flag.events).to.deep.equal([
+      { type: 'divergence_event', ticker: 'AAA', date: '2024-03-04', direction: 'bull', gap: 10, percentile: 1, main_street: 70, wall_street: 60, service_score: aaa, test: false },
+    ]);
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('sends nothing when the same rows come again, nor when a move already sent is restated', async () => {
+    const before = sender.total();
+    const again = await ingest([score('AAA', '2024-03-04', 70, 60), score('BBB', '2024-03-04', 52, 50)]);
+    expect(again.events).to.equal(0);
+    const restated = await ingest([score('AAA', '2024-03-04', 72, 60)]);
+    expect(restated.events).to.equal(1);
+    await dispatcher.drain();
+    await pause(200);
+    expect(sender.total()).to.equal(before);
+  });
+
+  it('retries a failing receiver on the schedule as the clock moves', async () => {
+    await register('acct_f', 'f');
+    sender.answers.set(url('f'), [{ ok: false, status_code: 503, error: 'receiver answered 503' }]);
+    const a = sender.to(url('a')).length;
+    await ingest([score('AAA', '2024-03-05', 50, 50), score('BBB', '2024-03-05', 52, 50), score('CCC', '2024-03-05', 50, 50)]);
+    await until('the first attempts', () => sender.to(url('f')).length === 1 && sender.to(url('a')).length === a + 1);
+    // Not due before 5 s.
+    clock.advance(4_000);
+    await dispatcher.drain();
+    await pause(150);
+    expect(sender.to(url('f'))).to.have.length(1);
+    clock.advance(1_000);
+    await until('the retry', () => sender.to(url('f')).length === 2);
+    const [first, second] = sender.to(url('f'));
+    expect(second!.body).to.equal(first!.body);
+    expect(second!.headers['webhook-id']).to.equal(first!.headers['webhook-id']);
+    expect(body(first!).events.map((e) => [e.ticker, e.date])).to.deep.equal([['AAA', '2024-03-05']]);
+    clock.advance(60_000);
+    await dispatcher.drain();
+    await pause(150);
+    expect(sender.to(url('f'))).to.have.length(2);
+  });
+
+  it('after a restart, delivers a batch appended while stopped once, and decides nothing twice', async () => {
+    await dispatcher.stop();
+    const saved = await checkpoint();
+    expect(saved).to.be.a('string');
+    const before = sender.total();
+    const a = sender.to(url('a')).length;
+    await ingest([score('AAA', '2024-03-06', 70, 60), score('BBB', '2024-03-06', 52, 50), score('CCC', '2024-03-06', 50, 50)]);
+    await pause(100);
+    expect(sender.total()).to.equal(before);
+
+    dispatcher = await start();
+    await until('the batch of the downtime', () => sender.to(url('a')).length === a + 1);
+    await dispatcher.drain();
+    await pause(200);
+    expect(body(sender.to(url('a'))[a]!).events.map((e) => [e.ticker, e.date])).to.deep.equal([['AAA', '2024-03-06']]);
+    // a, b and f (the move); c: AAA's new extreme (its event of 03-04 closed on 03-05).
+    expect(sender.total()).to.equal(before + 4);
+    const flags = sender.to(url('c')).map((r) => body(r).events.map((e) => [e.type, e.ticker, e.date]));
+    expect(flags.slice(-1)).to.deep.equal([[['divergence_event', 'AAA', '2024-03-06']]]);
+
+    // A crash before the checkpoint was saved: the same batches are decided again, and nothing is sent.
+    await dispatcher.stop();
+    await services.reads.commit({ writes: [{ op: 'upsert', collection: webhookDispatchCheckpoint.name, id: 'dispatch', doc: { id: 'dispatch', position: saved } }], checkpoints: {} });
+    dispatcher = await start();
+    await dispatcher.drain();
+    await pause(200);
+    expect(sender.total()).to.equal(before + 4);
+    await dispatcher.stop();
+    expect(await checkpoint()).to.equal(services.runner.position);
+    dispatcher = await start();
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('delivers to many webhooks concurrently: one slow receiver does not hold the others', async () => {
+    const names: string[] = [];
+    for (let i = 0; i < 60; i++) {
+      const name = `many${i}`;
+      await register(`acct_many${Math.floor(i / 10)}`, name);
+      names.push(name);
+    }
+    sender.delayMs = 100;
+    const started = Date.now();
+    await ingest([score('AAA', '2024-03-07', 50, 50), score('BBB', '2024-03-07', 52, 50), score('CCC', '2024-03-07', 50, 50)]);
+    await until('every webhook', () => names.every((n) => sender.to(url(n)).length === 1), 5_000);
+    // 63 sends of 100 ms one after the other would take 6.3 s.
+    expect(Date.now() - started).to.be.below(2_500);
+    expect(sender.maxInFlight).to.be.within(2, 16);
+    sender.delayMs = 0;
+  });
+});
+
+describe('The dispatcher and deliverMessage', () => {
+  it('deliverMessage does not attempt a message before its next attempt is due', async () => {
+    const dir = tempDir('scores-dispatch-due-');
+    const clock = fixedClock(NOW);
+    const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
+    try {
+      const sender = new FakeSender();
+      const deps = { events: services.events, clock, ids: services.ids, sender };
+      const hook = await registerWebhook(deps, { accountId: 'acct_x', eventType: 'score_move', url: 'https://x.hooks.example.com/' });
+      const envelope = liveEnvelope([scoreMoveEvent({ ticker: 'AAA', date: '2024-03-04', service_score: 70, prior_score: 50 })], clock.now());
+      const id = (await queueMessage(deps, hook.id, envelope, { messageId: 'msg_fixed', onlyNewEvents: true }))!;
+      expect(id).to.equal('msg_fixed');
+      sender.answers.set('https://x.hooks.example.com/', [{ ok: false, status_code: 500, error: 'receiver answered 500' }]);
+      expect(await deliverMessage(deps, hook.id, id)).to.include({ ok: false });
+      expect(await deliverMessage(deps, hook.id, id)).to.equal(null);
+      clock.advance(5_000);
+      expect(await deliverMessage(deps, hook.id, id)).to.include({ ok: true });
+      // Delivered: the same id is not queued again, nor the same (ticker, date) under another id.
+      expect(await queueMessage(deps, hook.id, envelope, { messageId: 'msg_fixed' })).to.equal(null);
+      expect(await queueMessage(deps, hook.id, envelope, { messageId: 'msg_other', onlyNewEvents: true })).to.equal(null);
+      expect(await queueMessage(deps, hook.id, envelope, { messageId: 'msg_third' })).to.equal('msg_third');
+    } finally {
+      await services.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
