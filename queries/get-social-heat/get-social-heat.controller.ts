@@ -1,5 +1,6 @@
 import { Example, Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest, MeteredCall } from '../shared/query-context.js';
+import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/core/problem.js';

@@ -1,7 +1,7 @@
 import { Controller } from '@tsoa/runtime';
-import { MeteredCall, type AuthedRequest, type QueryContext } from './query-context.js';
-
-export const CREDITS_HEADER = 'X-Credits-Remaining';
+import { CREDITS_HEADER } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/core/meter.port.js';
+import { MeteredCall, type QueryContext } from './query-context.js';
 
 /** Base of every `/v1` controller: the query context of its app and the metering of its calls. */
 export abstract class MeteredController extends Controller {

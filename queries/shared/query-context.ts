@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { Meter, Principal } from '../../src/core/meter.port.js';
 import type { Entitlements } from '../../src/domain/plans.js';
@@ -17,9 +16,6 @@ export interface QueryContext {
   /** Read your own writes: resolves once the read models hold the account's last ledger write (2 s at most). */
   ledgerCaughtUp(accountId: string): Promise<void>;
 }
-
-/** A request tsoa's security hook let through: `user` is its caller, `requestId` the id its response names. */
-export type AuthedRequest = Request & { user?: Principal; requestId?: string };
 
 /**
  * One call of one caller over one face (the ledger records the channel): what it may see, what it

@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import type { Entitlements, Tier } from '../domain/plans.js';
 import type { RateKey } from '../domain/rate-card.js';
 import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
@@ -12,6 +13,16 @@ export interface Principal {
   entitlements: Entitlements;
   request_id: string;
 }
+
+/**
+ * A request tsoa's security hook let through: `user` is its caller, `requestId` the id its response
+ * names. Defined here, beside `Principal`, so that REST controllers of the read side and of the
+ * write side share it (neither may import the other).
+ */
+export type AuthedRequest = Request & { user?: Principal; requestId?: string };
+
+/** The response header that shows a caller's credits left, on every /v1 response (`Meter.remaining`). */
+export const CREDITS_HEADER = 'X-Credits-Remaining';
 
 export interface Charge {
   cost: number;

@@ -57,6 +57,7 @@ const TABLE = {
       { method: 'DELETE', path: '/v1/webhooks/{webhook_id}' },
       { method: 'POST', path: '/v1/webhooks/{webhook_id}/test' },
       { method: 'GET', path: '/v1/webhooks/{webhook_id}/deliveries' },
+      { method: 'POST', path: '/v1/webhooks/{webhook_id}/enable' },
     ],
     credits: 0,
     unit: 'call',

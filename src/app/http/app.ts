@@ -9,7 +9,7 @@ import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf } from './authentication.js';
 import { provideHttpContext } from './http-context.js';
 import { useLeanJson } from './json-response.js';
-import { completeOpenApi, queryParamsByRoute } from './openapi.js';
+import { completeOpenApi, methodsByRoute, queryParamsByRoute } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
@@ -52,15 +52,31 @@ export function createApp(services: Services): Express {
   });
   const openapi = loadOpenApi();
   const queryParams = queryParamsByRoute(openapi);
-  provideHttpContext(app, { queries: services.queries, meter: services.meter, ids: services.ids, queryParams });
-  // Every /v1 endpoint answers GET only. HEAD would run (and charge) the whole call for headers
-  // alone; other methods would fall through to a 404 for a path that exists.
-  const v1Paths = [...queryParams.keys()].map((p) => new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`));
+  provideHttpContext(app, {
+    queries: services.queries,
+    commands: {
+      events: services.events,
+      clock: services.clock,
+      ids: services.ids,
+      meter: services.meter,
+      webhookSender: services.webhookSender,
+      webhookAllowSubnets: services.config.webhookAllowSubnets,
+    },
+    meter: services.meter,
+    ids: services.ids,
+    queryParams,
+  });
+  // Every /v1 path answers the methods the OpenAPI document declares for it, and no other: HEAD
+  // would run (and charge) the whole call for headers alone; other methods would fall through to
+  // a 404 for a path that exists.
+  const v1Methods = [...methodsByRoute(openapi)].map(([p, methods]) => ({ re: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`), methods }));
   app.use('/v1', (req, res, next) => {
-    if (req.method === 'GET' || !v1Paths.some((re) => re.test(req.originalUrl.split('?')[0]!))) return next();
-    res.setHeader('Allow', 'GET');
+    const path = req.originalUrl.split('?')[0]!;
+    const allowed = [...new Set(v1Methods.filter((r) => r.re.test(path)).flatMap((r) => r.methods))].sort();
+    if (allowed.length === 0 || (req.method !== 'HEAD' && allowed.includes(req.method))) return next();
+    res.setHeader('Allow', allowed.join(', '));
     const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
-    sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; every /v1 endpoint answers GET${why}`, services.baseUrl()));
+    sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; this /v1 endpoint answers ${allowed.join(', ')}${why}`, services.baseUrl()));
   });
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.
   RegisterRoutes(app);
@@ -94,7 +110,7 @@ export function createApp(services: Services): Express {
 
   app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
   registerPages(app, services);
-  // The only route that reads a body (no /v1 endpoint takes one).
+  // A body is read here and by the webhook commands (JSON, 16 KiB: commands/manage-webhooks/webhooks.controller.ts).
   app.post('/mcp/http', ...mcpRoute(services));
   app.all('/mcp/http', mcpMethodNotAllowed(services));
 

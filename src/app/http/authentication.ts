@@ -3,7 +3,7 @@ import { AppError, badRequest } from '../../core/errors.js';
 import type { Ids } from '../../core/ids.port.js';
 import type { Principal } from '../../core/meter.port.js';
 import { isRateKey, requireTier } from '../../domain/rate-card.js';
-import type { AuthedRequest } from '../../../queries/shared/query-context.js';
+import type { AuthedRequest } from '../../core/meter.port.js';
 import { httpContextOf } from './http-context.js';
 
 /** The request's id (`req_` and 96 random bits), made on first use: its response and its ledger entry name it. */

@@ -2,6 +2,7 @@ import type { Express, Request } from 'express';
 import type { Ids } from '../../core/ids.port.js';
 import type { Meter } from '../../core/meter.port.js';
 import type { QueryContext } from '../../../queries/shared/query-context.js';
+import type { CommandContext } from '../../../commands/manage-webhooks/command-context.js';
 
 /**
  * What tsoa's hooks need of the app that received a request. tsoa calls its security hook and its
@@ -9,8 +10,10 @@ import type { QueryContext } from '../../../queries/shared/query-context.js';
  * once), so the request's app is their only way to it: this context is the one thing it carries.
  */
 export interface HttpContext {
-  /** What the controllers are built with. */
+  /** What the read side's controllers are built with. */
   queries: QueryContext;
+  /** What the write side's controllers are built with (those whose class declares `context = 'commands'`). */
+  commands: CommandContext;
   meter: Meter;
   ids: Ids;
   /** The query parameters each /v1 route declares, by express path (`/v1/scores/:ticker`). */

@@ -29,6 +29,7 @@ const integer = (rule: { min: number; max: number; default?: number }): Json => 
   ...(rule.default === undefined ? {} : { default: rule.default }),
 });
 const DATE: Json = { type: 'string', format: 'date' };
+const WEBHOOK_ID: Json = { type: 'integer', minimum: 1 };
 
 /**
  * What each query parameter's value is. The controllers take these parameters as text and parse
@@ -51,6 +52,11 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
   '/v1/scores/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
+  // Path parameters: the controllers parse `webhook_id` themselves too (a 400 naming it).
+  '/v1/webhooks/{webhook_id}': { webhook_id: WEBHOOK_ID },
+  '/v1/webhooks/{webhook_id}/test': { webhook_id: WEBHOOK_ID },
+  '/v1/webhooks/{webhook_id}/enable': { webhook_id: WEBHOOK_ID },
+  '/v1/webhooks/{webhook_id}/deliveries': { webhook_id: WEBHOOK_ID },
 };
 
 /** The code an error response means when its description names none. */
@@ -115,13 +121,27 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
         responses[status] = { ...response, content: { [PROBLEM_JSON]: { schema, examples } } };
       }
       const schemas = PARAMETER_SCHEMAS[path] ?? {};
-      const parameters = op.parameters?.map((prm) => (prm.in === 'query' && schemas[prm.name] ? { ...prm, schema: schemas[prm.name] } : prm));
+      const parameters = op.parameters?.map((prm) => ((prm.in === 'query' || prm.in === 'path') && schemas[prm.name] ? { ...prm, schema: schemas[prm.name] } : prm));
       ops[method] = { ...op, ...(parameters ? { parameters } : {}), responses };
     }
     paths[path] = ops;
   }
   return { ...spec, paths };
 }
+
+/**
+ * The methods each route declares, by express route path (`/v1/webhooks/:webhook_id` → DELETE),
+ * upper case: what the app's method guard answers 405 against.
+ */
+export function methodsByRoute(spec: Json): Map<string, readonly string[]> {
+  const out = new Map<string, readonly string[]>();
+  for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
+    out.set(expressPath(path), Object.keys(item).map((m) => m.toUpperCase()));
+  }
+  return out;
+}
+
+const expressPath = (path: string): string => path.replace(/\{([^}]+)\}/g, ':$1');
 
 /**
  * The query parameters each route declares, by express route path (`/v1/scores/:ticker`): what
@@ -132,7 +152,7 @@ export function queryParamsByRoute(spec: Json): Map<string, ReadonlySet<string>>
   for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
     const names = new Set<string>();
     for (const op of Object.values(item)) for (const p of op.parameters ?? []) if (p.in === 'query') names.add(p.name);
-    out.set(path.replace(/\{([^}]+)\}/g, ':$1'), names);
+    out.set(expressPath(path), names);
   }
   return out;
 }

@@ -3,8 +3,8 @@ import { ValidateError } from '@tsoa/runtime';
 import { AppError } from '../../core/errors.js';
 import { problemOf, type ProblemDetails } from '../../core/problem.js';
 import type { Meter } from '../../core/meter.port.js';
-import type { AuthedRequest } from '../../../queries/shared/query-context.js';
-import { CREDITS_HEADER } from '../../../queries/shared/metered-controller.js';
+import type { AuthedRequest } from '../../core/meter.port.js';
+import { CREDITS_HEADER } from '../../core/meter.port.js';
 
 export const PROBLEM_JSON = 'application/problem+json';
 

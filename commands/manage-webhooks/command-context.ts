@@ -1,0 +1,23 @@
+import type { Clock } from '../../src/core/clock.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import type { Ids } from '../../src/core/ids.port.js';
+import type { Meter } from '../../src/core/meter.port.js';
+import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
+import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
+
+/**
+ * What the write side's REST controllers are built with (the ioc gives it to a controller whose
+ * class declares `static readonly context = 'commands'`; every other controller gets the
+ * `QueryContext`). The app fills it from its services.
+ */
+export interface CommandContext {
+  events: EventStore;
+  clock: Clock;
+  ids: Ids;
+  /** `X-Credits-Remaining` of each response (the webhook endpoints are free). */
+  meter: Meter;
+  /** The SSRF-safe HTTPS sender of test deliveries. */
+  webhookSender: WebhookSender;
+  /** WEBHOOK_ALLOW_SUBNETS: subnets a webhook URL may name although the address rules forbid them. */
+  webhookAllowSubnets: AllowSubnets;
+}

@@ -1,0 +1,224 @@
+import { Body, Controller, Delete, Example, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import express, { type RequestHandler } from 'express';
+import { AppError } from '../../src/core/errors.js';
+import { CREDITS_HEADER, type AuthedRequest, type Principal } from '../../src/core/meter.port.js';
+import type { ProblemDetails } from '../../src/core/problem.js';
+import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
+import { parseWebhookId } from '../../src/domain/webhooks/webhook-id.js';
+import type { CommandContext } from './command-context.js';
+import { deleteWebhook, reactivateWebhook, registerWebhook, sendTestDelivery } from './webhooks.handler.js';
+
+/** Largest request body the webhook endpoints read (a registration is a type and a URL of at most 2,048 characters). */
+export const WEBHOOK_BODY_LIMIT = 16 * 1024;
+
+const parseJson = express.json({ limit: WEBHOOK_BODY_LIMIT });
+
+/**
+ * The body of a webhook command: JSON only (415 for a body of another type, 413 over 16 KiB, 400
+ * when it does not parse; the problem handler answers each). A tsoa middleware, so it runs after
+ * the key, the plan and the query are checked: an unauthenticated caller's body is never read, and
+ * each refusal carries the caller's `X-Credits-Remaining`.
+ */
+const jsonBody: RequestHandler = (req, res, next) => {
+  // An empty body (`Content-Length: 0`, as clients send a bodiless POST) needs no type; any other
+  // body must be JSON (`req.is`: false for another type or none).
+  const empty = req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined;
+  if (empty) return next();
+  if (req.is('application/json') === false) {
+    next(new AppError('unsupported_media_type', `the request body must be application/json (got ${JSON.stringify(req.get('content-type') ?? 'no content type')})`));
+    return;
+  }
+  parseJson(req, res, next);
+};
+
+export interface RegisterWebhookRequest {
+  /** What the webhook is sent: `score_move` or `divergence_event`. */
+  event_type: 'divergence_event' | 'score_move';
+  /**
+   * Your receiver: `https` only, no user name or password, at most 2,048 characters; it must not
+   * resolve to a private, loopback or otherwise non-public address.
+   * @example "https://hooks.example.com/scores"
+   */
+  url: string;
+}
+
+/** The body of `/test` and `/enable`: an empty JSON object (any field is refused), or no body at all. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- tsoa documents and checks it as an object without properties
+export interface NoFieldsRequest {}
+
+export interface RegisteredWebhookResponse {
+  id: number;
+  event_type: 'divergence_event' | 'score_move';
+  /** The URL as stored (parsed: the host in lower case, a `/` path when none was given). */
+  url: string;
+  /** `whsec_` and the base64 of 32 random bytes. Shown once: keep it, deliveries are signed with it. */
+  secret: string;
+  /** How deliveries are signed with the secret. */
+  signing: string;
+}
+
+export interface WebhookOkResponse {
+  ok: true;
+}
+
+export interface TestDeliveryResponse {
+  /** True when the receiver answered 2xx. */
+  ok: boolean;
+  /** The receiver's HTTP status; null when no answer came (time-out, connection, TLS or address error). */
+  status_code: number | null;
+  /** Why the attempt failed, in the service's own words (never the receiver's); null on success. */
+  error: string | null;
+  /** The registered URL. */
+  delivered_to: string;
+  /** The header carrying the hex HMAC-SHA256 of the raw body (the Standard Webhooks headers come too). */
+  signature_header: string;
+  /** The envelope sent: one example event of the webhook's type, marked `test`. */
+  payload: WebhookEnvelope;
+}
+
+export interface EnabledWebhookResponse {
+  ok: true;
+  id: number;
+  /** Always true: the webhook is active (it may have been already; nothing changes then). */
+  is_active: true;
+}
+
+/**
+ * The write side of `/v1/webhooks` (the reads are `queries/get-webhooks`). Built by the ioc with
+ * the `CommandContext`, which its `context` names. Free for quant and higher, like every webhook
+ * endpoint; each response carries `X-Credits-Remaining` all the same.
+ */
+@Route('v1/webhooks')
+@Tags('Webhooks')
+@Security('api_key', ['webhooks'])
+export class ManageWebhooksController extends Controller {
+  static readonly context = 'commands' as const;
+
+  constructor(private readonly ctx: CommandContext) {
+    super();
+  }
+
+  private async serve<T>(req: AuthedRequest, run: (caller: Principal) => Promise<T>): Promise<T> {
+    const caller = req.user;
+    if (!caller) throw new Error('controller reached without authentication');
+    const body = await run(caller);
+    this.setHeader(CREDITS_HEADER, await this.ctx.meter.remaining(caller));
+    return body;
+  }
+
+  /**
+   * @summary Register a webhook
+   * Registers an HTTPS endpoint to be sent the events of one type (docs/webhooks.md). Answers 201
+   * with the webhook's `secret`, shown this once: every delivery is signed with it, as `signing`
+   * says. At most 10 webhooks per account. Live delivery is being built; `POST
+   * /v1/webhooks/{webhook_id}/test` sends an example now. Free.
+   */
+  @Post()
+  @Middlewares(jsonBody)
+  @SuccessResponse(201, 'Registered')
+  @Example<RegisteredWebhookResponse>({
+    id: 7,
+    event_type: 'score_move',
+    url: 'https://hooks.example.com/scores',
+    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    signing: 'Each delivery is signed twice over the raw request body. X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the secret string exactly as shown (…)',
+  })
+  @Response<ProblemDetails>(400, 'Body not JSON, a field missing, unknown or of the wrong type, an event_type other than score_move or divergence_event, or a url refused (not https, credentials, a forbidden address, over 2,048 characters)')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
+  @Response<ProblemDetails>(415, 'Body not application/json, or its charset or content encoding not supported (unsupported_media_type)')
+  @Response<ProblemDetails>(422, 'The account has 10 webhooks already (limit_exceeded)')
+  public async register(@Request() req: AuthedRequest, @Body() body: RegisterWebhookRequest): Promise<RegisteredWebhookResponse> {
+    const registered = await this.serve(req, (caller) =>
+      registerWebhook(
+        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, allowSubnets: this.ctx.webhookAllowSubnets },
+        { accountId: caller.account_id, eventType: body.event_type, url: body.url },
+      ),
+    );
+    this.setStatus(201);
+    return registered;
+  }
+
+  /**
+   * @summary Delete a webhook
+   * Deletes one of your webhooks: nothing more is sent to it, messages still owed are dropped, and
+   * its place under the limit of 10 is free again. Its id is never given again. Free.
+   * @param webhook_id The webhook's `id`.
+   * @example webhook_id 7
+   */
+  @Delete('{webhook_id}')
+  @Example<WebhookOkResponse>({ ok: true })
+  @Response<ProblemDetails>(400, 'webhook_id not a positive integer')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
+  public async remove(@Request() req: AuthedRequest, @Path() webhook_id: string): Promise<WebhookOkResponse> {
+    const id = parseWebhookId(webhook_id);
+    return this.serve(req, (caller) => deleteWebhook(this.ctx, caller.account_id, id));
+  }
+
+  /**
+   * @summary Send a test delivery
+   * Sends one example event of the webhook's type, marked `test`, signed like every delivery, once
+   * (no retry), and answers what happened. Works on a deactivated webhook too, to check the
+   * endpoint before `POST /v1/webhooks/{webhook_id}/enable`. The attempt is listed in
+   * `GET /v1/webhooks/{webhook_id}/deliveries` (kind `test`); a failure counts in
+   * `consecutive_failures` but never deactivates the webhook. Body: none, or an empty JSON object. Free.
+   * @param webhook_id The webhook's `id`.
+   * @example webhook_id 7
+   */
+  @Post('{webhook_id}/test')
+  @Middlewares(jsonBody)
+  @Example<TestDeliveryResponse>({
+    ok: true,
+    status_code: 204,
+    error: null,
+    delivered_to: 'https://hooks.example.com/scores',
+    signature_header: 'X-Service-Signature',
+    payload: {
+      events: [{ type: 'score_move', ticker: 'COST', date: '2019-06-13', service_score: 71.4, prior_score: 60.2, delta: 11.2, test: true }],
+      sent_at: '2024-03-01T12:00:00.123Z',
+      source: 'scores-service',
+      test: true,
+    },
+  })
+  @Response<ProblemDetails>(400, 'webhook_id not a positive integer, or a body that is not an empty JSON object')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
+  @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
+  @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
+  public async test(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: NoFieldsRequest): Promise<TestDeliveryResponse> {
+    void body;
+    const id = parseWebhookId(webhook_id);
+    return this.serve(req, (caller) => sendTestDelivery({ ...this.ctx, sender: this.ctx.webhookSender }, caller.account_id, id));
+  }
+
+  /**
+   * @summary Re-enable a deactivated webhook
+   * Makes a webhook deactivated after 5 days of failures or a `410 Gone` active again and resets
+   * its failure run (`consecutive_failures` to 0). An active webhook stays as it is (the same
+   * answer). Send a test delivery first to check the endpoint answers. Body: none,
+   * or an empty JSON object. Free.
+   * @param webhook_id The webhook's `id`.
+   * @example webhook_id 7
+   */
+  @Post('{webhook_id}/enable')
+  @Middlewares(jsonBody)
+  @Example<EnabledWebhookResponse>({ ok: true, id: 7, is_active: true })
+  @Response<ProblemDetails>(400, 'webhook_id not a positive integer, or a body that is not an empty JSON object')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
+  @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
+  @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
+  public async enable(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: NoFieldsRequest): Promise<EnabledWebhookResponse> {
+    void body;
+    const id = parseWebhookId(webhook_id);
+    return this.serve(req, async (caller) => {
+      await reactivateWebhook(this.ctx, caller.account_id, id);
+      return { ok: true as const, id, is_active: true as const };
+    });
+  }
+}
