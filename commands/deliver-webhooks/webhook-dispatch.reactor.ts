@@ -27,14 +27,22 @@
  * batch: after downtime a move restated away meanwhile is not sent, and a webhook registered
  * meanwhile receives what was published while the reactor was stopped.
  *
- * Sending. Messages just queued are handed to their webhook's lane at once; a timer (every
- * `intervalMs`, `unref`'d) also reads `webhook_retries` for messages due by the clock (a failed
- * attempt's retry, or one queued before a crash) and hands them over. Each webhook's messages go
- * one after the other; different webhooks' go concurrently, at most `concurrency` sends at once,
- * so one slow receiver holds one slot, not the others. `deliverMessage` reads the webhook's stream
- * before each attempt, so a message seen twice (the read model behind the log) is sent once.
+ * Sending goes through the bus (`WEBHOOK_DELIVER_TOPIC`, consumer group `WEBHOOK_DISPATCH_GROUP`).
+ * A message just queued, and every message a timer (every `intervalMs`, `unref`'d) finds due by
+ * the clock in `webhook_retries` (a failed attempt's retry, or one queued before a crash), is
+ * published as `{ webhook_id, message_id }` keyed by the webhook id: with Kafka all of a webhook's
+ * messages land on one partition, hence one consumer of the group at a time, in order, and the
+ * replicas share the webhooks; with the in-memory bus the one process receives them all. The bus
+ * handler only hands the message to its webhook's lane and returns (both buses run one handler at
+ * a time per member): each webhook's messages go one after the other; different webhooks' go
+ * concurrently, at most `concurrency` sends at once per process, so one slow receiver holds one
+ * slot, not the others. `deliverMessage` reads the webhook's stream before each attempt, so a
+ * message published twice (the timer of each replica, a read model behind the log) is sent once.
+ * A bus message that fails (malformed, or a publish that failed) is reported and dropped: the
+ * message is still owed in `webhook_retries`, and the timer publishes it again.
  */
 import type { Clock } from '../../src/core/clock.js';
+import type { BusMessage, BusSubscription, EventBus } from '../../src/core/event-bus.port.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
@@ -78,16 +86,24 @@ export interface WebhookDispatcherOptions {
   runner: DispatchRunner;
   clock: Clock;
   sender: WebhookSender;
+  /** Carries the messages to send (`WEBHOOK_DELIVER_TOPIC`): in-memory, or Kafka shared by the replicas. */
+  bus: EventBus;
+  /** The consumer group of the senders; default `WEBHOOK_DISPATCH_GROUP`. */
+  group?: string;
   /** Pause between looks for due messages; default 1 s. */
   intervalMs?: number;
-  /** Sends at once, over all webhooks; default 16. */
+  /** Sends at once in this process, over all webhooks; default 16. */
   concurrency?: number;
   /** A failed decision (tried again on the next batch or tick) or a failed delivery. */
   onError?(err: unknown, context: { webhookId?: number; messageId?: string }): void;
 }
 
 export interface WebhookDispatcher {
-  /** Decides on what the read models hold, hands over what is due, and waits until every lane is idle. */
+  /**
+   * Decides on what the read models hold, publishes what is due, waits until the bus has handed
+   * it to the dispatchers of this process (not beyond `DRAIN_BUS_WAIT_MS`: another process may
+   * have taken it), then until every lane of this dispatcher is idle.
+   */
   drain(): Promise<void>;
   /** Stops deciding and sending; waits for the decision and the sends in progress; saves the checkpoint. */
   stop(): Promise<void>;
@@ -95,6 +111,13 @@ export interface WebhookDispatcher {
 
 export const DEFAULT_DISPATCH_INTERVAL_MS = 1_000;
 export const DEFAULT_DISPATCH_CONCURRENCY = 16;
+/** The bus topic of the messages to send: `{ webhook_id, message_id }`, keyed by the webhook id. */
+export const WEBHOOK_DELIVER_TOPIC = 'scores.webhooks.deliver';
+export const WEBHOOK_DISPATCH_GROUP = 'webhook-dispatch';
+/** The longest `drain` waits for its published messages to be received. */
+export const DRAIN_BUS_WAIT_MS = 5_000;
+/** Messages queued by a decision are published in chunks of this many (the first ones go early). */
+const PUBLISH_CHUNK = 50;
 const READ_CHUNK = 1_000;
 const PAGE = 500;
 /** Events decided on without anything to send before the checkpoint is saved anyway. */
@@ -102,7 +125,8 @@ const SAVE_EVERY = 1_000;
 const CHECKPOINT_ID = 'dispatch';
 
 export async function startWebhookDispatcher(options: WebhookDispatcherOptions): Promise<WebhookDispatcher> {
-  const { events, reads, runner, clock, sender } = options;
+  const { events, reads, runner, clock, sender, bus } = options;
+  const group = options.group ?? WEBHOOK_DISPATCH_GROUP;
   const interval = options.intervalMs ?? DEFAULT_DISPATCH_INTERVAL_MS;
   const limit = Math.max(1, options.concurrency ?? DEFAULT_DISPATCH_CONCURRENCY);
   const report = (err: unknown, context: { webhookId?: number; messageId?: string } = {}) => options.onError?.(err, context);
@@ -122,11 +146,14 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
   let backlogUntil: string | null = null;
   const buffered: (readonly RecordedEvent[])[] = [];
   let stopped = false;
+  /** The loop runs (set up below, after the awaits of the start). */
+  let started = false;
 
   // Subscribed and the position read in one synchronous step: every later batch follows it.
   const unsubscribe = runner.onBatch((batch) => {
     buffered.push(batch);
-    wake();
+    // Before the loop starts, its first pass takes the batch.
+    if (started) wake();
   });
   if (stored) {
     checkpoint = saved = stored.position;
@@ -211,10 +238,18 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
       if (flags.length) types.push('divergence_event');
       const hooks = (await Promise.all(types.map(activeWebhooks))).flat();
       const planned = planMessages(hooks, { score_move: moves, divergence_event: flags }, last, clock.now());
+      let queued: Due[] = [];
       await eachLimited(planned, limit, async (m) => {
         const id = await queueMessage(deps, m.webhook_id, m.envelope, { messageId: m.message_id, onlyNewEvents: true });
-        if (id) hand(m.webhook_id, id);
+        if (!id) return;
+        queued.push({ webhook_id: m.webhook_id, message_id: id });
+        if (queued.length >= PUBLISH_CHUNK) {
+          const chunk = queued;
+          queued = [];
+          await publish(chunk);
+        }
       });
+      if (queued.length > 0) await publish(queued);
     }
     checkpoint = last;
     unsaved += run.length;
@@ -237,7 +272,34 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
   }
 
   // ------------------------------------------------------------------------------------------
-  // Sending: one lane per webhook, `limit` sends at once over all lanes.
+  // Sending: published on the bus; received messages go to one lane per webhook, `limit` sends
+  // at once over all lanes of this process.
+
+  /** While a `drain` runs: the copies it waits for, by `webhookId|messageId`. */
+  let awaited: Map<string, number> | null = null;
+  let drains = 0;
+  const received = (key: string): void => {
+    const map = awaited;
+    const n = map?.get(key);
+    if (!map || n === undefined) return;
+    if (n <= 1) map.delete(key);
+    else map.set(key, n - 1);
+  };
+
+  /** Publishes messages to send; a failure is reported (the timer publishes them again when due). */
+  async function publish(due: readonly Due[]): Promise<void> {
+    if (due.length === 0) return;
+    const messages: BusMessage[] = due.map((d) => ({ key: String(d.webhook_id), value: JSON.stringify({ webhook_id: d.webhook_id, message_id: d.message_id }) }));
+    const map = awaited;
+    if (map) for (const d of due) map.set(dueKey(d), (map.get(dueKey(d)) ?? 0) + 1);
+    try {
+      await bus.publish(WEBHOOK_DELIVER_TOPIC, messages);
+    } catch (err) {
+      // Nothing to wait for.
+      if (map) for (const d of due) received(dueKey(d));
+      report(err, {});
+    }
+  }
 
   const pending = new Map<number, Set<string>>();
   const lanes = new Map<number, Promise<void>>();
@@ -288,7 +350,33 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
     }
   }
 
-  /** Hands every message `webhook_retries` says is due by the clock to its lane. */
+  // Every dispatcher of this process on this bus hears of a message received by any of them (`drain`).
+  let peers = receivers.get(bus);
+  if (!peers) receivers.set(bus, (peers = new Set()));
+  peers.add(received);
+  let subscription: BusSubscription;
+  try {
+    subscription = await bus.subscribe({
+      topic: WEBHOOK_DELIVER_TOPIC,
+      group,
+      // Hands over and returns at once: the lanes keep different webhooks concurrent.
+      handler: async (message) => {
+        const due = parseDue(message.value);
+        if (!due) {
+          report(new Error(`not a webhook delivery message: ${message.value.slice(0, 200)}`), {});
+          return;
+        }
+        for (const peer of receivers.get(bus) ?? []) peer(dueKey(due));
+        hand(due.webhook_id, due.message_id);
+      },
+    });
+  } catch (err) {
+    peers.delete(received);
+    unsubscribe();
+    throw err;
+  }
+
+  /** Publishes every message `webhook_retries` says is due by the clock. */
   async function handDue(): Promise<void> {
     const now = clock.now().toISOString();
     let cursor: string | null = null;
@@ -298,7 +386,7 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
         { next_attempt_at: { $lte: now } },
         { sort: [['next_attempt_at', 1]], limit: PAGE, cursor },
       );
-      for (const r of page.items) hand(r.webhook_id, r.message_id);
+      await publish(page.items.map((r) => ({ webhook_id: r.webhook_id, message_id: r.message_id })));
       cursor = page.nextCursor;
     } while (cursor && !stopped);
   }
@@ -344,12 +432,21 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
     timer.unref();
   }
 
+  started = true;
   void pass(true);
   schedule();
 
   return {
     async drain() {
-      await pass(true);
+      drains++;
+      const waiting = (awaited ??= new Map());
+      try {
+        await pass(true);
+        const deadline = Date.now() + DRAIN_BUS_WAIT_MS;
+        while (waiting.size > 0 && !stopped && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      } finally {
+        if (--drains === 0) awaited = null;
+      }
       while (lanes.size > 0) await Promise.all([...lanes.values()]);
     },
     async stop() {
@@ -359,6 +456,12 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
       if (timer) clearTimeout(timer);
       timer = null;
       await chain;
+      try {
+        await subscription.stop();
+      } catch (err) {
+        report(err, {});
+      }
+      receivers.get(bus)?.delete(received);
       await Promise.all([...lanes.values()]);
       try {
         await save();
@@ -368,6 +471,27 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
     },
   };
 }
+
+/** A message to send. */
+interface Due {
+  webhook_id: number;
+  message_id: string;
+}
+
+const dueKey = (d: Due) => `${d.webhook_id}|${d.message_id}`;
+
+function parseDue(value: string): Due | null {
+  try {
+    const v = JSON.parse(value) as Partial<Due> | null;
+    if (v && Number.isSafeInteger(v.webhook_id) && typeof v.message_id === 'string' && v.message_id !== '') return { webhook_id: v.webhook_id!, message_id: v.message_id };
+  } catch {
+    // Not JSON.
+  }
+  return null;
+}
+
+/** Per bus: the dispatchers of this process listening on it (each `drain` counts what it awaits). */
+const receivers = new WeakMap<EventBus, Set<(key: string) => void>>();
 
 /** Runs `fn` over `items`, at most `limit` at once. */
 async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {

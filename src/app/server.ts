@@ -128,6 +128,8 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     runner: services.runner,
     clock: services.clock,
     sender: services.webhookSender,
+    // Sending is a consumer group on it: with Kafka the replicas share the webhooks.
+    bus: services.bus,
     onError: (err, at) => services.log.warn({ err, ...at }, 'webhook dispatch failed'),
   });
   const ingestConsumer = await startIngestConsumer({

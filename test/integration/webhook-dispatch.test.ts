@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { startWebhookDispatcher, webhookDispatchCheckpoint, type WebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
+import { startWebhookDispatcher, WEBHOOK_DELIVER_TOPIC, webhookDispatchCheckpoint, type WebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import type { IngestRow } from '../../commands/ingest/ingest.schema.js';
 import { deleteWebhook, deliverMessage, queueMessage, registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
 import { webhooks } from '../../projections/webhooks/webhooks.projection.js';
+import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { fixedClock } from '../../src/core/clock.js';
@@ -73,9 +74,10 @@ describe('Live webhook deliveries over the SQLite store and the projector runner
   const clock = fixedClock(NOW);
   const sender = new FakeSender();
   const errors: unknown[] = [];
+  const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
   const deps = () => ({ events: services.events, clock, ids: services.ids, sender });
   const start = () =>
-    startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, intervalMs: 50, onError: (err) => errors.push(err) });
+    startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 50, onError: (err) => errors.push(err) });
   const ingest = async (rows: IngestRow[]) => {
     const r = await ingestRows(services.events, clock, rows);
     if (r.position) await services.runner.waitFor(r.position);
@@ -93,6 +95,7 @@ describe('Live webhook deliveries over the SQLite store and the projector runner
   });
   after(async () => {
     await dispatcher.stop();
+    await bus.close();
     await services.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -247,6 +250,64 @@ describe('The dispatcher and deliverMessage', () => {
       expect(await queueMessage(deps, hook.id, envelope, { messageId: 'msg_other', onlyNewEvents: true })).to.equal(null);
       expect(await queueMessage(deps, hook.id, envelope, { messageId: 'msg_third' })).to.equal('msg_third');
     } finally {
+      await services.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('Two dispatchers in one consumer group (two processes, one store, one bus)', function () {
+  this.timeout(60_000);
+
+  it('share the sending: each message is delivered exactly once, and both dispatchers send some', async () => {
+    const dir = tempDir('scores-dispatch-group-');
+    const clock = fixedClock(NOW);
+    const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
+    const errors: unknown[] = [];
+    const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
+    const senders = [new FakeSender(), new FakeSender()];
+    const dispatchers: WebhookDispatcher[] = [];
+    try {
+      await services.runner.start();
+      // A long interval: no timer publishes a message again while it is being sent. The in-memory
+      // bus keeps a key's order but, unlike a Kafka partition, may hand a later copy of a message to
+      // the other member, whose send could race the first one (Kafka keeps a key on one consumer).
+      for (const sender of senders) {
+        dispatchers.push(
+          await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 60_000, onError: (err) => errors.push(err) }),
+        );
+      }
+      const deps = { events: services.events, clock, ids: services.ids, sender: senders[0]! };
+      await ingestRows(services.events, clock, [listing('AAA'), listing('BBB'), score('AAA', '2024-03-01', 50, 50), score('BBB', '2024-03-01', 50, 50)]);
+      const urls: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const u = `https://group${i}.hooks.example.com/scores`;
+        await registerWebhook(deps, { accountId: `acct_group${Math.floor(i / 10)}`, eventType: 'score_move', url: u });
+        urls.push(u);
+      }
+      await services.runner.waitForHead();
+      for (const s of senders) s.delayMs = 20;
+
+      // A message that is not one: reported, and the consumer goes on.
+      await bus.publish(WEBHOOK_DELIVER_TOPIC, [{ key: '1', value: 'not json' }]);
+      await ingestRows(services.events, clock, [score('AAA', '2024-03-04', 70, 60), score('BBB', '2024-03-04', 52, 50)]);
+      const sent = (u: string) => senders[0]!.to(u).length + senders[1]!.to(u).length;
+      await until('every webhook', () => urls.every((u) => sent(u) >= 1), 10_000);
+      await pause(300);
+      await Promise.all(dispatchers.map((d) => d.drain()));
+      await pause(100);
+
+      for (const u of urls) expect(sent(u), u).to.equal(1);
+      const ids = new Set(senders.flatMap((s) => [...s.received.values()].flat().map((r) => r.headers['webhook-id'])));
+      expect(ids.size).to.equal(urls.length);
+      expect(senders[0]!.total(), 'first dispatcher').to.be.above(0);
+      expect(senders[1]!.total(), 'second dispatcher').to.be.above(0);
+      expect(senders[0]!.total() + senders[1]!.total()).to.equal(urls.length);
+      expect(errors).to.have.length(1);
+      expect(String(errors[0])).to.match(/not a webhook delivery message/);
+    } finally {
+      for (const d of dispatchers) await d.stop();
+      await bus.close();
       await services.close();
       rmSync(dir, { recursive: true, force: true });
     }
