@@ -313,3 +313,67 @@ describe('Two dispatchers in one consumer group (two processes, one store, one b
     }
   });
 });
+
+describe('When a receiver keeps failing, or answers 410', function () {
+  this.timeout(60_000);
+
+  it('retries on the schedule, deactivates after 5 days of failures (at once on a 410), and sends nothing more', async () => {
+    const dir = tempDir('scores-dispatch-deactivate-');
+    const clock = fixedClock(NOW);
+    const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
+    const errors: unknown[] = [];
+    const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
+    const sender = new FakeSender();
+    let dispatcher: WebhookDispatcher | null = null;
+    const ingest = async (rows: IngestRow[]) => {
+      const r = await ingestRows(services.events, clock, rows);
+      if (r.position) await services.runner.waitFor(r.position);
+    };
+    const isActive = async (id: number) => (await services.reads.get(webhooks, String(id)))?.is_active;
+    try {
+      await services.runner.start();
+      dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 20, onError: (err) => errors.push(err) });
+      const deps = { events: services.events, clock, ids: services.ids, sender };
+      const failing = 'https://failing.hooks.example.com/';
+      const gone = 'https://gone.hooks.example.com/';
+      const failingId = (await registerWebhook(deps, { accountId: 'acct_failing', eventType: 'score_move', url: failing })).id;
+      const goneId = (await registerWebhook(deps, { accountId: 'acct_gone', eventType: 'score_move', url: gone })).id;
+      sender.answers.set(failing, Array.from({ length: 20 }, () => ({ ok: false, status_code: 503, error: 'receiver answered 503' })));
+      sender.answers.set(gone, [{ ok: false, status_code: 410, error: 'receiver answered 410' }]);
+      await ingest([listing('MOV'), score('MOV', '2024-03-01', 50, 50)]);
+      await ingest([score('MOV', '2024-03-04', 80, 80)]);
+
+      await until('the first attempts', () => sender.to(failing).length === 1 && sender.to(gone).length === 1);
+      await until('the 410 deactivating its webhook', async () => (await isActive(goneId)) === false);
+      // At once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: the clock moves to each retry in turn.
+      for (const [i, wait] of [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000].entries()) {
+        clock.advance(wait);
+        await until(`attempt ${i + 2}`, () => sender.to(failing).length === i + 2);
+      }
+      clock.advance(36_000_000);
+      await dispatcher.drain();
+      await pause(100);
+      expect(sender.to(failing), 'given up after 8 attempts').to.have.length(8);
+      expect(await isActive(failingId)).to.equal(true);
+
+      // Five days after the first failure, the next message's failure deactivates the webhook.
+      clock.advance(5 * 86_400_000 - (5_000 + 300_000 + 1_800_000 + 7_200_000 + 18_000_000 + 72_000_000 + 36_000_000));
+      await ingest([score('MOV', '2024-03-14', 50, 50)]);
+      await until('the failure that deactivates', () => sender.to(failing).length === 9);
+      await until('the webhook deactivated', async () => (await isActive(failingId)) === false);
+
+      await ingest([score('MOV', '2024-03-15', 80, 80)]);
+      clock.advance(86_400_000);
+      await dispatcher.drain();
+      await pause(200);
+      expect(sender.to(failing)).to.have.length(9);
+      expect(sender.to(gone)).to.have.length(1);
+      expect(errors).to.deep.equal([]);
+    } finally {
+      await dispatcher?.stop();
+      await bus.close();
+      await services.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
