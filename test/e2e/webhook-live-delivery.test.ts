@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
 import { Webhook } from 'standardwebhooks';
-import { registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
+import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { runCli, until } from '../support/processes.js';
-import { startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
+import { getJson, startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
 
 /**
  * A score move ingested by `scores ingest` (another process) reaches a real HTTPS receiver of the
@@ -61,12 +61,17 @@ describe('Live webhook delivery end to end', function () {
     receiver?.close();
   });
 
-  it('delivers a score move ingested by the CLI within 2 s, verifiable with standardwebhooks', async () => {
+  it('delivers a score move ingested by the CLI within 2 s, verifiable with standardwebhooks, and lists it in /deliveries', async () => {
     const s = server.services;
-    const hook = await registerWebhook(
-      { events: s.events, clock: s.clock, ids: s.ids, allowSubnets: s.config.webhookAllowSubnets },
-      { accountId: 'acct_e2e', eventType: 'score_move', url: `https://localhost:${port}/hooks/scores` },
-    );
+    const { key } = await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids }, { tier: 'quant' });
+    await s.runner.waitForHead();
+    const registered = await fetch(`${server.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ event_type: 'score_move', url: `https://localhost:${port}/hooks/scores` }),
+    });
+    expect(registered.status).to.equal(201);
+    const hook = (await registered.json()) as { id: number; secret: string };
     const tickers = join(dir, 'tickers.csv');
     writeFileSync(tickers, ['symbol,company,sector,size_rank', 'AAA,AAA Inc,Tech,1', 'BBB,BBB Inc,Tech,2'].join('\n'));
     const day1 = join(dir, 'day1.csv');
@@ -85,5 +90,12 @@ describe('Live webhook delivery end to end', function () {
     expect(envelope.events.map((e) => [e.type, e.ticker, e.date])).to.deep.equal([['score_move', 'AAA', '2024-03-04']]);
     await new Promise((r) => setTimeout(r, 500));
     expect(received).to.have.length(1);
+
+    let deliveries: Record<string, any>[] = [];
+    await until(async () => {
+      deliveries = (await getJson(`${server.url}/v1/webhooks/${hook.id}/deliveries`, key)).body['deliveries'] as Record<string, any>[];
+      return deliveries.length > 0;
+    }, 2_000);
+    expect(deliveries[0]).to.include({ kind: 'live', event_type: 'score_move', event_count: 1, ok: true, status_code: 204, error: null });
   });
 });
