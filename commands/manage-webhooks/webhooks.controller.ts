@@ -132,7 +132,7 @@ export class ManageWebhooksController extends Controller {
   public async register(@Request() req: AuthedRequest, @Body() body: RegisterWebhookRequest): Promise<RegisteredWebhookResponse> {
     const registered = await this.serve(req, (caller) =>
       registerWebhook(
-        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, allowSubnets: this.ctx.webhookAllowSubnets },
+        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, allowSubnets: this.ctx.webhookAllowSubnets, sender: this.ctx.webhookSender },
         { accountId: caller.account_id, eventType: body.event_type, url: body.url },
       ),
     );

@@ -4,6 +4,7 @@
  * decided, and why, is in `webhook.decider.ts`.
  */
 import type { Clock } from '../../src/core/clock.js';
+import { badRequest } from '../../src/core/errors.js';
 import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
@@ -47,9 +48,12 @@ export interface RegisteredWebhook {
 }
 
 export async function registerWebhook(
-  deps: WebhookDeps & { allowSubnets?: AllowSubnets; newSecret?: () => string },
+  deps: WebhookDeps & { allowSubnets?: AllowSubnets; newSecret?: () => string; sender?: Pick<WebhookSender, 'refusal'> },
   input: { accountId: string; eventType: string; url: string },
 ): Promise<RegisteredWebhook> {
+  // The host is judged now as each delivery will judge it again (the HTTP face passes the sender).
+  const refusal = await deps.sender?.refusal(input.url);
+  if (refusal) throw badRequest(`webhook URL refused: ${refusal}`, { errors: [{ parameter: 'url', message: refusal }] });
   const secret = (deps.newSecret ?? newWebhookSecret)();
   const registry = registryOf();
   const command = { type: 'RegisterWebhook' as const, account_id: input.accountId, event_type: input.eventType, url: input.url, secret, allow_subnets: deps.allowSubnets };

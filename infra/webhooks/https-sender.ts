@@ -91,6 +91,24 @@ export class HttpsWebhookSender implements WebhookSender {
     }
   }
 
+  async refusal(text: string): Promise<string | null> {
+    let url: URL;
+    try {
+      url = checkWebhookUrl(text, this.allow);
+    } catch {
+      // Not a URL, not https, a forbidden literal address: the registration rules refuse it in their own words.
+      return null;
+    }
+    if (ipLiteralHost(url) !== null) return null;
+    const timeout = new Promise<string[]>((resolve) => setTimeout(resolve, this.timeoutMs, []).unref());
+    const addresses = await Promise.race([this.resolve(hostOf(url)).catch(() => []), timeout]);
+    for (const address of addresses) {
+      const refusal = addressRefusal(address, this.allow);
+      if (refusal !== null) return refusal;
+    }
+    return null;
+  }
+
   /** The address to connect to, or the refusal. */
   private async target(url: URL): Promise<string | DeliveryResult> {
     const host = hostOf(url);

@@ -34,4 +34,10 @@ export interface DeliveryResult {
 
 export interface WebhookSender {
   send(request: WebhookRequest): Promise<DeliveryResult>;
+  /**
+   * Why a URL's host may not be registered, judged as a delivery would judge it now (the addresses
+   * it resolves to against the rules), or null. A name that does not resolve is not refused here
+   * (every delivery resolves it again and fails then), nor is a URL the registration rules refuse.
+   */
+  refusal(url: string): Promise<string | null>;
 }

@@ -23,6 +23,9 @@ class FakeSender implements WebhookSender {
   delayMs = 0;
   inFlight = 0;
   maxInFlight = 0;
+  async refusal(): Promise<string | null> {
+    return null;
+  }
   async send(request: WebhookRequest): Promise<DeliveryResult> {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);

@@ -228,6 +228,15 @@ describe('Webhook sender (HTTPS)', () => {
       expect(result).to.deep.equal({ ok: false, status_code: null, error: 'DNS: no such host', delivered_to: 'nowhere.invalid' });
     });
 
+    it('judges the host at registration as a delivery would: a forbidden address is refused, a name that does not resolve is not', async () => {
+      const notFound = Object.assign(new Error('getaddrinfo ENOTFOUND nowhere.invalid'), { code: 'ENOTFOUND' });
+      expect(await sender({ resolve: async () => ['93.184.215.14', '10.0.0.5'] }).refusal('https://hooks.example.com/in')).to.equal('address 10.0.0.5 is private');
+      expect(await sender({ resolve: async () => ['93.184.215.14'] }).refusal('https://hooks.example.com/in')).to.equal(null);
+      expect(await sender({ resolve: () => Promise.reject(notFound) }).refusal('https://nowhere.invalid/in')).to.equal(null);
+      expect(await sender({ allow: [] }).refusal('https://localhost/in')).to.match(/^address (127\.0\.0\.1|::1) is loopback$/);
+      expect(received).to.have.length(0);
+    });
+
     it('counts a resolver that never answers against the time-out', async () => {
       const result = await sender({ timeoutMs: 200, resolve: () => new Promise(() => {}) }).send(request('/in', 'localhost'));
       expect(result).to.deep.equal({ ok: false, status_code: null, error: 'timed out after 0.2 s', delivered_to: 'localhost' });

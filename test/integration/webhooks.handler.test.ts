@@ -24,6 +24,11 @@ import { tempDir, testEnv } from '../support/server.js';
 class FakeSender implements WebhookSender {
   readonly received: WebhookRequest[] = [];
   readonly answers: Partial<DeliveryResult>[] = [];
+  /** Hosts whose addresses the rules refuse, and why. */
+  readonly refused = new Map<string, string>();
+  async refusal(url: string): Promise<string | null> {
+    return this.refused.get(new URL(url).hostname) ?? null;
+  }
   async send(request: WebhookRequest): Promise<DeliveryResult> {
     this.received.push(request);
     const a = this.answers.shift() ?? {};
@@ -56,6 +61,15 @@ describe('Webhook commands over the SQLite store', function () {
   after(async () => {
     await services.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses at registration a host that resolves to a forbidden address, writing nothing', async () => {
+    sender.refused.set('internal.example.com', 'address 10.0.0.5 is private');
+    const head = await services.events.headPosition();
+    const err = await refusal(registerWebhook(deps(), { accountId: 'acct_private', eventType: 'score_move', url: 'https://internal.example.com/hook' }));
+    expect(err.code).to.equal('bad_request');
+    expect(err.detail).to.equal('webhook URL refused: address 10.0.0.5 is private');
+    expect(await services.events.headPosition()).to.equal(head);
   });
 
   it('registers a webhook that the read model then lists, and shows its secret once', async () => {
