@@ -380,3 +380,49 @@ describe('When a receiver keeps failing, or answers 410', function () {
     }
   });
 });
+
+describe('When a restatement makes a move', function () {
+  this.timeout(60_000);
+
+  it('sends the move of the restated day, once', async () => {
+    const dir = tempDir('scores-dispatch-restated-');
+    const clock = fixedClock(NOW);
+    const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
+    const errors: unknown[] = [];
+    const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
+    const sender = new FakeSender();
+    let dispatcher: WebhookDispatcher | null = null;
+    const ingest = async (rows: IngestRow[]) => {
+      const r = await ingestRows(services.events, clock, rows);
+      if (r.position) await services.runner.waitFor(r.position);
+    };
+    try {
+      await services.runner.start();
+      dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 20, onError: (err) => errors.push(err) });
+      const hook = 'https://restated.hooks.example.com/';
+      await registerWebhook({ events: services.events, clock, ids: services.ids }, { accountId: 'acct_restated', eventType: 'score_move', url: hook });
+      await ingest([listing('RST'), score('RST', '2024-03-01', 50, 50)]);
+      await ingest([score('RST', '2024-03-04', 52, 50)]);
+      await dispatcher.drain();
+      await pause(100);
+      expect(sender.to(hook), 'a move under 10 is not sent').to.have.length(0);
+
+      await ingest([score('RST', '2024-03-04', 75, 70)]);
+      await until('the restated move', () => sender.to(hook).length === 1);
+      const restated = compositeScore(75, 70);
+      expect(body(sender.to(hook)[0]!).events).to.deep.equal([
+        { type: 'score_move', ticker: 'RST', date: '2024-03-04', service_score: restated, prior_score: 50, delta: round1(restated - 50), test: false },
+      ]);
+      await ingest([score('RST', '2024-03-04', 75, 70)]);
+      await dispatcher.drain();
+      await pause(100);
+      expect(sender.to(hook)).to.have.length(1);
+      expect(errors).to.deep.equal([]);
+    } finally {
+      await dispatcher?.stop();
+      await bus.close();
+      await services.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
