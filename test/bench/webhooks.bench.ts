@@ -1,9 +1,7 @@
 import { once } from 'node:events';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import type { IngestRow } from '../../commands/ingest/ingest.schema.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
@@ -13,6 +11,7 @@ import { openServices } from '../../src/app/container.js';
 import { startServer } from '../../src/app/server.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, info, median, report } from './stats.js';
+import { receiverCertificate } from '../support/receiver-certificate.js';
 
 const NOW = '2024-03-10T12:00:00Z';
 const WEBHOOKS = 1_000;
@@ -71,27 +70,16 @@ class Receiver {
  * receiver answered, and deliveries per second over it. Every webhook must get exactly one.
  */
 export async function benchWebhooks(runs: number): Promise<void> {
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: true },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
-    ],
-  });
   const seconds: number[] = [];
   const firsts: number[] = [];
   const rates: number[] = [];
   let allExact = true;
   for (let run = 0; run < runs; run++) {
     const dir = tempDir('scores-bench-webhooks-');
-    const receiver = new Receiver(pems.private, pems.cert);
+    const pems = await receiverCertificate(dir);
+    const receiver = new Receiver(pems.key, pems.cert);
     const port = await receiver.listen();
-    const caFile = join(dir, 'receiver-ca.pem');
-    writeFileSync(caFile, pems.cert);
-    const env = testEnv(dir, NOW, { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' });
+    const env = testEnv(dir, NOW, { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' });
     const services = await openServices(loadConfig(env));
     const running = await startServer(services, { progress: false, port: 0 });
     try {

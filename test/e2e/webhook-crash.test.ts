@@ -6,7 +6,6 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { Webhook } from 'standardwebhooks';
 import { registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
@@ -16,6 +15,7 @@ import { projectRoot } from '../../src/core/paths.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { runCli, until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
+import { receiverCertificate } from '../support/receiver-certificate.js';
 
 /** One request the receiver got: the message id, its events, and whether it was answered 200. */
 interface Arrival {
@@ -106,19 +106,8 @@ describe('Webhooks: nothing lost or doubled across kill -9', function () {
   const quiet = () => new Promise((r) => setTimeout(r, 2_500));
 
   before(async () => {
-    const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true },
-        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
-      ],
-    });
-    const caFile = join(dir, 'receiver-ca.pem');
-    writeFileSync(caFile, pems.cert);
-    receiver = createServer({ key: pems.private, cert: pems.cert }, (req, res) => {
+    const pems = await receiverCertificate(dir);
+    receiver = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -141,7 +130,7 @@ describe('Webhooks: nothing lost or doubled across kill -9', function () {
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     const port = (receiver.address() as AddressInfo).port;
-    env = testEnv(dir, now, { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' });
+    env = testEnv(dir, now, { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' });
 
     // The webhook and a first day of scores, before the server's first start (history: not sent).
     const services = await openServices(loadConfig(env));

@@ -5,12 +5,12 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { Webhook } from 'standardwebhooks';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { runCli, until } from '../support/processes.js';
 import { getJson, startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
+import { receiverCertificate } from '../support/receiver-certificate.js';
 
 /**
  * A score move ingested by `scores ingest` (another process) reaches a real HTTPS receiver of the
@@ -29,19 +29,8 @@ describe('Live webhook delivery end to end', function () {
 
   before(async () => {
     dir = tempDir('scores-live-webhook-');
-    const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true },
-        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
-      ],
-    });
-    const caFile = join(dir, 'receiver-ca.pem');
-    writeFileSync(caFile, pems.cert);
-    receiver = createServer({ key: pems.private, cert: pems.cert }, (req, res) => {
+    const pems = await receiverCertificate(dir);
+    receiver = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -52,7 +41,7 @@ describe('Live webhook delivery end to end', function () {
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     port = (receiver.address() as AddressInfo).port;
-    const extra = { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' };
+    const extra = { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' };
     env = testEnv(dir, now, extra);
     server = await startTestServer({ now, dir, env: extra });
   });

@@ -1,16 +1,16 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import { Webhook } from 'standardwebhooks';
 import { webhookStream } from '../../src/events/webhook.events.js';
 import { demoKey, startTestServer, type TestServer } from '../support/server.js';
+import { receiverCertificate } from '../support/receiver-certificate.js';
 
 interface Received {
   url: string;
@@ -43,19 +43,8 @@ describe('Webhooks over HTTP', function () {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'scores-webhooks-e2e-'));
-    const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true },
-        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
-      ],
-    });
-    const caFile = join(dir, 'receiver-ca.pem');
-    writeFileSync(caFile, pems.cert);
-    receiver = createServer({ key: pems.private, cert: pems.cert }, (req, res) => {
+    const pems = await receiverCertificate(dir);
+    receiver = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -66,7 +55,7 @@ describe('Webhooks over HTTP', function () {
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     receiverUrl = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/scores`;
-    server = await startTestServer({ now: '2019-06-14T12:00:00Z', env: { WEBHOOK_CA_FILE: caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
+    server = await startTestServer({ now: '2019-06-14T12:00:00Z', env: { WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
   });
 
   after(async () => {

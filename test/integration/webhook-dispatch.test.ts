@@ -317,25 +317,40 @@ describe('Two dispatchers in one consumer group (two processes, one store, one b
   });
 });
 
+/** A store of its own, its projector runner and one dispatcher on an in-memory bus, closed after `run`. */
+async function withDispatcher(
+  prefix: string,
+  run: (f: { services: Services; clock: ReturnType<typeof fixedClock>; sender: FakeSender; dispatcher: WebhookDispatcher; ingest: (rows: IngestRow[]) => Promise<void>; errors: unknown[] }) => Promise<void>,
+): Promise<void> {
+  const dir = tempDir(prefix);
+  const clock = fixedClock(NOW);
+  const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
+  const errors: unknown[] = [];
+  const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
+  const sender = new FakeSender();
+  let dispatcher: WebhookDispatcher | null = null;
+  const ingest = async (rows: IngestRow[]) => {
+    const r = await ingestRows(services.events, clock, rows);
+    if (r.position) await services.runner.waitFor(r.position);
+  };
+  try {
+    await services.runner.start();
+    dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 20, onError: (err) => errors.push(err) });
+    await run({ services, clock, sender, dispatcher, ingest, errors });
+  } finally {
+    await dispatcher?.stop();
+    await bus.close();
+    await services.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('When a receiver keeps failing, or answers 410', function () {
   this.timeout(60_000);
 
   it('retries on the schedule, deactivates after 5 days of failures (at once on a 410), and sends nothing more', async () => {
-    const dir = tempDir('scores-dispatch-deactivate-');
-    const clock = fixedClock(NOW);
-    const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
-    const errors: unknown[] = [];
-    const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
-    const sender = new FakeSender();
-    let dispatcher: WebhookDispatcher | null = null;
-    const ingest = async (rows: IngestRow[]) => {
-      const r = await ingestRows(services.events, clock, rows);
-      if (r.position) await services.runner.waitFor(r.position);
-    };
-    const isActive = async (id: number) => (await services.reads.get(webhooks, String(id)))?.is_active;
-    try {
-      await services.runner.start();
-      dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 20, onError: (err) => errors.push(err) });
+    await withDispatcher('scores-dispatch-deactivate-', async ({ services, clock, sender, dispatcher, ingest, errors }) => {
+      const isActive = async (id: number) => (await services.reads.get(webhooks, String(id)))?.is_active;
       const deps = { events: services.events, clock, ids: services.ids, sender };
       const failing = 'https://failing.hooks.example.com/';
       const gone = 'https://gone.hooks.example.com/';
@@ -372,12 +387,7 @@ describe('When a receiver keeps failing, or answers 410', function () {
       expect(sender.to(failing)).to.have.length(9);
       expect(sender.to(gone)).to.have.length(1);
       expect(errors).to.deep.equal([]);
-    } finally {
-      await dispatcher?.stop();
-      await bus.close();
-      await services.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -385,20 +395,7 @@ describe('When a restatement makes a move', function () {
   this.timeout(60_000);
 
   it('sends the move of the restated day, once', async () => {
-    const dir = tempDir('scores-dispatch-restated-');
-    const clock = fixedClock(NOW);
-    const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
-    const errors: unknown[] = [];
-    const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
-    const sender = new FakeSender();
-    let dispatcher: WebhookDispatcher | null = null;
-    const ingest = async (rows: IngestRow[]) => {
-      const r = await ingestRows(services.events, clock, rows);
-      if (r.position) await services.runner.waitFor(r.position);
-    };
-    try {
-      await services.runner.start();
-      dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 20, onError: (err) => errors.push(err) });
+    await withDispatcher('scores-dispatch-restated-', async ({ services, clock, sender, dispatcher, ingest, errors }) => {
       const hook = 'https://restated.hooks.example.com/';
       await registerWebhook({ events: services.events, clock, ids: services.ids }, { accountId: 'acct_restated', eventType: 'score_move', url: hook });
       await ingest([listing('RST'), score('RST', '2024-03-01', 50, 50)]);
@@ -418,11 +415,6 @@ describe('When a restatement makes a move', function () {
       await pause(100);
       expect(sender.to(hook)).to.have.length(1);
       expect(errors).to.deep.equal([]);
-    } finally {
-      await dispatcher?.stop();
-      await bus.close();
-      await services.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });

@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generate } from 'selfsigned';
 import type { DeliveryResult, WebhookRequest } from '../../src/core/webhook-sender.port.js';
 import { parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { HttpsWebhookSender, readCaFile, type HttpsWebhookSenderOptions } from '../../infra/webhooks/https-sender.js';
+import { receiverCertificate } from '../support/receiver-certificate.js';
 
 /** Every receiver body carries it; no result may. */
 const CANARY = 'receiver-secret-7f3a';
@@ -43,19 +43,9 @@ describe('Webhook sender (HTTPS)', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'scores-webhook-'));
-    const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true },
-        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
-      ],
-    });
-    caFile = join(dir, 'receiver-ca.pem');
-    writeFileSync(caFile, pems.cert);
-    server = createServer({ key: pems.private, cert: pems.cert }, (req, res) => {
+    const pems = await receiverCertificate(dir);
+    caFile = pems.caFile;
+    server = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
