@@ -7,7 +7,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
-import { WEBHOOK_STREAM_PREFIX, type WebhookEvent } from '../../src/events/webhook.events.js';
+import { WEBHOOK_STREAM_PREFIX, type WebhookDeliveryAttempted, type WebhookEvent } from '../../src/events/webhook.events.js';
 
 export interface WebhookDoc {
   id: number;
@@ -35,20 +35,8 @@ export const webhooks = defineCollection<WebhookDoc>({
   ],
 });
 
-/** One delivery attempt, live or test. */
-export interface WebhookDeliveryDoc {
-  webhook_id: number;
-  account_id: string;
-  message_id: string;
-  kind: 'live' | 'test';
-  event_type: WebhookEventType;
-  event_count: number;
-  attempt: number;
-  ok: boolean;
-  status_code: number | null;
-  error: string | null;
-  created_at: string;
-}
+/** One delivery attempt, live or test: the attempt's own fields, its account, and when it was made. */
+export type WebhookDeliveryDoc = Omit<WebhookDeliveryAttempted['data'], 'next_attempt_at' | 'at'> & { account_id: string; created_at: string };
 
 export const webhookDeliveries = defineCollection<WebhookDeliveryDoc>({
   name: 'webhook_deliveries',

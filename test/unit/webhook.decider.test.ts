@@ -2,23 +2,20 @@ import { expect } from 'chai';
 import {
   MAX_WEBHOOKS_PER_ACCOUNT,
   webhooksDecider,
-  type AttemptResult,
   type WebhookCommand,
 } from '../../commands/manage-webhooks/webhook.decider.js';
 import { parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 import type { WebhookEvent, WebhookRegistryEvent } from '../../src/events/webhook.events.js';
 import { deciderSpec } from '../support/decider-spec.js';
+import { ENVELOPE, SECRET, T0, at, attempt, delivered, failed, gone, queue, register } from '../support/webhook-commands.js';
 
 type AnyEvent = WebhookEvent | WebhookRegistryEvent;
 
-const T0 = new Date('2024-03-01T12:00:00.000Z');
-const at = (ms: number) => new Date(T0.getTime() + ms);
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
 
 const spec = deciderSpec(webhooksDecider);
 /** Expectations without the secret and the times, where those are not the point. */
@@ -29,13 +26,6 @@ const brief = (e: AnyEvent) => {
 };
 const briefSpec = deciderSpec(webhooksDecider, { normalize: brief });
 
-const register = (account_id: string, url = 'https://hooks.example.com/in', event_type = 'score_move'): WebhookCommand => ({
-  type: 'RegisterWebhook',
-  account_id,
-  event_type,
-  url,
-  secret: SECRET,
-});
 
 const fold = (events: AnyEvent[]) => events.reduce((s, e) => webhooksDecider.evolve(s, e), webhooksDecider.initialState());
 
@@ -52,20 +42,6 @@ function history(...steps: [WebhookCommand, Date][]): AnyEvent[] {
   return events;
 }
 
-const ENVELOPE = liveEnvelope([scoreMoveEvent({ ticker: 'AAPL', date: '2024-02-29', service_score: 70, prior_score: 55.5 })], T0);
-const queue = (webhook_id: number, message_id: string): WebhookCommand => ({ type: 'QueueMessage', webhook_id, message_id, envelope: ENVELOPE });
-const failed: AttemptResult = { ok: false, status_code: 500, error: 'receiver answered 500' };
-const delivered: AttemptResult = { ok: true, status_code: 204, error: null };
-const gone: AttemptResult = { ok: false, status_code: 410, error: 'receiver answered 410' };
-const attempt = (webhook_id: number, message_id: string, result: AttemptResult, kind: 'live' | 'test' = 'live'): WebhookCommand => ({
-  type: 'RecordAttempt',
-  webhook_id,
-  message_id,
-  kind,
-  event_type: 'score_move',
-  event_count: 1,
-  result,
-});
 
 const attempted = (e: AnyEvent[]) => e.filter((x) => x.type === 'WebhookDeliveryAttempted').map((x) => x.data as { attempt: number; next_attempt_at: string | null; ok: boolean });
 

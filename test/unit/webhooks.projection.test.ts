@@ -1,29 +1,12 @@
 import { expect } from 'chai';
-import { webhooksDecider, type AttemptResult, type WebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
+import { webhooksDecider, type WebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
 import { webhookDeliveries, webhookRetries, webhooks, webhooksProjection } from '../../projections/webhooks/webhooks.projection.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 import { WEBHOOK_REGISTRY_STREAM, webhookStream, type WebhookEvent, type WebhookRegistryEvent } from '../../src/events/webhook.events.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
+import { T0, at, attempt, delivered, failed, queue, register } from '../support/webhook-commands.js';
 
-const T0 = new Date('2024-03-01T12:00:00.000Z');
-const at = (ms: number) => new Date(T0.getTime() + ms);
-const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
-const ENVELOPE = liveEnvelope([scoreMoveEvent({ ticker: 'AAPL', date: '2024-02-29', service_score: 70, prior_score: 55.5 })], T0);
-const failed: AttemptResult = { ok: false, status_code: 500, error: 'receiver answered 500' };
-const delivered: AttemptResult = { ok: true, status_code: 204, error: null };
 
-const register = (account_id: string): WebhookCommand => ({ type: 'RegisterWebhook', account_id, event_type: 'score_move', url: 'https://hooks.example.com/in', secret: SECRET });
-const queue = (webhook_id: number, message_id: string): WebhookCommand => ({ type: 'QueueMessage', webhook_id, message_id, envelope: ENVELOPE });
-const attempt = (webhook_id: number, message_id: string, result: AttemptResult, kind: 'live' | 'test' = 'live'): WebhookCommand => ({
-  type: 'RecordAttempt',
-  webhook_id,
-  message_id,
-  kind,
-  event_type: 'score_move',
-  event_count: 1,
-  result,
-});
 
 /** Drives the real decider and records its events on their streams, as the store would. */
 class World {
