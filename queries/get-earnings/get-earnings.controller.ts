@@ -4,7 +4,7 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
-import { parseIntParam } from '../shared/int-param.js';
+import { parseIntParam } from '../../src/core/int-param.js';
 import { EARNINGS_DAYS, upcomingReporters, type EarningsReporter } from './get-earnings.query.js';
 
 export interface EarningsResponse {

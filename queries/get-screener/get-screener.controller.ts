@@ -4,7 +4,7 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
-import { parseIntParam, parseOptionalIntParam } from '../shared/int-param.js';
+import { parseIntParam, parseOptionalIntParam } from '../../src/core/int-param.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE, screenStocks, type ScreenerRow } from './get-screener.query.js';
 
 export interface ScreenerResponse {

@@ -3,7 +3,7 @@ import type { AuthedRequest } from '../../src/core/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
-import { parseIntParam } from '../shared/int-param.js';
+import { parseIntParam } from '../../src/core/int-param.js';
 import { USAGE_LEDGER_LIMIT, getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')

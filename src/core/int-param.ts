@@ -1,4 +1,4 @@
-import { AppError, badRequest } from '../../src/core/errors.js';
+import { AppError, badRequest } from './errors.js';
 
 export interface IntParamRule {
   default: number;

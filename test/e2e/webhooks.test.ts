@@ -211,14 +211,14 @@ describe('Webhooks over HTTP', function () {
   });
 
   it('refuses a webhook_id that is not an integer with a 400 naming it', async () => {
-    for (const [method, path] of [
-      ['DELETE', '/v1/webhooks/abc'],
-      ['POST', '/v1/webhooks/1.5/test'],
-      ['GET', '/v1/webhooks/-1/deliveries'],
-      ['POST', '/v1/webhooks/x/enable'],
+    for (const [method, path, message] of [
+      ['DELETE', '/v1/webhooks/abc', 'must be an integer (got "abc")'],
+      ['POST', '/v1/webhooks/1.5/test', 'must be an integer (got "1.5")'],
+      ['GET', '/v1/webhooks/-1/deliveries', 'must be at least 1'],
+      ['POST', '/v1/webhooks/x/enable', 'must be an integer (got "x")'],
     ] as const) {
       const body = expectProblem(await call(method, path), 400, 'bad_request', `${method} ${path}`);
-      expect(body['errors']).to.deep.equal([{ parameter: 'webhook_id', message: 'must be a positive integer' }]);
+      expect(body['errors']).to.deep.equal([{ parameter: 'webhook_id', message }]);
     }
   });
 
