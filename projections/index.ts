@@ -8,9 +8,10 @@ import { referenceProjection } from './reference/reference.projection.js';
 import { scoreHistoryProjection } from './score-history/score-history.projection.js';
 import { divergenceProjection } from './divergence/divergence.projection.js';
 import { webhooksProjection } from './webhooks/webhooks.projection.js';
+import { exportsProjection } from './exports/exports.projection.js';
 
 /** Every projection the service runs, in the order they are applied to each batch. */
 export function allProjections(): Projection[] {
   // usage-alerts reads the accounts apiKeys writes in the same batch: keep it after apiKeys.
-  return [referenceProjection, scoreHistoryProjection, latestScoresProjection, dailyScoresProjection, apiKeysProjection, usageProjection, usageAlertsProjection, divergenceProjection, webhooksProjection];
+  return [referenceProjection, scoreHistoryProjection, latestScoresProjection, dailyScoresProjection, apiKeysProjection, usageProjection, usageAlertsProjection, divergenceProjection, webhooksProjection, exportsProjection];
 }

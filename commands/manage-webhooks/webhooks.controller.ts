@@ -5,7 +5,7 @@ import { CREDITS_HEADER, type AuthedRequest, type Principal } from '../../src/co
 import type { ProblemDetails } from '../../src/core/problem.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { parseWebhookId } from '../../src/domain/webhooks/webhook-id.js';
-import type { CommandContext } from './command-context.js';
+import type { CommandContext } from '../shared/command-context.js';
 import { deleteWebhook, reactivateWebhook, registerWebhook, sendTestDelivery } from './webhooks.handler.js';
 
 /** Largest request body the webhook endpoints read (a registration is a type and a URL of at most 2,048 characters). */

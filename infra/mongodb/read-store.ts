@@ -15,6 +15,7 @@ import type {
   Filter,
   FindOptions,
   Page,
+  ReadSnapshot,
   ReadStore,
   Scalar,
   Write,
@@ -153,16 +154,37 @@ export class MongoReadStore implements ReadStore {
     return this.coll(def.name).countDocuments(toMongoFilter(def, filter));
   }
 
-  async *scan<T>(def: CollectionDef<T>, batchSize = 1000): AsyncIterable<T> {
+  scan<T>(def: CollectionDef<T>, batchSize = 1000): AsyncIterable<T> {
+    return this.scanWith<T>(def, batchSize, undefined);
+  }
+
+  private async *scanWith<T>(def: CollectionDef<T>, batchSize: number, session: ClientSession | undefined): AsyncIterable<T> {
     let after: string | null = null;
     for (;;) {
       const docs: StoredDoc[] = await this.coll(def.name)
-        .find(after === null ? {} : { _id: { $gt: after } }, { sort: { _id: 1 }, limit: batchSize })
+        .find(after === null ? {} : { _id: { $gt: after } }, { sort: { _id: 1 }, limit: batchSize, session })
         .toArray();
       if (docs.length === 0) return;
       for (const d of docs) yield fromStored<T>(d);
       after = docs[docs.length - 1]!._id;
     }
+  }
+
+  /**
+   * On a replica set, a snapshot session: every read in it sees one point in time (the server
+   * keeps that point for `minSnapshotHistoryWindowInSeconds`, 300 s by default: a longer read
+   * fails with SnapshotTooOld). A standalone server has no snapshots: the view is the live data.
+   */
+  async snapshot(): Promise<ReadSnapshot> {
+    const session = (await this.supportsTransactions()) ? this.client.startSession({ snapshot: true }) : undefined;
+    return {
+      consistent: session !== undefined,
+      scan: <T>(def: CollectionDef<T>, batchSize = 1000) => this.scanWith<T>(def, batchSize, session),
+      checkpoint: async (projector) => (await this.checkpoints.findOne({ _id: projector }, { session }))?.position ?? null,
+      close: async () => {
+        await session?.endSession();
+      },
+    };
   }
 
   async commit(batch: CommitBatch): Promise<void> {

@@ -6,14 +6,15 @@ import type {
   Filter,
   FindOptions,
   Page,
+  ReadSnapshot,
   ReadStore,
   Scalar,
 } from '../../src/core/read-store.port.js';
 import { badRequest } from '../../src/core/errors.js';
-import type { SqliteDb } from './database.js';
+import { BUSY_TIMEOUT_MS, type SqliteDb } from './database.js';
 import { CHECKPOINTS_DDL, readModelWriter, SharedDocs, SharedDocsBuilder, type ReadModelWriter, type SerializedCommit, type TableSpec } from './read-model-writes.js';
 import { startWorker } from './worker.js';
-import type { Statement } from 'better-sqlite3';
+import Database, { type Statement } from 'better-sqlite3';
 
 type AnyDef = CollectionDef<any>;
 
@@ -26,6 +27,7 @@ interface Prepared {
 
 const IDENT = /^[a-z][a-z0-9_]*$/i;
 const col = (field: string) => `f_${field}`;
+const tableName = (collection: string) => `rm_${collection}`;
 
 function toSql(v: Scalar | undefined): string | number | null {
   if (v === undefined || v === null) return null;
@@ -148,6 +150,19 @@ class WriteBehind {
  * event loop. Every read sees every resolved commit: `get` / `getMany` read the documents not
  * written yet from memory, the other reads wait for them (see `WriteBehind` for failures).
  */
+/** A table's documents in id order, `batchSize` rows a statement, yielding to the event loop between batches. */
+async function* scanTable<T>(db: SqliteDb, table: string, batchSize: number): AsyncIterable<T> {
+  const stmt = db.prepare<[string, number], { id: string; doc: string }>(`SELECT id, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`);
+  let after = '';
+  for (;;) {
+    const rows = stmt.all(after, batchSize);
+    if (rows.length === 0) return;
+    for (const r of rows) yield JSON.parse(r.doc) as T;
+    after = rows[rows.length - 1]!.id;
+    await Promise.resolve();
+  }
+}
+
 export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, Prepared>();
   /** Statements of `find` / `count` by SQL text: a query shape is compiled once. */
@@ -181,7 +196,7 @@ export class SqliteReadStore implements ReadStore {
     if (existing) return existing;
     if (!IDENT.test(def.name)) throw new Error(`bad collection name ${def.name}`);
     for (const f of def.fields) if (!IDENT.test(f)) throw new Error(`bad field name ${f}`);
-    const table = `rm_${def.name}`;
+    const table = tableName(def.name);
     this.createTable(def, table);
     const spec: TableSpec = { collection: def.name, table, columns: def.fields.map(col) };
     if (this.inline) this.inline.define(spec);
@@ -313,16 +328,41 @@ export class SqliteReadStore implements ReadStore {
 
   async *scan<T>(def: CollectionDef<T>, batchSize = 1000): AsyncIterable<T> {
     await this.behind?.settled();
-    const { table } = this.table(def);
-    const stmt = this.db.prepare(`SELECT id, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`);
-    let after = '';
-    for (;;) {
-      const rows = stmt.all(after, batchSize) as { id: string; doc: string }[];
-      if (rows.length === 0) return;
-      for (const r of rows) yield JSON.parse(r.doc) as T;
-      after = rows[rows.length - 1]!.id;
-      await Promise.resolve();
+    yield* scanTable<T>(this.db, this.table(def).table, batchSize);
+  }
+
+  /**
+   * A read transaction on a connection of its own: WAL gives it the file as of its first read
+   * for as long as it stays open, while the writers go on (this connection's reads keep seeing
+   * every new commit). In memory there is no second connection: the view is the live store.
+   */
+  async snapshot(): Promise<ReadSnapshot> {
+    await this.behind?.settled();
+    if (this.db.memory) {
+      return { scan: (def, n) => this.scan(def, n), checkpoint: (p) => this.checkpoint(p), consistent: false, close: () => Promise.resolve() };
     }
+    const conn = new Database(this.db.name, { readonly: true, fileMustExist: true });
+    conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    conn.pragma('cache_size = -65536');
+    conn.exec('BEGIN');
+    // The transaction's snapshot is taken at its first read.
+    const checkpointGet = conn.prepare<[string], { position: string }>('SELECT position FROM projector_checkpoints WHERE projector = ?');
+    checkpointGet.get('');
+    const exists = conn.prepare<[string], { n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?");
+    return {
+      consistent: true,
+      async *scan<T>(def: CollectionDef<T>, batchSize = 1000): AsyncIterable<T> {
+        const table = tableName(def.name);
+        // A collection with no table yet (nothing registered it when the snapshot was taken) is empty.
+        if (!conn.open || exists.get(table)!.n === 0) return;
+        yield* scanTable<T>(conn, table, batchSize);
+      },
+      checkpoint: (projector) => Promise.resolve(checkpointGet.get(projector)?.position ?? null),
+      close() {
+        if (conn.open) conn.close();
+        return Promise.resolve();
+      },
+    };
   }
 
   commit(batch: CommitBatch): Promise<void> {

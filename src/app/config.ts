@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isCalendarDate } from '../domain/trading-calendar.js';
 import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address-policy.js';
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
+import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 
 const optionalString = z
   .string()
@@ -41,6 +42,20 @@ const envSchema = z.object({
   KAFKA_BROKERS: optionalString,
   SMTP_URL: optionalString,
   MAIL_FROM: z.preprocess(unsetIfBlank, z.string().default('Scores API <alerts@localhost>')),
+  SCORES_EXPORTS_SCHEDULE: z.preprocess(
+    unsetIfBlank,
+    z
+      .string()
+      .default('30 22 * * *')
+      .superRefine((pattern, ctx) => {
+        if (pattern.trim() === 'off') return;
+        try {
+          parseSchedule(pattern);
+        } catch (err) {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be a cron pattern in UTC (e.g. "30 22 * * *") or "off": ${(err as Error).message}` });
+        }
+      }),
+  ),
   WEBHOOK_ALLOW_SUBNETS: optionalString.transform((text, ctx) => {
     try {
       return parseAllowSubnets(text ?? '');
@@ -76,6 +91,8 @@ export interface Config {
   /** SMTP server for usage-alert emails; without it they go to `<dataDir>/outbox`. */
   smtpUrl: string | null;
   mailFrom: string;
+  /** When the nightly export runs: a cron pattern in UTC, or null (off). */
+  exportsSchedule: string | null;
   /** Subnets webhooks may reach although the address rules forbid them (development, tests). */
   webhookAllowSubnets: AllowSubnets;
   /** Extra CAs (PEM) webhook receivers' certificates may chain to, besides node's own. */
@@ -108,6 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
     smtpUrl: e.SMTP_URL ?? null,
     mailFrom: e.MAIL_FROM,
+    exportsSchedule: e.SCORES_EXPORTS_SCHEDULE.trim() === 'off' ? null : e.SCORES_EXPORTS_SCHEDULE.trim(),
     webhookAllowSubnets: e.WEBHOOK_ALLOW_SUBNETS,
     webhookCaFile: e.WEBHOOK_CA_FILE ? resolve(e.WEBHOOK_CA_FILE) : null,
   };

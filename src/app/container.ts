@@ -10,6 +10,8 @@ import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
 import { SmtpMailer } from '../../infra/mail/smtp.js';
 import { HttpsWebhookSender } from '../../infra/webhooks/https-sender.js';
+import { ExportDirectory } from '../../infra/files/export-directory.js';
+import type { ExportFiles } from '../core/export-files.port.js';
 import type { WebhookSender } from '../core/webhook-sender.port.js';
 import type { Mailer } from '../core/mail.port.js';
 import { fixedClock, systemClock, type Clock } from '../core/clock.js';
@@ -41,6 +43,8 @@ export interface Services {
   mailer: Mailer;
   /** Webhook deliveries: HTTPS to public addresses only (WEBHOOK_ALLOW_SUBNETS, WEBHOOK_CA_FILE). */
   webhookSender: WebhookSender;
+  /** Bulk export bundles: files under `<dataDir>/exports`. */
+  exportFiles: ExportFiles;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
@@ -133,6 +137,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     runner,
     mailer,
     webhookSender: new HttpsWebhookSender({ allow: config.webhookAllowSubnets, caFile: config.webhookCaFile ?? undefined }),
+    exportFiles: new ExportDirectory(join(config.dataDir, 'exports')),
     ledger,
     meter,
     queries: {

@@ -10,6 +10,7 @@ import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
 import { startAlertDispatcher } from '../../commands/send-usage-alerts/usage-alerts.reactor.js';
 import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
+import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
 import { createExpressServer } from './http/express-server.js';
@@ -139,7 +140,21 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     log: (msg) => services.log.warn(msg),
   });
 
+  const exportsSchedule = services.config.exportsSchedule
+    ? startExportSchedule({
+        events: services.events,
+        reads: services.reads,
+        files: services.exportFiles,
+        clock: services.clock,
+        ids: services.ids,
+        schedule: parseSchedule(services.config.exportsSchedule),
+        onRun: (r) => (r.status === 'completed' ? services.log.info({ run_id: r.run_id, seconds: r.seconds }, 'export bundle written') : undefined),
+        onError: (err) => services.log.error({ err }, 'export run failed; the next try is in 15 minutes'),
+      })
+    : null;
+
   const stopWorkers = async () => {
+    await exportsSchedule?.stop();
     await publisher?.stop();
     await alerts.stop();
     await webhookDispatcher.stop();

@@ -1,5 +1,5 @@
 import type { RecordedEvent } from './event-store.port.js';
-import type { CollectionDef, CommitBatch, Filter, FindOptions, Page, ReadStore } from './read-store.port.js';
+import type { CollectionDef, CommitBatch, Filter, FindOptions, Page, ReadSnapshot, ReadStore } from './read-store.port.js';
 
 /** A small, hot collection whose documents `get` / `getMany` may serve from memory. */
 export interface CachedCollection {
@@ -87,6 +87,10 @@ export class CachedReadStore implements ReadStore {
 
   scan<T>(def: CollectionDef<T>, batchSize?: number): AsyncIterable<T> {
     return this.store.scan(def, batchSize);
+  }
+
+  snapshot(): Promise<ReadSnapshot> {
+    return this.store.snapshot();
   }
 
   async commit(batch: CommitBatch): Promise<void> {

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'method_not_allowed'
   | 'payload_too_large'
   | 'unsupported_media_type'
+  | 'range_not_satisfiable'
   | 'headers_too_large'
   | 'limit_exceeded'
   | 'credits_exhausted'
@@ -29,6 +30,7 @@ const STATUS: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  range_not_satisfiable: 416,
   headers_too_large: 431,
   limit_exceeded: 422,
   credits_exhausted: 429,
@@ -47,6 +49,7 @@ const TITLE: Record<ErrorCode, string> = {
   method_not_allowed: 'Method not allowed',
   payload_too_large: 'Request body too large',
   unsupported_media_type: 'Unsupported request body encoding',
+  range_not_satisfiable: 'Range not satisfiable',
   headers_too_large: 'Request line or headers too large',
   limit_exceeded: 'Parameter above its maximum',
   credits_exhausted: 'Credits exhausted',

@@ -7,7 +7,7 @@ export interface ProblemDetails {
   title: string;
   status: number;
   detail: string;
-  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, headers_too_large, limit_exceeded, credits_exhausted, rate_limited. */
+  /** Stable machine-readable code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, method_not_allowed, payload_too_large, unsupported_media_type, range_not_satisfiable, headers_too_large, limit_exceeded, credits_exhausted, rate_limited. */
   code: string;
   /** Set on validation errors: what was wrong with each parameter. */
   errors?: { parameter: string; message: string }[];

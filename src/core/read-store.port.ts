@@ -53,6 +53,21 @@ export interface CommitBatch {
   checkpoints: Record<string, string>;
 }
 
+/**
+ * One consistent view of the read models for a long read (a bulk export): every scan in it sees
+ * the same commit, whatever projectors commit meanwhile. Close it when done (it may pin an old
+ * version of the data, e.g. SQLite's WAL cannot be checkpointed past it).
+ */
+export interface ReadSnapshot {
+  /** Every document of a collection as of the snapshot, in id order, `batchSize` at a time. */
+  scan<T>(def: CollectionDef<T>, batchSize?: number): AsyncIterable<T>;
+  /** A projector's checkpoint as of the snapshot: the log position the view reflects for it. */
+  checkpoint(projector: string): Promise<string | null>;
+  /** Whether the view really is one commit (false where the backing server cannot give one, e.g. a standalone MongoDB). */
+  readonly consistent: boolean;
+  close(): Promise<void>;
+}
+
 export interface ReadStore {
   /** Creates tables / indexes for the collections. Idempotent. */
   register(defs: readonly CollectionDef<never>[] | readonly CollectionDef<any>[]): Promise<void>;
@@ -62,6 +77,8 @@ export interface ReadStore {
   count<T>(def: CollectionDef<T>, filter: Filter<T>): Promise<number>;
   /** Every document, in id order (for replay comparisons and exports). */
   scan<T>(def: CollectionDef<T>, batchSize?: number): AsyncIterable<T>;
+  /** A consistent view for long reads (see ReadSnapshot); the caller closes it. */
+  snapshot(): Promise<ReadSnapshot>;
   /** Applies writes and checkpoints atomically (embedded) or position-guarded (MongoDB). */
   commit(batch: CommitBatch): Promise<void>;
   checkpoint(projector: string): Promise<string | null>;

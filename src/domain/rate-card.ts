@@ -49,7 +49,14 @@ const TABLE = {
   // Not in the spec: the account's own credit ledger (every debit), so a user can audit a bill.
   usage_ledger: { routes: get('/v1/usage/ledger'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: null },
   meta: { routes: get('/v1/meta'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_dataset_info' },
-  bulk_exports: { routes: get('/v1/bulk/exports'), credits: 0, unit: 'call', min_tier: 'quant', mcp_tool: null },
+  // The listing and the download of each file it lists.
+  bulk_exports: {
+    routes: [...get('/v1/bulk/exports'), ...get('/v1/bulk/exports/{bundle_id}/{name}')],
+    credits: 0,
+    unit: 'call',
+    min_tier: 'quant',
+    mcp_tool: null,
+  },
   webhooks: {
     routes: [
       { method: 'POST', path: '/v1/webhooks' },

@@ -187,7 +187,7 @@ describe('Public pages', () => {
   });
 
   describe('GET /docs', () => {
-    const CODES = ['bad_request', 'unauthorized', 'key_forbidden', 'coverage', 'tier', 'not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type', 'headers_too_large', 'limit_exceeded', 'credits_exhausted', 'rate_limited'];
+    const CODES = ['bad_request', 'unauthorized', 'key_forbidden', 'coverage', 'tier', 'not_found', 'method_not_allowed', 'payload_too_large', 'unsupported_media_type', 'range_not_satisfiable', 'headers_too_large', 'limit_exceeded', 'credits_exhausted', 'rate_limited'];
 
     it('introduces the base URL, the key header and the error codes, and loads Redoc from this server', async () => {
       const { status, body } = await getPage(`${server.url}/docs`);

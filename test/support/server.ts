@@ -34,7 +34,8 @@ export function tempDir(prefix = 'scores-test-'): string {
 
 /** Environment for a service process on a temp data dir with a pinned clock. */
 export function testEnv(dir: string, now: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', ...extra };
+  // The nightly export would run at each start (no bundle yet): only the export tests want it.
+  return { ...process.env, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', SCORES_EXPORTS_SCHEDULE: 'off', ...extra };
 }
 
 /** A real HTTP server on a random port over a real SQLite file, seeded with the demo up to `now`. */

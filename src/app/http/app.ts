@@ -56,9 +56,12 @@ export function createApp(services: Services): Express {
     queries: services.queries,
     commands: {
       events: services.events,
+      reads: services.reads,
       clock: services.clock,
       ids: services.ids,
       meter: services.meter,
+      exportFiles: services.exportFiles,
+      log: services.log,
       webhookSender: services.webhookSender,
       webhookAllowSubnets: services.config.webhookAllowSubnets,
     },

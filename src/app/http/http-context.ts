@@ -2,7 +2,7 @@ import type { Express, Request } from 'express';
 import type { Ids } from '../../core/ids.port.js';
 import type { Meter } from '../../core/meter.port.js';
 import type { QueryContext } from '../../../queries/shared/query-context.js';
-import type { CommandContext } from '../../../commands/manage-webhooks/command-context.js';
+import type { CommandContext } from '../../../commands/shared/command-context.js';
 
 /**
  * What tsoa's hooks need of the app that received a request. tsoa calls its security hook and its

@@ -1,7 +1,7 @@
 import type { IocContainer, IocContainerFactory, ServiceIdentifier } from '@tsoa/runtime';
 import type { Request } from 'express';
 import type { QueryContext } from '../../../queries/shared/query-context.js';
-import type { CommandContext } from '../../../commands/manage-webhooks/command-context.js';
+import type { CommandContext } from '../../../commands/shared/command-context.js';
 import { httpContextOf } from './http-context.js';
 
 /**

@@ -108,7 +108,7 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         const code = Number(status);
         if (!(code >= 400)) {
-          responses[status] = response;
+          responses[status] = binaryBodies(response);
           continue;
         }
         const description = response.description ?? '';
@@ -127,6 +127,20 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
     paths[path] = ops;
   }
   return { ...spec, paths };
+}
+
+/**
+ * tsoa describes a streamed body (an export file) as a base64 string (`format: byte`); it is sent
+ * as raw bytes (`format: binary`).
+ */
+function binaryBodies(response: OpenApiResponse): OpenApiResponse {
+  if (!response.content) return response;
+  const content: NonNullable<OpenApiResponse['content']> = {};
+  for (const [type, media] of Object.entries(response.content)) {
+    const schema = media.schema as { type?: string; format?: string } | undefined;
+    content[type] = !type.endsWith('json') && schema?.type === 'string' && schema.format === 'byte' ? { ...media, schema: { type: 'string', format: 'binary' } } : media;
+  }
+  return { ...response, content };
 }
 
 /**

@@ -80,6 +80,10 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning: 'The request body is in an encoding or character set the endpoint does not read (the MCP endpoint reads UTF-8 JSON, plain or gzip/deflate/br compressed).',
     fix: 'Send UTF-8 JSON with `Content-Type: application/json`, and a `Content-Encoding` of identity, gzip, deflate or br.',
   },
+  range_not_satisfiable: {
+    meaning: 'A download asked for a byte range that starts at or beyond the end of the file (`Content-Range: bytes */<size>` gives its size).',
+    fix: 'Ask for a range inside the file, or resume from the size you already hold only while it is smaller than the file.',
+  },
   headers_too_large: {
     meaning: 'The URL or the headers are larger than the server reads (16 KiB together).',
     fix: 'Send fewer or shorter values: at most 50 tickers per history call, one X-API-Key header.',

@@ -1,5 +1,7 @@
 import type { Clock } from '../../src/core/clock.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
+import type { ExportFiles } from '../../src/core/export-files.port.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { Meter } from '../../src/core/meter.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
@@ -14,8 +16,14 @@ export interface CommandContext {
   events: EventStore;
   clock: Clock;
   ids: Ids;
-  /** `X-Credits-Remaining` of each response (the webhook endpoints are free). */
+  /** The read models a command decides with (an export download finds its bundle there). */
+  reads: ReadStore;
+  /** `X-Credits-Remaining` of each response (the webhook endpoints and downloads are free). */
   meter: Meter;
+  /** Export bundles' files, for downloads. */
+  exportFiles: ExportFiles;
+  /** Where a failure nobody waits for is reported (a download's record that could not be written). */
+  log: { warn(details: object, message: string): void };
   /** The SSRF-safe HTTPS sender of test deliveries. */
   webhookSender: WebhookSender;
   /** WEBHOOK_ALLOW_SUBNETS: subnets a webhook URL may name although the address rules forbid them. */

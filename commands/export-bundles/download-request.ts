@@ -1,0 +1,33 @@
+/**
+ * What a download request asks of a file, by RFC 9110: its conditions (`If-None-Match`, with
+ * `If-Range` guarding a `Range`) and its byte range. Parsing is `fresh` and `range-parser`
+ * (express's own); the answer is one of four.
+ */
+import fresh from 'fresh';
+import parseRange from 'range-parser';
+
+export type DownloadAnswer =
+  /** The client's copy is current. */
+  | { status: 304 }
+  /** The whole file: no Range, one that does not parse, several ranges, or an If-Range for another version. */
+  | { status: 200; start: 0; end: number }
+  /** One satisfiable range (a range past the end is clipped to it), `end` inclusive. */
+  | { status: 206; start: number; end: number }
+  /** A range that starts at or beyond the end of the file. */
+  | { status: 416 };
+
+export function answerDownload(headers: Record<string, string | string[] | undefined>, size: number, etag: string): DownloadAnswer {
+  if (headers['if-none-match'] !== undefined && fresh(headers, { etag })) return { status: 304 };
+  const whole = { status: 200 as const, start: 0 as const, end: size - 1 };
+  const range = headers['range'];
+  if (typeof range !== 'string' || range === '') return whole;
+  // If-Range with a date (or another ETag) means the client's partial copy may be of another file.
+  const ifRange = headers['if-range'];
+  if (typeof ifRange === 'string' && ifRange.trim() !== etag) return whole;
+  const ranges = parseRange(size, range, { combine: true });
+  if (ranges === -1) return { status: 416 };
+  // Malformed, or not in bytes: ignored, as RFC 9110 lets a server do. Several disjoint ranges would
+  // need a multipart/byteranges body: the whole file is served instead (also allowed).
+  if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return whole;
+  return { status: 206, start: ranges[0]!.start, end: ranges[0]!.end };
+}

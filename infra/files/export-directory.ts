@@ -1,0 +1,114 @@
+import Database from 'better-sqlite3';
+import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
+import { open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { ExportFileSink, ExportFiles, RunLock } from '../../src/core/export-files.port.js';
+
+const RUN_ID = /^[A-Za-z0-9_-]{1,100}$/;
+const FILE_NAME = /^[a-z0-9_]+(\.[a-z0-9]+)+$/;
+
+/**
+ * Export bundles as files: `<root>/<run_id>/<name>`. A file is written as `.<name>.partial`,
+ * fsynced, renamed, and the directory fsynced, so after a crash a name holds a whole file or
+ * nothing.
+ *
+ * The run lock is an exclusive transaction on `<root>/run.lock` (a SQLite file): the lock is the
+ * operating system's (fcntl), so a run killed with -9 releases it with its process. A lock file
+ * naming a pid would have to be judged stale, and pids are reused.
+ */
+export class ExportDirectory implements ExportFiles {
+  constructor(private readonly root: string) {}
+
+  private dir(runId: string): string {
+    if (!RUN_ID.test(runId)) throw new Error(`bad export run id ${JSON.stringify(runId)}`);
+    return join(this.root, runId);
+  }
+
+  private path(runId: string, name: string): string {
+    if (!FILE_NAME.test(name)) throw new Error(`bad export file name ${JSON.stringify(name)}`);
+    return join(this.dir(runId), name);
+  }
+
+  lock(): Promise<RunLock | null> {
+    mkdirSync(this.root, { recursive: true });
+    const db = new Database(join(this.root, 'run.lock'));
+    try {
+      db.pragma('busy_timeout = 0');
+      db.exec('BEGIN EXCLUSIVE');
+    } catch (err) {
+      db.close();
+      if ((err as { code?: string }).code === 'SQLITE_BUSY') return Promise.resolve(null);
+      throw err;
+    }
+    return Promise.resolve({
+      release() {
+        if (db.open) {
+          db.exec('ROLLBACK');
+          db.close();
+        }
+        return Promise.resolve();
+      },
+    });
+  }
+
+  async create(runId: string, name: string): Promise<ExportFileSink> {
+    const dir = this.dir(runId);
+    const final = this.path(runId, name);
+    const partial = join(dir, `.${name}.partial`);
+    mkdirSync(dir, { recursive: true });
+    const stream = createWriteStream(partial);
+    await new Promise<void>((resolve, reject) => stream.once('open', () => resolve()).once('error', reject));
+    return {
+      stream,
+      async commit() {
+        await syncPath(partial, 'r+');
+        await rename(partial, final);
+        await syncPath(dir, 'r');
+      },
+      async abort() {
+        stream.destroy();
+        await rm(partial, { force: true });
+      },
+    };
+  }
+
+  async size(runId: string, name: string): Promise<number | null> {
+    try {
+      const s = await stat(this.path(runId, name));
+      return s.isFile() ? s.size : null;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  read(runId: string, name: string, range?: { start: number; end: number }): Readable {
+    return createReadStream(this.path(runId, name), range ? { start: range.start, end: range.end } : {});
+  }
+
+  async runs(): Promise<string[]> {
+    let entries;
+    try {
+      entries = await readdir(this.root, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    return entries.filter((e) => e.isDirectory() && RUN_ID.test(e.name)).map((e) => e.name).sort();
+  }
+
+  async remove(runId: string): Promise<void> {
+    await rm(this.dir(runId), { recursive: true, force: true });
+  }
+}
+
+/** fsync of a file or a directory (a rename is durable once its directory is synced). */
+async function syncPath(path: string, flags: 'r' | 'r+'): Promise<void> {
+  const fh = await open(path, flags);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
