@@ -71,7 +71,7 @@ export class BulkDownloadController extends Controller {
     if (answer.status === 416) {
       // Set on the response itself: the problem handler answers, not tsoa (which applies setHeader's).
       req.res!.setHeader('Content-Range', `bytes */${size}`);
-      throw new AppError('range_not_satisfiable', `the range ${JSON.stringify(req.headers.range)} starts beyond the file's ${size} bytes`);
+      throw new AppError('range_not_satisfiable', `no range in ${JSON.stringify(req.headers.range)} starts inside the file's ${size} bytes`);
     }
     const length = answer.end - answer.start + 1;
     this.setStatus(answer.status);

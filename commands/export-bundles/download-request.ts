@@ -17,7 +17,9 @@ export type DownloadAnswer =
   | { status: 416 };
 
 export function answerDownload(headers: Record<string, string | string[] | undefined>, size: number, etag: string): DownloadAnswer {
-  if (headers['if-none-match'] !== undefined && fresh(headers, { etag })) return { status: 304 };
+  // Only the validator: `fresh` would also honour a request's `Cache-Control: no-cache` (RFC 2616's
+  // reload), which fetch() adds to every conditional request, so no fetch client would get a 304.
+  if (headers['if-none-match'] !== undefined && fresh({ 'if-none-match': headers['if-none-match'] }, { etag })) return { status: 304 };
   const whole = { status: 200 as const, start: 0 as const, end: size - 1 };
   const range = headers['range'];
   if (typeof range !== 'string' || range === '') return whole;
@@ -25,9 +27,24 @@ export function answerDownload(headers: Record<string, string | string[] | undef
   const ifRange = headers['if-range'];
   if (typeof ifRange === 'string' && ifRange.trim() !== etag) return whole;
   const ranges = parseRange(size, range, { combine: true });
-  if (ranges === -1) return { status: 416 };
+  if (ranges === -1) return unsatisfiable(range, size, whole);
   // Malformed, or not in bytes: ignored, as RFC 9110 lets a server do. Several disjoint ranges would
   // need a multipart/byteranges body: the whole file is served instead (also allowed).
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return whole;
   return { status: 206, start: ranges[0]!.start, end: ranges[0]!.end };
+}
+
+/**
+ * range-parser calls unsatisfiable what RFC 9110 answers otherwise: a suffix longer than the file
+ * (`bytes=-N`, N >= size) is the whole file, and a range ending before it starts (`bytes=5-2`) is
+ * invalid, so the Range is ignored. Only ranges that all start at or beyond the end are 416.
+ */
+function unsatisfiable(header: string, size: number, whole: DownloadAnswer): DownloadAnswer {
+  const specs = header.slice(header.indexOf('=') + 1).split(',').map((s) => s.trim());
+  if (specs.some((s) => /^-\d+$/.test(s) && Number(s.slice(1)) > 0)) return { status: 206, start: 0, end: size - 1 };
+  const backwards = (s: string) => {
+    const m = /^(\d+)-(\d+)$/.exec(s);
+    return m !== null && Number(m[1]) > Number(m[2]);
+  };
+  return specs.some(backwards) ? whole : { status: 416 };
 }

@@ -77,6 +77,11 @@ export function completeRun(state: ExportsState, runId: string, at: string): New
   return [event('ExportCompleted', { run_id: runId, completed_at: at }), ...beyond.map((r) => event('ExportBundleDeleted', { run_id: r.run_id, at }))];
 }
 
+/** The newest completed run that started at or after `instant` (ISO), if any. */
+export function completedSince(state: ExportsState, instant: string): string | undefined {
+  return state.runs.findLast((r) => r.status === 'completed' && r.started_at >= instant)?.run_id;
+}
+
 /** The completed bundles that are kept, newest first. */
 export function keptBundles(state: ExportsState): string[] {
   return state.runs

@@ -19,7 +19,7 @@ import type { ReadSnapshot, ReadStore } from '../../src/core/read-store.port.js'
 import { EXPORT_COLUMNS, type ExportName } from '../../src/domain/exports/export-bundle.js';
 import type { ExportFileWritten, ExportTrigger } from '../../src/events/export.events.js';
 import { BUNDLE_FILES, type BundleFile, type Cells } from './bundle-contents.js';
-import { completeRun, exportsStream, keptBundles, recordFile, startRun } from './export-run.decider.js';
+import { completeRun, completedSince, exportsStream, keptBundles, recordFile, startRun } from './export-run.decider.js';
 
 export interface ExportDeps {
   events: EventStore;
@@ -39,7 +39,9 @@ export interface ExportProgress {
 export type ExportRunResult =
   | { status: 'completed'; run_id: string; files: ExportFileWritten['data'][]; deleted: string[]; seconds: number }
   /** Another run holds the lock: nothing was done. */
-  | { status: 'busy' };
+  | { status: 'busy' }
+  /** A bundle completed at or after `unlessCompletedSince` (another replica's nightly run): nothing was done. */
+  | { status: 'skipped'; run_id: string };
 
 /** A run id that sorts by start time: `exp_20261124T2230Z_3fa9c1`. */
 function newRunId(clock: Clock, ids: Ids): string {
@@ -54,6 +56,12 @@ export async function runExport(
     onProgress?: (p: ExportProgress) => void;
     /** Stops the run between two chunks (a shutdown): it stays unfinished, and the next run abandons it. */
     signal?: AbortSignal;
+    /**
+     * Runs only when no bundle completed that started at or after this instant (ISO), decided on
+     * the `exports` stream under the lock: the nightly run of one scheduled time, once, however
+     * many replicas try it and however far their read models lag.
+     */
+    unlessCompletedSince?: string;
   } = { trigger: 'cli' },
 ): Promise<ExportRunResult> {
   const lock = await deps.files.lock();
@@ -64,17 +72,15 @@ export async function runExport(
     const runId = newRunId(deps.clock, deps.ids);
     const positions: Record<string, string | null> = {};
     for (const file of BUNDLE_FILES) for (const p of file.projectors) positions[p] ??= await view.checkpoint(p);
-    const started = await handleCommand(deps.events, exportsStream, (state) => ({
-      writes: [
-        {
-          streamId: exportsStream.streamId,
-          events: startRun(state, { run_id: runId, trigger: options.trigger, started_at: deps.clock.now().toISOString(), positions, consistent: view.consistent }),
-        },
-      ],
-      result: keptBundles(state),
-    }));
+    const started = await handleCommand(deps.events, exportsStream, (state) => {
+      const done = options.unlessCompletedSince === undefined ? undefined : completedSince(state, options.unlessCompletedSince);
+      if (done) return { writes: [], result: { skip: done, keep: [] } };
+      const events = startRun(state, { run_id: runId, trigger: options.trigger, started_at: deps.clock.now().toISOString(), positions, consistent: view.consistent });
+      return { writes: [{ streamId: exportsStream.streamId, events }], result: { skip: null, keep: keptBundles(state) } };
+    });
+    if (started.result.skip) return { status: 'skipped', run_id: started.result.skip };
     // What a run that died left behind (and bundles a crash kept from being deleted) go first.
-    const keep = new Set(started.result);
+    const keep = new Set(started.result.keep);
     for (const id of await deps.files.runs()) if (!keep.has(id)) await deps.files.remove(id);
 
     const files: ExportFileWritten['data'][] = [];

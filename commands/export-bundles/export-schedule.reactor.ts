@@ -45,7 +45,7 @@ export function startExportSchedule(options: ExportScheduleOptions): { stop(): P
     const since = latest.items[0]?.started_at;
     if (since !== undefined && since >= slot.toISOString()) return;
     try {
-      const result = await runExport(options, { trigger: 'schedule', signal: abort.signal });
+      const result = await runExport(options, { trigger: 'schedule', signal: abort.signal, unlessCompletedSince: slot.toISOString() });
       options.onRun?.(result);
     } catch (err) {
       if (abort.signal.aborted) return;

@@ -343,7 +343,6 @@ export class SqliteReadStore implements ReadStore {
     }
     const conn = new Database(this.db.name, { readonly: true, fileMustExist: true });
     conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    conn.pragma('cache_size = -65536');
     conn.exec('BEGIN');
     // The transaction's snapshot is taken at its first read.
     const checkpointGet = conn.prepare<[string], { position: string }>('SELECT position FROM projector_checkpoints WHERE projector = ?');

@@ -1,5 +1,6 @@
 import { benchDebits } from './debit.bench.js';
 import { benchEventIds } from './event-ids.bench.js';
+import { benchExports } from './exports.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
@@ -7,9 +8,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,webhooks picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,webhooks,exports picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,webhooks').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,webhooks,exports').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -19,3 +20,4 @@ if (only.has('debit')) await benchDebits(runs);
 if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
 if (only.has('webhooks')) await benchWebhooks(runs);
+if (only.has('exports')) await benchExports(runs, now);

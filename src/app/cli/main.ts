@@ -181,7 +181,7 @@ function addExportCommands(program: Command): void {
           } finally {
             bar.stop();
           }
-          if (result.status === 'busy') throw new CliError('another export run holds the lock (a server\'s nightly run or another `scores exports run`); try again when it has finished');
+          if (result.status !== 'completed') throw new CliError('another export run holds the lock (a server\'s nightly run or another `scores exports run`); try again when it has finished');
           out(
             `bundle ${result.run_id} written in ${result.seconds.toFixed(1)} s\n` +
               result.files.map((f) => `  ${f.name.padEnd(26)} ${String(f.row_count).padStart(9)} rows  ${String(f.bytes).padStart(10)} bytes  sha256 ${f.sha256}`).join('\n') +
