@@ -26,8 +26,8 @@ export function answerDownload(headers: Record<string, string | string[] | undef
   // If-Range with a date (or another ETag) means the client's partial copy may be of another file.
   const ifRange = headers['if-range'];
   if (typeof ifRange === 'string' && ifRange.trim() !== etag) return whole;
-  const ranges = parseRange(size, range, { combine: true });
-  if (ranges === -1) return unsatisfiable(range, size, whole);
+  const ranges = parseRange(size, wholeSuffixes(range, size), { combine: true });
+  if (ranges === -1) return unsatisfiable(range, whole);
   // Malformed, or not in bytes: ignored, as RFC 9110 lets a server do. Several disjoint ranges would
   // need a multipart/byteranges body: the whole file is served instead (also allowed).
   if (ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return whole;
@@ -35,13 +35,25 @@ export function answerDownload(headers: Record<string, string | string[] | undef
 }
 
 /**
- * range-parser calls unsatisfiable what RFC 9110 answers otherwise: a suffix longer than the file
- * (`bytes=-N`, N >= size) is the whole file, and a range ending before it starts (`bytes=5-2`) is
- * invalid, so the Range is ignored. Only ranges that all start at or beyond the end are 416.
+ * A suffix longer than the file (`bytes=-N`, N >= size) means the whole file (RFC 9110 14.1.2);
+ * range-parser would drop it (or call it unsatisfiable), so it is given as `0-`.
  */
-function unsatisfiable(header: string, size: number, whole: DownloadAnswer): DownloadAnswer {
+function wholeSuffixes(header: string, size: number): string {
+  const eq = header.indexOf('=');
+  if (eq < 0) return header;
+  const specs = header.slice(eq + 1).split(',').map((s) => {
+    const m = /^\s*-(\d+)\s*$/.exec(s);
+    return m && Number(m[1]) >= size && Number(m[1]) > 0 ? '0-' : s;
+  });
+  return `${header.slice(0, eq + 1)}${specs.join(',')}`;
+}
+
+/**
+ * range-parser calls unsatisfiable a range ending before it starts (`bytes=5-2`), which RFC 9110
+ * calls invalid: the Range is then ignored. Only ranges that all start at or beyond the end are 416.
+ */
+function unsatisfiable(header: string, whole: DownloadAnswer): DownloadAnswer {
   const specs = header.slice(header.indexOf('=') + 1).split(',').map((s) => s.trim());
-  if (specs.some((s) => /^-\d+$/.test(s) && Number(s.slice(1)) > 0)) return { status: 206, start: 0, end: size - 1 };
   const backwards = (s: string) => {
     const m = /^(\d+)-(\d+)$/.exec(s);
     return m !== null && Number(m[1]) > Number(m[2]);

@@ -49,54 +49,64 @@ function newRunId(clock: Clock, ids: Ids): string {
   return ids.nextHex(`exp_${iso.slice(0, 10).replaceAll('-', '')}T${iso.slice(11, 16).replace(':', '')}Z_`, 6);
 }
 
+export interface ExportOptions {
+  trigger: ExportTrigger;
+  onProgress?: (p: ExportProgress) => void;
+  /** Stops the run between two chunks (a shutdown): it stays unfinished, and the next run abandons it. */
+  signal?: AbortSignal;
+  /**
+   * Runs only when no bundle completed that started at or after this instant (ISO), decided on
+   * the `exports` stream under the lock: the nightly run of one scheduled time, once, however
+   * many replicas try it and however far their read models lag.
+   */
+  unlessCompletedSince?: string;
+}
+
 export async function runExport(
   deps: ExportDeps,
-  options: {
-    trigger: ExportTrigger;
-    onProgress?: (p: ExportProgress) => void;
-    /** Stops the run between two chunks (a shutdown): it stays unfinished, and the next run abandons it. */
-    signal?: AbortSignal;
-    /**
-     * Runs only when no bundle completed that started at or after this instant (ISO), decided on
-     * the `exports` stream under the lock: the nightly run of one scheduled time, once, however
-     * many replicas try it and however far their read models lag.
-     */
-    unlessCompletedSince?: string;
-  } = { trigger: 'cli' },
+  options: ExportOptions = { trigger: 'cli' },
 ): Promise<ExportRunResult> {
+  options.signal?.throwIfAborted();
   const lock = await deps.files.lock();
   if (!lock) return { status: 'busy' };
-  const t0 = performance.now();
-  const view = await deps.reads.snapshot();
   try {
-    const runId = newRunId(deps.clock, deps.ids);
-    const positions: Record<string, string | null> = {};
-    for (const file of BUNDLE_FILES) for (const p of file.projectors) positions[p] ??= await view.checkpoint(p);
-    const started = await handleCommand(deps.events, exportsStream, (state) => {
-      const done = options.unlessCompletedSince === undefined ? undefined : completedSince(state, options.unlessCompletedSince);
-      if (done) return { writes: [], result: { skip: done, keep: [] } };
-      const events = startRun(state, { run_id: runId, trigger: options.trigger, started_at: deps.clock.now().toISOString(), positions, consistent: view.consistent });
-      return { writes: [{ streamId: exportsStream.streamId, events }], result: { skip: null, keep: keptBundles(state) } };
-    });
-    if (started.result.skip) return { status: 'skipped', run_id: started.result.skip };
-    // What a run that died left behind (and bundles a crash kept from being deleted) go first.
-    const keep = new Set(started.result.keep);
-    for (const id of await deps.files.runs()) if (!keep.has(id)) await deps.files.remove(id);
-
-    const files: ExportFileWritten['data'][] = [];
-    for (const file of BUNDLE_FILES) {
-      const written = await writeFile(deps, view, runId, file, options);
-      await handleCommand(deps.events, exportsStream, (state) => recordFile(state, written));
-      files.push(written);
+    const view = await deps.reads.snapshot();
+    try {
+      return await runLocked(deps, view, options);
+    } finally {
+      await view.close();
     }
-    const completed = await handleCommand(deps.events, exportsStream, (state) => completeRun(state, runId, deps.clock.now().toISOString()));
-    const deleted = completed.result.filter((e) => e.type === 'ExportBundleDeleted').map((e) => (e.data as { run_id: string }).run_id);
-    for (const id of deleted) await deps.files.remove(id);
-    return { status: 'completed', run_id: runId, files, deleted, seconds: (performance.now() - t0) / 1000 };
   } finally {
-    await view.close();
     await lock.release();
   }
+}
+
+async function runLocked(deps: ExportDeps, view: ReadSnapshot, options: ExportOptions): Promise<ExportRunResult> {
+  const t0 = performance.now();
+  const runId = newRunId(deps.clock, deps.ids);
+  const positions: Record<string, string | null> = {};
+  for (const file of BUNDLE_FILES) for (const p of file.projectors) positions[p] ??= await view.checkpoint(p);
+  const started = await handleCommand(deps.events, exportsStream, (state) => {
+    const done = options.unlessCompletedSince === undefined ? undefined : completedSince(state, options.unlessCompletedSince);
+    if (done) return { writes: [], result: { skip: done, keep: [] } };
+    const events = startRun(state, { run_id: runId, trigger: options.trigger, started_at: deps.clock.now().toISOString(), positions, consistent: view.consistent });
+    return { writes: [{ streamId: exportsStream.streamId, events }], result: { skip: null, keep: keptBundles(state) } };
+  });
+  if (started.result.skip) return { status: 'skipped', run_id: started.result.skip };
+  // What a run that died left behind (and bundles a crash kept from being deleted) go first.
+  const keep = new Set(started.result.keep);
+  for (const id of await deps.files.runs()) if (!keep.has(id)) await deps.files.remove(id);
+
+  const files: ExportFileWritten['data'][] = [];
+  for (const file of BUNDLE_FILES) {
+    const written = await writeFile(deps, view, runId, file, options);
+    await handleCommand(deps.events, exportsStream, (state) => recordFile(state, written));
+    files.push(written);
+  }
+  const completed = await handleCommand(deps.events, exportsStream, (state) => completeRun(state, runId, deps.clock.now().toISOString()));
+  const deleted = completed.result.filter((e) => e.type === 'ExportBundleDeleted').map((e) => (e.data as { run_id: string }).run_id);
+  for (const id of deleted) await deps.files.remove(id);
+  return { status: 'completed', run_id: runId, files, deleted, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** Streams one file: records → CSV → gzip → (sha256, byte count) → a temporary file, renamed when complete. */

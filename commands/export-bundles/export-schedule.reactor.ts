@@ -10,9 +10,11 @@ import { Cron } from 'croner';
 import { exportRuns } from '../../projections/exports/exports.projection.js';
 import { runExport, type ExportDeps, type ExportRunResult } from './export-run.handler.js';
 
-/** A cron pattern (5 or 6 fields) in UTC; throws with croner's reason when it is not one. */
+/** A cron pattern in UTC (croner's: 5 fields, or 6-7 with seconds and year); throws with the reason when it is not one or never fires. */
 export function parseSchedule(pattern: string): Cron {
-  return new Cron(pattern, { timezone: 'UTC', paused: true });
+  const schedule = new Cron(pattern, { timezone: 'UTC', paused: true });
+  if (schedule.nextRun() === null) throw new Error(`the pattern "${pattern}" never fires`);
+  return schedule;
 }
 
 /** The latest time the schedule names that is not after `now`. */

@@ -177,6 +177,8 @@ export class MongoReadStore implements ReadStore {
    */
   async snapshot(): Promise<ReadSnapshot> {
     const session = (await this.supportsTransactions()) ? this.client.startSession({ snapshot: true }) : undefined;
+    // A snapshot session takes its point in time at its first read, not when it starts.
+    if (session) await this.checkpoints.findOne({ _id: '' }, { session });
     return {
       consistent: session !== undefined,
       scan: <T>(def: CollectionDef<T>, batchSize = 1000) => this.scanWith<T>(def, batchSize, session),

@@ -5,6 +5,7 @@ import {
   type CollectionDef,
   type Filter,
   type Page,
+  type ReadSnapshot,
   type ReadStore,
   type SortSpec,
   type Write,
@@ -61,8 +62,13 @@ const DATA: Row[] = [
 
 const upsert = (doc: Row): Write => ({ op: 'upsert', collection: rows.name, id: doc.id, doc });
 
+export interface ReadStoreContractOptions {
+  /** What the adapter's snapshots say of themselves (`ReadSnapshot.consistent`), when it is known in advance. */
+  snapshotConsistent?: boolean;
+}
+
 /** One behaviour spec for every ReadStore adapter. Each test gets an empty store. */
-export function readStoreContract(name: string, make: () => Promise<ReadStoreFixture>): void {
+export function readStoreContract(name: string, make: () => Promise<ReadStoreFixture>, options: ReadStoreContractOptions = {}): void {
   describe(`ReadStore contract: ${name}`, function () {
     let fixture: ReadStoreFixture;
     let store: ReadStore;
@@ -409,6 +415,133 @@ export function readStoreContract(name: string, make: () => Promise<ReadStoreFix
         expect(await store.checkpoint('usage')).to.equal('00000000000000000004');
         await seed();
         expect(await idsOf({ ticker: 'KO' })).to.deep.equal(['r10', 'r11']);
+      });
+    });
+
+    describe('When reading from a snapshot', function () {
+      const all = async <T>(docs: AsyncIterable<T>): Promise<T[]> => {
+        const out: T[] = [];
+        for await (const d of docs) out.push(d);
+        return out;
+      };
+      const sorted = (docs: Row[]) => [...docs].sort((a, b) => compare(a.id, b.id));
+      let open: ReadSnapshot[] = [];
+      const snapshot = async () => {
+        const snap = await store.snapshot();
+        open.push(snap);
+        return snap;
+      };
+      afterEach(async function () {
+        for (const snap of open) await snap.close();
+        open = [];
+      });
+
+      it(`says whether it is one commit${options.snapshotConsistent === undefined ? '' : ` (${name}: ${options.snapshotConsistent})`}`, async function () {
+        const snap = await snapshot();
+        expect(snap.consistent).to.be.a('boolean');
+        if (options.snapshotConsistent !== undefined) expect(snap.consistent).to.equal(options.snapshotConsistent);
+      });
+
+      it('sees every document committed before it, whole, in id order, whatever the batch size', async function () {
+        await seed();
+        const snap = await snapshot();
+
+        for (const batch of [1, 4, 14, 1000]) expect(await all(snap.scan(rows, batch)), `batch ${batch}`).to.deep.equal(sorted(DATA));
+        expect(await all(snap.scan(others))).to.deep.equal([]);
+      });
+
+      it('does not see documents added, replaced or deleted after it was taken, scan after scan, while the store does', async function () {
+        await seed();
+        const snap = await snapshot();
+        const added: Row = { id: 'r15', ticker: 'NEW', date: '2024-01-06', score: 1, active: true, sector: null };
+        await store.commit({
+          writes: [
+            upsert(added),
+            upsert({ ...DATA[0]!, score: -1 }),
+            { op: 'delete', collection: rows.name, id: 'r02' },
+            { op: 'upsert', collection: others.name, id: 'o1', doc: { id: 'o1', n: 1 } },
+          ],
+          checkpoints: {},
+        });
+        const now = sorted([...DATA.filter((r) => r.id !== 'r02' && r.id !== 'r01'), added, { ...DATA[0]!, score: -1 }]);
+        expect(await all(store.scan(rows))).to.deep.equal(now);
+
+        if (snap.consistent) {
+          for (const batch of [1, 3, 1000]) expect(await all(snap.scan(rows, batch)), `batch ${batch}`).to.deep.equal(sorted(DATA));
+          expect(await all(snap.scan(others))).to.deep.equal([]);
+        } else {
+          // A view that is not one commit is the live data.
+          expect(await all(snap.scan(rows))).to.deep.equal(now);
+        }
+      });
+
+      it('keeps its view within one scan while commits land between its batches', async function () {
+        await seed();
+        const snap = await snapshot();
+        const scan = snap.scan(rows, 2)[Symbol.asyncIterator]();
+        const seen: Row[] = [];
+        for (let i = 0; i < 3; i++) seen.push((await scan.next()).value as Row);
+        // Delete everything still to come, replace what was seen, add before and after.
+        await store.commit({
+          writes: [
+            ...sorted(DATA)
+              .slice(3)
+              .map((r): Write => ({ op: 'delete', collection: rows.name, id: r.id })),
+            ...seen.map((r) => upsert({ ...r, score: 0 })),
+            upsert({ ...DATA[0]!, id: 'r00' }),
+            upsert({ ...DATA[0]!, id: 'r99' }),
+          ],
+          checkpoints: {},
+        });
+        for (let next = await scan.next(); !next.done; next = await scan.next()) seen.push(next.value);
+
+        if (snap.consistent) expect(seen).to.deep.equal(sorted(DATA));
+        else expect(ids(seen).slice(0, 3).concat(ids(seen).slice(-1))).to.deep.equal(['r01', 'r02', 'r03', 'r99']);
+        expect(await store.count(rows, {})).to.equal(5);
+      });
+
+      it('answers the checkpoints as they were when it was taken', async function () {
+        await store.commit({ writes: [upsert(DATA[0]!)], checkpoints: { scores: '00000000000000000005' } });
+        const snap = await snapshot();
+        await store.commit({ writes: [upsert(DATA[1]!)], checkpoints: { scores: '00000000000000000007', usage: '00000000000000000002' } });
+
+        expect(await store.checkpoint('scores')).to.equal('00000000000000000007');
+        if (snap.consistent) {
+          expect(await snap.checkpoint('scores')).to.equal('00000000000000000005');
+          expect(await snap.checkpoint('usage')).to.equal(null);
+          expect(ids(await all(snap.scan(rows)))).to.deep.equal(['r01']);
+        } else {
+          expect(await snap.checkpoint('scores')).to.equal('00000000000000000007');
+        }
+        expect(await snap.checkpoint('never')).to.equal(null);
+      });
+
+      it('is the commit its checkpoints name: two snapshots apart see their own documents', async function () {
+        await store.commit({ writes: [upsert(DATA[0]!)], checkpoints: { scores: '00000000000000000001' } });
+        const first = await snapshot();
+        await store.commit({ writes: [upsert(DATA[1]!)], checkpoints: { scores: '00000000000000000002' } });
+        const second = await snapshot();
+        await store.commit({ writes: [upsert(DATA[2]!)], checkpoints: { scores: '00000000000000000003' } });
+        if (!first.consistent) return;
+
+        expect([await first.checkpoint('scores'), ids(await all(first.scan(rows)))]).to.deep.equal(['00000000000000000001', ['r01']]);
+        expect([await second.checkpoint('scores'), ids(await all(second.scan(rows)))]).to.deep.equal(['00000000000000000002', ['r01', 'r02']]);
+      });
+
+      it('closes, and the store goes on serving reads, writes and new snapshots', async function () {
+        await seed();
+        const snap = await store.snapshot();
+        expect(ids(await all(snap.scan(rows, 5)))).to.have.length(DATA.length);
+        await snap.close();
+
+        await store.commit({ writes: [{ op: 'delete', collection: rows.name, id: 'r14' }], checkpoints: { scores: '00000000000000000009' } });
+        expect(await store.count(rows, {})).to.equal(DATA.length - 1);
+        expect(await store.get(rows, 'r14')).to.equal(null);
+        expect((await store.find(rows, { ticker: 'KO' })).items).to.have.length(2);
+        expect(await all(store.scan(rows))).to.have.length(DATA.length - 1);
+        const again = await snapshot();
+        expect(ids(await all(again.scan(rows)))).to.deep.equal(expected((r) => r.id !== 'r14'));
+        expect(await again.checkpoint('scores')).to.equal('00000000000000000009');
       });
     });
 

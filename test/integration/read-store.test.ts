@@ -22,6 +22,81 @@ describe('SQLite adapter', function () {
         await rm(dir, { recursive: true, force: true });
       },
     };
+  }, { snapshotConsistent: true });
+});
+
+describe('SQLite adapter snapshots', () => {
+  const docs = defineCollection<{ id: string; n: number }>({ name: 'docs', key: (d) => d.id, fields: ['n'], indexes: [] });
+  const later = defineCollection<{ id: string; n: number }>({ name: 'later', key: (d) => d.id, fields: [], indexes: [] });
+  const all = async <T>(it: AsyncIterable<T>) => {
+    const out: T[] = [];
+    for await (const d of it) out.push(d);
+    return out;
+  };
+  const put = (collection: string, id: string, n: number) => ({ op: 'upsert' as const, collection, id, doc: { id, n } });
+
+  it('in memory, is the live store and says it is not one commit', async () => {
+    const db = openSqlite(':memory:');
+    const store = new SqliteReadStore(db);
+    try {
+      await store.register([docs]);
+      await store.commit({ writes: [put('docs', 'a', 1)], checkpoints: { p: '1' } });
+      const snap = await store.snapshot();
+      expect(snap.consistent).to.equal(false);
+      await store.commit({ writes: [put('docs', 'b', 2), put('docs', 'a', 3)], checkpoints: { p: '2' } });
+
+      expect(await all(snap.scan(docs))).to.deep.equal([{ id: 'a', n: 3 }, { id: 'b', n: 2 }]);
+      expect(await snap.checkpoint('p')).to.equal('2');
+      await snap.close();
+      expect(await store.count(docs, {})).to.equal(2);
+    } finally {
+      await store.close();
+      db.close();
+    }
+  });
+
+  it('in a file, sees a collection registered after it was taken as empty, and one never registered too', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
+    const db = openSqlite(join(dir, 'read.db'));
+    const store = new SqliteReadStore(db);
+    try {
+      await store.register([docs]);
+      await store.commit({ writes: [put('docs', 'a', 1)], checkpoints: {} });
+      const snap = await store.snapshot();
+      await store.register([later]);
+      await store.commit({ writes: [put('later', 'x', 1), put('docs', 'b', 2)], checkpoints: {} });
+
+      expect(await all(snap.scan(later))).to.deep.equal([]);
+      expect(await all(snap.scan(defineCollection<{ id: string }>({ name: 'nowhere', key: (d) => d.id, fields: [], indexes: [] })))).to.deep.equal([]);
+      expect(await all(snap.scan(docs))).to.deep.equal([{ id: 'a', n: 1 }]);
+      expect(await all(store.scan(later))).to.deep.equal([{ id: 'x', n: 1 }]);
+      await snap.close();
+    } finally {
+      await store.close();
+      db.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('in a file, includes the commits handed to the writer thread before it was taken', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'scores-read-store-'));
+    const db = openSqlite(join(dir, 'read.db'));
+    const store = new SqliteReadStore(db);
+    try {
+      await store.register([docs]);
+      // Not awaited: a commit resolves once the one before it is written, so these may still be on their way.
+      const commits = Array.from({ length: 20 }, (_, i) => store.commit({ writes: [put('docs', `d${String(i).padStart(2, '0')}`, i)], checkpoints: { p: String(i).padStart(2, '0') } }));
+      const snap = await store.snapshot();
+      await Promise.all(commits);
+
+      expect(await all(snap.scan(docs, 7))).to.have.length(20);
+      expect(await snap.checkpoint('p')).to.equal('19');
+      await snap.close();
+    } finally {
+      await store.close();
+      db.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
