@@ -6,15 +6,25 @@
 import type { CollectionDef, ReadSnapshot } from '../../src/core/read-store.port.js';
 import type { ExportName } from '../../src/domain/exports/export-bundle.js';
 import { divergenceEvents, divergenceProjection } from '../../projections/divergence/divergence.projection.js';
+import { round1 } from '../../src/domain/composite.js';
+import { scoreAt } from '../../projections/columns.js';
 import {
+  dateAt,
   gapOf,
-  rowAt,
+  restatedAt,
   scoreHistory,
   scoreHistoryProjection,
   scoreVersions,
   type HistoryBucket,
   type ScoreVersion,
 } from '../../projections/score-history/score-history.projection.js';
+
+/**
+ * Documents read per statement. A batch stays alive while its rows go out (a thousand history
+ * buckets are some 20,000 rows), long enough for the collector to move it to the old generation,
+ * which then grows until a full collection: a hundred keeps the run's peak memory low.
+ */
+const SCAN_BATCH = 100;
 
 /** A CSV record: a value per column; null is an empty field. */
 export type Cells = (string | number | boolean | null)[];
@@ -29,24 +39,36 @@ export interface BundleFile {
   rows(view: ReadSnapshot, onDocument: () => void): AsyncIterable<Cells>;
 }
 
+/**
+ * The history row `i` of a bucket as cells, read from the columns directly (`rowAt` would build
+ * an object per row first: two million rows of garbage per run).
+ */
+function historyCells(b: HistoryBucket, i: number, extra: 'history' | 'version'): Cells {
+  const ms = scoreAt(b.main_street, i);
+  const ws = scoreAt(b.wall_street, i);
+  const written = restatedAt(b, i);
+  const head: Cells = [b.ticker, dateAt(b, i)];
+  if (extra === 'version') head.push(b.restated[b.days[i]!]?.[1] ?? 1);
+  head.push(ms, ws, scoreAt(b.service_score, i), round1(ms - ws), b.estimated[i] === 1, written);
+  if (extra === 'version') head.push(null);
+  return head;
+}
+
 async function* historyRows(view: ReadSnapshot, onDocument: () => void): AsyncIterable<Cells> {
-  for await (const b of view.scan(scoreHistory)) {
+  for await (const b of view.scan(scoreHistory, SCAN_BATCH)) {
     onDocument();
-    for (let i = 0; i < b.days.length; i++) {
-      const r = rowAt(b, i);
-      yield [r.ticker, r.date, r.main_street, r.wall_street, r.service_score, r.divergence_gap, r.estimated, r.restated_at];
-    }
+    for (let i = 0; i < b.days.length; i++) yield historyCells(b, i, 'history');
   }
 }
 
 async function* divergenceRows(view: ReadSnapshot, onDocument: () => void): AsyncIterable<Cells> {
-  for await (const e of view.scan(divergenceEvents)) {
+  for await (const e of view.scan(divergenceEvents, SCAN_BATCH)) {
     onDocument();
     yield [e.ticker, e.direction, e.flag_date, e.close_date, e.price_at_flag, e.price_at_close, e.pct_change, e.days, e.status];
   }
 }
 
-const versionCells = (v: Omit<ScoreVersion, 'valid_to'> & { valid_to: string | null }): Cells => [
+const versionCells = (v: ScoreVersion): Cells => [
   v.ticker,
   v.date,
   v.version,
@@ -65,21 +87,21 @@ const versionCells = (v: Omit<ScoreVersion, 'valid_to'> & { valid_to: string | n
  * oldest first, the current one last.
  */
 async function* versionRows(view: ReadSnapshot, onDocument: () => void): AsyncIterable<Cells> {
-  const superseded = view.scan(scoreVersions)[Symbol.asyncIterator]();
+  const superseded = view.scan(scoreVersions, SCAN_BATCH)[Symbol.asyncIterator]();
   let next = await superseded.next();
-  for await (const b of view.scan<HistoryBucket>(scoreHistory)) {
+  for await (const b of view.scan<HistoryBucket>(scoreHistory, SCAN_BATCH)) {
     onDocument();
     for (let i = 0; i < b.days.length; i++) {
-      const r = rowAt(b, i);
       // Ids of both collections begin with `ticker|date`: the row's older versions are the ones
       // not yet taken whose key is not after the row's.
-      const key = `${r.ticker}|${r.date}`;
+      const key = `${b.ticker}|${dateAt(b, i)}`;
       while (!next.done && `${next.value.ticker}|${next.value.date}` <= key) {
         onDocument();
         yield versionCells(next.value);
         next = await superseded.next();
       }
-      yield versionCells({ ...r, valid_from: r.restated_at, valid_to: null });
+      // The current version: valid from when it was written, with no end.
+      yield historyCells(b, i, 'version');
     }
   }
   // Versions of rows no bucket holds (none, unless a read model is damaged) are not dropped.
