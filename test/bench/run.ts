@@ -1,6 +1,6 @@
 import { benchDebits } from './debit.bench.js';
 import { benchEventIds } from './event-ids.bench.js';
-import { benchExports } from './exports.bench.js';
+import { benchExportServerMemory, benchExports } from './exports.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
@@ -20,4 +20,7 @@ if (only.has('debit')) await benchDebits(runs);
 if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
 if (only.has('webhooks')) await benchWebhooks(runs);
-if (only.has('exports')) await benchExports(runs, now);
+if (only.has('exports')) {
+  await benchExports(runs, now);
+  await benchExportServerMemory(now);
+}
