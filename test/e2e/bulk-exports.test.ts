@@ -1,3 +1,4 @@
+import type { BulkExport } from '../../queries/get-bulk-exports/get-bulk-exports.query.js';
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
@@ -16,13 +17,8 @@ import { demoKey, getJson, startTestServer, testEnv, type TestServer } from '../
 const NOW = '2019-03-01T23:00:00Z';
 const HEX64 = /^[0-9a-f]{64}$/;
 
-interface Listed {
-  name: string;
-  url: string;
-  row_count: number;
-  sha256: string;
-  generated_at: string;
-}
+/** A file as the listing shows it. */
+type Listed = BulkExport;
 
 interface Download {
   status: number;

@@ -1,3 +1,4 @@
+import type { BulkExport } from '../../queries/get-bulk-exports/get-bulk-exports.query.js';
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
@@ -12,13 +13,8 @@ import { demoKey, getJson, startTestServer, tempDir, testEnv, type TestServer } 
 
 type Completed = Extract<ExportRunResult, { status: 'completed' }>;
 
-interface Listed {
-  name: string;
-  url: string;
-  row_count: number;
-  sha256: string;
-  generated_at: string;
-}
+/** A file as the listing shows it. */
+type Listed = BulkExport;
 
 const quant = demoKey('quant');
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
