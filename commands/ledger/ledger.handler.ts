@@ -5,10 +5,30 @@ import type { Tier } from '../../src/domain/plans.js';
 import { decideAndFold, ledgerOf, type DebitCredits, type LedgerCommand } from './ledger.decider.js';
 import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import type { LedgerEvent } from '../../src/events/ledger.events.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
 
 interface Cached extends Folded<LedgerState> {
   /** Clock reading (ms, monotonic) when the stream was last read. */
   checkedAt: number;
+  /** The revision of the account's latest snapshot (-1: none). */
+  snapshotAt: number;
+}
+
+export interface LedgerServiceOptions {
+  /**
+   * How long a state read from the stream is trusted without reading again. Decisions stay
+   * exact regardless: an append on a stale revision fails and is decided again on the fresh
+   * state. Only reads (tier for gating, `X-Credits-Remaining`) may lag another process's
+   * write by this much.
+   */
+  freshForMs?: number;
+  /** Where snapshots of the ledger states are kept (none: every cold start folds the whole stream). */
+  snapshots?: ReadStore;
+  /** Events appended between two snapshots of an account. */
+  snapshotEvery?: number;
+  /** A snapshot that could not be written (the next append tries again). */
+  onSnapshotError?: (err: unknown) => void;
 }
 
 interface Queued {
@@ -50,17 +70,18 @@ export class LedgerService {
   private readonly queues = new Map<string, Queued[]>();
   private readonly running = new Set<string>();
 
+  private readonly freshForMs: number;
+  private readonly snapshotEvery: number;
+  private snapshotsReady: Promise<void> | null = null;
+
   constructor(
     private readonly events: EventStore,
     private readonly clock: Clock,
-    /**
-     * How long a state read from the stream is trusted without reading again. Decisions stay
-     * exact regardless: an append on a stale revision fails and is decided again on the fresh
-     * state. Only reads (tier for gating, `X-Credits-Remaining`) may lag another process's
-     * write by this much.
-     */
-    private readonly freshForMs = 250,
-  ) {}
+    private readonly options: LedgerServiceOptions = {},
+  ) {
+    this.freshForMs = options.freshForMs ?? 250;
+    this.snapshotEvery = options.snapshotEvery ?? SNAPSHOT_EVERY;
+  }
 
   /** The account's current state, refreshed with anything appended since it was last read. */
   async state(accountId: string): Promise<LedgerState> {
@@ -116,12 +137,54 @@ export class LedgerService {
 
   private async refresh(accountId: string, force = false): Promise<Cached> {
     const now = performance.now();
-    const cached = this.cache.get(accountId);
+    const cached = this.cache.get(accountId) ?? (await this.fromSnapshot(accountId));
     if (!force && cached && cached.revision >= 0 && now - cached.checkedAt < this.freshForMs) return cached;
     const folded = await foldStream(this.events, this.streamOf(accountId), cached);
-    const next = { state: folded.state, revision: folded.revision, position: folded.position, checkedAt: now };
+    const next = { state: folded.state, revision: folded.revision, position: folded.position, checkedAt: now, snapshotAt: cached?.snapshotAt ?? -1 };
     this.cache.set(accountId, next);
+    this.snapshotIfDue(accountId, next);
     return next;
+  }
+
+  private readySnapshots(): Promise<void> {
+    return (this.snapshotsReady ??= this.options.snapshots!.register([ledgerSnapshots]));
+  }
+
+  /**
+   * The account's snapshot, when it is anchored to the log: the event at its revision must be
+   * there and carry the snapshot's `last_hash`. Otherwise (none, dropped, from another log,
+   * unreadable) there is none, and the stream is folded from its start.
+   */
+  private async fromSnapshot(accountId: string): Promise<Cached | undefined> {
+    if (!this.options.snapshots) return undefined;
+    let snapshot: LedgerSnapshot | null;
+    try {
+      await this.readySnapshots();
+      snapshot = await this.options.snapshots.get(ledgerSnapshots, accountId);
+    } catch (err) {
+      this.options.onSnapshotError?.(err);
+      return undefined;
+    }
+    if (!snapshot || snapshot.account_id !== accountId || !Number.isSafeInteger(snapshot.revision) || snapshot.revision < 0) return undefined;
+    const [anchor] = await this.events.readStream(this.streamOf(accountId).streamId, { fromRevision: snapshot.revision, maxCount: 1 });
+    const hash = (anchor?.data as { hash?: unknown } | undefined)?.hash;
+    if (anchor?.revision !== snapshot.revision || hash !== snapshot.state.last_hash) return undefined;
+    // Read again below (`checkedAt` 0): the snapshot is only where the fold starts.
+    return { state: snapshot.state, revision: snapshot.revision, position: snapshot.position, checkedAt: 0, snapshotAt: snapshot.revision };
+  }
+
+  /** Writes a snapshot once `snapshotEvery` events were appended since the last; nobody waits for it. */
+  private snapshotIfDue(accountId: string, folded: Cached): void {
+    const store = this.options.snapshots;
+    if (!store || this.snapshotEvery <= 0 || folded.position === null || folded.revision - folded.snapshotAt < this.snapshotEvery) return;
+    folded.snapshotAt = folded.revision;
+    const doc: LedgerSnapshot = { account_id: accountId, revision: folded.revision, position: folded.position, state: folded.state };
+    void this.readySnapshots()
+      .then(() => store.commit({ writes: [{ op: 'upsert', collection: ledgerSnapshots.name, id: accountId, doc }], checkpoints: {} }))
+      .catch((err: unknown) => {
+        folded.snapshotAt = -1;
+        this.options.onSnapshotError?.(err);
+      });
   }
 
   private async drain(accountId: string): Promise<void> {
@@ -150,7 +213,11 @@ export class LedgerService {
     }
     const { outcomes, state } = handled.result;
     const written = handled.written[0];
-    if (written) this.cache.set(accountId, { checkedAt: performance.now(), state, revision: written.nextExpectedRevision, position: written.position });
+    if (written) {
+      const next = { checkedAt: performance.now(), state, revision: written.nextExpectedRevision, position: written.position, snapshotAt: this.cache.get(accountId)?.snapshotAt ?? -1 };
+      this.cache.set(accountId, next);
+      this.snapshotIfDue(accountId, next);
+    }
     batch.forEach((q, i) => {
       const o = outcomes[i]!;
       if (o.ok) q.resolve({ state: o.state, events: o.events, position: o.events.length && written ? written.position : null });

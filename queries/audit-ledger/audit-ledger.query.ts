@@ -30,7 +30,9 @@ import {
   type LedgerEntryDoc,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
-import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../../src/events/ledger.events.js';
+import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerSnapshots } from '../../src/domain/ledger/ledger-snapshot.js';
+import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 
 export interface FieldMismatch {
   field: string;
@@ -83,6 +85,12 @@ export interface AuditReport {
    * up): their chain was checked, their figures were not compared.
    */
   not_yet_projected: number;
+  /**
+   * The account's ledger snapshot (a cache the write side starts its fold from): `none`, `ok`
+   * when it equals the fold of the log up to its revision, else `differs` (a problem: the service
+   * would decide on a state the log does not give; drop the snapshot).
+   */
+  snapshot: { status: 'none' } | { status: 'ok' | 'differs'; revision: number; mismatches: FieldMismatch[] };
   /** Every finding as a sentence, chain first; empty when ok. */
   problems: string[];
 }
@@ -262,6 +270,7 @@ export async function auditAccount(deps: AuditDeps & { accountId: string }): Pro
     if (diff.length) problems.push(`ledger_states (the usage projection's running state): ${differences(diff)}.`);
   }
 
+  const snapshot = await checkSnapshot(reads, accountId, events, problems);
   const lastData = events.length ? (events[events.length - 1]!.data as Record<string, unknown> | null) : null;
   return {
     account_id: accountId,
@@ -272,8 +281,25 @@ export async function auditAccount(deps: AuditDeps & { accountId: string }): Pro
     entries,
     chain,
     not_yet_projected: notYetProjected,
+    snapshot,
     problems,
   };
+}
+
+/** The snapshot against the fold of the log up to its revision: never trusted, always compared. */
+async function checkSnapshot(reads: ReadStore, accountId: string, events: RecordedEvent[], problems: string[]): Promise<AuditReport['snapshot']> {
+  await reads.register([ledgerSnapshots]);
+  const snapshot = await reads.get(ledgerSnapshots, accountId);
+  if (!snapshot) return { status: 'none' };
+  const upTo = events.filter((e) => e.revision <= snapshot.revision);
+  const folded = foldLedger(upTo as unknown as LedgerEvent[]);
+  const mismatches = upTo.length === snapshot.revision + 1 ? diffDocs(folded, snapshot.state) : [{ field: 'revision', expected: upTo.length - 1, actual: snapshot.revision }];
+  if (mismatches.length === 0) return { status: 'ok', revision: snapshot.revision, mismatches };
+  problems.push(
+    `ledger snapshot at seq ${snapshot.revision}: ${differences(mismatches.map((m) => ({ ...m, field: m.field === 'revision' ? m.field : `state.${m.field}` })))}. ` +
+      'The service starts its fold from it after a restart: drop it (it is a cache; the next one is taken from the log).',
+  );
+  return { status: 'differs', revision: snapshot.revision, mismatches };
 }
 
 /**

@@ -108,7 +108,8 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   // Queries read through a cache of the latest scores (one read per metered score call).
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
   const visibility = new VisibilityCache(queryReads);
-  const ledger = new LedgerService(events, clock);
+  // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
+  const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
   const meter = new LedgerMeter(ledger, queryReads, clock);
   runner.onBatch((batch) => {
     queryReads.invalidate(batch);
