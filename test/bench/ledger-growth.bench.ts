@@ -1,0 +1,80 @@
+import { rmSync, statSync } from 'node:fs';
+import { LedgerService } from '../../commands/ledger/ledger.handler.js';
+import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { tempDir, testEnv } from '../support/server.js';
+import { fmt, median, report } from './stats.js';
+
+const NOW = '2024-03-15T12:00:00Z';
+/** Debits in flight at once while an account's history is written (the ledger batches them). */
+const IN_FLIGHT = 500;
+
+async function writeCalls(s: Services, accountId: string, calls: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < calls) {
+      const i = next++;
+      await s.ledger.debit(accountId, { request_id: `req_${i}`, endpoint: 'scores', channel: 'rest', cost: 1 });
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+}
+
+/** The first debit of the account by a service that has just started on the store: ms. */
+async function firstCallAfterRestart(dir: string, accountId: string, snapshots: boolean): Promise<number> {
+  const s = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })));
+  try {
+    const ledger = snapshots ? s.ledger : new LedgerService(s.events, s.clock);
+    const t0 = performance.now();
+    await ledger.debit(accountId, { request_id: `req_first_${Math.random()}`, endpoint: 'scores', channel: 'rest', cost: 1 });
+    return performance.now() - t0;
+  } finally {
+    await s.close();
+  }
+}
+
+/**
+ * Ledger growth: an account with a long history (10,000 and 1,000,000 recorded calls), and the
+ * first metered call after a restart, which must load the account's state before it may spend.
+ * With snapshots it folds the latest snapshot and at most 1,000 events; the baseline, measured in
+ * the same run, folds the whole stream.
+ */
+export async function benchLedgerGrowth(runs: number): Promise<void> {
+  const sizes = [10_000, 1_000_000];
+  const first: Record<number, { snapshot: number[]; whole: number[] }> = {};
+  for (const calls of sizes) {
+    const dir = tempDir('scores-bench-ledger-');
+    try {
+      const s = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })));
+      let accountId: string;
+      try {
+        ({ account_id: accountId } = await createAccountWithKey(s, { tier: 'enterprise' }));
+        const t0 = performance.now();
+        await writeCalls(s, accountId, calls);
+        const seconds = (performance.now() - t0) / 1000;
+        const bytes = statSync(s.config.sqliteFile).size + (statSync(`${s.config.sqliteFile}-wal`, { throwIfNoEntry: false })?.size ?? 0);
+        process.stderr.write(`  ${calls.toLocaleString('en-US')} calls written in ${fmt(seconds)} s (${fmt(calls / seconds, 0)}/s); log file ${fmt(bytes / 2 ** 20)} MiB\n`);
+      } finally {
+        await s.close();
+      }
+      first[calls] = { snapshot: [], whole: [] };
+      for (let r = 0; r < runs; r++) {
+        first[calls].snapshot.push(await firstCallAfterRestart(dir, accountId, true));
+        first[calls].whole.push(await firstCallAfterRestart(dir, accountId, false));
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const small = median(first[10_000]!.snapshot);
+  const large = median(first[1_000_000]!.snapshot);
+  report(`first call after restart, 1,000,000 calls (median of ${runs})`, `${fmt(large)} ms`, '< 50 ms', large < 50);
+  report(`  the same with 10,000 calls, and the ratio`, `${fmt(small)} ms (${fmt(large / small, 2)}x)`, 'within 2x', large / small <= 2);
+  report(
+    `  baseline in the same run: the whole stream folded`,
+    `${fmt(median(first[10_000]!.whole))} / ${fmt(median(first[1_000_000]!.whole))} ms`,
+    'slower (10k / 1M calls)',
+    median(first[1_000_000]!.whole) > large,
+  );
+}
