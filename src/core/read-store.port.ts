@@ -79,7 +79,11 @@ export interface ReadStore {
   scan<T>(def: CollectionDef<T>, batchSize?: number): AsyncIterable<T>;
   /** A consistent view for long reads (see ReadSnapshot); the caller closes it. */
   snapshot(): Promise<ReadSnapshot>;
-  /** Applies writes and checkpoints atomically (embedded) or position-guarded (MongoDB). */
+  /**
+   * Applies writes and checkpoints atomically (embedded) or position-guarded (MongoDB). A batch
+   * with no checkpoints is applied as it is: a cache kept beside the read models (ledger
+   * snapshots), not a projection's output.
+   */
   commit(batch: CommitBatch): Promise<void>;
   checkpoint(projector: string): Promise<string | null>;
   /** Drops the documents of the collections and the checkpoints of the projectors. */
