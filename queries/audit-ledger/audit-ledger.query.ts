@@ -30,7 +30,7 @@ import {
   type LedgerEntryDoc,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
-import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../../src/events/ledger.events.js';
 import { ledgerSnapshots } from '../../src/domain/ledger/ledger-snapshot.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 
@@ -292,7 +292,7 @@ async function checkSnapshot(reads: ReadStore, accountId: string, events: Record
   const snapshot = await reads.get(ledgerSnapshots, accountId);
   if (!snapshot) return { status: 'none' };
   const upTo = events.filter((e) => e.revision <= snapshot.revision);
-  const folded = foldLedger(upTo as unknown as LedgerEvent[]);
+  const folded = foldLedger(upTo);
   const mismatches = upTo.length === snapshot.revision + 1 ? diffDocs(folded, snapshot.state) : [{ field: 'revision', expected: upTo.length - 1, actual: snapshot.revision }];
   if (mismatches.length === 0) return { status: 'ok', revision: snapshot.revision, mismatches };
   problems.push(

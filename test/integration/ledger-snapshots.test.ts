@@ -64,7 +64,7 @@ describe('Ledger snapshots', function () {
     }) as EventStore;
     const snapshot = (await snapshotOf())!;
     const state = await restarted(spied).state(account);
-    expect(state).to.deep.equal(foldLedger((await stream()) as unknown as LedgerEvent[]));
+    expect(state).to.deep.equal(foldLedger(await stream()));
     expect(reads.map((r) => r.fromRevision ?? 0)).to.deep.equal([snapshot.revision, snapshot.revision + 1]);
   });
 
@@ -84,7 +84,7 @@ describe('Ledger snapshots', function () {
     try {
       const state = await restarted().state(account);
       expect(state.prepaid).to.equal(0);
-      expect(state).to.deep.equal(foldLedger((await stream()) as unknown as LedgerEvent[]));
+      expect(state).to.deep.equal(foldLedger(await stream()));
     } finally {
       await putSnapshot(good);
     }
