@@ -301,6 +301,7 @@ export const usageAlertsProjection: Projection = {
         await alertRaised(raw, accountId, ctx);
         return;
       case 'AllowancePeriodOpened':
+      case 'LedgerPeriodClosed':
       case 'PlanCancellationScheduled':
         return;
       default: {

@@ -173,6 +173,8 @@ function describeEvent(e: LedgerEvent): string {
   switch (e.type) {
     case 'LedgerOpened':
       return `Ledger opened on the ${e.data.tier} tier${e.data.pro ? ' with Pro membership' : ''}, overage off`;
+    case 'LedgerPeriodClosed':
+      return `Period ${e.data.period} closed: ${plural(e.data.carried.prepaid, 'prepaid credit')} carried over`;
     case 'AllowancePeriodOpened':
       return e.data.allowance === null
         ? `Period ${e.data.period} opened: unmetered`

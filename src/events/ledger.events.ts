@@ -67,8 +67,36 @@ export type UsageAlertRaised = Event<
   { period: string; threshold: UsageAlertThreshold; used: number; allowance: number }
 >;
 
+/**
+ * A month (UTC) ends: recorded with the next month's first decision, before anything of that
+ * month. `carried` is the whole state at the end of `period` (everything but `last_hash`, which is
+ * this event's `prev_hash`), so a month can be replayed and audited from its closing event alone,
+ * without the months before it. The fold sets the state to it.
+ */
+export type LedgerPeriodClosed = Event<'LedgerPeriodClosed', { period: string; carried: CarriedLedgerState }>;
+
+/** The ledger state a closing event carries into the next month. */
+export interface CarriedLedgerState {
+  opened: boolean;
+  account_id: string | null;
+  tier: Tier;
+  pro: boolean;
+  allow_overage: boolean;
+  prepaid: number;
+  packs: Readonly<Record<string, number>>;
+  period: string | null;
+  allowance: number | null;
+  resets_at: string | null;
+  used_allowance: number;
+  overage_credits: number;
+  overage_micro_usd: number;
+  alerts: readonly UsageAlertThreshold[];
+  cancellation_effective_at: string | null;
+}
+
 export type LedgerEvent =
   | LedgerOpened
+  | LedgerPeriodClosed
   | AllowancePeriodOpened
   | CreditsDebited
   | PackPurchased
@@ -85,6 +113,7 @@ export type LedgerEventBody<T extends LedgerEventType> = Omit<Extract<LedgerEven
 
 export const LEDGER_EVENT_TYPES: readonly LedgerEventType[] = [
   'LedgerOpened',
+  'LedgerPeriodClosed',
   'AllowancePeriodOpened',
   'CreditsDebited',
   'PackPurchased',
@@ -175,8 +204,8 @@ const isHex64 = (x: unknown): x is string => typeof x === 'string' && /^[0-9a-f]
  * Removing events from the end of the stream leaves a valid (shorter) chain: compare the last
  * hash with one kept elsewhere to detect that.
  */
-export function verifyChain(events: ReadonlyArray<{ type: string; data: unknown }>): ChainBreak | null {
-  let prev = GENESIS_HASH;
+export function verifyChain(events: ReadonlyArray<{ type: string; data: unknown }>, start: string = GENESIS_HASH): ChainBreak | null {
+  let prev = start;
   for (const [index, e] of events.entries()) {
     const data = e.data as Record<string, unknown> | null;
     if (data === null || typeof data !== 'object' || !isHex64(data.prev_hash) || !isHex64(data.hash)) {

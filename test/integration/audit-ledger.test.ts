@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { auditAccount, auditAll, auditMonth, exportLedger, formatAuditReport, formatAuditSummary, formatMonthAudit } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { createHash } from 'node:crypto';
 import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream } from '../../src/events/ledger.events.js';
@@ -16,7 +17,7 @@ import { getUsageLedger } from '../../queries/get-usage-ledger/get-usage-ledger.
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { AppError } from '../../src/core/errors.js';
-import type { EventStore } from '../../src/core/event-store.port.js';
+import type { EventStore, ReadStreamOptions } from '../../src/core/event-store.port.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
 import { tempDir, testEnv } from '../support/server.js';
 
@@ -252,6 +253,93 @@ describe('Ledger audit', () => {
       expect(report.problems.some((p) => p.startsWith(`ledger_entries seq ${deleted.revision} (PackPurchased`))).to.equal(true);
       const may = report.periods.find((p) => p.period === '2024-05')!;
       expect(may.mismatches).to.deep.include({ field: 'prepaid_credits', expected: -150, actual: 350 });
+    });
+  });
+
+  describe('By month (scores audit --month, scores ledger export --month)', () => {
+    const month = (m: string) => auditMonth({ events: services.events, reads: services.reads, accountId: ACCOUNT, month: m });
+
+    it('closes each month with the state it ended in: the fold of every event before it', async () => {
+      const events = await services.events.readStream(ledgerStream(ACCOUNT));
+      const closings = events.filter((e) => e.type === 'LedgerPeriodClosed');
+      expect(closings.map((e) => (e.data as { period: string }).period)).to.deep.equal(['2024-05', '2024-06']);
+      for (const c of closings) {
+        const { last_hash: _h, ...before } = foldLedger(events.filter((e) => e.revision < c.revision));
+        expect((c.data as { carried: unknown }).carried).to.deep.equal(before);
+      }
+    });
+
+    it('replays June from May\'s closing event, reading June\'s events only, and finds it sound', async () => {
+      const reads: ReadStreamOptions[] = [];
+      const spied = Object.create(services.events, {
+        readStream: { value: (id: string, o?: ReadStreamOptions) => (reads.push(o ?? {}), services.events.readStream(id, o)) },
+      }) as EventStore;
+      const report = await auditMonth({ events: spied, reads: services.reads, accountId: ACCOUNT, month: '2024-06' });
+      expect(report.problems).to.deep.equal([]);
+      expect(report.ok).to.equal(true);
+      expect(report.opening.from).to.equal('closing_event');
+      const all = await services.events.readStream(ledgerStream(ACCOUNT));
+      const mayClosed = all.find((e) => e.type === 'LedgerPeriodClosed')!;
+      const juneClosed = all.filter((e) => e.type === 'LedgerPeriodClosed')[1]!;
+      expect(report.opening.seq).to.equal(mayClosed.revision);
+      expect(report.first_seq).to.equal(mayClosed.revision + 1);
+      expect(report.events).to.equal(juneClosed.revision - mayClosed.revision);
+      expect(report.period!.mismatches).to.deep.equal([]);
+      // Nothing before May's closing event was read.
+      expect(Math.min(...reads.map((r) => r.fromRevision ?? 0))).to.equal(mayClosed.revision);
+      expect(formatMonthAudit(report)).to.match(/^Account acc-audit, 2024-06: OK\. \d+ events .* replayed from the previous month's closing event/);
+    });
+
+    it('replays the first month from the start, and the current one up to the end of the log', async () => {
+      const may = await month('2024-05');
+      expect(may).to.include({ ok: true, first_seq: 0 });
+      expect(may.opening.from).to.equal('stream_start');
+      const july = await month('2024-07');
+      expect(july.ok, july.problems.join('\n')).to.equal(true);
+      expect(july.opening.from).to.equal('closing_event');
+      expect(july.last_hash).to.equal((await audit()).last_hash);
+      expect(await month('2024-09')).to.include({ ok: true, events: 0 });
+    });
+
+    it('names an altered event of that month, and leaves the other months sound', async () => {
+      const r = rowOf((d) => d['request_id'] === 'r-5');
+      db.prepare('UPDATE events SET data = ? WHERE position = ?').run(JSON.stringify({ ...JSON.parse(r.data), from_overage: 0 }), r.position);
+      try {
+        const june = await month('2024-06');
+        expect(june.ok).to.equal(false);
+        expect(june.chain).to.include({ reason: 'hash_mismatch', seq: r.revision });
+        expect((await month('2024-07')).ok).to.equal(true);
+      } finally {
+        restore(r);
+      }
+    });
+
+    it('exports a month as JSON lines that verify from the previous month\'s last hash, and the whole ledger from 64 zeros', async () => {
+      const lines = (m?: string) => exportLedger({ events: services.events, reads: services.reads, accountId: ACCOUNT, month: m });
+      const [may, june, july, whole] = await Promise.all([lines('2024-05'), lines('2024-06'), lines('2024-07'), lines()]);
+      expect([...may, ...june, ...july]).to.deep.equal(whole);
+      expect(june[0]!.prev_hash).to.equal(may.at(-1)!.hash);
+      expect(june.at(-1)!.kind).to.equal('LedgerPeriodClosed');
+      // The recipe of docs/ledger.md, written again here.
+      const canonical = (v: unknown): string =>
+        v === null || typeof v !== 'object'
+          ? JSON.stringify(v)
+          : Array.isArray(v)
+            ? `[${v.map(canonical).join(',')}]`
+            : `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+      const verify = (entries: typeof whole, start = '0'.repeat(64)) => {
+        let prev = start;
+        for (const e of entries) {
+          const { hash: _h, ...rest } = e.data;
+          const expected = createHash('sha256').update(`${e.prev_hash}\n${e.kind}\n${canonical(rest)}`).digest('hex');
+          if (e.prev_hash !== prev || expected !== e.hash) return `chain broken at seq ${e.seq}`;
+          prev = e.hash;
+        }
+        return 'ok';
+      };
+      expect(verify(whole)).to.equal('ok');
+      expect(verify(june, may.at(-1)!.hash)).to.equal('ok');
+      expect(verify(june)).to.match(/^chain broken at seq /);
     });
   });
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { creditsRemainingHeader, usageFigures } from '../../src/domain/ledger/ledger.figures.js';
 import { decide, decideAndFold, ledgerDecider, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
-import { foldLedger, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { carriedOf, foldLedger, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {
   GENESIS_HASH,
   computeHash,
@@ -81,6 +81,8 @@ const alert = (threshold: number, used: number, allowance: number, period = '202
   type: 'UsageAlertRaised',
   data: { period, threshold, used, allowance },
 });
+/** A month's closing event: it carries the state the month ended in. */
+const closed = (period: string, endedIn: LedgerEvent[]) => ({ type: 'LedgerPeriodClosed', data: { period, carried: carriedOf(foldLedger(endedIn)) } });
 const periodOpened = (period: string, allowance: number | null, resets_at: string) => ({
   type: 'AllowancePeriodOpened',
   data: { period, allowance, resets_at },
@@ -250,8 +252,15 @@ describe('Credit ledger', () => {
   describe('At the month boundary', () => {
     const mayHistory = history(opened('free'), mayOpened(1_000), packBought(300), spent(800), alerted(75, 750, 1_000));
 
-    it('opens the new period first, with a fresh allowance, and charges it', () => {
-      spec.given(mayHistory).when(debit(2), JUNE).then([periodOpened('2024-06', 1_000, JULY_1), charged(2, 0, 0, '2024-06')]);
+    it('closes the month with the state it ended in, opens the new period with a fresh allowance, and charges it', () => {
+      spec.given(mayHistory).when(debit(2), JUNE).then([closed('2024-05', mayHistory), periodOpened('2024-06', 1_000, JULY_1), charged(2, 0, 0, '2024-06')]);
+    });
+
+    it('makes the closing event alone enough to go on from: its fold is the state the month ended in', () => {
+      const june = decide(foldLedger(mayHistory), debit(2), JUNE);
+      const fromClosing = foldLedger(june.slice(1), foldLedger(june.slice(0, 1)));
+      expect(fromClosing).to.deep.equal(foldLedger([...mayHistory, ...june]));
+      expect(foldLedger(june.slice(0, 1))).to.deep.include({ prepaid: 300, used_allowance: 800, period: '2024-05', alerts: [75] });
     });
 
     it('shows the new month in the figures before any event, with prepaid carried over', () => {
@@ -299,6 +308,7 @@ describe('Credit ledger', () => {
         .given(cancelled)
         .when(debit(2), JUNE)
         .then([
+          closed('2024-05', cancelled),
           { type: 'PlanChanged', data: { tier: 'free', reason: 'cancelled_at_period_end' } },
           { type: 'OverageSwitched', data: { allow_overage: false } },
           periodOpened('2024-06', 1_000, JULY_1),
@@ -411,11 +421,11 @@ describe('Credit ledger', () => {
 
   describe('Hash chain', () => {
     const given = history(opened('free'), mayOpened(1_000), packBought(300), spent(800), alerted(75, 750, 1_000));
-    const produced = decide(foldLedger(given), debit(900), JUNE); // period opened, charge, 75 and 90 alerts
+    const produced = decide(foldLedger(given), debit(900), JUNE); // May closed, June opened, charge, 75 and 90 alerts
     const stream = [...given, ...produced];
 
     it('continues from the last recorded hash and links each new event to the one before', () => {
-      expect(produced).to.have.length(4);
+      expect(produced).to.have.length(5);
       expect(produced[0]!.data.prev_hash).to.equal(given.at(-1)!.data.hash);
       for (let i = 1; i < produced.length; i++) expect(produced[i]!.data.prev_hash).to.equal(produced[i - 1]!.data.hash);
       for (const e of produced) expect(e.data.hash).to.equal(computeHash(e.type, e.data));

@@ -7,7 +7,7 @@ import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.s
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
-import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
+import { auditAccount, auditAll, auditMonth, exportLedger, formatAuditReport, formatAuditSummary, formatMonthAudit } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { AppError } from '../../core/errors.js';
 import { TIERS, type Tier } from '../../domain/plans.js';
 import { ConfigError, loadConfig } from '../config.js';
@@ -37,6 +37,12 @@ async function replayAll(out: ReturnType<typeof printer>): Promise<void> {
     const seconds = (performance.now() - t0) / 1000;
     out(`rebuilt read models from ${events} events in ${seconds.toFixed(1)} s`, { events, seconds });
   });
+}
+
+/** `--month`: a calendar month YYYY-MM. */
+function parseMonth(value: string): string {
+  if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(value)) throw new InvalidArgumentError('must be a month YYYY-MM');
+  return value;
 }
 
 /** `--port`: an integer 0-65535. */
@@ -359,13 +365,21 @@ function addAccountCommands(program: Command): void {
     .command('audit')
     .description("Replay an account's credit ledger from its first event, verify its hash chain and compare every month with the usage read model")
     .option('--account <id>', 'the account to audit')
+    .option('--month <YYYY-MM>', 'with --account: only that month, replayed from the previous month\'s closing event', parseMonth)
     .option('--all', 'audit every account')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { account?: string; all?: boolean; json?: boolean }) => {
+    .action(async (opts: { account?: string; month?: string; all?: boolean; json?: boolean }) => {
       if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
+      if (opts.month && !opts.account) throw new CliError('--month needs --account');
       await withServices(
         async (s) => {
           const deps = { events: s.events, reads: s.reads };
+          if (opts.month) {
+            const report = await auditMonth({ ...deps, accountId: opts.account!, month: opts.month });
+            printer(Boolean(opts.json))(formatMonthAudit(report), report);
+            if (!report.ok) process.exitCode = 2;
+            return;
+          }
           if (opts.all) {
             const all = await auditAll(deps);
             printer(Boolean(opts.json))(formatAuditSummary(all), all);
@@ -376,6 +390,23 @@ function addAccountCommands(program: Command): void {
           if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`);
           printer(Boolean(opts.json))(formatAuditReport(report), report);
           if (!report.ok) process.exitCode = 2;
+        },
+        { readModels: true },
+      );
+    });
+
+  const ledger = program.command('ledger').description("An account's credit ledger, for auditors");
+  ledger
+    .command('export')
+    .description('Print the ledger (or one month of it) from the log as JSON lines, with the hashes: verify it with the recipe in docs/ledger.md')
+    .addOption(accountOption())
+    .option('--month <YYYY-MM>', 'only that month (its first prev_hash is the previous month\'s last hash)', parseMonth)
+    .action(async (opts: { account: string; month?: string }) => {
+      await withServices(
+        async (s) => {
+          const lines = await exportLedger({ events: s.events, reads: s.reads, accountId: opts.account, month: opts.month });
+          if (lines.length === 0 && opts.month === undefined) throw new CliError(`account ${opts.account} has no credit ledger`);
+          for (const line of lines) process.stdout.write(`${JSON.stringify(line)}\n`);
         },
         { readModels: true },
       );

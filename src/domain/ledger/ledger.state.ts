@@ -5,7 +5,7 @@
  * copy of the metering arithmetic for both.
  */
 import { PLANS, entitlementsOf, moreOf, overageAllowed, type Tier, type UsageAlertThreshold } from '../plans.js';
-import { GENESIS_HASH, sealEvent, type LedgerEvent, type LedgerEventBody, type LedgerEventType } from '../../events/ledger.events.js';
+import { GENESIS_HASH, sealEvent, type CarriedLedgerState, type LedgerEvent, type LedgerEventBody, type LedgerEventType } from '../../events/ledger.events.js';
 import { nextPeriodStart, periodOf } from './billing-period.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -112,6 +112,8 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
       const d = event.data;
       return withChanges(state, { last_hash, opened: true, account_id: d.account_id, tier: d.tier, pro: d.pro, allow_overage: d.allow_overage });
     }
+    case 'LedgerPeriodClosed':
+      return withChanges(state, { ...event.data.carried, last_hash });
     case 'AllowancePeriodOpened': {
       const d = event.data;
       return withChanges(state, {
@@ -205,12 +207,15 @@ export function somethingDue(s: LedgerState, now: Date): boolean {
 /** What falls due by `now` before any command: a cancellation taking effect, a new month. */
 export function advanceTo(rec: Recorder, now: Date): void {
   if (!somethingDue(rec.state, now)) return;
+  const period = periodOf(now);
+  // The finished month is closed first, with the state it ends in: what a cancellation or the new
+  // month then change belongs to the new month.
+  if (rec.state.period !== null && period > rec.state.period) rec.emit('LedgerPeriodClosed', { period: rec.state.period, carried: carriedOf(rec.state) });
   const due = rec.state.cancellation_effective_at;
   if (due !== null && Date.parse(due) <= now.getTime()) {
     rec.emit('PlanChanged', { tier: 'free', reason: 'cancelled_at_period_end' });
     if (rec.state.allow_overage && !overageAllowed('free')) rec.emit('OverageSwitched', { allow_overage: false });
   }
-  const period = periodOf(now);
   if (rec.state.period === null || period > rec.state.period) {
     rec.emit('AllowancePeriodOpened', {
       period,
@@ -218,4 +223,10 @@ export function advanceTo(rec: Recorder, now: Date): void {
       resets_at: nextPeriodStart(now),
     });
   }
+}
+
+/** Everything of the state but `last_hash`: what a month's closing event carries into the next. */
+export function carriedOf(s: LedgerState): CarriedLedgerState {
+  const { last_hash: _chained, ...carried } = s;
+  return { ...carried, packs: { ...s.packs }, alerts: [...s.alerts] };
 }
