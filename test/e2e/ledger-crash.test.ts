@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { projectRoot } from '../../src/core/paths.js';
@@ -16,7 +17,7 @@ describe('Credit ledger under kill -9', function () {
   const env = testEnv(dir, NOW);
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('keeps the debit of every 200 response, and the audit passes for every account', async () => {
+  it('keeps the debit of every 200 response, and the audit passes for every account, ledger snapshots included', async () => {
     const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     server.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -45,18 +46,23 @@ describe('Credit ledger under kill -9', function () {
       worker(account, key, '/v1/scores/MSFT/history?start=2019-02-01'),
       worker(account, key, '/v1/scores/NVDA'),
     ]);
-    await until(() => charged.size >= 400 && refused > 0, 90_000, 10);
+    // Enough calls for the paid accounts to pass 1,000 events: snapshots are written under load,
+    // and the kill falls somewhere between a snapshot and the appends after it.
+    await until(() => charged.size >= 2_500 && refused > 0, 120_000, 10);
     server.kill('SIGKILL');
     stop = true;
     await Promise.all(workers);
     await exited;
-    expect(charged.size).to.be.greaterThan(400);
+    expect(charged.size).to.be.greaterThan(2_500);
     expect(refused, 'the free account ran out of credits under load').to.be.greaterThan(0);
 
     // Restart: the audit catches the read models up from the log, then checks every account.
     const audit = await runCli(['audit', '--all', '--json'], env);
     expect(audit.code, audit.stdout + audit.stderr).to.equal(0);
-    expect(JSON.parse(audit.stdout)).to.include({ ok: true });
+    const report = JSON.parse(audit.stdout) as { ok: boolean; accounts: { account_id: string; snapshot: { status: string } }[] };
+    expect(report).to.include({ ok: true });
+    const snapshotted = report.accounts.filter((a) => a.snapshot.status === 'ok').map((a) => a.account_id);
+    expect(snapshotted, 'accounts whose snapshot the audit found equal to the log').to.include.members(['demo-hobbyist', 'demo-builder']);
 
     const services = await openServices(loadConfig(env));
     try {
@@ -69,6 +75,11 @@ describe('Credit ledger under kill -9', function () {
           if (account === 'demo-free' && e.type === 'AllowancePeriodOpened') free = { allowance: e.data.allowance ?? 0, used: 0 };
           if (account === 'demo-free' && e.type === 'CreditsDebited') free.used += e.data.from_allowance + e.data.from_prepaid;
         }
+      }
+      // A restarted service starts from the snapshots, and decides on the state the whole log gives.
+      for (const account of Object.keys(keys)) {
+        const events = await services.events.readStream(ledgerStream(account));
+        expect(await services.ledger.state(account), account).to.deep.equal(foldLedger(events));
       }
       const missing = [...charged.keys()].filter((id) => !inLedger.has(id));
       expect(missing, 'request ids answered 200 but absent from the ledger').to.deep.equal([]);
