@@ -59,12 +59,26 @@ export interface UsageBalanceDoc {
   resets_at: string;
 }
 
-/** One ledger event as an account's statement line. Fields an event does not carry are null. */
+/**
+ * One ledger event as stored for an account's statement: the event's data exactly as hashed,
+ * once, with only what it is found by beside it. Every other field of a line is derived from the
+ * data when it is read (`lineOf`): storing them again would double what each metered call costs
+ * in the read models.
+ */
 export interface LedgerEntryDoc {
   account_id: string;
   /** The event's revision in `ledger-<account_id>` (0-based). */
   seq: number;
   /** `YYYY-MM` the line belongs to: the event's own period, else the month of `at`. */
+  period: string;
+  kind: LedgerEventType;
+  /** The event's data exactly as hashed (with `hash`): what a customer recomputes the chain from. */
+  data: Record<string, unknown>;
+}
+
+/** A statement line, as `/v1/usage/ledger` shows it. Fields an event does not carry are null. */
+export interface LedgerLine {
+  seq: number;
   period: string;
   kind: LedgerEventType;
   at: string;
@@ -81,7 +95,6 @@ export interface LedgerEntryDoc {
   detail: string;
   hash: string;
   prev_hash: string;
-  /** The event's data exactly as hashed (with `hash`): what a customer recomputes the chain from. */
   data: Record<string, unknown>;
 }
 
@@ -212,15 +225,20 @@ function describeEvent(e: LedgerEvent): string {
 const num = (x: unknown): number | null => (typeof x === 'number' ? x : null);
 const str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
 
-/** The statement line of one ledger event. */
+/** The stored entry of one ledger event. */
 export function entryOf(accountId: string, seq: number, e: LedgerEvent): LedgerEntryDoc {
   const d = e.data as unknown as Record<string, unknown>;
-  const ownPeriod = str(d['period']);
+  return { account_id: accountId, seq, period: str(d['period']) || monthOf(d['at']), kind: e.type, data: d };
+}
+
+/** The statement line of a stored entry: every field derived from the event's data. */
+export function lineOf(entry: LedgerEntryDoc): LedgerLine {
+  const d = entry.data;
+  const e = { type: entry.kind, data: d } as unknown as LedgerEvent;
   return {
-    account_id: accountId,
-    seq,
-    period: ownPeriod || monthOf(d['at']),
-    kind: e.type,
+    seq: entry.seq,
+    period: entry.period,
+    kind: entry.kind,
     at: str(d['at']) ?? '',
     request_id: str(d['request_id']),
     endpoint: str(d['endpoint']) as RateKey | null,
@@ -229,7 +247,7 @@ export function entryOf(accountId: string, seq: number, e: LedgerEvent): LedgerE
     from_allowance: num(d['from_allowance']),
     from_prepaid: num(d['from_prepaid']),
     from_overage: num(d['from_overage']),
-    credits: e.type === 'PackPurchased' ? num(d['credits']) : null,
+    credits: entry.kind === 'PackPurchased' ? num(d['credits']) : null,
     detail: describeEvent(e),
     hash: str(d['hash']) ?? '',
     prev_hash: str(d['prev_hash']) ?? '',
@@ -308,7 +326,8 @@ export function ledgerAccountOf(streamId: string): string | null {
 // Projection
 
 export const usageProjection: Projection = {
-  name: 'usage-v2',
+  // v3: entries store the event's data once (a new name rebuilds the read models of an existing store).
+  name: 'usage-v3',
   collections: [usageBalances, ledgerEntries, ledgerStates],
   eventTypes: LEDGER_EVENT_TYPES,
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {

@@ -24,6 +24,7 @@ import { accounts } from '../../projections/api-keys/api-keys.projection.js';
 import {
   balanceKey,
   entryOf,
+  lineOf,
   ledgerEntries,
   ledgerStates,
   replayUsage,
@@ -224,7 +225,7 @@ function compareEntries(stored: LedgerEntryDoc[], expected: LedgerEntryDoc[], pr
     if (!e) {
       note(
         { seq: a.seq, kind: a.kind, mismatches: [{ field: 'document', expected: 'missing', actual: 'present' }] },
-        `ledger_entries seq ${a.seq} (${a.kind}, hash ${short(a.hash)}) has no event in the log.`,
+        `ledger_entries seq ${a.seq} (${a.kind}, hash ${short(a.data['hash'])}) has no event in the log.`,
       );
       continue;
     }
@@ -451,8 +452,8 @@ export async function exportLedger(deps: AuditDeps & { accountId: string; month?
     events = first ? await monthEvents(store, streamId, first.seq, month) : [];
   }
   return events.filter((e) => isLedgerEvent(e)).map((e) => {
-    const entry = entryOf(accountId, e.revision, e);
-    return { seq: entry.seq, kind: entry.kind, at: entry.at, period: entry.period, prev_hash: entry.prev_hash, hash: entry.hash, data: entry.data };
+    const line = lineOf(entryOf(accountId, e.revision, e));
+    return { seq: line.seq, kind: line.kind, at: line.at, period: line.period, prev_hash: line.prev_hash, hash: line.hash, data: line.data };
   });
 }
 

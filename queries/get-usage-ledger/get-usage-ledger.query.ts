@@ -1,6 +1,6 @@
 import { AppError, badRequest } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { ledgerEntries, type LedgerEntryDoc } from '../../projections/usage/usage.projection.js';
+import { ledgerEntries, lineOf, type LedgerEntryDoc } from '../../projections/usage/usage.projection.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
 export const USAGE_LEDGER_MAX_LIMIT = 1000;
@@ -59,7 +59,8 @@ export interface LedgerPageResponse {
 
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
-function toEntry(d: LedgerEntryDoc): LedgerEntryResponse {
+function toEntry(entry: LedgerEntryDoc): LedgerEntryResponse {
+  const d = lineOf(entry);
   return {
     seq: d.seq,
     kind: d.kind,

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { rmSync, statSync } from 'node:fs';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
@@ -5,6 +6,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, median, report } from './stats.js';
+import { catchUpReadModels } from '../../src/app/server.js';
 
 const NOW = '2024-03-15T12:00:00Z';
 /** Debits in flight at once while an account's history is written (the ledger batches them). */
@@ -19,6 +21,35 @@ async function writeCalls(s: Services, accountId: string, calls: number): Promis
     }
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+}
+
+/** The store file's size with the WAL folded in: log, read models and indexes. */
+function storeBytes(file: string): number {
+  const db = new Database(file);
+  try {
+    db.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    db.close();
+  }
+  return statSync(file).size;
+}
+
+/** What one metered call adds to the store (its debit in the log, the usage read models, their indexes), over `calls` calls. */
+export async function bytesPerCall(calls: number): Promise<number> {
+  const dir = tempDir('scores-bench-ledger-bytes-');
+  const s = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })));
+  try {
+    const { account_id } = await createAccountWithKey(s, { tier: 'enterprise' });
+    await catchUpReadModels(s, { progress: false });
+    await s.runner.waitForHead();
+    const before = storeBytes(s.config.sqliteFile);
+    await writeCalls(s, account_id, calls);
+    await s.runner.waitForHead();
+    return (storeBytes(s.config.sqliteFile) - before) / calls;
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The first debit of the account by a service that has just started on the store: ms. */
@@ -71,6 +102,8 @@ export async function benchLedgerGrowth(runs: number): Promise<void> {
   const large = median(first[1_000_000]!.snapshot);
   report(`first call after restart, 1,000,000 calls (median of ${runs})`, `${fmt(large)} ms`, '< 50 ms', large < 50);
   report(`  the same with 10,000 calls, and the ratio`, `${fmt(small)} ms (${fmt(large / small, 2)}x)`, 'within 2x', large / small <= 2);
+  const perCall = await bytesPerCall(50_000);
+  report('store bytes per metered call (log + read models + indexes, 50,000 calls)', `${fmt(perCall, 0)} B`, '< 400 B', perCall < 400);
   report(
     `  baseline in the same run: the whole stream folded`,
     `${fmt(median(first[10_000]!.whole))} / ${fmt(median(first[1_000_000]!.whole))} ms`,

@@ -8,6 +8,7 @@ import {
   entryKey,
   replayUsage,
   usageProjection,
+  lineOf,
   type LedgerEntryDoc,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
@@ -111,8 +112,11 @@ describe('Usage projection', () => {
       expect(entries.map((e) => e.seq)).to.deep.equal(l.recorded.map((e) => e.revision));
       const seq = l.recorded.findIndex((e) => (e.data as { request_id?: string }).request_id === 'r-3');
       const r3 = h.docs.get('ledger_entries')!.get(entryKey('acc-1', seq)) as LedgerEntryDoc;
-      expect(r3).to.include({
-        account_id: 'acc-1',
+      // Stored: the event's data once, and what the entry is found by.
+      expect(Object.keys(r3).sort()).to.deep.equal(['account_id', 'data', 'kind', 'period', 'seq']);
+      expect(r3.data).to.deep.equal(l.recorded[seq]!.data);
+      // Shown: every field of the line, derived from that data.
+      expect(lineOf(r3)).to.include({
         period: '2024-05',
         kind: 'CreditsDebited',
         request_id: 'r-3',
@@ -128,7 +132,9 @@ describe('Usage projection', () => {
     });
 
     it('chains the entries: each prev_hash is the hash of the entry before, the first the genesis hash', () => {
-      const entries = docs<LedgerEntryDoc>(h, 'ledger_entries').sort((a, b) => a.seq - b.seq);
+      const entries = docs<LedgerEntryDoc>(h, 'ledger_entries')
+        .sort((a, b) => a.seq - b.seq)
+        .map(lineOf);
       expect(entries[0]!.prev_hash).to.equal(GENESIS_HASH);
       for (let i = 1; i < entries.length; i++) expect(entries[i]!.prev_hash).to.equal(entries[i - 1]!.hash);
     });
@@ -136,7 +142,7 @@ describe('Usage projection', () => {
     it('describes the other events in words', () => {
       const details = docs<LedgerEntryDoc>(h, 'ledger_entries')
         .filter((e) => e.kind !== 'CreditsDebited')
-        .map((e) => e.detail);
+        .map((e) => lineOf(e).detail);
       expect(details).to.include.members([
         'Ledger opened on the free tier, overage off',
         'Period 2024-05 opened: allowance of 1000 credits',
@@ -148,7 +154,7 @@ describe('Usage projection', () => {
         'Plan fell back to free at the end of the cancelled subscription',
       ]);
       const packEntry = docs<LedgerEntryDoc>(h, 'ledger_entries').find((e) => e.kind === 'PackPurchased')!;
-      expect(packEntry).to.include({ credits: 500, cost: null, request_id: null });
+      expect(lineOf(packEntry)).to.include({ credits: 500, cost: null, request_id: null });
     });
   });
 
@@ -191,7 +197,7 @@ describe('Usage projection', () => {
         alerts: [],
         prepaid_credits: 0,
       });
-      const fallBack = docs<LedgerEntryDoc>(h, 'ledger_entries').find((e) => e.kind === 'PlanChanged' && e.detail.includes('fell back'))!;
+      const fallBack = docs<LedgerEntryDoc>(h, 'ledger_entries').find((e) => e.kind === 'PlanChanged' && lineOf(e).detail.includes('fell back'))!;
       expect(fallBack.period).to.equal('2024-07');
     });
 
