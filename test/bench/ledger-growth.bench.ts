@@ -68,7 +68,7 @@ async function firstCallAfterRestart(dir: string, accountId: string, snapshots: 
 /**
  * Ledger growth: an account with a long history (10,000 and 1,000,000 recorded calls), and the
  * first metered call after a restart, which must load the account's state before it may spend.
- * With snapshots it folds the latest snapshot and at most 1,000 events; the baseline, measured in
+ * With snapshots it folds the latest snapshot and at most 250 events; the baseline, measured in
  * the same run, folds the whole stream.
  */
 export async function benchLedgerGrowth(runs: number): Promise<void> {

@@ -25,4 +25,4 @@ export const ledgerSnapshots = defineCollection<LedgerSnapshot>({
 });
 
 /** A snapshot is taken once this many events were appended since the last one. */
-export const SNAPSHOT_EVERY = 1000;
+export const SNAPSHOT_EVERY = 250;
