@@ -11,35 +11,8 @@ import { nextPeriodStart, periodOf } from './billing-period.js';
 // ---------------------------------------------------------------------------------------------
 // State
 
-export interface LedgerState {
-  opened: boolean;
-  account_id: string | null;
-  tier: Tier;
-  pro: boolean;
-  allow_overage: boolean;
-  /** Banked pack credits; they carry over month to month. */
-  prepaid: number;
-  /**
-   * The credits of every pack bought, by purchase reference: the reference is the purchase's
-   * idempotency key, so a retried purchase is credited once (`decide` checks it here, where the
-   * append's expected revision makes the check race-free).
-   */
-  packs: Readonly<Record<string, number>>;
-  /** Current period `YYYY-MM`, null before the first one opens. */
-  period: string | null;
-  /** The current period's allowance; null = unmetered. */
-  allowance: number | null;
-  resets_at: string | null;
-  /** Credits drawn from this period's allowance. */
-  used_allowance: number;
-  /** Credits charged as overage this period. */
-  overage_credits: number;
-  /** Accrued overage in millionths of a dollar, each debit at the rate of the tier it ran under. */
-  overage_micro_usd: number;
-  /** Alert thresholds already raised this period. */
-  alerts: readonly UsageAlertThreshold[];
-  /** When a scheduled cancellation takes the account to free; null when none is pending. */
-  cancellation_effective_at: string | null;
+/** The ledger's state: what a month's closing event carries (its fields are documented there), and the chain's last hash. */
+export interface LedgerState extends CarriedLedgerState {
   /** Hash of the last event, the next event's `prev_hash`. */
   last_hash: string;
 }
