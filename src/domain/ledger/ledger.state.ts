@@ -4,7 +4,7 @@
  * on this state (commands/ledger) and the usage read models fold it (projections/usage): one
  * copy of the metering arithmetic for both.
  */
-import { PLANS, entitlementsOf, moreOf, overageAllowed, type Tier, type UsageAlertThreshold } from '../plans.js';
+import { PLANS, entitlementsOf, moreOf, overageAllowed, type Tier } from '../plans.js';
 import { GENESIS_HASH, sealEvent, type CarriedLedgerState, type LedgerEvent, type LedgerEventBody, type LedgerEventType } from '../../events/ledger.events.js';
 import { nextPeriodStart, periodOf } from './billing-period.js';
 
