@@ -1,12 +1,12 @@
-import { Controller, Get, Path, Produces, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Get, Path, Produces, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import { Readable, Transform } from 'node:stream';
 import { AppError } from '../../src/core/errors.js';
-import { CREDITS_HEADER, type AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest, Principal } from '../../src/core/meter.port.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
-import { isExportName } from '../../src/domain/exports/export-bundle.js';
+import { isBundleId, isExportName } from '../../src/domain/exports/export-bundle.js';
 import { exportDownloadsStream, type ExportDownloaded } from '../../src/events/export.events.js';
 import { exportRuns } from '../../projections/exports/exports.projection.js';
-import type { CommandContext } from '../shared/command-context.js';
+import { CommandController } from '../shared/command-controller.js';
 import { answerDownload } from './download-request.js';
 
 /**
@@ -17,13 +17,7 @@ import { answerDownload } from './download-request.js';
 @Route('v1/bulk/exports')
 @Tags('Delivery')
 @Security('api_key', ['bulk_exports'])
-export class BulkDownloadController extends Controller {
-  static readonly context = 'commands';
-
-  constructor(private readonly ctx: CommandContext) {
-    super();
-  }
-
+export class BulkDownloadController extends CommandController {
   /**
    * One file of a bundle, as `GET /v1/bulk/exports` lists it (use its `url`). The `ETag` is the
    * file's sha256; `If-None-Match` answers 304 when you hold it, and `Range` (one range, e.g.
@@ -47,12 +41,13 @@ export class BulkDownloadController extends Controller {
   @Response<ProblemDetails>(404, 'No such bundle or file, or a bundle no longer kept (not_found)')
   @Response<ProblemDetails>(416, 'A range starting at or beyond the end of the file (range_not_satisfiable)')
   public async downloadExportFile(@Request() req: AuthedRequest, @Path() bundle_id: string, @Path() name: string): Promise<Readable> {
-    const principal = req.user;
-    if (!principal) throw new Error('controller reached without authentication');
-    this.setHeader(CREDITS_HEADER, await this.ctx.meter.remaining(principal));
+    return this.serve(req, (caller) => this.download(req, caller, bundle_id, name));
+  }
+
+  private async download(req: AuthedRequest, principal: Principal, bundle_id: string, name: string): Promise<Readable> {
     const missing = (why: string) => new AppError('not_found', `${why}; GET /v1/bulk/exports lists the latest bundle`);
     if (!isExportName(name)) throw missing(`no export file is named ${JSON.stringify(name)}`);
-    const run = /^[A-Za-z0-9_-]{1,100}$/.test(bundle_id) ? await this.ctx.reads.get(exportRuns, bundle_id) : null;
+    const run = isBundleId(bundle_id) ? await this.ctx.reads.get(exportRuns, bundle_id) : null;
     if (run?.status === 'deleted') throw missing(`bundle ${bundle_id} was replaced by newer ones and is no longer kept`);
     const file = run?.status === 'completed' ? run.files.find((f) => f.name === name) : undefined;
     const size = file ? await this.ctx.exportFiles.size(bundle_id, name) : null;

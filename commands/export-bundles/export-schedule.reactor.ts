@@ -7,7 +7,7 @@
  * through the run lock.
  */
 import { Cron } from 'croner';
-import { exportRuns } from '../../projections/exports/exports.projection.js';
+import { latestBundle } from '../../projections/exports/exports.projection.js';
 import { runExport, type ExportDeps, type ExportRunResult } from './export-run.handler.js';
 
 /** A cron pattern in UTC (croner's: 5 fields, or 6-7 with seconds and year); throws with the reason when it is not one or never fires. */
@@ -43,8 +43,7 @@ export function startExportSchedule(options: ExportScheduleOptions): { stop(): P
     const now = options.clock.now();
     const slot = latestSlot(options.schedule, now);
     if (!slot || performance.now() < notBefore) return;
-    const latest = await options.reads.find(exportRuns, { status: 'completed' }, { sort: [['seq', -1]], limit: 1 });
-    const since = latest.items[0]?.started_at;
+    const since = (await latestBundle(options.reads))?.started_at;
     if (since !== undefined && since >= slot.toISOString()) return;
     try {
       const result = await runExport(options, { trigger: 'schedule', signal: abort.signal, unlessCompletedSince: slot.toISOString() });

@@ -1,11 +1,11 @@
-import { Body, Controller, Delete, Example, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Delete, Example, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../../src/core/errors.js';
-import { CREDITS_HEADER, type AuthedRequest, type Principal } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/core/meter.port.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { parseWebhookId } from '../../src/domain/webhooks/webhook-id.js';
-import type { CommandContext } from '../shared/command-context.js';
+import { CommandController } from '../shared/command-controller.js';
 import { deleteWebhook, reactivateWebhook, registerWebhook, sendTestDelivery } from './webhooks.handler.js';
 
 /** Largest request body the webhook endpoints read (a registration is a type and a URL of at most 2,048 characters). */
@@ -84,34 +84,19 @@ export interface EnabledWebhookResponse {
 }
 
 /**
- * The write side of `/v1/webhooks` (the reads are `queries/get-webhooks`). Built by the ioc with
- * the `CommandContext`, which its `context` names. Free for quant and higher, like every webhook
- * endpoint; each response carries `X-Credits-Remaining` all the same.
+ * The write side of `/v1/webhooks` (the reads are `queries/get-webhooks`). Free for quant and
+ * higher, like every webhook endpoint.
  */
 @Route('v1/webhooks')
 @Tags('Webhooks')
 @Security('api_key', ['webhooks'])
-export class ManageWebhooksController extends Controller {
-  static readonly context = 'commands' as const;
-
-  constructor(private readonly ctx: CommandContext) {
-    super();
-  }
-
-  private async serve<T>(req: AuthedRequest, run: (caller: Principal) => Promise<T>): Promise<T> {
-    const caller = req.user;
-    if (!caller) throw new Error('controller reached without authentication');
-    const body = await run(caller);
-    this.setHeader(CREDITS_HEADER, await this.ctx.meter.remaining(caller));
-    return body;
-  }
-
+export class ManageWebhooksController extends CommandController {
   /**
    * @summary Register a webhook
    * Registers an HTTPS endpoint to be sent the events of one type (docs/webhooks.md). Answers 201
    * with the webhook's `secret`, shown this once: every delivery is signed with it, as `signing`
-   * says. At most 10 webhooks per account. Live delivery is being built; `POST
-   * /v1/webhooks/{webhook_id}/test` sends an example now. Free.
+   * says. At most 10 webhooks per account. Each publication is delivered once per webhook, retried
+   * on failure; `POST /v1/webhooks/{webhook_id}/test` sends an example now. Free.
    */
   @Post()
   @Middlewares(jsonBody)

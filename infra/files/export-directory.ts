@@ -4,8 +4,8 @@ import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ExportFileSink, ExportFiles, RunLock } from '../../src/core/export-files.port.js';
+import { isBundleId } from '../../src/domain/exports/export-bundle.js';
 
-const RUN_ID = /^[A-Za-z0-9_-]{1,100}$/;
 const FILE_NAME = /^[a-z0-9_]+(\.[a-z0-9]+)+$/;
 
 /**
@@ -21,7 +21,7 @@ export class ExportDirectory implements ExportFiles {
   constructor(private readonly root: string) {}
 
   private dir(runId: string): string {
-    if (!RUN_ID.test(runId)) throw new Error(`bad export run id ${JSON.stringify(runId)}`);
+    if (!isBundleId(runId)) throw new Error(`bad export run id ${JSON.stringify(runId)}`);
     return join(this.root, runId);
   }
 
@@ -95,7 +95,7 @@ export class ExportDirectory implements ExportFiles {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw err;
     }
-    return entries.filter((e) => e.isDirectory() && RUN_ID.test(e.name)).map((e) => e.name).sort();
+    return entries.filter((e) => e.isDirectory() && isBundleId(e.name)).map((e) => e.name).sort();
   }
 
   async remove(runId: string): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
-import { defineCollection } from '../../src/core/read-store.port.js';
+import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
 import type { ExportDownloaded, ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/events/export.events.js';
 
 export type ExportFileDoc = Omit<ExportFileWritten['data'], 'run_id'>;
@@ -30,6 +30,12 @@ export const exportRuns = defineCollection<ExportRunDoc>({
   // The newest completed bundle; the newest runs.
   indexes: [['status', 'seq'], ['seq']],
 });
+
+/** The newest completed bundle (what GET /v1/bulk/exports lists), or null before the first. */
+export async function latestBundle(reads: ReadStore): Promise<ExportRunDoc | null> {
+  const page = await reads.find(exportRuns, { status: 'completed' }, { sort: [['seq', -1]], limit: 1 });
+  return page.items[0] ?? null;
+}
 
 export type ExportDownloadDoc = ExportDownloaded['data'];
 

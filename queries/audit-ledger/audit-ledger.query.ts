@@ -22,20 +22,15 @@ import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.
 import type { CollectionDef, Page, ReadStore } from '../../src/core/read-store.port.js';
 import { accounts } from '../../projections/api-keys/api-keys.projection.js';
 import {
-  balanceKey,
-  entryOf,
-  lineOf,
   ledgerEntries,
   ledgerStates,
   replayUsage,
-  startFold,
   usageBalances,
   usageProjection,
-  usageStep,
   type LedgerEntryDoc,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
-import { canonicalJson, computeHash, GENESIS_HASH, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../../src/events/ledger.events.js';
+import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../../src/events/ledger.events.js';
 import { ledgerSnapshots } from '../../src/domain/ledger/ledger-snapshot.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 
@@ -111,7 +106,7 @@ export interface AuditDeps {
 }
 
 export const ENTRY_MISMATCH_LIMIT = 100;
-const PAGE = 1000;
+export const PAGE = 1000;
 
 const short = (h: unknown) => (typeof h === 'string' && h.length > 12 ? `${h.slice(0, 12)}…` : JSON.stringify(h));
 const show = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v));
@@ -133,7 +128,7 @@ const reasonText: Record<ChainBreak['reason'], string> = {
   hash_mismatch: 'its data does not match its hash: it was altered after it was written',
 };
 
-function checkChain(events: RecordedEvent[], problems: string[], start?: string): AuditChainBreak | null {
+export function checkChain(events: RecordedEvent[], problems: string[], start?: string): AuditChainBreak | null {
   const found = verifyChain(events, start);
   if (found === null) return null;
   const e = events[found.index]!;
@@ -144,7 +139,7 @@ function checkChain(events: RecordedEvent[], problems: string[], start?: string)
   return chain;
 }
 
-function checkRevisions(events: RecordedEvent[], problems: string[], from = 0): void {
+export function checkRevisions(events: RecordedEvent[], problems: string[], from = 0): void {
   const gaps: string[] = [];
   let expected = from;
   for (const e of events) {
@@ -175,7 +170,7 @@ async function storedBalances(reads: ReadStore, accountId: string): Promise<Map<
   return new Map((await allOf(reads, usageBalances, accountId, 'period')).map((d) => [d.period, d]));
 }
 
-function comparePeriods(expected: UsageBalanceDoc[], actual: Map<string, UsageBalanceDoc>, problems: string[]): PeriodAudit[] {
+export function comparePeriods(expected: UsageBalanceDoc[], actual: Map<string, UsageBalanceDoc>, problems: string[]): PeriodAudit[] {
   const byPeriod = new Map(expected.map((d) => [d.period, d]));
   const periods = [...new Set([...byPeriod.keys(), ...actual.keys()])].sort();
   return periods.map((period) => {
@@ -207,7 +202,7 @@ async function readModelsOf(reads: ReadStore, accountId: string) {
   }
 }
 
-function compareEntries(stored: LedgerEntryDoc[], expected: LedgerEntryDoc[], problems: string[]): AuditReport['entries'] {
+export function compareEntries(stored: LedgerEntryDoc[], expected: LedgerEntryDoc[], problems: string[]): AuditReport['entries'] {
   const bySeq = new Map(expected.map((d) => [d.seq, d]));
   const seen = new Set<number>();
   const mismatches: EntryAudit[] = [];
@@ -305,169 +300,6 @@ async function checkSnapshot(reads: ReadStore, accountId: string, events: Record
       'The service starts its fold from it after a restart: drop it (it is a cache; the next one is taken from the log).',
   );
   return { status: 'differs', revision: snapshot.revision, mismatches };
-}
-
-export interface MonthAuditReport {
-  account_id: string;
-  month: string;
-  ok: boolean;
-  /**
-   * Where the month's replay starts: the previous month's closing event (its carried state and
-   * hash), the stream's start, or, for a month before the ledger recorded closings, the fold of
-   * every earlier event.
-   */
-  opening: { from: 'closing_event' | 'stream_start' | 'earlier_events'; seq: number; hash: string };
-  /** The month's events, from its first to its own closing event (or the stream's end). */
-  events: number;
-  first_seq: number | null;
-  last_hash: string | null;
-  chain: AuditChainBreak | null;
-  period: PeriodAudit | null;
-  entries: AuditReport['entries'];
-  not_yet_projected: number;
-  problems: string[];
-}
-
-/** Events read a statement while a month is replayed. */
-const MONTH_PAGE = 10_000;
-
-/**
- * `scores audit --account A --month M`: one month, from its opening state, in time proportional
- * to the month's events. The month's first seq comes from the ledger_entries index (a read
- * model, so it is checked: the event before it must be the previous month's closing event, whose
- * own hash must hold); its events are read up to and including its own closing event; the chain
- * is verified from the opening hash; the month's figures and ledger lines are recomputed and
- * compared with the read models, as the whole-ledger audit does.
- */
-export async function auditMonth(deps: AuditDeps & { accountId: string; month: string }): Promise<MonthAuditReport> {
-  const { events: store, reads, accountId, month } = deps;
-  await reads.register(usageProjection.collections);
-  const streamId = ledgerStream(accountId);
-  const problems: string[] = [];
-  const first = (await reads.find(ledgerEntries, { account_id: accountId, period: month }, { sort: [['seq', 1]], limit: 1 })).items[0];
-  const empty = { expected: 0, actual: 0, mismatches: [] };
-  if (!first) {
-    return { account_id: accountId, month, ok: true, opening: { from: 'stream_start', seq: -1, hash: GENESIS_HASH }, events: 0, first_seq: null, last_hash: null, chain: null, period: null, entries: empty, not_yet_projected: 0, problems };
-  }
-
-  // The opening state.
-  let fold = startFold(accountId);
-  let opening: MonthAuditReport['opening'] = { from: 'stream_start', seq: -1, hash: GENESIS_HASH };
-  if (first.seq > 0) {
-    const [before] = await store.readStream(streamId, { fromRevision: first.seq - 1, maxCount: 1 });
-    if (before?.type === 'LedgerPeriodClosed' && before.revision === first.seq - 1) {
-      const data = before.data as { hash?: unknown; prev_hash: string };
-      if (computeHash(before.type, data) !== data.hash) problems.push(`The closing event at seq ${before.revision} does not match its hash: the month's opening state cannot be trusted.`);
-      fold = { ...fold, seq: before.revision, state: foldLedger([before]) };
-      opening = { from: 'closing_event', seq: before.revision, hash: String(data.hash) };
-    } else {
-      // A month before the ledger recorded closings: its opening state is the fold of everything before it.
-      const earlier = await store.readStream(streamId, { maxCount: first.seq });
-      checkChain(earlier, problems);
-      checkRevisions(earlier, problems);
-      fold = replayUsage(accountId, earlier).fold;
-      opening = { from: 'earlier_events', seq: first.seq - 1, hash: fold.state.last_hash };
-    }
-  }
-
-  const events = await monthEvents(store, streamId, first.seq, month);
-  const chain = checkChain(events, problems, opening.hash);
-  checkRevisions(events, problems, first.seq);
-
-  // The figures and lines, for the events the read models have applied.
-  const applied = (await reads.get(ledgerStates, accountId))?.seq ?? -1;
-  let expectedBalance: UsageBalanceDoc | null = null;
-  const expectedEntries: LedgerEntryDoc[] = [];
-  let compared = 0;
-  for (const e of events) {
-    if (e.revision > applied) break;
-    const step = usageStep(fold, e, e.revision);
-    fold = step.fold;
-    compared++;
-    if (step.balance?.period === month) expectedBalance = step.balance;
-    if (step.entry) expectedEntries.push(step.entry);
-  }
-  const storedEntries: LedgerEntryDoc[] = [];
-  for (let cursor: string | null = null; ; ) {
-    const page: Page<LedgerEntryDoc> = await reads.find(ledgerEntries, { account_id: accountId, period: month, seq: { $lte: applied } }, { sort: [['seq', 1]], limit: PAGE, cursor });
-    storedEntries.push(...page.items);
-    if (!page.nextCursor) break;
-    cursor = page.nextCursor;
-  }
-  const storedBalance = await reads.get(usageBalances, balanceKey(accountId, month));
-  const [period] = comparePeriods(expectedBalance ? [expectedBalance] : [], new Map(storedBalance ? [[month, storedBalance]] : []), problems);
-  const entries = compareEntries(storedEntries, expectedEntries, problems);
-  const lastData = events.length ? (events[events.length - 1]!.data as Record<string, unknown> | null) : null;
-  return {
-    account_id: accountId,
-    month,
-    ok: problems.length === 0,
-    opening,
-    events: events.length,
-    first_seq: first.seq,
-    last_hash: lastData && typeof lastData['hash'] === 'string' ? lastData['hash'] : null,
-    chain,
-    period: period ?? null,
-    entries,
-    not_yet_projected: events.length - compared,
-    problems,
-  };
-}
-
-/** A month's events: from its first (`fromSeq`) up to and including its own closing event, or to the stream's end. */
-async function monthEvents(store: EventStore, streamId: string, fromSeq: number, month: string): Promise<RecordedEvent[]> {
-  const events: RecordedEvent[] = [];
-  for (let from = fromSeq; ; from += MONTH_PAGE) {
-    const page = await store.readStream(streamId, { fromRevision: from, maxCount: MONTH_PAGE });
-    const end = page.findIndex((e) => e.type === 'LedgerPeriodClosed' && (e.data as { period?: unknown }).period === month);
-    events.push(...(end >= 0 ? page.slice(0, end + 1) : page));
-    if (end >= 0 || page.length < MONTH_PAGE) return events;
-  }
-}
-
-/** One line of `scores ledger export`: an entry as `/v1/usage/ledger` shows it, with the data exactly as hashed. */
-export interface ExportedLedgerLine {
-  seq: number;
-  kind: string;
-  at: string;
-  period: string;
-  prev_hash: string;
-  hash: string;
-  data: Record<string, unknown>;
-}
-
-/**
- * `scores ledger export --account A [--month M]`: the month's events (or the whole ledger) from
- * the log, oldest first, each as a ledger line. A month's first `prev_hash` is the previous
- * month's last `hash`: verify the file with the recipe in docs/ledger.md from that hash.
- */
-export async function exportLedger(deps: AuditDeps & { accountId: string; month?: string }): Promise<ExportedLedgerLine[]> {
-  const { events: store, reads, accountId, month } = deps;
-  const streamId = ledgerStream(accountId);
-  let events: RecordedEvent[];
-  if (month === undefined) events = await store.readStream(streamId);
-  else {
-    await reads.register(usageProjection.collections);
-    const first = (await reads.find(ledgerEntries, { account_id: accountId, period: month }, { sort: [['seq', 1]], limit: 1 })).items[0];
-    events = first ? await monthEvents(store, streamId, first.seq, month) : [];
-  }
-  return events.filter((e) => isLedgerEvent(e)).map((e) => {
-    const line = lineOf(entryOf(accountId, e.revision, e));
-    return { seq: line.seq, kind: line.kind, at: line.at, period: line.period, prev_hash: line.prev_hash, hash: line.hash, data: line.data };
-  });
-}
-
-/** Human text of a month's audit. */
-export function formatMonthAudit(r: MonthAuditReport): string {
-  if (r.events === 0) return `Account ${r.account_id}, ${r.month}: no ledger entries in that month.`;
-  const opening =
-    r.opening.from === 'closing_event'
-      ? `from the previous month's closing event (seq ${r.opening.seq})`
-      : r.opening.from === 'stream_start'
-        ? 'from the start of the ledger'
-        : `from the fold of the ${r.opening.seq + 1} earlier events (the month predates closing events)`;
-  const head = `Account ${r.account_id}, ${r.month}: ${r.ok ? 'OK' : 'PROBLEMS'}. ${r.events} events (seq ${r.first_seq}–${r.first_seq! + r.events - 1}) replayed ${opening}; last hash ${r.last_hash ?? '-'}.`;
-  return r.ok ? head : [head, ...r.problems.map((p) => `  - ${p}`)].join('\n');
 }
 
 /**

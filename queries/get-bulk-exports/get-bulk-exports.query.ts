@@ -1,6 +1,6 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { BULK_EXPORTS_NOTE, EXPORT_NAMES, minuteStamp } from '../../src/domain/exports/export-bundle.js';
-import { exportRuns, type ExportRunDoc } from '../../projections/exports/exports.projection.js';
+import { latestBundle } from '../../projections/exports/exports.projection.js';
 
 export interface BulkExport {
   /** The file's name. */
@@ -20,12 +20,6 @@ export interface BulkExportsResponse {
   exports: BulkExport[];
   /** What the bundle is and how to use it. */
   note: string;
-}
-
-/** The newest completed bundle, or null before the first. */
-export async function latestBundle(reads: ReadStore): Promise<ExportRunDoc | null> {
-  const page = await reads.find(exportRuns, { status: 'completed' }, { sort: [['seq', -1]], limit: 1 });
-  return page.items[0] ?? null;
 }
 
 /** The path of a bundle's file (the listing's `url` is the base URL and this). */

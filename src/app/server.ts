@@ -33,7 +33,8 @@ export interface RunningServer {
   shutdown(): Promise<void>;
 }
 
-function progressBar(label: string, enabled: boolean) {
+/** A progress bar on a terminal, or null (`enabled` false: no terminal, or JSON output). */
+export function progressBar(label: string, enabled: boolean): SingleBar | null {
   if (!enabled) return null;
   return new SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} | {duration_formatted}`, hideCursor: true }, Presets.shades_classic);
 }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { auditAccount, auditAll, auditMonth, exportLedger, formatAuditReport, formatAuditSummary, formatMonthAudit } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { auditMonth, exportLedger, formatMonthAudit } from '../../queries/audit-ledger/ledger-month.query.js';
 import { createHash } from 'node:crypto';
 import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { auditAccount, auditMonth } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { auditAccount } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { auditMonth } from '../../queries/audit-ledger/ledger-month.query.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { fixedClock } from '../../src/core/clock.js';

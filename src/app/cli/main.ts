@@ -7,14 +7,15 @@ import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.s
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
-import { auditAccount, auditAll, auditMonth, exportLedger, formatAuditReport, formatAuditSummary, formatMonthAudit } from '../../../queries/audit-ledger/audit-ledger.query.js';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
+import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
 import { AppError } from '../../core/errors.js';
 import { TIERS, type Tier } from '../../domain/plans.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { openServices, type Services } from '../container.js';
-import { ListenError, catchUpReadModels, seedIfEmpty, startServer } from '../server.js';
+import { ListenError, catchUpReadModels, progressBar, seedIfEmpty, startServer } from '../server.js';
 import { StoreBusyError, beginReplay } from '../store-users.js';
-import { SingleBar, Presets } from 'cli-progress';
+import type { SingleBar } from 'cli-progress';
 import { runExport, type ExportProgress } from '../../../commands/export-bundles/export-run.handler.js';
 import { exportDownloads, exportRuns } from '../../../projections/exports/exports.projection.js';
 
@@ -251,14 +252,13 @@ class ExportProgressBar {
   constructor(private readonly enabled: boolean) {}
 
   update(p: ExportProgress): void {
-    if (!this.enabled) return;
     if (p.name !== this.name) {
       this.bar?.stop();
       this.name = p.name;
-      this.bar = new SingleBar({ format: `${p.name.padEnd(26)} [{bar}] {percentage}% | {value}/{total} documents | {duration_formatted}`, hideCursor: true }, Presets.shades_classic);
-      this.bar.start(Math.max(p.total, 1), 0);
+      this.bar = progressBar(p.name.padEnd(26), this.enabled);
+      this.bar?.start(Math.max(p.total, 1), 0);
     }
-    this.bar!.update(Math.min(p.done, Math.max(p.total, 1)));
+    this.bar?.update(Math.min(p.done, Math.max(p.total, 1)));
   }
 
   stop(): void {

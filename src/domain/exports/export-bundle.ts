@@ -31,6 +31,9 @@ export const EXPORT_COLUMNS: Readonly<Record<ExportName, readonly string[]>> = {
   ],
 };
 
+/** Whether a text can be a bundle (run) id: also a directory name, so nothing that could leave the exports directory. */
+export const isBundleId = (id: string): boolean => /^[A-Za-z0-9_-]{1,100}$/.test(id);
+
 /** Completed bundles kept on disk (the newest is listed; older ones serve downloads already under way). */
 export const BUNDLES_KEPT = 3;
 
