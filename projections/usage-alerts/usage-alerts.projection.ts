@@ -243,6 +243,7 @@ export const usageAlertsProjection: Projection = {
     'OverageSwitched',
     'PackPurchased',
     'CreditsDebited',
+    'CreditsDebitedBatch',
     'UsageAlertRaised',
     'UsageAlertEmailed',
   ],
@@ -295,6 +296,12 @@ export const usageAlertsProjection: Projection = {
         // The most frequent event of all: only a draw on prepaid credits matters here.
         const n = event.data.from_prepaid;
         if (isCount(n) && n > 0) await updatePlan(ctx, accountId, (p) => ({ ...p, prepaid: Math.max(0, p.prepaid - n) }));
+        return;
+      }
+      case 'CreditsDebitedBatch': {
+        const drawn = event.data.calls?.from_prepaid;
+        const n = Array.isArray(drawn) ? drawn.reduce((sum: number, x) => sum + (isCount(x) ? x : 0), 0) : 0;
+        if (n > 0) await updatePlan(ctx, accountId, (p) => ({ ...p, prepaid: Math.max(0, p.prepaid - n) }));
         return;
       }
       case 'UsageAlertRaised':

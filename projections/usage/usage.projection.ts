@@ -21,6 +21,8 @@ import {
   LEDGER_EVENT_TYPES,
   LEDGER_STREAM_PREFIX,
   isLedgerEvent,
+  ledgerLines,
+  lineCount,
   type Channel,
   type LedgerEvent,
   type LedgerEventType,
@@ -60,20 +62,22 @@ export interface UsageBalanceDoc {
 }
 
 /**
- * One ledger event as stored for an account's statement: the event's data exactly as hashed,
- * once, with only what it is found by beside it. Every other field of a line is derived from the
- * data when it is read (`lineOf`): storing them again would double what each metered call costs
- * in the read models.
+ * Where one ledger event's lines are: its revision in the log, the seq of its first line and how
+ * many lines it stands for (a batch of calls: one per call), and what it is found by. The lines
+ * themselves are read from the log (`statementLines`): a copy here would store every metered
+ * call twice.
  */
 export interface LedgerEntryDoc {
   account_id: string;
-  /** The event's revision in `ledger-<account_id>` (0-based). */
+  /** Seq of the event's first ledger line: lines are numbered 0, 1, 2… without a gap over the account's ledger. */
   seq: number;
-  /** `YYYY-MM` the line belongs to: the event's own period, else the month of `at`. */
+  /** Lines the event stands for: a batch's calls, otherwise 1. */
+  lines: number;
+  /** The event's revision in `ledger-<account_id>` (0-based). */
+  revision: number;
+  /** `YYYY-MM` its lines belong to: the event's own period, else the month of `at`. */
   period: string;
   kind: LedgerEventType;
-  /** The event's data exactly as hashed (with `hash`): what a customer recomputes the chain from. */
-  data: Record<string, unknown>;
 }
 
 /** A statement line, as `/v1/usage/ledger` shows it. Fields an event does not carry are null. */
@@ -106,6 +110,8 @@ export interface LedgerStateDoc {
   account_id: string;
   /** Revision of the last event applied; -1 before the first. */
   seq: number;
+  /** Ledger lines applied (the seq the next line gets). */
+  lines: number;
   state: LedgerState;
   /** Calls charged and credits debited in `state.period`. */
   debits: number;
@@ -144,7 +150,7 @@ export const ledgerStates = defineCollection<LedgerStateDoc>({
 // Pure fold (shared by the projection and the audit)
 
 export function startFold(accountId: string): LedgerStateDoc {
-  return { account_id: accountId, seq: -1, state: initialLedgerState, debits: 0, credits_debited: 0 };
+  return { account_id: accountId, seq: -1, lines: 0, state: initialLedgerState, debits: 0, credits_debited: 0 };
 }
 
 /** `YYYY-MM` of an ISO instant as written in event data ('' when it is not one). */
@@ -201,6 +207,8 @@ function describeEvent(e: LedgerEvent): string {
       ].filter(Boolean);
       return `${plural(d.cost, 'credit')} for ${d.endpoint} (${d.channel})${parts.length ? `: ${parts.join(', ')}` : ''}`;
     }
+    case 'CreditsDebitedBatch':
+      return `${plural(lineCount(e), 'call')} charged`;
     case 'PackPurchased':
       return `Pack ${e.data.pack_id}: ${plural(e.data.credits, 'prepaid credit')} added`;
     case 'OverageSwitched':
@@ -225,20 +233,19 @@ function describeEvent(e: LedgerEvent): string {
 const num = (x: unknown): number | null => (typeof x === 'number' ? x : null);
 const str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
 
-/** The stored entry of one ledger event. */
-export function entryOf(accountId: string, seq: number, e: LedgerEvent): LedgerEntryDoc {
+/** The entry of the ledger event at `revision`, whose first line is `seq`. */
+export function entryOf(accountId: string, seq: number, revision: number, e: LedgerEvent): LedgerEntryDoc {
   const d = e.data as unknown as Record<string, unknown>;
-  return { account_id: accountId, seq, period: str(d['period']) || monthOf(d['at']), kind: e.type, data: d };
+  return { account_id: accountId, seq, lines: lineCount(e), revision, period: str(d['period']) || monthOf(d['at']), kind: e.type };
 }
 
-/** The statement line of a stored entry: every field derived from the event's data. */
-export function lineOf(entry: LedgerEntryDoc): LedgerLine {
-  const d = entry.data;
-  const e = { type: entry.kind, data: d } as unknown as LedgerEvent;
+/** The statement line of one ledger line (an event, or one call of a batch): every field from its data. */
+export function lineOf(seq: number, period: string, e: LedgerEvent): LedgerLine {
+  const d = e.data as unknown as Record<string, unknown>;
   return {
-    seq: entry.seq,
-    period: entry.period,
-    kind: entry.kind,
+    seq,
+    period,
+    kind: e.type,
     at: str(d['at']) ?? '',
     request_id: str(d['request_id']),
     endpoint: str(d['endpoint']) as RateKey | null,
@@ -247,12 +254,18 @@ export function lineOf(entry: LedgerEntryDoc): LedgerLine {
     from_allowance: num(d['from_allowance']),
     from_prepaid: num(d['from_prepaid']),
     from_overage: num(d['from_overage']),
-    credits: entry.kind === 'PackPurchased' ? num(d['credits']) : null,
+    credits: e.type === 'PackPurchased' ? num(d['credits']) : null,
     detail: describeEvent(e),
     hash: str(d['hash']) ?? '',
     prev_hash: str(d['prev_hash']) ?? '',
     data: d,
   };
+}
+
+/** The statement lines of an entry, oldest first, from its event as read from the log. */
+export function statementLines(entry: LedgerEntryDoc, event: { type: string; data: unknown }): LedgerLine[] {
+  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return [];
+  return ledgerLines(event).map((line, i) => lineOf(entry.seq + i, entry.period, line));
 }
 
 export interface UsageStep {
@@ -271,22 +284,33 @@ export interface UsageStep {
  * month's first decision, just before that month opens: it is dated in the new month and shows
  * there, not on the finished month.
  */
-export function usageStep(fold: LedgerStateDoc, event: { type: string; data: unknown }, seq: number): UsageStep {
-  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return { fold: { ...fold, seq }, balance: null, entry: null };
+export function usageStep(fold: LedgerStateDoc, event: { type: string; data: unknown }, revision: number): UsageStep {
+  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return { fold: { ...fold, seq: revision }, balance: null, entry: null };
   const e = event;
   const state = evolve(fold.state, e);
   const newPeriod = state.period !== fold.state.period;
-  const charged = e.type === 'CreditsDebited' && typeof e.data.cost === 'number' ? e.data.cost : null;
+  const { calls, credits } = charged(e);
   const next: LedgerStateDoc = {
     account_id: fold.account_id,
-    seq,
+    seq: revision,
+    lines: fold.lines + lineCount(e),
     state,
-    debits: (newPeriod ? 0 : fold.debits) + (charged === null ? 0 : 1),
-    credits_debited: (newPeriod ? 0 : fold.credits_debited) + (charged ?? 0),
+    debits: (newPeriod ? 0 : fold.debits) + calls,
+    credits_debited: (newPeriod ? 0 : fold.credits_debited) + credits,
   };
   const decidedIn = monthOf(e.data.at);
   const balance = state.period !== null && decidedIn <= state.period ? balanceOf(next) : null;
-  return { fold: next, balance, entry: entryOf(fold.account_id, seq, e) };
+  return { fold: next, balance, entry: entryOf(fold.account_id, fold.lines, revision, e) };
+}
+
+/** Calls an event charges and the credits they cost. */
+function charged(e: LedgerEvent): { calls: number; credits: number } {
+  if (e.type === 'CreditsDebited') return typeof e.data.cost === 'number' ? { calls: 1, credits: e.data.cost } : { calls: 0, credits: 0 };
+  if (e.type !== 'CreditsDebitedBatch') return { calls: 0, credits: 0 };
+  const n = lineCount(e);
+  let credits = 0;
+  for (let i = 0; i < n; i++) credits += e.data.calls.cost[i]!;
+  return { calls: n, credits };
 }
 
 export interface UsageReplay {
@@ -326,8 +350,8 @@ export function ledgerAccountOf(streamId: string): string | null {
 // Projection
 
 export const usageProjection: Projection = {
-  // v3: entries store the event's data once (a new name rebuilds the read models of an existing store).
-  name: 'usage-v3',
+  // v4: entries point into the log instead of holding the event's data (a new name rebuilds the read models of an existing store).
+  name: 'usage-v4',
   collections: [usageBalances, ledgerEntries, ledgerStates],
   eventTypes: LEDGER_EVENT_TYPES,
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {

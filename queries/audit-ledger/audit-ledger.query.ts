@@ -4,17 +4,17 @@
  * 1. The hash chain (`verifyChain`): every event's `hash` matches its data, every `prev_hash` is the
  *    hash of the event before it, the first one's is the genesis hash. An edited event, or an
  *    event removed, inserted or reordered in the middle, breaks it. Revisions must also run
- *    0, 1, 2… without a gap.
+ *    0, 1, 2… without a gap. A batch of calls is checked call by call (`verifyChain`).
  * 2. The read models: every month's figures are recomputed by folding the events with the
  *    decider's `evolve` (`replayUsage`, what the usage projection runs) and compared field by
- *    field with the `usage_balances` documents; every `ledger_entries` line with the event at its
- *    seq. A ledger cut short at its end keeps a valid chain, but the read models (built before
+ *    field with the `usage_balances` documents; every `ledger_entries` document (where an event's
+ *    lines are) with the event at its revision. A ledger cut short at its end keeps a valid chain, but the read models (built before
  *    the cut) then hold more than the log does, and that is reported.
  *
  * The server may be serving (and the projector applying new debits) while the audit runs. The
  * audit reads one consistent view of the account's read models (it reads them again if the
  * account's running state moved meanwhile: every batch that changes its documents changes that
- * state, in the same transaction) and compares it with the log up to the seq the read models have
+ * state, in the same transaction) and compares it with the log up to the revision the read models have
  * applied. Events after it are checked in the chain and counted in `not_yet_projected`, not
  * compared: a projector catching up is not a discrepancy.
  */
@@ -56,9 +56,9 @@ export interface EntryAudit {
   mismatches: FieldMismatch[];
 }
 
-/** The first broken link, named by the event's revision (seq), id and type. */
+/** The first broken link, named by the event's revision in the stream, id and type. */
 export interface AuditChainBreak extends ChainBreak {
-  seq: number;
+  revision: number;
   event_id: string;
   type: string;
   at: string | null;
@@ -81,7 +81,7 @@ export interface AuditReport {
   };
   chain: AuditChainBreak | null;
   /**
-   * Events of the log after the seq the usage read models have applied (the projector is catching
+   * Events of the log after the revision the usage read models have applied (the projector is catching
    * up): their chain was checked, their figures were not compared.
    */
   not_yet_projected: number;
@@ -108,7 +108,6 @@ export interface AuditDeps {
 export const ENTRY_MISMATCH_LIMIT = 100;
 export const PAGE = 1000;
 
-const short = (h: unknown) => (typeof h === 'string' && h.length > 12 ? `${h.slice(0, 12)}…` : JSON.stringify(h));
 const show = (v: unknown) => (v === undefined ? 'absent' : JSON.stringify(v));
 const differences = (ms: FieldMismatch[]) => ms.map((m) => `${m.field} is ${show(m.actual)}, the log gives ${show(m.expected)}`).join('; ');
 
@@ -134,8 +133,8 @@ export function checkChain(events: RecordedEvent[], problems: string[], start?: 
   const e = events[found.index]!;
   const data = e.data as Record<string, unknown> | null;
   const at = data && typeof data['at'] === 'string' ? data['at'] : null;
-  const chain: AuditChainBreak = { ...found, seq: e.revision, event_id: e.id, type: e.type, at };
-  problems.push(`Hash chain broken at seq ${e.revision} (${e.type}${at ? ` at ${at}` : ''}, event ${e.id}): ${reasonText[found.reason]}.`);
+  const chain: AuditChainBreak = { ...found, revision: e.revision, event_id: e.id, type: e.type, at };
+  problems.push(`Hash chain broken at revision ${e.revision} (${e.type}${at ? ` at ${at}` : ''}, event ${e.id}): ${reasonText[found.reason]}.`);
   return chain;
 }
 
@@ -146,10 +145,10 @@ export function checkRevisions(events: RecordedEvent[], problems: string[], from
     if (e.revision > expected) gaps.push(expected === e.revision - 1 ? `${expected}` : `${expected}–${e.revision - 1}`);
     expected = e.revision + 1;
   }
-  if (gaps.length) problems.push(`The stream has no event at seq ${gaps.join(', ')}: events were deleted from the log.`);
+  if (gaps.length) problems.push(`The stream has no event at revision ${gaps.join(', ')}: events were deleted from the log.`);
   const foreign = events.filter((e) => !isLedgerEvent(e));
   if (foreign.length) {
-    const named = foreign.slice(0, 5).map((e) => `${e.type} at seq ${e.revision}`);
+    const named = foreign.slice(0, 5).map((e) => `${e.type} at revision ${e.revision}`);
     problems.push(`The stream holds ${foreign.length} event(s) that are not ledger events: ${named.join(', ')}.`);
   }
 }
@@ -202,8 +201,9 @@ async function readModelsOf(reads: ReadStore, accountId: string) {
   }
 }
 
+/** The stored entries against those the log gives, matched by the event's revision. */
 export function compareEntries(stored: LedgerEntryDoc[], expected: LedgerEntryDoc[], problems: string[]): AuditReport['entries'] {
-  const bySeq = new Map(expected.map((d) => [d.seq, d]));
+  const byRevision = new Map(expected.map((d) => [d.revision, d]));
   const seen = new Set<number>();
   const mismatches: EntryAudit[] = [];
   let differing = 0;
@@ -215,28 +215,28 @@ export function compareEntries(stored: LedgerEntryDoc[], expected: LedgerEntryDo
     }
   };
   for (const a of stored) {
-    seen.add(a.seq);
-    const e = bySeq.get(a.seq);
+    seen.add(a.revision);
+    const e = byRevision.get(a.revision);
     if (!e) {
       note(
         { seq: a.seq, kind: a.kind, mismatches: [{ field: 'document', expected: 'missing', actual: 'present' }] },
-        `ledger_entries seq ${a.seq} (${a.kind}, hash ${short(a.data['hash'])}) has no event in the log.`,
+        `ledger_entries seq ${a.seq} (${a.kind}, revision ${a.revision}) has no event in the log.`,
       );
       continue;
     }
     const diff = diffDocs(e, a);
     if (diff.length) {
-      note({ seq: a.seq, kind: e.kind, mismatches: diff }, `ledger_entries seq ${a.seq} (${e.kind}): ${differences(diff)}.`);
+      note({ seq: a.seq, kind: e.kind, mismatches: diff }, `ledger_entries seq ${a.seq} (${e.kind}, revision ${a.revision}): ${differences(diff)}.`);
     }
   }
   for (const e of expected) {
-    if (seen.has(e.seq)) continue;
+    if (seen.has(e.revision)) continue;
     note(
       { seq: e.seq, kind: e.kind, mismatches: [{ field: 'document', expected: 'present', actual: 'missing' }] },
-      `ledger_entries seq ${e.seq} (${e.kind}): no line, but the log has the event.`,
+      `ledger_entries seq ${e.seq} (${e.kind}, revision ${e.revision}): no entry, but the log has the event.`,
     );
   }
-  if (differing > mismatches.length) problems.push(`… and ${differing - mismatches.length} more ledger_entries lines differ.`);
+  if (differing > mismatches.length) problems.push(`… and ${differing - mismatches.length} more ledger_entries documents differ.`);
   return { expected: expected.length, actual: stored.length, mismatches };
 }
 
@@ -296,7 +296,7 @@ async function checkSnapshot(reads: ReadStore, accountId: string, events: Record
   const mismatches = upTo.length === snapshot.revision + 1 ? diffDocs(folded, snapshot.state) : [{ field: 'revision', expected: upTo.length - 1, actual: snapshot.revision }];
   if (mismatches.length === 0) return { status: 'ok', revision: snapshot.revision, mismatches };
   problems.push(
-    `ledger snapshot at seq ${snapshot.revision}: ${differences(mismatches.map((m) => ({ ...m, field: m.field === 'revision' ? m.field : `state.${m.field}` })))}. ` +
+    `ledger snapshot at revision ${snapshot.revision}: ${differences(mismatches.map((m) => ({ ...m, field: m.field === 'revision' ? m.field : `state.${m.field}` })))}. ` +
       'The service starts its fold from it after a restart: drop it (it is a cache; the next one is taken from the log).',
   );
   return { status: 'differs', revision: snapshot.revision, mismatches };

@@ -5,15 +5,14 @@
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
-import { computeHash, GENESIS_HASH, isLedgerEvent, ledgerStream } from '../../src/events/ledger.events.js';
+import { computeHash, GENESIS_HASH, ledgerStream, lineCount } from '../../src/events/ledger.events.js';
 import {
   balanceKey,
-  entryOf,
   ledgerEntries,
   ledgerStates,
-  lineOf,
   replayUsage,
   startFold,
+  statementLines,
   usageBalances,
   usageProjection,
   usageStep,
@@ -33,13 +32,14 @@ import {
 } from './audit-ledger.query.js';
 
 /**
- * The seq of the account's first ledger line in `month`, found through the `ledger_entries` index
- * (a read model: whoever uses it checks the log around it), or null when the month has none.
+ * The account's first ledger entry in `month` (its first line's seq and its event's revision),
+ * found through the `ledger_entries` index (a read model: whoever uses it checks the log around
+ * it), or null when the month has none.
  */
-async function firstSeqOf(reads: ReadStore, accountId: string, month: string): Promise<number | null> {
+async function firstEntryOf(reads: ReadStore, accountId: string, month: string): Promise<LedgerEntryDoc | null> {
   await reads.register(usageProjection.collections);
   const page = await reads.find(ledgerEntries, { account_id: accountId, period: month }, { sort: [['seq', 1]], limit: 1 });
-  return page.items[0]?.seq ?? null;
+  return page.items[0] ?? null;
 }
 
 export interface MonthAuditReport {
@@ -51,10 +51,13 @@ export interface MonthAuditReport {
    * hash), the stream's start, or, for a month before the ledger recorded closings, the fold of
    * every earlier event.
    */
-  opening: { from: 'closing_event' | 'stream_start' | 'earlier_events'; seq: number; hash: string };
+  opening: { from: 'closing_event' | 'stream_start' | 'earlier_events'; revision: number; hash: string };
   /** The month's events, from its first to its own closing event (or the stream's end). */
   events: number;
-  first_seq: number | null;
+  /** Revision of the month's first event in the stream. */
+  first_revision: number | null;
+  /** Ledger lines of the month's events (a batch of calls is a line per call). */
+  lines: number;
   last_hash: string | null;
   chain: AuditChainBreak | null;
   period: PeriodAudit | null;
@@ -79,29 +82,31 @@ export async function auditMonth(deps: AuditDeps & { accountId: string; month: s
   await reads.register(usageProjection.collections);
   const streamId = ledgerStream(accountId);
   const problems: string[] = [];
-  const first = await firstSeqOf(reads, accountId, month);
+  const firstEntry = await firstEntryOf(reads, accountId, month);
   const empty = { expected: 0, actual: 0, mismatches: [] };
-  if (first === null) {
-    return { account_id: accountId, month, ok: true, opening: { from: 'stream_start', seq: -1, hash: GENESIS_HASH }, events: 0, first_seq: null, last_hash: null, chain: null, period: null, entries: empty, not_yet_projected: 0, problems };
+  if (firstEntry === null) {
+    return { account_id: accountId, month, ok: true, opening: { from: 'stream_start', revision: -1, hash: GENESIS_HASH }, events: 0, first_revision: null, lines: 0, last_hash: null, chain: null, period: null, entries: empty, not_yet_projected: 0, problems };
   }
+  const first = firstEntry.revision;
 
   // The opening state.
   let fold = startFold(accountId);
-  let opening: MonthAuditReport['opening'] = { from: 'stream_start', seq: -1, hash: GENESIS_HASH };
+  let opening: MonthAuditReport['opening'] = { from: 'stream_start', revision: -1, hash: GENESIS_HASH };
   if (first > 0) {
     const [before] = await store.readStream(streamId, { fromRevision: first - 1, maxCount: 1 });
     if (before?.type === 'LedgerPeriodClosed' && before.revision === first - 1) {
       const data = before.data as { hash?: unknown; prev_hash: string };
-      if (computeHash(before.type, data) !== data.hash) problems.push(`The closing event at seq ${before.revision} does not match its hash: the month's opening state cannot be trusted.`);
-      fold = { ...fold, seq: before.revision, state: foldLedger([before]) };
-      opening = { from: 'closing_event', seq: before.revision, hash: String(data.hash) };
+      if (computeHash(before.type, data) !== data.hash) problems.push(`The closing event at revision ${before.revision} does not match its hash: the month's opening state cannot be trusted.`);
+      // The running fold as the projection has it there: the month's lines are numbered from the entry's seq.
+      fold = { ...fold, seq: before.revision, lines: firstEntry.seq, state: foldLedger([before]) };
+      opening = { from: 'closing_event', revision: before.revision, hash: String(data.hash) };
     } else {
       // A month before the ledger recorded closings: its opening state is the fold of everything before it.
       const earlier = await store.readStream(streamId, { maxCount: first });
       checkChain(earlier, problems);
       checkRevisions(earlier, problems);
       fold = replayUsage(accountId, earlier).fold;
-      opening = { from: 'earlier_events', seq: first - 1, hash: fold.state.last_hash };
+      opening = { from: 'earlier_events', revision: first - 1, hash: fold.state.last_hash };
     }
   }
 
@@ -124,8 +129,8 @@ export async function auditMonth(deps: AuditDeps & { accountId: string; month: s
   }
   const storedEntries: LedgerEntryDoc[] = [];
   for (let cursor: string | null = null; ; ) {
-    const page: Page<LedgerEntryDoc> = await reads.find(ledgerEntries, { account_id: accountId, period: month, seq: { $lte: applied } }, { sort: [['seq', 1]], limit: PAGE, cursor });
-    storedEntries.push(...page.items);
+    const page: Page<LedgerEntryDoc> = await reads.find(ledgerEntries, { account_id: accountId, period: month }, { sort: [['seq', 1]], limit: PAGE, cursor });
+    for (const entry of page.items) if (entry.revision <= applied) storedEntries.push(entry);
     if (!page.nextCursor) break;
     cursor = page.nextCursor;
   }
@@ -139,7 +144,8 @@ export async function auditMonth(deps: AuditDeps & { accountId: string; month: s
     ok: problems.length === 0,
     opening,
     events: events.length,
-    first_seq: first,
+    first_revision: first,
+    lines: events.reduce((n, e) => n + lineCount(e), 0),
     last_hash: lastData && typeof lastData['hash'] === 'string' ? lastData['hash'] : null,
     chain,
     period: period ?? null,
@@ -172,23 +178,32 @@ export interface ExportedLedgerLine {
 }
 
 /**
- * `scores ledger export --account A [--month M]`: the month's events (or the whole ledger) from
- * the log, oldest first, each as a ledger line. A month's first `prev_hash` is the previous
- * month's last `hash`: verify the file with the recipe in docs/ledger.md from that hash.
+ * `scores ledger export --account A [--month M]`: the month's ledger lines (or the whole
+ * ledger's) from the log, oldest first, as `/v1/usage/ledger` shows them (a batch of calls a line
+ * per call). A month's first `prev_hash` is the previous month's last `hash`: verify the file with
+ * the recipe in docs/ledger.md from that hash.
  */
 export async function exportLedger(deps: AuditDeps & { accountId: string; month?: string }): Promise<ExportedLedgerLine[]> {
   const { events: store, reads, accountId, month } = deps;
   const streamId = ledgerStream(accountId);
   let events: RecordedEvent[];
+  let fold = startFold(accountId);
   if (month === undefined) events = await store.readStream(streamId);
   else {
-    const first = await firstSeqOf(reads, accountId, month);
-    events = first === null ? [] : await monthEvents(store, streamId, first, month);
+    const first = await firstEntryOf(reads, accountId, month);
+    events = first === null ? [] : await monthEvents(store, streamId, first.revision, month);
+    if (first !== null) fold = { ...fold, lines: first.seq };
   }
-  return events.filter((e) => isLedgerEvent(e)).map((e) => {
-    const line = lineOf(entryOf(accountId, e.revision, e));
-    return { seq: line.seq, kind: line.kind, at: line.at, period: line.period, prev_hash: line.prev_hash, hash: line.hash, data: line.data };
-  });
+  const out: ExportedLedgerLine[] = [];
+  for (const e of events) {
+    const { entry, fold: next } = usageStep(fold, e, e.revision);
+    fold = next;
+    if (!entry) continue;
+    for (const line of statementLines(entry, e)) {
+      out.push({ seq: line.seq, kind: line.kind, at: line.at, period: line.period, prev_hash: line.prev_hash, hash: line.hash, data: line.data });
+    }
+  }
+  return out;
 }
 
 /** Human text of a month's audit. */
@@ -196,11 +211,11 @@ export function formatMonthAudit(r: MonthAuditReport): string {
   if (r.events === 0) return `Account ${r.account_id}, ${r.month}: no ledger entries in that month.`;
   const opening =
     r.opening.from === 'closing_event'
-      ? `from the previous month's closing event (seq ${r.opening.seq})`
+      ? `from the previous month's closing event (revision ${r.opening.revision})`
       : r.opening.from === 'stream_start'
         ? 'from the start of the ledger'
-        : `from the fold of the ${r.opening.seq + 1} earlier events (the month predates closing events)`;
-  const head = `Account ${r.account_id}, ${r.month}: ${r.ok ? 'OK' : 'PROBLEMS'}. ${r.events} events (seq ${r.first_seq}–${r.first_seq! + r.events - 1}) replayed ${opening}; last hash ${r.last_hash ?? '-'}.`;
+        : `from the fold of the ${r.opening.revision + 1} earlier events (the month predates closing events)`;
+  const head = `Account ${r.account_id}, ${r.month}: ${r.ok ? 'OK' : 'PROBLEMS'}. ${r.events} events (revisions ${r.first_revision}–${r.first_revision! + r.events - 1}, ${r.lines} ledger lines) replayed ${opening}; last hash ${r.last_hash ?? '-'}.`;
   return r.ok ? head : [head, ...r.problems.map((p) => `  - ${p}`)].join('\n');
 }
 

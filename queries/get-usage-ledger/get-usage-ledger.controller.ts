@@ -48,7 +48,7 @@ export async function run(
   // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
   // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
   const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
-  const page = await getUsageLedger(call.ctx.reads, { accountId: p.account_id, month, limit: rows, cursor });
+  const page = await getUsageLedger(call.ctx.reads, call.ctx.events, { accountId: p.account_id, month, limit: rows, cursor });
   await call.charge('usage_ledger');
   return page;
 }

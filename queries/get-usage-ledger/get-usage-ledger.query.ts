@@ -1,6 +1,9 @@
 import { AppError, badRequest } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { ledgerEntries, lineOf, type LedgerEntryDoc } from '../../projections/usage/usage.projection.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import type { Filter } from '../../src/core/read-store.port.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerEntries, statementLines, type LedgerEntryDoc, type LedgerLine } from '../../projections/usage/usage.projection.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
 export const USAGE_LEDGER_MAX_LIMIT = 1000;
@@ -59,8 +62,7 @@ export interface LedgerPageResponse {
 
 const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
-function toEntry(entry: LedgerEntryDoc): LedgerEntryResponse {
-  const d = lineOf(entry);
+function toEntry(d: LedgerLine): LedgerEntryResponse {
   return {
     seq: d.seq,
     kind: d.kind,
@@ -81,8 +83,20 @@ function toEntry(entry: LedgerEntryDoc): LedgerEntryResponse {
   };
 }
 
-/** An account's credit ledger (every charge, pack, plan change and alert), newest first, paged. */
-export async function getUsageLedger(reads: ReadStore, params: UsageLedgerParams): Promise<LedgerPageResponse> {
+/** A page's cursor: the seq of the newest line it shows. */
+function parseCursor(cursor: string | null | undefined): number | null {
+  if (cursor === undefined || cursor === null || cursor === '') return null;
+  const seq = /^[0-9]{1,15}$/.test(cursor) ? Number(cursor) : NaN;
+  if (!Number.isSafeInteger(seq)) throw badRequest('cursor is not valid for this query', { cursor });
+  return seq;
+}
+
+/**
+ * An account's credit ledger (every charge, pack, plan change and alert), newest first, paged.
+ * The `ledger_entries` read model says which events of the log hold the page's lines; the lines
+ * are read from the log, where each is stored once (a batch of calls as one event).
+ */
+export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 'readStream'>, params: UsageLedgerParams): Promise<LedgerPageResponse> {
   const month = params.month ?? null;
   if (month !== null && !MONTH.test(month)) throw badRequest('month must be YYYY-MM', { month });
   const limit = params.limit ?? USAGE_LEDGER_DEFAULT_LIMIT;
@@ -90,8 +104,24 @@ export async function getUsageLedger(reads: ReadStore, params: UsageLedgerParams
   if (limit > USAGE_LEDGER_MAX_LIMIT) {
     throw new AppError('limit_exceeded', `limit is at most ${USAGE_LEDGER_MAX_LIMIT}`, { limit, max: USAGE_LEDGER_MAX_LIMIT });
   }
-  const filter = month === null ? { account_id: params.accountId } : { account_id: params.accountId, period: month };
-  const page = await reads.find(ledgerEntries, filter, { sort: [['seq', -1]], limit, cursor: params.cursor ?? null });
-  const entries = page.items.map(toEntry);
-  return { month, entries, next_cursor: page.nextCursor, count: entries.length };
+  const before = parseCursor(params.cursor);
+  const filter: Filter<LedgerEntryDoc> = { account_id: params.accountId };
+  if (month !== null) filter.period = month;
+  if (before !== null) filter.seq = { $lte: before };
+  // Every event holds at least one line: limit + 1 events hold the page and tell whether another follows.
+  const { items } = await reads.find(ledgerEntries, filter, { sort: [['seq', -1]], limit: limit + 1 });
+  if (items.length === 0) return { month, entries: [], next_cursor: null, count: 0 };
+  const oldest = items[items.length - 1]!.revision;
+  const events = await log.readStream(ledgerStream(params.accountId), { fromRevision: oldest, maxCount: items[0]!.revision - oldest + 1 });
+  const byRevision = new Map(events.map((e) => [e.revision, e]));
+  const lines: LedgerLine[] = [];
+  for (const entry of items) {
+    const event = byRevision.get(entry.revision);
+    if (!event) throw new AppError('internal', `ledger event ${entry.revision} of account ${params.accountId} is missing from the log`);
+    const own = statementLines(entry, event);
+    for (let i = own.length - 1; i >= 0; i--) if (before === null || own[i]!.seq <= before) lines.push(own[i]!);
+  }
+  const page = lines.slice(0, limit);
+  const next = lines[limit];
+  return { month, entries: page.map(toEntry), next_cursor: next ? String(next.seq) : null, count: page.length };
 }

@@ -1,4 +1,5 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Meter, Principal } from '../../src/core/meter.port.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
@@ -8,6 +9,8 @@ import type { Visibility } from './visibility.js';
 /** What the read side needs of the app serving it, for REST controllers and MCP tools alike. */
 export interface QueryContext {
   reads: ReadStore;
+  /** The log, read where a read model points into it (the ledger's lines are stored there once). */
+  events: Pick<EventStore, 'readStream'>;
   meter: Meter;
   /** What a plan may see now (as-of date, floor, coverage). */
   visibility(entitlements: Entitlements): Promise<Visibility>;

@@ -143,6 +143,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     meter,
     queries: {
       reads: queryReads,
+      events,
       meter,
       visibility: (entitlements) => visibility.get(entitlements, clock.now()),
       baseUrl,

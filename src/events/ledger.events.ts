@@ -51,6 +51,27 @@ export type CreditsDebited = Event<
   }
 >;
 
+/** The seven fields of a call's charge, as columns: entry `i` of each is call `i`. */
+export interface DebitColumns {
+  request_id: string[];
+  endpoint: RateKey[];
+  channel: Channel[];
+  cost: number[];
+  from_allowance: number[];
+  from_prepaid: number[];
+  from_overage: number[];
+}
+
+/**
+ * Calls charged in one append (the account's group commit): the `CreditsDebited` events of the
+ * calls, in order, with their shared `at` and `period` once and their other fields as columns.
+ * It is a storage form only: each call is still a ledger line of its own, `CreditsDebited` with
+ * its own data and hash chained as if written one by one (`debitLines` gives them back), so a
+ * customer verifies a call by its `request_id` exactly as before. `prev_hash` is the hash before
+ * the first call; `hash` is the last call's hash (what the next event chains from).
+ */
+export type CreditsDebitedBatch = Event<'CreditsDebitedBatch', { period: string; calls: DebitColumns }>;
+
 export type PackPurchased = Event<'PackPurchased', { pack_id: string; credits: number }>;
 
 export type OverageSwitched = Event<'OverageSwitched', { allow_overage: boolean }>;
@@ -112,6 +133,7 @@ export type LedgerEvent =
   | LedgerPeriodClosed
   | AllowancePeriodOpened
   | CreditsDebited
+  | CreditsDebitedBatch
   | PackPurchased
   | OverageSwitched
   | PlanChanged
@@ -129,6 +151,7 @@ export const LEDGER_EVENT_TYPES: readonly LedgerEventType[] = [
   'LedgerPeriodClosed',
   'AllowancePeriodOpened',
   'CreditsDebited',
+  'CreditsDebitedBatch',
   'PackPurchased',
   'OverageSwitched',
   'PlanChanged',
@@ -200,6 +223,101 @@ export function sealEvent<T extends LedgerEventType>(
   return { type, data } as unknown as Extract<LedgerEvent, { type: T }>;
 }
 
+const DEBIT_FIELDS = ['request_id', 'endpoint', 'channel', 'cost', 'from_allowance', 'from_prepaid', 'from_overage'] as const;
+/** The keys of a `CreditsDebited` event's data: the seven call fields, `period`, and `at` with the chain. */
+const DEBIT_KEYS = DEBIT_FIELDS.length + 4;
+
+/** The batch of a run of debits (two or more, one `at` and `period`), chained as they were. */
+function batchOf(run: readonly CreditsDebited[]): CreditsDebitedBatch {
+  const calls: DebitColumns = { request_id: [], endpoint: [], channel: [], cost: [], from_allowance: [], from_prepaid: [], from_overage: [] };
+  for (const e of run) {
+    const d = e.data;
+    calls.request_id.push(d.request_id);
+    calls.endpoint.push(d.endpoint);
+    calls.channel.push(d.channel);
+    calls.cost.push(d.cost);
+    calls.from_allowance.push(d.from_allowance);
+    calls.from_prepaid.push(d.from_prepaid);
+    calls.from_overage.push(d.from_overage);
+  }
+  const first = run[0]!.data;
+  return { type: 'CreditsDebitedBatch', data: { period: first.period, calls, at: first.at, prev_hash: first.prev_hash, hash: run[run.length - 1]!.data.hash } };
+}
+
+/**
+ * The events of one append as the log stores them: every run of two or more `CreditsDebited`
+ * decided at one instant becomes one `CreditsDebitedBatch`. Lossless: `ledgerLines` of the result
+ * gives back exactly the events given (a debit with any other field is left as it is).
+ */
+export function packDebits(events: readonly LedgerEvent[]): LedgerEvent[] {
+  if (events.length < 2) return events as LedgerEvent[];
+  const out: LedgerEvent[] = [];
+  let run: CreditsDebited[] = [];
+  const flush = () => {
+    if (run.length > 1) out.push(batchOf(run));
+    else if (run.length === 1) out.push(run[0]!);
+    run = [];
+  };
+  for (const e of events) {
+    const packable = e.type === 'CreditsDebited' && Object.keys(e.data).length === DEBIT_KEYS;
+    if (packable && run.length > 0 && (run[0]!.data.at !== e.data.at || run[0]!.data.period !== e.data.period)) flush();
+    if (packable) run.push(e);
+    else {
+      flush();
+      out.push(e);
+    }
+  }
+  flush();
+  return out;
+}
+
+/** A batch's columns when they are well formed (seven arrays of one length, at least one call), else null. */
+function columnsOf(data: unknown): DebitColumns | null {
+  const calls = (data as { calls?: unknown } | null)?.calls as Record<string, unknown> | undefined;
+  if (calls === null || typeof calls !== 'object') return null;
+  const n = Array.isArray(calls['request_id']) ? calls['request_id'].length : 0;
+  if (n === 0) return null;
+  for (const f of DEBIT_FIELDS) if (!Array.isArray(calls[f]) || (calls[f] as unknown[]).length !== n) return null;
+  return calls as unknown as DebitColumns;
+}
+
+/** Ledger lines an event stands for: a batch's calls, one each; any other event, one. */
+export function lineCount(e: { type: string; data: unknown }): number {
+  return e.type === 'CreditsDebitedBatch' ? (columnsOf(e.data)?.request_id.length ?? 0) : 1;
+}
+
+/**
+ * The `CreditsDebited` events of a batch, in order, each with its own data and hash chained from
+ * the batch's `prev_hash`, exactly as the decider sealed them; null when the batch is malformed.
+ */
+export function debitLines(data: CreditsDebitedBatch['data']): CreditsDebited[] | null {
+  const c = columnsOf(data);
+  if (!c) return null;
+  const lines: CreditsDebited[] = [];
+  let prev = data.prev_hash;
+  for (let i = 0; i < c.request_id.length; i++) {
+    const body = {
+      request_id: c.request_id[i]!,
+      endpoint: c.endpoint[i]!,
+      channel: c.channel[i]!,
+      cost: c.cost[i]!,
+      from_allowance: c.from_allowance[i]!,
+      from_prepaid: c.from_prepaid[i]!,
+      from_overage: c.from_overage[i]!,
+      period: data.period,
+    };
+    const line = sealEvent('CreditsDebited', body, data.at, prev);
+    lines.push(line);
+    prev = line.data.hash;
+  }
+  return lines;
+}
+
+/** The ledger lines of an event, as a customer sees and verifies them (see `debitLines`). */
+export function ledgerLines(e: LedgerEvent): LedgerEvent[] {
+  return e.type === 'CreditsDebitedBatch' ? (debitLines(e.data) ?? []) : [e];
+}
+
 export type ChainBreakReason = 'not_chained' | 'prev_hash_mismatch' | 'hash_mismatch';
 
 export interface ChainBreak {
@@ -231,7 +349,11 @@ export function verifyChain(events: ReadonlyArray<{ type: string; data: unknown 
         detail: `${e.type} at ${index} follows ${data.prev_hash.slice(0, 12)}…, but the previous event's hash is ${prev.slice(0, 12)}… (an event was removed, inserted or reordered)`,
       };
     }
-    const expected = computeHash(e.type, data as { prev_hash: string });
+    // A batch holds its calls' hashes implicitly: recomputing them from its prev_hash must end on its hash.
+    const expected =
+      e.type === 'CreditsDebitedBatch'
+        ? (debitLines(data as unknown as CreditsDebitedBatch['data'])?.at(-1)?.data.hash ?? null)
+        : computeHash(e.type, data as { prev_hash: string });
     if (expected !== data.hash) {
       return { index, reason: 'hash_mismatch', detail: `${e.type} at ${index} was altered after it was written` };
     }

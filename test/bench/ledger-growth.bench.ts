@@ -5,14 +5,14 @@ import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { tempDir, testEnv } from '../support/server.js';
-import { fmt, median, report } from './stats.js';
+import { fmt, info, median, report } from './stats.js';
 import { catchUpReadModels } from '../../src/app/server.js';
 
 const NOW = '2024-03-15T12:00:00Z';
 /** Debits in flight at once while an account's history is written (the ledger batches them). */
 const IN_FLIGHT = 500;
 
-async function writeCalls(s: Services, accountId: string, calls: number): Promise<void> {
+async function writeCalls(s: Services, accountId: string, calls: number, inFlight = IN_FLIGHT): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < calls) {
@@ -20,7 +20,7 @@ async function writeCalls(s: Services, accountId: string, calls: number): Promis
       await s.ledger.debit(accountId, { request_id: `req_${i}`, endpoint: 'scores', channel: 'rest', cost: 1 });
     }
   };
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  await Promise.all(Array.from({ length: inFlight }, worker));
 }
 
 /** The store file's size with the WAL folded in: log, read models and indexes. */
@@ -34,8 +34,12 @@ function storeBytes(file: string): number {
   return statSync(file).size;
 }
 
-/** What one metered call adds to the store (its debit in the log, the usage read models, their indexes), over `calls` calls. */
-export async function bytesPerCall(calls: number): Promise<number> {
+/**
+ * What one metered call adds to the store (its debit in the log, the usage read models, their
+ * indexes), over `calls` calls of one account, `inFlight` at a time: the calls that queue while
+ * an append commits are charged in one event, so the figure depends on how many arrive together.
+ */
+export async function bytesPerCall(calls: number, inFlight = IN_FLIGHT): Promise<number> {
   const dir = tempDir('scores-bench-ledger-bytes-');
   const s = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })));
   try {
@@ -43,7 +47,7 @@ export async function bytesPerCall(calls: number): Promise<number> {
     await catchUpReadModels(s, { progress: false });
     await s.runner.waitForHead();
     const before = storeBytes(s.config.sqliteFile);
-    await writeCalls(s, account_id, calls);
+    await writeCalls(s, account_id, calls, inFlight);
     await s.runner.waitForHead();
     return (storeBytes(s.config.sqliteFile) - before) / calls;
   } finally {
@@ -103,7 +107,10 @@ export async function benchLedgerGrowth(runs: number): Promise<void> {
   report(`first call after restart, 1,000,000 calls (median of ${runs})`, `${fmt(large)} ms`, '< 50 ms', large < 50);
   report(`  the same with 10,000 calls, and the ratio`, `${fmt(small)} ms (${fmt(large / small, 2)}x)`, 'within 2x', large / small <= 2);
   const perCall = await bytesPerCall(50_000);
-  report('store bytes per metered call (log + read models + indexes, 50,000 calls)', `${fmt(perCall, 0)} B`, '< 400 B', perCall < 400);
+  report(`store bytes per metered call (log + read models + indexes, 50,000 calls, ${IN_FLIGHT} in flight)`, `${fmt(perCall, 0)} B`, '< 400 B', perCall < 400);
+  for (const inFlight of [50, 1]) {
+    info(`  the same, ${inFlight} in flight (10,000 calls)`, `${fmt(await bytesPerCall(10_000, inFlight), 0)} B`, inFlight === 1 ? '(one call an event)' : '(batches as they form)');
+  }
   report(
     `  baseline in the same run: the whole stream folded`,
     `${fmt(median(first[10_000]!.whole))} / ${fmt(median(first[1_000_000]!.whole))} ms`,

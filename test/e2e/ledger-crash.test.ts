@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
@@ -63,13 +63,21 @@ describe('Credit ledger under kill -9', function () {
     expect(report).to.include({ ok: true });
     const snapshotted = report.accounts.filter((a) => a.snapshot.status === 'ok').map((a) => a.account_id);
     expect(snapshotted, 'accounts whose snapshot the audit found equal to the log').to.include.members(['demo-hobbyist', 'demo-builder']);
+    // The operator drops a snapshot (a cache): the restarted service below folds that stream whole.
+    const drop = await runCli(['ledger', 'drop-snapshot', '--account', 'demo-hobbyist'], env);
+    expect(drop.code, drop.stderr).to.equal(0);
+    expect(drop.stdout).to.equal('1 ledger snapshot dropped\n');
+    const neither = await runCli(['ledger', 'drop-snapshot'], env);
+    expect(neither.code).to.not.equal(0);
+    expect(neither.stderr).to.include('give either --account ID or --all');
 
     const services = await openServices(loadConfig(env));
     try {
       const inLedger = new Set<string>();
       let free = { allowance: 0, used: 0 };
       for (const account of Object.keys(keys)) {
-        const events = (await services.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[];
+        // Each call's own line: a batch of calls stands for a line per call.
+        const events = ((await services.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[]).flatMap(ledgerLines);
         for (const e of events) {
           if (e.type === 'CreditsDebited') inLedger.add(e.data.request_id);
           if (account === 'demo-free' && e.type === 'AllowancePeriodOpened') free = { allowance: e.data.allowance ?? 0, used: 0 };

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 
@@ -64,7 +64,7 @@ describe('The hosted MCP server at /mcp/http', function () {
   const call = async (client: Client, name: string, args: Record<string, unknown> = {}) =>
     (await client.callTool({ name, arguments: args })) as CallToolResult;
   const debits = async (accountId: string) =>
-    ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap((e) =>
+    ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap(ledgerLines).flatMap((e) =>
       e.type === 'CreditsDebited' ? [e.data] : [],
     );
   /** One JSON-RPC request as a raw POST, to see the HTTP response's headers. */

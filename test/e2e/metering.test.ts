@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 
@@ -19,7 +19,7 @@ describe('Keys, tiers and metering over HTTP', function () {
   }
   const get = (path: string, key?: string) => getJson(`${server.url}${path}`, key);
   const ledgerOf = async (accountId: string) =>
-    (await server.services.events.readStream(ledgerStream(accountId))) as unknown as (LedgerEvent & { revision: number })[];
+    ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap(ledgerLines);
   const debited = (events: LedgerEvent[]) =>
     events.flatMap((e) => (e.type === 'CreditsDebited' ? [e.data.cost] : [])).reduce((a, b) => a + b, 0);
 

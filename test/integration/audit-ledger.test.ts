@@ -172,7 +172,7 @@ describe('Ledger audit', () => {
       const seen: number[] = [];
       let cursor: string | null = null;
       do {
-        const page = await getUsageLedger(services.reads, { accountId: ACCOUNT, limit: 4, cursor });
+        const page = await getUsageLedger(services.reads, services.events, { accountId: ACCOUNT, limit: 4, cursor });
         expect(page.count).to.equal(page.entries.length);
         expect(page.month).to.equal(null);
         seen.push(...page.entries.map((e) => e.seq));
@@ -183,7 +183,7 @@ describe('Ledger audit', () => {
     });
 
     it("keeps to one month and shows each charge's split", async () => {
-      const june = await getUsageLedger(services.reads, { accountId: ACCOUNT, month: '2024-06' });
+      const june = await getUsageLedger(services.reads, services.events, { accountId: ACCOUNT, month: '2024-06' });
       expect(june.entries.every((e) => e.period === '2024-06')).to.equal(true);
       expect(june.next_cursor).to.equal(null);
       expect(june.entries.find((e) => e.request_id === 'r-5')).to.include({
@@ -201,12 +201,12 @@ describe('Ledger audit', () => {
 
     it('refuses a malformed month and a limit above 1000', async () => {
       for (const month of ['2024-13', '2024-6', 'june']) {
-        const err = await getUsageLedger(services.reads, { accountId: ACCOUNT, month }).catch((e: unknown) => e);
+        const err = await getUsageLedger(services.reads, services.events, { accountId: ACCOUNT, month }).catch((e: unknown) => e);
         expect(err).to.be.instanceOf(AppError).and.to.include({ code: 'bad_request' });
       }
-      const tooMany = await getUsageLedger(services.reads, { accountId: ACCOUNT, limit: 1001 }).catch((e: unknown) => e);
+      const tooMany = await getUsageLedger(services.reads, services.events, { accountId: ACCOUNT, limit: 1001 }).catch((e: unknown) => e);
       expect(tooMany).to.be.instanceOf(AppError).and.to.include({ code: 'limit_exceeded' });
-      const zero = await getUsageLedger(services.reads, { accountId: ACCOUNT, limit: 0 }).catch((e: unknown) => e);
+      const zero = await getUsageLedger(services.reads, services.events, { accountId: ACCOUNT, limit: 0 }).catch((e: unknown) => e);
       expect(zero).to.be.instanceOf(AppError).and.to.include({ code: 'bad_request' });
     });
   });
@@ -224,12 +224,12 @@ describe('Ledger audit', () => {
     it('names the altered event in the chain check', async () => {
       const report = await audit();
       expect(report.ok).to.equal(false);
-      expect(report.chain).to.include({ reason: 'hash_mismatch', seq: original.revision, type: 'CreditsDebited', event_id: original.id });
+      expect(report.chain).to.include({ reason: 'hash_mismatch', revision: original.revision, type: 'CreditsDebited', event_id: original.id });
       expect(report.problems[0]).to.equal(
-        `Hash chain broken at seq ${original.revision} (CreditsDebited at 2024-06-04T10:00:00.000Z, event ${original.id}): ` +
+        `Hash chain broken at revision ${original.revision} (CreditsDebited at 2024-06-04T10:00:00.000Z, event ${original.id}): ` +
           'its data does not match its hash: it was altered after it was written.',
       );
-      expect(formatAuditReport(report)).to.include(`Hash chain broken at seq ${original.revision}`);
+      expect(formatAuditReport(report)).to.include(`Hash chain broken at revision ${original.revision}`);
     });
 
     it('also shows what the altered data would change in the figures', async () => {
@@ -249,9 +249,9 @@ describe('Ledger audit', () => {
     it('finds the gap: the next event no longer follows its predecessor', async () => {
       const report = await audit();
       expect(report.ok).to.equal(false);
-      expect(report.chain).to.include({ reason: 'prev_hash_mismatch', seq: deleted.revision + 1 });
-      expect(report.problems).to.include(`The stream has no event at seq ${deleted.revision}: events were deleted from the log.`);
-      expect(report.problems.some((p) => p.startsWith(`ledger_entries seq ${deleted.revision} (PackPurchased`))).to.equal(true);
+      expect(report.chain).to.include({ reason: 'prev_hash_mismatch', revision: deleted.revision + 1 });
+      expect(report.problems).to.include(`The stream has no event at revision ${deleted.revision}: events were deleted from the log.`);
+      expect(report.problems).to.include(`ledger_entries seq ${deleted.revision} (PackPurchased, revision ${deleted.revision}) has no event in the log.`);
       const may = report.periods.find((p) => p.period === '2024-05')!;
       expect(may.mismatches).to.deep.include({ field: 'prepaid_credits', expected: -150, actual: 350 });
     });
@@ -282,8 +282,8 @@ describe('Ledger audit', () => {
       const all = await services.events.readStream(ledgerStream(ACCOUNT));
       const mayClosed = all.find((e) => e.type === 'LedgerPeriodClosed')!;
       const juneClosed = all.filter((e) => e.type === 'LedgerPeriodClosed')[1]!;
-      expect(report.opening.seq).to.equal(mayClosed.revision);
-      expect(report.first_seq).to.equal(mayClosed.revision + 1);
+      expect(report.opening.revision).to.equal(mayClosed.revision);
+      expect(report.first_revision).to.equal(mayClosed.revision + 1);
       expect(report.events).to.equal(juneClosed.revision - mayClosed.revision);
       expect(report.period!.mismatches).to.deep.equal([]);
       // Nothing before May's closing event was read.
@@ -293,7 +293,7 @@ describe('Ledger audit', () => {
 
     it('replays the first month from the start, and the current one up to the end of the log', async () => {
       const may = await month('2024-05');
-      expect(may).to.include({ ok: true, first_seq: 0 });
+      expect(may).to.include({ ok: true, first_revision: 0 });
       expect(may.opening.from).to.equal('stream_start');
       const july = await month('2024-07');
       expect(july.ok, july.problems.join('\n')).to.equal(true);
@@ -308,7 +308,7 @@ describe('Ledger audit', () => {
       try {
         const june = await month('2024-06');
         expect(june.ok).to.equal(false);
-        expect(june.chain).to.include({ reason: 'hash_mismatch', seq: r.revision });
+        expect(june.chain).to.include({ reason: 'hash_mismatch', revision: r.revision });
         expect((await month('2024-07')).ok).to.equal(true);
       } finally {
         restore(r);

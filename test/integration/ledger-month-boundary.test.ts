@@ -8,7 +8,7 @@ import { openServices, type Services } from '../../src/app/container.js';
 import { fixedClock } from '../../src/core/clock.js';
 import { AppError } from '../../src/core/errors.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 type Debited = Extract<LedgerEvent, { type: 'CreditsDebited' }>;
@@ -56,7 +56,7 @@ describe('A month boundary in the middle of concurrent spending', function () {
   });
 
   it('records every answered call once and no refused one', async () => {
-    const events = (await s.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[];
+    const events = ((await s.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[]).flatMap(ledgerLines);
     const debits = events.filter(isDebit).map((e) => e.data.request_id);
     expect(new Set(debits).size).to.equal(debits.length);
     const ok = [...answered].filter(([, a]) => a === 'ok').map(([id]) => id);
@@ -65,7 +65,8 @@ describe('A month boundary in the middle of concurrent spending', function () {
   });
 
   it('closes May with the state it ended in, carries the prepaid left into June, and draws June from a fresh allowance', async () => {
-    const events = (await s.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[];
+    // Line by line: the calls of a batch are lines of their own.
+    const events = ((await s.events.readStream(ledgerStream(account))) as unknown as LedgerEvent[]).flatMap(ledgerLines);
     const closing = events.findIndex((e) => e.type === 'LedgerPeriodClosed');
     expect(closing).to.be.greaterThan(0);
     const may = foldLedger(events.slice(0, closing));

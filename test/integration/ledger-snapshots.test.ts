@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
+import { dropLedgerSnapshots } from '../../commands/ledger/drop-snapshots.handler.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { auditAccount } from '../../queries/audit-ledger/audit-ledger.query.js';
 import { loadConfig } from '../../src/app/config.js';
@@ -102,16 +103,32 @@ describe('Ledger snapshots', function () {
       const tampered = await auditAccount({ events: s.events, reads: s.reads, accountId: account });
       expect(tampered.ok).to.equal(false);
       expect(tampered.snapshot.status).to.equal('differs');
-      expect(tampered.problems.join('\n')).to.match(/ledger snapshot at seq \d+: state\.prepaid is 500, the log gives 0/);
+      expect(tampered.problems.join('\n')).to.match(/ledger snapshot at revision \d+: state\.prepaid is 500, the log gives 0/);
     } finally {
       await putSnapshot(good);
     }
   });
 
-  it('is only a cache: with it dropped, a restarted service folds the whole stream to the same state', async () => {
+  it('is only a cache: with it dropped (scores ledger drop-snapshot), a restarted service folds the whole stream to the same state', async () => {
     const before = await restarted().state(account);
-    await s.reads.commit({ writes: [{ op: 'delete', collection: ledgerSnapshots.name, id: account }], checkpoints: {} });
+    expect(await dropLedgerSnapshots(s.reads, 'acc-unknown')).to.equal(0);
+    expect(await dropLedgerSnapshots(s.reads, account)).to.equal(1);
     expect(await snapshotOf()).to.equal(null);
+    expect(await dropLedgerSnapshots(s.reads, account)).to.equal(0);
     expect(await restarted().state(account)).to.deep.equal(before);
+  });
+
+  it('is dropped for every account with --all, and taken again from the log', async () => {
+    const other = (await createAccountWithKey(s, { tier: 'hobbyist' })).account_id;
+    const ledger = restarted();
+    for (let i = 0; i < EVERY + 2; i++) await ledger.debit(other, { request_id: `req_o${i}`, endpoint: 'scores', channel: 'rest', cost: 2 });
+    await until(async () => (await s.reads.get(ledgerSnapshots, other)) !== null, 5_000);
+    expect(await dropLedgerSnapshots(s.reads, null)).to.be.at.least(1);
+    expect(await s.reads.get(ledgerSnapshots, other)).to.equal(null);
+    const again = restarted();
+    for (let i = 0; i < EVERY + 2; i++) await again.debit(other, { request_id: `req_p${i}`, endpoint: 'scores', channel: 'rest', cost: 2 });
+    await until(async () => (await s.reads.get(ledgerSnapshots, other)) !== null, 5_000);
+    const taken = (await s.reads.get(ledgerSnapshots, other))!;
+    expect(taken.state).to.deep.equal(foldLedger((await s.events.readStream(ledgerStream(other))).filter((e) => e.revision <= taken.revision)));
   });
 });

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 /** The one meter REST, the problem handler and MCP share: keys, charges and the balance they report. */
@@ -41,7 +41,7 @@ describe('The meter', function () {
     expect(String(usage.credits_remaining! + usage.prepaid_credits)).to.equal(charged.remaining);
     expect(usage.used_this_month).to.equal(6);
 
-    const debits = (await services.events.readStream(ledgerStream(k.account_id))).filter((e) => e.type === 'CreditsDebited');
+    const debits = ((await services.events.readStream(ledgerStream(k.account_id))) as unknown as LedgerEvent[]).flatMap(ledgerLines).filter((e) => e.type === 'CreditsDebited');
     expect(debits).to.have.length(1);
     expect(debits[0]!.data).to.include({ request_id: 'req_meter-test', endpoint: 'screener', channel: 'mcp', cost: 6 });
   });

@@ -8,8 +8,9 @@ import {
   entryKey,
   replayUsage,
   usageProjection,
-  lineOf,
+  statementLines,
   type LedgerEntryDoc,
+  type LedgerLine,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
@@ -47,6 +48,9 @@ const pack = (credits: number, pack_id = 'pack-1'): LedgerCommand => ({ type: 'P
 const MAY = '2024-05-10T10:00:00.000Z';
 const JUNE = '2024-06-03T09:00:00.000Z';
 const JULY = '2024-07-02T08:00:00.000Z';
+
+/** The statement line of an unbatched event's entry, read from the recorded "log". */
+const lineOf = (l: Ledger, e: LedgerEntryDoc): LedgerLine => statementLines(e, l.recorded[e.revision]!)[0]!;
 
 const docs = <T>(h: ProjectionHarness, collection: string) => [...(h.docs.get(collection)?.values() ?? [])] as T[];
 const balance = (h: ProjectionHarness, account: string, period: string) =>
@@ -107,16 +111,16 @@ describe('Usage projection', () => {
       });
     });
 
-    it('lists one entry per event, its seq the revision in the stream, with the split of each charge', () => {
+    it('lists one entry per event, its seq its line number (the revision, as no event here is a batch), with the split of each charge', () => {
       const entries = docs<LedgerEntryDoc>(h, 'ledger_entries');
       expect(entries.map((e) => e.seq)).to.deep.equal(l.recorded.map((e) => e.revision));
       const seq = l.recorded.findIndex((e) => (e.data as { request_id?: string }).request_id === 'r-3');
       const r3 = h.docs.get('ledger_entries')!.get(entryKey('acc-1', seq)) as LedgerEntryDoc;
-      // Stored: the event's data once, and what the entry is found by.
-      expect(Object.keys(r3).sort()).to.deep.equal(['account_id', 'data', 'kind', 'period', 'seq']);
-      expect(r3.data).to.deep.equal(l.recorded[seq]!.data);
-      // Shown: every field of the line, derived from that data.
-      expect(lineOf(r3)).to.include({
+      // Stored: where the event's lines are in the log, and what the entry is found by; never its data.
+      expect(r3).to.deep.equal({ account_id: 'acc-1', seq, lines: 1, revision: seq, period: '2024-05', kind: 'CreditsDebited' });
+      // Shown: every field of the line, derived from the event's data as the log holds it.
+      expect(lineOf(l, r3).data).to.deep.equal(l.recorded[seq]!.data);
+      expect(lineOf(l, r3)).to.include({
         period: '2024-05',
         kind: 'CreditsDebited',
         request_id: 'r-3',
@@ -134,7 +138,7 @@ describe('Usage projection', () => {
     it('chains the entries: each prev_hash is the hash of the entry before, the first the genesis hash', () => {
       const entries = docs<LedgerEntryDoc>(h, 'ledger_entries')
         .sort((a, b) => a.seq - b.seq)
-        .map(lineOf);
+        .map((e) => lineOf(l, e));
       expect(entries[0]!.prev_hash).to.equal(GENESIS_HASH);
       for (let i = 1; i < entries.length; i++) expect(entries[i]!.prev_hash).to.equal(entries[i - 1]!.hash);
     });
@@ -142,7 +146,7 @@ describe('Usage projection', () => {
     it('describes the other events in words', () => {
       const details = docs<LedgerEntryDoc>(h, 'ledger_entries')
         .filter((e) => e.kind !== 'CreditsDebited')
-        .map((e) => lineOf(e).detail);
+        .map((e) => lineOf(l, e).detail);
       expect(details).to.include.members([
         'Ledger opened on the free tier, overage off',
         'Period 2024-05 opened: allowance of 1000 credits',
@@ -154,7 +158,7 @@ describe('Usage projection', () => {
         'Plan fell back to free at the end of the cancelled subscription',
       ]);
       const packEntry = docs<LedgerEntryDoc>(h, 'ledger_entries').find((e) => e.kind === 'PackPurchased')!;
-      expect(lineOf(packEntry)).to.include({ credits: 500, cost: null, request_id: null });
+      expect(lineOf(l, packEntry)).to.include({ credits: 500, cost: null, request_id: null });
     });
   });
 
@@ -197,7 +201,7 @@ describe('Usage projection', () => {
         alerts: [],
         prepaid_credits: 0,
       });
-      const fallBack = docs<LedgerEntryDoc>(h, 'ledger_entries').find((e) => e.kind === 'PlanChanged' && lineOf(e).detail.includes('fell back'))!;
+      const fallBack = docs<LedgerEntryDoc>(h, 'ledger_entries').find((e) => e.kind === 'PlanChanged' && lineOf(l, e).detail.includes('fell back'))!;
       expect(fallBack.period).to.equal('2024-07');
     });
 

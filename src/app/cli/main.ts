@@ -6,6 +6,7 @@ import { IngestValidationError, parseIngestFile } from '../../../commands/ingest
 import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.schema.js';
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
+import { dropLedgerSnapshots } from '../../../commands/ledger/drop-snapshots.handler.js';
 import { createAccountWithKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
@@ -410,6 +411,19 @@ function addAccountCommands(program: Command): void {
         },
         { readModels: true },
       );
+    });
+
+  ledger
+    .command('drop-snapshot')
+    .description("Drop an account's ledger snapshot (a cache, e.g. one the audit reports as differing): the next start folds its stream from the log")
+    .option('--account <id>', 'the account')
+    .option('--all', 'every account')
+    .action(async (opts: { account?: string; all?: boolean }) => {
+      if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
+      await withServices(async (s) => {
+        const dropped = await dropLedgerSnapshots(s.reads, opts.account ?? null);
+        process.stdout.write(`${dropped} ledger snapshot${dropped === 1 ? '' : 's'} dropped\n`);
+      });
     });
 
   const packs = program.command('packs').description('Prepaid credit packs');

@@ -110,6 +110,25 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
         overage_micro_usd: state.overage_micro_usd + d.from_overage * microUsdPerCredit(state.tier),
       });
     }
+    case 'CreditsDebitedBatch': {
+      // The sums of its calls, as folding them one by one would give (whole numbers: exact).
+      const c = event.data.calls;
+      let allowance = 0;
+      let prepaid = 0;
+      let overage = 0;
+      for (let i = 0; i < c.cost.length; i++) {
+        allowance += c.from_allowance[i]!;
+        prepaid += c.from_prepaid[i]!;
+        overage += c.from_overage[i]!;
+      }
+      return withChanges(state, {
+        last_hash,
+        used_allowance: state.used_allowance + allowance,
+        prepaid: state.prepaid - prepaid,
+        overage_credits: state.overage_credits + overage,
+        overage_micro_usd: state.overage_micro_usd + overage * microUsdPerCredit(state.tier),
+      });
+    }
     case 'PackPurchased':
       return withChanges(state, {
         last_hash,
