@@ -25,6 +25,8 @@ import { AppError, badRequest } from '../../src/core/errors.js';
 import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed, type Tier } from '../../src/domain/plans.js';
 import { isRateKey, type RateKey } from '../../src/domain/rate-card.js';
 import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
+import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from '../../src/domain/billing/proration.js';
+import { formatUsd } from '../../src/domain/billing/invoice.js';
 import { advanceTo, evolve, initialLedgerState, recorder, type LedgerState, type Recorder } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream, type Channel, type LedgerEvent } from '../../src/events/ledger.events.js';
 import type { Stream } from '../../src/core/command-handler.js';
@@ -38,14 +40,48 @@ export type DebitCredits = {
   type: 'DebitCredits';
   data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number };
 };
-export type PurchasePack = { type: 'PurchasePack'; data: { pack_id: string; credits: number } };
+/** `price_cents` and `payment_ref` when sold on the account page (paid through the Billing port). */
+export type PurchasePack = { type: 'PurchasePack'; data: { pack_id: string; credits: number; price_cents?: number; payment_ref?: string } };
 export type SwitchOverage = { type: 'SwitchOverage'; data: { on: boolean } };
 export type SetPlan = { type: 'SetPlan'; data: { tier: Tier } };
 /** Falls back to free at the end of the current period; the key keeps working. */
 export type CancelPlan = { type: 'CancelPlan'; data?: Record<string, never> };
 export type SetPro = { type: 'SetPro'; data: { on: boolean } };
+/**
+ * Self-serve: a dearer plan at once. `amount_cents` is the prorated amount the user confirmed and
+ * paid (`payment_ref`); it must still be the amount due now (`quoteUpgrade`).
+ */
+export type UpgradePlan = { type: 'UpgradePlan'; data: { tier: Tier; amount_cents: number; payment_ref: string } };
+/** Self-serve: a cheaper plan from the end of the month (never prorated). */
+export type DowngradePlan = { type: 'DowngradePlan'; data: { tier: Tier } };
+/** Self-serve: the Pro membership at once, its prorated price confirmed and paid. */
+export type StartPro = { type: 'StartPro'; data: { amount_cents: number; payment_ref: string } };
 
-export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOverage | SetPlan | CancelPlan | SetPro;
+export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOverage | SetPlan | CancelPlan | SetPro | UpgradePlan | DowngradePlan | StartPro;
+
+/** What an upgrade to `tier` costs now; refused (400) when it is not an upgrade a user may buy. */
+export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {
+  const from = monthlyPriceCents(s.tier);
+  const to = monthlyPriceCents(tier);
+  if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`, { tier });
+  if (to <= from) throw badRequest(`${tier} is not an upgrade from ${s.tier}: a cheaper plan starts at the end of the month`, { tier });
+  return prorate(to - from, now);
+}
+
+/** What the Pro membership costs now, for the rest of the month; refused (409) for a member. */
+export function quotePro(s: LedgerState, now: Date): Proration {
+  if (s.pro) throw new AppError('conflict', 'This account is already a Pro member');
+  return prorate(PRO_MONTHLY_PRICE_CENTS, now);
+}
+
+/** The confirmed amount must still be what is due: a quote seen yesterday is no longer today's. */
+function requireQuoted(quoted: Proration, confirmed: number): void {
+  if (quoted.amount_cents !== confirmed) {
+    throw new AppError('conflict', `The prorated amount is now ${formatUsd(quoted.amount_cents)}, not ${formatUsd(confirmed)}: review it and confirm again`, {
+      amount_cents: quoted.amount_cents,
+    });
+  }
+}
 
 const isCount = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
 const isText = (x: unknown): x is string => typeof x === 'string' && x.trim().length > 0;
@@ -121,7 +157,8 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
           credits: s.packs[pack_id],
         });
       }
-      rec.emit('PackPurchased', { pack_id, credits });
+      const { price_cents, payment_ref } = command.data;
+      rec.emit('PackPurchased', price_cents === undefined ? { pack_id, credits } : { pack_id, credits, price_cents, payment_ref });
       return;
     }
     case 'SwitchOverage':
@@ -148,6 +185,32 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
       if (command.data.on === s.pro) return;
       rec.emit('ProMembershipChanged', { pro: command.data.on });
       return;
+    case 'UpgradePlan': {
+      const { tier, amount_cents, payment_ref } = command.data;
+      const quoted = quoteUpgrade(s, tier, rec.now);
+      requireQuoted(quoted, amount_cents);
+      const from = s.tier;
+      rec.emit('PlanChanged', { tier, reason: 'set' });
+      rec.emit('ProrationCharged', { kind: 'plan', from, to: tier, days: quoted.days, days_in_month: quoted.days_in_month, amount_cents, payment_ref, period: s.period ?? '' });
+      return;
+    }
+    case 'DowngradePlan': {
+      const { tier } = command.data;
+      const from = monthlyPriceCents(s.tier);
+      const to = monthlyPriceCents(tier);
+      if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`, { tier });
+      if (to >= from) throw badRequest(`${tier} is not a downgrade from ${s.tier}`, { tier });
+      if (s.cancellation_effective_at !== null && (s.scheduled_tier ?? 'free') === tier) return;
+      rec.emit('PlanDowngradeScheduled', { tier, effective_at: s.resets_at ?? '' });
+      return;
+    }
+    case 'StartPro': {
+      const quoted = quotePro(s, rec.now);
+      requireQuoted(quoted, command.data.amount_cents);
+      rec.emit('ProMembershipChanged', { pro: true });
+      rec.emit('ProrationCharged', { kind: 'pro', from: 'none', to: 'pro', days: quoted.days, days_in_month: quoted.days_in_month, amount_cents: quoted.amount_cents, payment_ref: command.data.payment_ref, period: s.period ?? '' });
+      return;
+    }
     default: {
       const _exhaustive: never = command;
       throw badRequest(`Unknown ledger command ${(_exhaustive as { type: string }).type}`);
@@ -177,6 +240,7 @@ function validate(command: LedgerCommand): void {
       const d = command.data;
       if (!isText(d.pack_id)) throw badRequest('pack_id is required');
       if (!isCount(d.credits, 1)) throw badRequest('A pack must add a positive whole number of credits', { credits: d.credits });
+      if (d.price_cents !== undefined && (!isCount(d.price_cents, 0) || !isText(d.payment_ref))) throw badRequest('A sold pack needs its price in cents and its payment reference');
       return;
     }
     case 'SwitchOverage':
@@ -187,6 +251,17 @@ function validate(command: LedgerCommand): void {
       if (!isTier(command.data.tier)) throw badRequest(`Unknown tier ${String(command.data.tier)}`);
       return;
     case 'CancelPlan':
+      return;
+    case 'UpgradePlan':
+    case 'StartPro': {
+      const d = command.data;
+      if (command.type === 'UpgradePlan' && !isTier(command.data.tier)) throw badRequest(`Unknown tier ${String(command.data.tier)}`);
+      if (!isCount(d.amount_cents, 0)) throw badRequest('amount_cents must be a whole number of cents', { amount_cents: d.amount_cents });
+      if (!isText(d.payment_ref)) throw badRequest('payment_ref is required');
+      return;
+    }
+    case 'DowngradePlan':
+      if (!isTier(command.data.tier)) throw badRequest(`Unknown tier ${String(command.data.tier)}`);
       return;
     default: {
       const _exhaustive: never = command;

@@ -10,7 +10,7 @@ import { decide as decideLedger, ledgerOf } from '../ledger/ledger.decider.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/events/ledger.events.js';
-import { accountOf, decideAccount, type AccountCommand } from './account.decider.js';
+import { accountOf, decideAccount, type AccountCommand, type AccountState } from './account.decider.js';
 import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
 import { demoApiKey, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
 
@@ -62,6 +62,23 @@ async function runAccountCommand(events: EventStore, clock: Clock, accountId: st
     return decideAccount(state, command, clock.now());
   });
   return result;
+}
+
+/** A new key on an existing account (the account page's "Create a key"). */
+export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Ids }, accountId: string): Promise<IssuedKey> {
+  const key = generateApiKey();
+  const material = keyMaterial(deps.ids, key);
+  await runAccountCommand(deps.events, deps.clock, accountId, { type: 'IssueKey', key: material });
+  const plan = stateAt(foldLedger(await deps.events.readStream(ledgerStream(accountId))), deps.clock.now());
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: plan.tier, pro: plan.pro };
+}
+
+/** The account's state (its email and keys), folded from its stream. */
+export async function loadAccount(events: EventStore, accountId: string): Promise<AccountState> {
+  const stream = accountOf(accountId);
+  let state = stream.initialState();
+  for (const e of await events.readStream(stream.streamId)) state = stream.evolve(state, e as unknown as AccountEvent);
+  return state;
 }
 
 /** Revokes a key at once (403 `key_forbidden` from then on). */

@@ -310,6 +310,8 @@ export const usageAlertsProjection: Projection = {
       case 'AllowancePeriodOpened':
       case 'LedgerPeriodClosed':
       case 'PlanCancellationScheduled':
+      case 'PlanDowngradeScheduled':
+      case 'ProrationCharged':
         return;
       default: {
         const _exhaustive: never = event;

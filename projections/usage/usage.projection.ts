@@ -17,6 +17,7 @@ import type { Tier, UsageAlertThreshold } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
 import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
+import { formatUsd } from '../../src/domain/billing/invoice.js';
 import {
   LEDGER_EVENT_TYPES,
   LEDGER_STREAM_PREFIX,
@@ -210,15 +211,21 @@ function describeEvent(e: LedgerEvent): string {
     case 'CreditsDebitedBatch':
       return `${plural(lineCount(e), 'call')} charged`;
     case 'PackPurchased':
-      return `Pack ${e.data.pack_id}: ${plural(e.data.credits, 'prepaid credit')} added`;
+      return `Pack ${e.data.pack_id}: ${plural(e.data.credits, 'prepaid credit')} added${typeof e.data.price_cents === 'number' ? ` for ${formatUsd(e.data.price_cents)}` : ''}`;
     case 'OverageSwitched':
       return `Overage switched ${e.data.allow_overage ? 'on' : 'off'}`;
     case 'PlanChanged':
       return e.data.reason === 'cancelled_at_period_end'
         ? `Plan fell back to ${e.data.tier} at the end of the cancelled subscription`
-        : `Plan changed to ${e.data.tier}`;
+        : e.data.reason === 'downgraded_at_period_end'
+          ? `Plan moved to ${e.data.tier} at the end of the month, as scheduled`
+          : `Plan changed to ${e.data.tier}`;
     case 'PlanCancellationScheduled':
       return `Plan cancelled; falls back to free at ${e.data.effective_at}`;
+    case 'PlanDowngradeScheduled':
+      return `Plan moves to ${e.data.tier} at ${e.data.effective_at}`;
+    case 'ProrationCharged':
+      return `${e.data.kind === 'pro' ? 'Pro membership' : `Upgrade from ${e.data.from} to ${e.data.to}`}: ${e.data.days} of ${e.data.days_in_month} days charged, ${formatUsd(e.data.amount_cents)} (payment ${e.data.payment_ref})`;
     case 'ProMembershipChanged':
       return e.data.pro ? 'Pro membership started' : 'Pro membership ended';
     case 'UsageAlertRaised':

@@ -10,6 +10,8 @@ import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
 import { SmtpMailer } from '../../infra/mail/smtp.js';
 import { HttpsWebhookSender } from '../../infra/webhooks/https-sender.js';
+import type { Billing } from '../core/billing.port.js';
+import { EmbeddedBilling } from '../../infra/billing/embedded-billing.js';
 import { ExportDirectory } from '../../infra/files/export-directory.js';
 import type { ExportFiles } from '../core/export-files.port.js';
 import type { WebhookSender } from '../core/webhook-sender.port.js';
@@ -45,6 +47,8 @@ export interface Services {
   webhookSender: WebhookSender;
   /** Bulk export bundles: files under `<dataDir>/exports`. */
   exportFiles: ExportFiles;
+  /** Payments for what the account page sells (embedded: every payment succeeds). */
+  billing: Billing;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
@@ -139,6 +143,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     mailer,
     webhookSender: new HttpsWebhookSender({ allow: config.webhookAllowSubnets, caFile: config.webhookCaFile ?? undefined }),
     exportFiles: new ExportDirectory(join(config.dataDir, 'exports')),
+    billing: new EmbeddedBilling(),
     ledger,
     meter,
     queries: {

@@ -8,6 +8,7 @@ import { startDemoPublisher } from '../../commands/seed-demo/demo-publisher.reac
 import { startIngestConsumer } from '../../commands/ingest/ingest.reactor.js';
 import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
 import { startAlertDispatcher } from '../../commands/send-usage-alerts/usage-alerts.reactor.js';
+import { startInvoiceIssuer, type InvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
@@ -29,6 +30,8 @@ export interface RunningServer {
   /** One demo key per tier when the demo dataset is on. */
   demoKeys: { tier: string; key: string; account_id: string }[];
   server: Server;
+  /** Issues the invoices of closed months (every 5 s; `drain()` runs a pass now). */
+  invoices: InvoiceIssuer;
   /** Stops accepting, lets in-flight requests finish, then closes the stores cleanly. */
   shutdown(): Promise<void>;
 }
@@ -141,6 +144,14 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     log: (msg) => services.log.warn(msg),
   });
 
+  const invoiceIssuer = startInvoiceIssuer({
+    events: services.events,
+    reads: services.reads,
+    billing: services.billing,
+    clock: services.clock,
+    onError: (err, month) => services.log.warn({ err, account_id: month?.account_id, period: month?.period }, 'invoice not issued; retried on the next pass'),
+  });
+
   const exportsSchedule = services.config.exportsSchedule
     ? startExportSchedule({
         events: services.events,
@@ -158,6 +169,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     await exportsSchedule?.stop();
     await publisher?.stop();
     await alerts.stop();
+    await invoiceIssuer.stop();
     await webhookDispatcher.stop();
     await ingestConsumer.stop();
   };
@@ -191,7 +203,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
       await services.close();
       unregister();
     })());
-  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, shutdown };
+  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, invoices: invoiceIssuer, shutdown };
 }
 
 /**

@@ -23,16 +23,18 @@ export interface TierPlan {
   history_days: number | null;
   /** Overage price per 1,000 credits; null when the tier cannot run into overage. */
   overage_per_1k_usd: number | null;
+  /** Subscription price per calendar month, USD; null = not sold self-serve (enterprise: by contract). */
+  monthly_price_usd: number | null;
 }
 
 type PlanRow = Omit<TierPlan, 'tier' | 'rank'>;
 
 const ROWS: Record<Tier, PlanRow> = {
-  free: { monthly_allowance: 1_000, delay_days: 7, coverage: 'top100', history_days: 90, overage_per_1k_usd: null },
-  hobbyist: { monthly_allowance: 25_000, delay_days: 0, coverage: 'all', history_days: 730, overage_per_1k_usd: 0.5 },
-  builder: { monthly_allowance: 250_000, delay_days: 0, coverage: 'all', history_days: 1_825, overage_per_1k_usd: 0.4 },
-  quant: { monthly_allowance: 2_500_000, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: 0.25 },
-  enterprise: { monthly_allowance: null, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: null },
+  free: { monthly_allowance: 1_000, delay_days: 7, coverage: 'top100', history_days: 90, overage_per_1k_usd: null, monthly_price_usd: 0 },
+  hobbyist: { monthly_allowance: 25_000, delay_days: 0, coverage: 'all', history_days: 730, overage_per_1k_usd: 0.5, monthly_price_usd: 19 },
+  builder: { monthly_allowance: 250_000, delay_days: 0, coverage: 'all', history_days: 1_825, overage_per_1k_usd: 0.4, monthly_price_usd: 99 },
+  quant: { monthly_allowance: 2_500_000, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: 0.25, monthly_price_usd: 499 },
+  enterprise: { monthly_allowance: null, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: null, monthly_price_usd: null },
 };
 
 export const PLANS: Readonly<Record<Tier, Readonly<TierPlan>>> = Object.freeze(
@@ -60,6 +62,26 @@ export const PRO_OVERLAY: Readonly<Entitlements> = Object.freeze({
   coverage: 'all',
   history_days: 365,
 });
+
+/** The Pro membership's price per calendar month, USD (the consumer membership, on the same account). */
+export const PRO_MONTHLY_PRICE_USD = 9;
+
+/** Prepaid credit packs sold on the account page (the operator's CLI may add any size, unpriced). */
+export interface CreditPack {
+  id: string;
+  credits: number;
+  price_usd: number;
+}
+export const CREDIT_PACKS: readonly Readonly<CreditPack>[] = Object.freeze([
+  Object.freeze({ id: 'pack-10k', credits: 10_000, price_usd: 5 }),
+  Object.freeze({ id: 'pack-100k', credits: 100_000, price_usd: 40 }),
+  Object.freeze({ id: 'pack-1m', credits: 1_000_000, price_usd: 300 }),
+]);
+
+/** Whether a user may choose the tier on the account page (enterprise is sold by contract). */
+export function selfServe(tier: Tier): boolean {
+  return PLANS[tier].monthly_price_usd !== null;
+}
 
 /** Usage alerts fire once per month at these percentages of the allowance. */
 export const USAGE_ALERT_THRESHOLDS = [75, 90, 100] as const;

@@ -72,14 +72,28 @@ export interface DebitColumns {
  */
 export type CreditsDebitedBatch = Event<'CreditsDebitedBatch', { period: string; calls: DebitColumns }>;
 
-export type PackPurchased = Event<'PackPurchased', { pack_id: string; credits: number }>;
+/** `price_cents` and `payment_ref` when bought on the account page (the operator's CLI grants packs unpriced). */
+export type PackPurchased = Event<'PackPurchased', { pack_id: string; credits: number; price_cents?: number; payment_ref?: string }>;
 
 export type OverageSwitched = Event<'OverageSwitched', { allow_overage: boolean }>;
 
-export type PlanChanged = Event<'PlanChanged', { tier: Tier; reason: 'set' | 'cancelled_at_period_end' }>;
+export type PlanChanged = Event<'PlanChanged', { tier: Tier; reason: 'set' | 'cancelled_at_period_end' | 'downgraded_at_period_end' }>;
 
 /** The paid plan falls back to free at `effective_at` (the period end); the key keeps working. */
 export type PlanCancellationScheduled = Event<'PlanCancellationScheduled', { effective_at: string }>;
+
+/** The plan moves to a cheaper `tier` at `effective_at` (the period end): a downgrade is never prorated. */
+export type PlanDowngradeScheduled = Event<'PlanDowngradeScheduled', { tier: Tier; effective_at: string }>;
+
+/**
+ * A change that costs more, charged at once for the rest of the month (src/domain/billing/proration.ts):
+ * an upgrade (`kind` plan, `from` → `to` tiers) or a Pro membership started mid-month (`kind` pro).
+ * `payment_ref` is the Billing port's reference of the payment.
+ */
+export type ProrationCharged = Event<
+  'ProrationCharged',
+  { kind: 'plan' | 'pro'; from: string; to: string; days: number; days_in_month: number; amount_cents: number; payment_ref: string; period: string }
+>;
 
 export type ProMembershipChanged = Event<'ProMembershipChanged', { pro: boolean }>;
 
@@ -124,8 +138,10 @@ export interface CarriedLedgerState {
   overage_micro_usd: number;
   /** Alert thresholds already raised this period. */
   alerts: readonly UsageAlertThreshold[];
-  /** When a scheduled cancellation takes the account to free; null when none is pending. */
+  /** When a scheduled cancellation or downgrade takes effect; null when none is pending. */
   cancellation_effective_at: string | null;
+  /** The tier it takes the account to (null: free, as a cancellation; absent in states written before downgrades). */
+  scheduled_tier?: Tier | null;
 }
 
 export type LedgerEvent =
@@ -138,6 +154,8 @@ export type LedgerEvent =
   | OverageSwitched
   | PlanChanged
   | PlanCancellationScheduled
+  | PlanDowngradeScheduled
+  | ProrationCharged
   | ProMembershipChanged
   | UsageAlertRaised;
 
@@ -156,6 +174,8 @@ export const LEDGER_EVENT_TYPES: readonly LedgerEventType[] = [
   'OverageSwitched',
   'PlanChanged',
   'PlanCancellationScheduled',
+  'PlanDowngradeScheduled',
+  'ProrationCharged',
   'ProMembershipChanged',
   'UsageAlertRaised',
 ];

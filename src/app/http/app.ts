@@ -13,6 +13,7 @@ import { completeOpenApi, methodsByRoute, queryParamsByRoute } from './openapi.j
 import { problemHandler, sendProblem } from './problem.js';
 import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
+import { registerAccount } from './account/index.js';
 import { mcpMethodNotAllowed, mcpRoute } from '../mcp/http.js';
 
 function loadOpenApi(): Record<string, unknown> {
@@ -113,6 +114,7 @@ export function createApp(services: Services): Express {
 
   app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
   registerPages(app, services);
+  registerAccount(app, services);
   // A body is read here and by the webhook commands (JSON, 16 KiB: commands/manage-webhooks/webhooks.controller.ts).
   app.post('/mcp/http', ...mcpRoute(services));
   app.all('/mcp/http', mcpMethodNotAllowed(services));

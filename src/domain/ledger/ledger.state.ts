@@ -33,6 +33,7 @@ export const initialLedgerState: LedgerState = Object.freeze({
   overage_micro_usd: 0,
   alerts: [],
   cancellation_effective_at: null,
+  scheduled_tier: null,
   last_hash: GENESIS_HASH,
 });
 
@@ -72,6 +73,7 @@ function withChanges(s: LedgerState, changes: Partial<LedgerState>): LedgerState
     overage_micro_usd: s.overage_micro_usd,
     alerts: s.alerts,
     cancellation_effective_at: s.cancellation_effective_at,
+    scheduled_tier: s.scheduled_tier ?? null,
     last_hash: s.last_hash,
   };
   return Object.assign(copy, changes);
@@ -143,10 +145,16 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
         last_hash,
         tier: event.data.tier,
         cancellation_effective_at: null,
+        scheduled_tier: null,
         allowance: raisedAllowance(state, event.data.tier, state.pro),
       });
     case 'PlanCancellationScheduled':
-      return withChanges(state, { last_hash, cancellation_effective_at: event.data.effective_at });
+      return withChanges(state, { last_hash, cancellation_effective_at: event.data.effective_at, scheduled_tier: null });
+    case 'PlanDowngradeScheduled':
+      return withChanges(state, { last_hash, cancellation_effective_at: event.data.effective_at, scheduled_tier: event.data.tier });
+    case 'ProrationCharged':
+      // A payment: the plan or membership it pays for changed in the same decision.
+      return withChanges(state, { last_hash });
     case 'ProMembershipChanged':
       return withChanges(state, { last_hash, pro: event.data.pro, allowance: raisedAllowance(state, state.tier, event.data.pro) });
     case 'UsageAlertRaised':
@@ -177,6 +185,10 @@ export function recorder(start: LedgerState, at: string) {
     get state() {
       return state;
     },
+    /** The decision's instant (what `at` records). */
+    get now() {
+      return new Date(at);
+    },
     events,
     emit<T extends LedgerEventType>(type: T, body: LedgerEventBody<T>): void {
       const e = sealEvent(type, body, at, state.last_hash) as LedgerEvent;
@@ -205,8 +217,9 @@ export function advanceTo(rec: Recorder, now: Date): void {
   if (rec.state.period !== null && period > rec.state.period) rec.emit('LedgerPeriodClosed', { period: rec.state.period, carried: carriedOf(rec.state) });
   const due = rec.state.cancellation_effective_at;
   if (due !== null && Date.parse(due) <= now.getTime()) {
-    rec.emit('PlanChanged', { tier: 'free', reason: 'cancelled_at_period_end' });
-    if (rec.state.allow_overage && !overageAllowed('free')) rec.emit('OverageSwitched', { allow_overage: false });
+    const tier = rec.state.scheduled_tier ?? 'free';
+    rec.emit('PlanChanged', { tier, reason: rec.state.scheduled_tier ? 'downgraded_at_period_end' : 'cancelled_at_period_end' });
+    if (rec.state.allow_overage && !overageAllowed(tier)) rec.emit('OverageSwitched', { allow_overage: false });
   }
   if (rec.state.period === null || period > rec.state.period) {
     rec.emit('AllowancePeriodOpened', {

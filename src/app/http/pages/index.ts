@@ -1,16 +1,19 @@
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
 import { registerDocsPages } from './docs.page.js';
+import { registerHomePage } from './home.page.js';
 import { registerLicencePage } from './license.page.js';
 import { registerRetiredRoutes } from './retired.routes.js';
 import { registerStockPage } from './stock.page.js';
 
 /**
- * The public, key-less pages: each stock's citation page, the licence terms, the docs (Redoc
- * on /openapi.json, and the error reference problem `type`s link to), and the redirect of the
- * retired charts path. Registered before the tsoa routes.
+ * The public, key-less pages: the home page (what the data is, an example, the prices), each
+ * stock's citation page, the licence terms, the docs (Redoc on /openapi.json, and the error
+ * reference problem `type`s link to), and the redirect of the retired charts path. Registered
+ * before the tsoa routes.
  */
 export function registerPages(app: Express, services: Services): void {
+  registerHomePage(app, services);
   registerStockPage(app, services);
   registerLicencePage(app, services);
   registerDocsPages(app, services);

@@ -1,0 +1,103 @@
+/**
+ * Issues a closed month's invoice: bills the month from the ledger (`billMonth`), takes what is
+ * still due through the Billing port, and records `InvoiceIssued` on `invoices-<account_id>`,
+ * numbered in the account's sequence. One invoice per month: issuing it again returns the one
+ * issued (the decision is taken on the invoice stream, appended at its expected revision).
+ */
+import type { Billing } from '../../src/core/billing.port.js';
+import type { Clock } from '../../src/core/clock.js';
+import { handleCommand, type Stream } from '../../src/core/command-handler.js';
+import { notFound } from '../../src/core/errors.js';
+import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { billMonth } from '../../src/domain/billing/month-bill.js';
+import type { Invoice } from '../../src/domain/billing/invoice.js';
+import { foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/events/billing.events.js';
+import { accountStream } from '../../src/events/account.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerEntries, usageProjection } from '../../projections/usage/usage.projection.js';
+import { accountOf } from '../manage-keys/account.decider.js';
+
+export interface InvoiceDeps {
+  events: EventStore;
+  reads: ReadStore;
+  billing: Billing;
+  clock: Clock;
+}
+
+interface InvoicesState {
+  issued: Map<string, Invoice>;
+}
+
+const invoicesOf = (accountId: string): Stream<InvoicesState, BillingEvent> => ({
+  streamId: invoicesStream(accountId),
+  initialState: () => ({ issued: new Map() }),
+  evolve: (s, e) => (e.type === 'InvoiceIssued' ? { issued: new Map(s.issued).set(e.data.invoice.period, e.data.invoice) } : s),
+});
+
+/** `acct_1a2b3c4d…` → `1A2B3C4D`: the readable part of an invoice number. */
+const numberPrefix = (accountId: string) => accountId.replace(/^acct_/, '').replace(/[^A-Za-z0-9]/g, '').slice(0, 8).toUpperCase() || 'ACCOUNT';
+
+const PAGE = 5_000;
+
+/** The month's ledger events, from its first to its closing event, and the state before them. */
+async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: string) {
+  await deps.reads.register(usageProjection.collections);
+  const first = (await deps.reads.find(ledgerEntries, { account_id: accountId, period }, { sort: [['seq', 1]], limit: 1 })).items[0];
+  if (!first) throw notFound(`account ${accountId} has no ledger month ${period}`);
+  const stream = ledgerStream(accountId);
+  const events: RecordedEvent[] = [];
+  for (let from = first.revision; ; from += PAGE) {
+    const page = await deps.events.readStream(stream, { fromRevision: from, maxCount: PAGE });
+    const end = page.findIndex((e) => e.type === 'LedgerPeriodClosed' && (e.data as { period?: unknown }).period === period);
+    events.push(...(end >= 0 ? page.slice(0, end + 1) : page));
+    if (end >= 0) break;
+    if (page.length < PAGE) throw notFound(`ledger month ${period} of account ${accountId} is not closed yet`);
+  }
+  // The state the month opened on: the previous month's closing event carries it whole.
+  const [previous] = first.revision > 0 ? await deps.events.readStream(stream, { fromRevision: first.revision - 1, maxCount: 1 }) : [];
+  const before =
+    previous === undefined
+      ? initialLedgerState
+      : previous.type === 'LedgerPeriodClosed'
+        ? foldLedger([previous])
+        : foldLedger(await deps.events.readStream(stream, { maxCount: first.revision }));
+  return { before, events: events as unknown as LedgerEvent[] };
+}
+
+/** The month's invoice, issued now unless it was already. */
+export async function issueInvoice(deps: InvoiceDeps, accountId: string, period: string): Promise<Invoice> {
+  const existing = (await handleCommand(deps.events, invoicesOf(accountId), (s) => ({ writes: [], result: s.issued.get(period) ?? null }))).result;
+  if (existing) return existing;
+  const { before, events } = await monthOfLedger(deps, accountId, period);
+  const bill = billMonth(period, before, events);
+  const email = foldLedgerEmail(await deps.events.readStream(accountStream(accountId)));
+  const paid = bill.due_cents > 0 ? await deps.billing.charge({ account_id: accountId, amount_cents: bill.due_cents, description: `Invoice for ${period}`, idempotency_key: `invoice:${period}` }) : null;
+  const at = deps.clock.now().toISOString();
+  const { result } = await handleCommand(deps.events, invoicesOf(accountId), (s) => {
+    const issued = s.issued.get(period);
+    if (issued) return { writes: [], result: issued };
+    const invoice: Invoice = {
+      number: `${numberPrefix(accountId)}-${String(s.issued.size + 1).padStart(4, '0')}`,
+      account_id: accountId,
+      email,
+      period,
+      issued_at: at,
+      currency: 'usd',
+      lines: bill.lines,
+      total_cents: bill.total_cents,
+      status: 'paid',
+    };
+    const event: InvoiceIssued = { type: 'InvoiceIssued', data: { invoice, due_cents: bill.due_cents, payment_ref: paid?.payment_ref ?? null, at } };
+    return { writes: [{ streamId: invoicesStream(accountId), events: [event] }], result: invoice };
+  });
+  return result;
+}
+
+function foldLedgerEmail(events: RecordedEvent[]): string | null {
+  const stream = accountOf('');
+  let state = stream.initialState();
+  for (const e of events) state = stream.evolve(state, e as never);
+  return state.email;
+}

@@ -1,0 +1,65 @@
+/**
+ * Issues the invoice of every closed month still `pending` in the `invoice_months` read model,
+ * a few seconds after its closing event reaches the read models. The invoice stream, not the read
+ * model, decides whether a month was invoiced (`issueInvoice`), so a read model that lags or is
+ * being rebuilt never issues a month twice.
+ */
+import type { Page } from '../../src/core/read-store.port.js';
+import { invoiceMonths, invoicesProjection, type InvoiceMonthDoc } from '../../projections/invoices/invoices.projection.js';
+import { issueInvoice, type InvoiceDeps } from './invoice.handler.js';
+
+export interface InvoiceIssuer {
+  /** One pass now (after any pass in progress); resolves with the number of invoices issued. */
+  drain(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_INVOICE_INTERVAL_MS = 5_000;
+
+export function startInvoiceIssuer(deps: InvoiceDeps & { intervalMs?: number; onError?(err: unknown, month?: InvoiceMonthDoc): void }): InvoiceIssuer {
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let chain: Promise<unknown> = Promise.resolve();
+
+  async function pass(): Promise<number> {
+    await deps.reads.register(invoicesProjection.collections);
+    let issued = 0;
+    let cursor: string | null = null;
+    do {
+      const page: Page<InvoiceMonthDoc> = await deps.reads.find(invoiceMonths, { status: 'pending' }, { sort: [['account_id', 1], ['period', 1]], limit: 100, cursor });
+      for (const month of page.items) {
+        if (stopped) return issued;
+        try {
+          await issueInvoice(deps, month.account_id, month.period);
+          issued++;
+        } catch (err) {
+          deps.onError?.(err, month);
+        }
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    return issued;
+  }
+
+  const drain = (): Promise<number> => {
+    const next = chain.then(pass, pass);
+    chain = next.catch((err: unknown) => deps.onError?.(err));
+    return next;
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void drain().finally(schedule);
+    }, deps.intervalMs ?? DEFAULT_INVOICE_INTERVAL_MS);
+    timer.unref();
+  };
+  schedule();
+  return {
+    drain,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await chain;
+    },
+  };
+}

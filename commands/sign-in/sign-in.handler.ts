@@ -1,0 +1,198 @@
+/**
+ * Sign-in by emailed link, and the sessions it starts (events in src/events/session.events.ts).
+ *
+ * - A link is sent to any well-formed address, whether or not it has an account: the page never
+ *   tells (no account enumeration). It signs in once, within 15 minutes.
+ * - The first sign-in of an address creates the developer account, its free key and its credit
+ *   ledger, in the same atomic append that uses the link and claims the address.
+ * - A session is an opaque random id in the browser's cookie; the log keeps its hash, when it
+ *   started, when it expires and when it was ended by signing out.
+ */
+import type { Clock } from '../../src/core/clock.js';
+import { handleCommand, type Stream } from '../../src/core/command-handler.js';
+import { AppError, badRequest } from '../../src/core/errors.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
+import type { Ids } from '../../src/core/ids.port.js';
+import type { Mailer } from '../../src/core/mail.port.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
+import { initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { accountStream } from '../../src/events/account.events.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
+import {
+  emailStream,
+  sessionStream,
+  signInStream,
+  type EmailClaimed,
+  type SessionEvent,
+  type SessionStarted,
+  type SignInLinkSent,
+  type SignInLinkUsed,
+} from '../../src/events/session.events.js';
+import { decideAccount, initialAccountState } from '../manage-keys/account.decider.js';
+import { decide as decideLedger } from '../ledger/ledger.decider.js';
+
+export const SIGN_IN_LINK_MINUTES = 15;
+export const SESSION_DAYS = 7;
+
+export interface SignInDeps {
+  events: EventStore;
+  clock: Clock;
+  ids: Ids;
+}
+
+/** Trimmed and lower-cased; refused (400) unless it looks like one address. */
+export function normalizeEmail(raw: unknown): string {
+  const email = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (email.length > 254 || !/^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[a-z]{2,}$/.test(email)) {
+    throw badRequest('Enter one email address, like you@example.com');
+  }
+  return email;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Links
+
+interface LinkState {
+  email: string | null;
+  expires_at: string | null;
+  used: boolean;
+}
+const linkOf = (tokenHash: string): Stream<LinkState, SessionEvent> => ({
+  streamId: signInStream(tokenHash),
+  initialState: () => ({ email: null, expires_at: null, used: false }),
+  evolve: (s, e) => (e.type === 'SignInLinkSent' ? { ...s, email: e.data.email, expires_at: e.data.expires_at } : e.type === 'SignInLinkUsed' ? { ...s, used: true } : s),
+});
+
+interface ClaimState {
+  account_id: string | null;
+}
+const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
+  streamId: emailStream(sha256Hex(email)),
+  initialState: () => ({ account_id: null }),
+  evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : s),
+});
+
+/** Records a new single-use link for `email` and mails it. */
+export async function sendSignInLink(deps: SignInDeps & { mailer: Mailer; baseUrl: string }, rawEmail: unknown): Promise<{ email: string; expires_at: string }> {
+  const email = normalizeEmail(rawEmail);
+  const token = deps.ids.next('', 32);
+  const tokenHash = sha256Hex(token);
+  const now = deps.clock.now();
+  const expires_at = new Date(now.getTime() + SIGN_IN_LINK_MINUTES * 60_000).toISOString();
+  const sent: SignInLinkSent = { type: 'SignInLinkSent', data: { email, expires_at, at: now.toISOString() } };
+  await deps.events.append(signInStream(tokenHash), [sent], 'no_stream');
+  await deps.mailer.send({
+    id: `signin-${tokenHash}`,
+    to: email,
+    subject: 'Your sign-in link for Scores API',
+    text: [
+      'Follow this link to sign in to Scores API:',
+      '',
+      `${deps.baseUrl}/account/sign-in/${token}`,
+      '',
+      `It works once, within ${SIGN_IN_LINK_MINUTES} minutes (until ${expires_at}).`,
+      'If this is your first sign-in, it creates your developer account and a free API key.',
+      'If you did not ask for it, ignore this email: nothing happens without the link.',
+    ].join('\n'),
+  });
+  return { email, expires_at };
+}
+
+export type LinkStatus = { status: 'valid'; email: string; expires_at: string } | { status: 'used' | 'expired' | 'unknown' };
+
+function statusOf(s: LinkState, now: Date): LinkStatus {
+  if (s.email === null || s.expires_at === null) return { status: 'unknown' };
+  if (s.used) return { status: 'used' };
+  if (Date.parse(s.expires_at) <= now.getTime()) return { status: 'expired' };
+  return { status: 'valid', email: s.email, expires_at: s.expires_at };
+}
+
+/** What a link would do now, without using it (the page that asks to confirm the sign-in). */
+export async function inspectSignInLink(deps: SignInDeps, token: string): Promise<LinkStatus> {
+  const stream = linkOf(sha256Hex(token));
+  let state = stream.initialState();
+  for (const e of await deps.events.readStream(stream.streamId)) state = stream.evolve(state, e as unknown as SessionEvent);
+  return statusOf(state, deps.clock.now());
+}
+
+export interface SignedIn {
+  account_id: string;
+  /** The session's id: the cookie's value, never stored. */
+  session_id: string;
+  expires_at: string;
+  /** The free key of an account this sign-in created: shown once, never again. */
+  new_key: { key_id: string; key: string; prefix: string } | null;
+}
+
+/**
+ * Uses the link: signs in, creating the account on the address's first sign-in. Throws 404
+ * `not_found` for a link that is unknown, used or expired.
+ */
+export async function redeemSignInLink(deps: SignInDeps, token: string): Promise<SignedIn> {
+  const link = await inspectSignInLink(deps, token);
+  if (link.status !== 'valid') throw new AppError('not_found', `This sign-in link is ${link.status === 'unknown' ? 'not one we sent' : link.status}: ask for a new one`, { link: link.status });
+  const tokenHash = sha256Hex(token);
+  const sessionId = deps.ids.next('', 32);
+  const key = generateApiKey();
+  const material = { key_id: deps.ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key) };
+  const newAccountId = deps.ids.nextHex('acct_', 20);
+  const { result } = await handleCommand(deps.events, [linkOf(tokenHash), claimOf(link.email)], ([linkState, claim]) => {
+    const now = deps.clock.now();
+    const status = statusOf(linkState, now);
+    // Decided again on the stream: the same link used twice at once signs in once.
+    if (status.status !== 'valid') throw new AppError('not_found', `This sign-in link is ${status.status}: ask for a new one`, { link: status.status });
+    const at = now.toISOString();
+    const expires_at = new Date(now.getTime() + SESSION_DAYS * 86_400_000).toISOString();
+    const existing = (claim).account_id;
+    const accountId = existing ?? newAccountId;
+    const used: SignInLinkUsed = { type: 'SignInLinkUsed', data: { account_id: accountId, created: existing === null, at } };
+    const started: SessionStarted = { type: 'SessionStarted', data: { account_id: accountId, expires_at, at } };
+    const writes = [
+      { streamId: signInStream(tokenHash), events: [used] },
+      { streamId: sessionStream(sha256Hex(sessionId)), events: [started], expectedRevision: 'no_stream' as const },
+    ];
+    if (existing === null) {
+      const claimed: EmailClaimed = { type: 'EmailClaimed', data: { email: status.email, account_id: accountId, at } };
+      writes.push(
+        { streamId: emailStream(sha256Hex(status.email)), events: [claimed] as never[], expectedRevision: 'no_stream' as const },
+        { streamId: accountStream(accountId), events: decideAccount(initialAccountState(), { type: 'CreateAccount', account_id: accountId, email: status.email, key: material }, now) as never[], expectedRevision: 'no_stream' as const },
+        { streamId: ledgerStream(accountId), events: decideLedger(initialLedgerState, { type: 'OpenLedger', data: { account_id: accountId, tier: 'free', pro: false } }, now) as never[], expectedRevision: 'no_stream' as const },
+      );
+    }
+    return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: existing === null ? { key_id: material.key_id, key, prefix: material.prefix } : null } };
+  });
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+interface SessionState {
+  account_id: string | null;
+  expires_at: string | null;
+  ended: boolean;
+}
+const sessionOf = (sessionId: string): Stream<SessionState, SessionEvent> => ({
+  streamId: sessionStream(sha256Hex(sessionId)),
+  initialState: () => ({ account_id: null, expires_at: null, ended: false }),
+  evolve: (s, e) => (e.type === 'SessionStarted' ? { ...s, account_id: e.data.account_id, expires_at: e.data.expires_at } : e.type === 'SessionEnded' ? { ...s, ended: true } : s),
+});
+
+/** The account a session id signs in, or null (unknown, expired or signed out). */
+export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
+  if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return null;
+  const stream = sessionOf(sessionId);
+  let s = stream.initialState();
+  for (const e of await deps.events.readStream(stream.streamId)) s = stream.evolve(s, e as unknown as SessionEvent);
+  if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= deps.clock.now().getTime()) return null;
+  return { account_id: s.account_id, expires_at: s.expires_at };
+}
+
+/** Ends the session (sign-out); nothing for one already ended or unknown. */
+export async function signOut(deps: Pick<SignInDeps, 'events' | 'clock'>, sessionId: string): Promise<void> {
+  if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return;
+  await handleCommand(deps.events, sessionOf(sessionId), (s) =>
+    s.account_id === null || s.ended ? [] : [{ type: 'SessionEnded' as const, data: { reason: 'signed_out' as const, at: deps.clock.now().toISOString() } }],
+  );
+}

@@ -1,0 +1,143 @@
+/**
+ * What every /account page shares: cookies, forms, CSRF, the session, the page policy.
+ *
+ * - The session cookie holds only an opaque id (`__Host-` prefixed: Secure, Path=/, no Domain;
+ *   HttpOnly; SameSite=Lax), resolved through the session's events on each request.
+ * - Every state-changing form carries a CSRF token (csrf-csrf's signed double submit), bound to
+ *   the session, or before sign-in to a random browser id kept in its own cookie.
+ * - Forms are urlencoded, 8 KiB at most; nothing here needs JavaScript but the usage chart.
+ */
+import cookieParser from 'cookie-parser';
+import { doubleCsrf } from 'csrf-csrf';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Services } from '../../container.js';
+import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js';
+import { AppError } from '../../../core/errors.js';
+import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
+
+export const SESSION_COOKIE = '__Host-scores.sid';
+const BROWSER_COOKIE = '__Host-scores.b';
+const CSRF_COOKIE = '__Host-scores.csrf';
+
+/** The policy of the account pages: their own script (the chart) and style, forms posting here only. */
+export const ACCOUNT_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/**
+ * The key the CSRF tokens are signed with: kept in the data directory (created once, readable by
+ * the service's user only), so that a restart does not void the forms open in browsers.
+ */
+function csrfSecret(dataDir: string): string {
+  const file = join(dataDir, 'session-secret');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
+  }
+  chmodSync(file, 0o600);
+  return readFileSync(file, 'utf8').trim();
+}
+
+export interface Signed {
+  account_id: string;
+  session_id: string;
+}
+
+/** The signed-in account of a request (set by `loadSession`), or null. */
+export const signedIn = (res: Response): Signed | null => (res.locals['signed'] as Signed | undefined) ?? null;
+
+export interface AccountWeb {
+  /** Parsers, CSRF check on POST, the session and the page headers, for every /account route. */
+  middleware: express.RequestHandler[];
+  /** A fresh CSRF token for the forms of the page being rendered. */
+  csrfToken(req: Request, res: Response): string;
+  /** Sets the session cookie (after a sign-in), and binds the next CSRF tokens to it. */
+  startSession(req: Request, res: Response, sessionId: string, expiresAt: string): void;
+  endSession(req: Request, res: Response): void;
+}
+
+const cookieBase = { httpOnly: true, secure: true, path: '/' } as const;
+
+export function accountWeb(services: Services): AccountWeb {
+  const secret = csrfSecret(services.config.dataDir);
+  const { doubleCsrfProtection, generateCsrfToken } = doubleCsrf({
+    getSecret: () => secret,
+    getSessionIdentifier: (req) => (req.cookies as Record<string, string | undefined>)[SESSION_COOKIE] ?? (req.cookies as Record<string, string | undefined>)[BROWSER_COOKIE] ?? '',
+    cookieName: CSRF_COOKIE,
+    cookieOptions: { ...cookieBase, sameSite: 'strict' },
+    getCsrfTokenFromRequest: (req) => ((req.body as Record<string, unknown> | undefined)?.['_csrf'] as string | undefined) ?? null,
+    errorConfig: { statusCode: 403, message: 'This form has expired or did not come from this site', code: 'csrf' },
+  });
+
+  const browserId = (req: Request, res: Response, next: NextFunction) => {
+    const cookies = req.cookies as Record<string, string | undefined>;
+    if (!cookies[BROWSER_COOKIE] && !cookies[SESSION_COOKIE]) {
+      const id = services.ids.next('', 24);
+      res.cookie(BROWSER_COOKIE, id, { ...cookieBase, sameSite: 'lax' });
+      cookies[BROWSER_COOKIE] = id;
+    }
+    next();
+  };
+
+  const loadSession = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const id = (req.cookies as Record<string, string | undefined>)[SESSION_COOKIE];
+      const session = id ? await sessionAccount(services, id) : null;
+      if (session && id) res.locals['signed'] = { account_id: session.account_id, session_id: id } satisfies Signed;
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+
+  return {
+    middleware: [
+      helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }),
+      (_req, res, next) => {
+        // Pages with a signed-in account's data are never cached, by the browser or on the way.
+        res.setHeader('Cache-Control', 'no-store');
+        next();
+      },
+      cookieParser(),
+      express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 }),
+      browserId,
+      doubleCsrfProtection,
+      loadSession,
+    ],
+    csrfToken: (req, res) => generateCsrfToken(req, res, { overwrite: true }),
+    startSession(req, res, sessionId, expiresAt) {
+      res.cookie(SESSION_COOKIE, sessionId, { ...cookieBase, sameSite: 'lax', expires: new Date(expiresAt) });
+      (req.cookies as Record<string, string>)[SESSION_COOKIE] = sessionId;
+    },
+    endSession(req, res) {
+      res.clearCookie(SESSION_COOKIE, { ...cookieBase, sameSite: 'lax' });
+      delete (req.cookies as Record<string, string>)[SESSION_COOKIE];
+    },
+  };
+}
+
+/** An account page: the shared layout, the account pages' policy, never cached. */
+export function sendAccountPage(res: Response, status: number, title: string, body: SafeHtml, head?: SafeHtml): void {
+  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head }), { cacheControl: 'no-store', csp: ACCOUNT_CSP });
+}
+
+/** The hidden field every state-changing form carries. */
+export const csrfField = (token: string): SafeHtml => html`<input type="hidden" name="_csrf" value="${token}">`;
+
+/** An error of the account pages as a page (never a stack trace), with its stable code. */
+export function accountErrorPage(err: unknown, res: Response): void {
+  const e = err as { code?: unknown; status?: unknown; statusCode?: unknown; message?: unknown };
+  if (e?.code === 'csrf' || e?.code === 'EBADCSRFTOKEN') {
+    sendAccountPage(res, 403, 'Form expired', html`<h1>This form has expired</h1><p>It did not carry this site's token (code <code>csrf</code>): nothing was changed. <a href="/account">Back to your account</a>.</p>`);
+    return;
+  }
+  if (err instanceof AppError) {
+    const status = err.status;
+    sendAccountPage(res, status, 'Not done', html`<h1>${status === 404 ? 'Not found' : 'Not done'}</h1><p>${err.message}</p><p class="muted">Code <code>${err.code}</code>. <a href="/account">Back to your account</a>.</p>`);
+    return;
+  }
+  throw err;
+}

@@ -1,0 +1,49 @@
+/**
+ * An invoice: what an account is billed for one calendar month (UTC), issued once the month is
+ * closed (the ledger's `LedgerPeriodClosed`) and immutable from then on. Amounts are whole US
+ * cents; `total_cents` is the sum of the lines' `amount_cents`.
+ */
+export type InvoiceLineKind = 'plan' | 'proration' | 'pro' | 'pack' | 'overage';
+
+export interface InvoiceLine {
+  kind: InvoiceLineKind;
+  /** One line of text, e.g. "Hobbyist plan, 2026-11" or "Upgrade free → hobbyist, 21 of 30 days". */
+  description: string;
+  quantity: number;
+  /** Price of one unit, cents (a prorated line: the prorated amount, quantity 1). */
+  unit_amount_cents: number;
+  /** quantity × unit_amount_cents, cents. */
+  amount_cents: number;
+}
+
+export interface Invoice {
+  /** Unique and sequential per account, e.g. `ACC1A2B3C-0001`. */
+  number: string;
+  account_id: string;
+  /** The account's email when the invoice was issued (null when it has none). */
+  email: string | null;
+  /** `YYYY-MM` billed. */
+  period: string;
+  /** ISO instant it was issued. */
+  issued_at: string;
+  currency: 'usd';
+  lines: InvoiceLine[];
+  total_cents: number;
+  /** The embedded billing treats every payment as succeeding (see the Billing port). */
+  status: 'paid';
+}
+
+/** `1234` → `$12.34` (negative amounts as `-$12.34`). */
+export function formatUsd(cents: number): string {
+  const sign = cents < 0 ? '-' : '';
+  const abs = Math.abs(cents);
+  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** `2026-11` → `November 2026`. */
+export function monthName(period: string): string {
+  const [year, month] = period.split('-');
+  return `${MONTHS[Number(month) - 1] ?? month} ${year}`;
+}
