@@ -11,6 +11,7 @@ import type { Billing, PaymentRequest } from '../../src/core/billing.port.js';
 import { fixedClock } from '../../src/core/clock.js';
 import { AppError, type ErrorCode } from '../../src/core/errors.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
+import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { PLANS, PRO_MONTHLY_PRICE_USD, type Tier } from '../../src/domain/plans.js';
 import { invoicesStream } from '../../src/events/billing.events.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
@@ -400,6 +401,16 @@ describe('Self-serve billing: a downgrade waits for the month’s end', function
     expect((await downgradePlan(deps, toHobbyist, 'hobbyist')).events).to.have.length(0);
     // Still builder for the rest of April: a call beyond hobbyist's allowance fits.
     await debit(s, toHobbyist, 30_000);
+  });
+
+  it('lets a cancellation after a scheduled downgrade take the account to free', async () => {
+    const { account_id: account } = await createAccountWithKey(s, { tier: 'builder' });
+    await downgradePlan(deps, account, 'hobbyist');
+    // The operator cancels the plan (`scores plan cancel`): free from the month's end, not hobbyist.
+    await s.ledger.cancelPlan(account);
+    const state = await s.ledger.state(account);
+    expect(state.cancellation_effective_at).to.equal('2024-05-01T00:00:00.000Z');
+    expect(stateAt(state, new Date('2024-05-01T00:00:01Z')).tier, 'the tier from 1 May').to.equal('free');
   });
 
   it('keeps the tier until a ledger decision after the month’s end', async () => {
