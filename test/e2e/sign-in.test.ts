@@ -1,0 +1,215 @@
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fixedClock } from '../../src/core/clock.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { emailStream, sessionStream } from '../../src/events/session.events.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const NOW = '2019-04-10T12:00:00Z';
+
+/** A browser as far as cookies go: keeps what the server sets, sends it back. */
+class Browser {
+  static clients = 0;
+  readonly jar = new Map<string, string>();
+  readonly setCookies: string[] = [];
+  /** Each browser its own client address (the server trusts X-Forwarded-For from loopback, as behind a proxy). */
+  readonly client = `10.0.${Math.floor(++Browser.clients / 250)}.${Browser.clients % 250}`;
+  constructor(private readonly server: TestServer) {}
+
+  async request(path: string, form?: Record<string, string>) {
+    const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
+    const headers: Record<string, string> = { cookie, 'x-forwarded-for': this.client };
+    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
+    const r = await fetch(this.server.url + path, { method: form ? 'POST' : 'GET', redirect: 'manual', headers, body: form ? new URLSearchParams(form).toString() : undefined });
+    for (const c of r.headers.getSetCookie()) {
+      this.setCookies.push(c);
+      const [pair] = c.split(';');
+      const i = pair!.indexOf('=');
+      const value = pair!.slice(i + 1);
+      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(c)) this.jar.delete(pair!.slice(0, i));
+      else this.jar.set(pair!.slice(0, i), value);
+    }
+    return { status: r.status, text: await r.text(), headers: r.headers };
+  }
+
+  /** Submits the first form of `page` (its CSRF token included) with `fields`. */
+  async submit(page: string, action: string, fields: Record<string, string> = {}) {
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
+    expect(csrf, 'the page has a CSRF token').to.be.a('string');
+    return this.request(action, { _csrf: csrf!, ...fields });
+  }
+}
+
+/** Sign-in by emailed link over real HTTP: the mail, the link, the account, the session. */
+describe('Sign-in by emailed link', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  const clock = () => server.services.clock as ReturnType<typeof fixedClock>;
+
+  before(async () => {
+    server = await startTestServer({ now: NOW });
+  });
+  after(() => server.stop());
+
+  const outbox = () => join(server.dir, 'outbox');
+  /** The sign-in links mailed to `email` so far, oldest first (quoted-printable decoded). */
+  function linksTo(email: string): string[] {
+    let files: string[] = [];
+    try {
+      files = readdirSync(outbox()).sort();
+    } catch {
+      return [];
+    }
+    return files
+      .map((f) => readFileSync(join(outbox(), f), 'utf8').replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))))
+      .filter((m) => m.toLowerCase().includes(`to: ${email.trim().toLowerCase()}`))
+      .map((m) => /\/account\/sign-in\/([A-Za-z0-9_-]+)/.exec(m)![1]!);
+  }
+
+  async function askLink(b: Browser, email: string) {
+    const form = await b.request('/account/sign-in');
+    return b.submit(form.text, '/account/sign-in', { email });
+  }
+
+  /** Asks a link for `email` and returns it (the one link the outbox did not hold before). */
+  async function newLink(b: Browser, email: string): Promise<string> {
+    const before = new Set(linksTo(email));
+    await askLink(b, email);
+    const fresh = linksTo(email).filter((t) => !before.has(t));
+    expect(fresh, `one new link for ${email}`).to.have.length(1);
+    return fresh[0]!;
+  }
+
+  async function signIn(b: Browser, email: string) {
+    const token = await newLink(b, email);
+    const confirm = await b.request(`/account/sign-in/${token}`);
+    return { token, answer: await b.submit(confirm.text, `/account/sign-in/${token}`) };
+  }
+
+  it('answers the same page for an address with an account and one without, and mails both', async () => {
+    const known = new Browser(server);
+    await signIn(known, 'known@example.com');
+    const a = await askLink(new Browser(server), 'known@example.com');
+    const b = await askLink(new Browser(server), 'stranger@example.com');
+    expect(a.status).to.equal(200);
+    expect(b.status).to.equal(200);
+    expect(a.text.replace('known@example.com', 'X')).to.equal(b.text.replace('stranger@example.com', 'X').replace(/name="_csrf" value="[^"]+"/, ''));
+    expect(linksTo('stranger@example.com')).to.have.length(1);
+  });
+
+  it('creates the account, its free key and ledger on the first sign-in, and signs the same account in later without a new key', async () => {
+    const b = new Browser(server);
+    const { answer } = await signIn(b, 'First.User@Example.com ');
+    expect(answer.status).to.equal(200);
+    const key = /id="new-key">([^<]+)</.exec(answer.text)![1]!;
+    await server.services.runner.waitForHead();
+    const api = await fetch(`${server.url}/v1/usage`, { headers: { 'X-API-Key': key } });
+    expect(api.status).to.equal(200);
+    expect(await api.json()).to.include({ tier: 'free' });
+    const claim = await server.services.events.readStream(emailStream(sha256Hex('first.user@example.com')));
+    expect(claim.map((e) => e.type)).to.deep.equal(['EmailClaimed']);
+
+    const again = await signIn(new Browser(server), 'first.user@example.com');
+    expect(again.answer.status).to.equal(303);
+    expect(again.answer.headers.get('location')).to.equal('/account');
+    expect(await server.services.events.readStream(emailStream(sha256Hex('first.user@example.com')))).to.have.length(1);
+  });
+
+  it('sets the session as a __Host- cookie, Secure, HttpOnly, SameSite=Lax, holding an opaque id only', async () => {
+    const b = new Browser(server);
+    await signIn(b, 'cookie@example.com');
+    const set = b.setCookies.find((c) => c.startsWith('__Host-scores.sid='))!;
+    expect(set).to.match(/; Path=\//).and.match(/; HttpOnly/).and.match(/; Secure/).and.match(/; SameSite=Lax/);
+    const id = b.jar.get('__Host-scores.sid')!;
+    expect(id).to.match(/^[A-Za-z0-9_-]{43}$/);
+    const events = await server.services.events.readStream(sessionStream(sha256Hex(id)));
+    expect(events.map((e) => e.type)).to.deep.equal(['SessionStarted']);
+    expect(JSON.stringify(events)).to.not.include(id);
+    expect((await b.request('/account')).status).to.equal(200);
+  });
+
+  it('uses a link once: a second use, or two at once, signs in once', async () => {
+    const b = new Browser(server);
+    const { token } = await signIn(b, 'once@example.com');
+    const replay = await b.request(`/account/sign-in/${token}`);
+    expect(replay.status).to.equal(404);
+    expect(replay.text).to.include('used already');
+
+    const c = new Browser(server);
+    const raceToken = await newLink(c, 'race@example.com');
+    const confirm = await c.request(`/account/sign-in/${raceToken}`);
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(confirm.text)![1]!;
+    const both = await Promise.all([c.request(`/account/sign-in/${raceToken}`, { _csrf: csrf }), c.request(`/account/sign-in/${raceToken}`, { _csrf: csrf })]);
+    expect(both.map((r) => r.status).sort()).to.deep.equal([200, 404]);
+  });
+
+  it('makes one account when two first sign-ins of one address race', async () => {
+    const [x, y] = [new Browser(server), new Browser(server)];
+    const t1 = await newLink(x, 'twice@example.com');
+    const t2 = await newLink(y, 'twice@example.com');
+    const [c1, c2] = await Promise.all([x.request(`/account/sign-in/${t1}`), y.request(`/account/sign-in/${t2}`)]);
+    const answers = await Promise.all([x.submit(c1.text, `/account/sign-in/${t1}`), y.submit(c2.text, `/account/sign-in/${t2}`)]);
+    expect(answers.map((a) => a.status).sort()).to.deep.equal([200, 303]);
+    const claims = await server.services.events.readStream(emailStream(sha256Hex('twice@example.com')));
+    expect(claims).to.have.length(1);
+  });
+
+  it('refuses a link after 15 minutes, and ends a session after 7 days', async () => {
+    const b = new Browser(server);
+    await signIn(b, 'later@example.com');
+    const token = await newLink(new Browser(server), 'late@example.com');
+    clock().set(new Date(Date.parse(NOW) + 16 * 60_000).toISOString());
+    try {
+      const late = await b.request(`/account/sign-in/${token}`);
+      expect(late.status).to.equal(404);
+      expect(late.text).to.include('more than 15 minutes ago');
+      expect((await b.request('/account')).status).to.equal(200);
+      clock().set(new Date(Date.parse(NOW) + 8 * 86_400_000).toISOString());
+      const expired = await b.request('/account');
+      expect(expired.status).to.equal(303);
+      expect(expired.headers.get('location')).to.equal('/account/sign-in');
+    } finally {
+      clock().set(NOW);
+    }
+  });
+
+  it('signs out: the session ends in the log, and its id no longer signs in', async () => {
+    const b = new Browser(server);
+    await signIn(b, 'leaving@example.com');
+    const id = b.jar.get('__Host-scores.sid')!;
+    const account = await b.request('/account');
+    const out = await b.submit(account.text.slice(account.text.indexOf('action="/account/sign-out"') - 200), '/account/sign-out');
+    expect(out.status).to.equal(303);
+    expect(b.jar.has('__Host-scores.sid')).to.equal(false);
+    const events = await server.services.events.readStream(sessionStream(sha256Hex(id)));
+    expect(events.map((e) => e.type)).to.deep.equal(['SessionStarted', 'SessionEnded']);
+    b.jar.set('__Host-scores.sid', id);
+    expect((await b.request('/account')).status).to.equal(303);
+  });
+
+  it('refuses a malformed address with 400 and mails nothing', async () => {
+    const b = new Browser(server);
+    for (const email of ['', 'no-at-sign', 'a@b', 'two@example.com, three@example.com']) {
+      const r = await askLink(b, email);
+      expect(r.status, email).to.equal(400);
+      expect(r.text).to.include('Enter one email address');
+    }
+  });
+
+  it('limits sign-in mails: 3 per address per 15 minutes (429 with Retry-After), and 10 per client per hour', async () => {
+    const b = new Browser(server);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await askLink(b, 'often@example.com'));
+    expect(answers.map((a) => a.status)).to.deep.equal([200, 200, 200, 429]);
+    expect(Number(answers[3]!.headers.get('retry-after'))).to.be.within(1, 900);
+    expect(answers[3]!.text).to.include('rate_limited');
+    expect(linksTo('often@example.com')).to.have.length(3);
+    // The client has asked 4 times; 6 more addresses are allowed this hour, the 7th is not.
+    const others = [];
+    for (let i = 0; i < 7; i++) others.push((await askLink(b, `other${i}@example.com`)).status);
+    expect(others).to.deep.equal([200, 200, 200, 200, 200, 200, 429]);
+    // Another client is not held back by this one.
+    expect((await askLink(new Browser(server), 'other7@example.com')).status).to.equal(200);
+  });
+});
