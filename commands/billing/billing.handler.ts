@@ -33,7 +33,10 @@ export async function proQuote(deps: BillingDeps, accountId: string): Promise<Pr
 
 /**
  * Pays `amount_cents` and records `command(payment_ref)`; a refusal by the ledger after the
- * payment gives the payment back. The idempotency key makes a retried request the same payment.
+ * payment gives the payment back. The idempotency key names the ledger state the price was
+ * quoted on (its last hash): the same form sent twice on that state is one payment, which the
+ * ledger records once (the second is a no-op, so nothing is refunded); a later purchase is
+ * quoted on a later state and paid anew.
  */
 async function payThenRecord(
   deps: BillingDeps,
@@ -61,7 +64,7 @@ export async function upgradePlan(deps: BillingDeps, accountId: string, tier: Ti
   return payThenRecord(
     deps,
     accountId,
-    { amount_cents: quote.amount_cents, description: `Upgrade from ${state.tier} to ${tier}, ${quote.days} of ${quote.days_in_month} days`, idempotency_key: `upgrade:${state.period}:${state.tier}:${tier}` },
+    { amount_cents: quote.amount_cents, description: `Upgrade from ${state.tier} to ${tier}, ${quote.days} of ${quote.days_in_month} days`, idempotency_key: `upgrade:${tier}:${state.last_hash}` },
     (payment_ref) => ({ type: 'UpgradePlan', data: { tier, amount_cents: quote.amount_cents, payment_ref } }),
   );
 }
@@ -82,7 +85,7 @@ export async function startPro(deps: BillingDeps, accountId: string, confirmedCe
   return payThenRecord(
     deps,
     accountId,
-    { amount_cents: quote.amount_cents, description: `Pro membership, ${quote.days} of ${quote.days_in_month} days`, idempotency_key: `pro:${state.period}` },
+    { amount_cents: quote.amount_cents, description: `Pro membership, ${quote.days} of ${quote.days_in_month} days`, idempotency_key: `pro:${state.last_hash}` },
     (payment_ref) => ({ type: 'StartPro', data: { amount_cents: quote.amount_cents, payment_ref } }),
   );
 }
@@ -104,7 +107,7 @@ export async function buyPack(deps: BillingDeps, accountId: string, packId: stri
   return payThenRecord(
     deps,
     accountId,
-    { amount_cents: price, description: `Credit pack, ${pack.credits} credits`, idempotency_key: `pack:${purchaseId}` },
+    { amount_cents: price, description: `Credit pack, ${pack.credits} credits`, idempotency_key: `pack:${pack.id}:${purchaseId}` },
     (payment_ref) => ({ type: 'PurchasePack', data: { pack_id: `${pack.id}-${purchaseId}`, credits: pack.credits, price_cents: price, payment_ref } }),
   );
 }

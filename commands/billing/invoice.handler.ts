@@ -66,10 +66,10 @@ async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: strin
   return { before, events: events as unknown as LedgerEvent[] };
 }
 
-/** The month's invoice, issued now unless it was already. */
-export async function issueInvoice(deps: InvoiceDeps, accountId: string, period: string): Promise<Invoice> {
+/** The month's invoice, issued now unless it was already (`issued` says which). */
+export async function issueInvoice(deps: InvoiceDeps, accountId: string, period: string): Promise<{ invoice: Invoice; issued: boolean }> {
   const existing = (await handleCommand(deps.events, invoicesOf(accountId), (s) => ({ writes: [], result: s.issued.get(period) ?? null }))).result;
-  if (existing) return existing;
+  if (existing) return { invoice: existing, issued: false };
   const { before, events } = await monthOfLedger(deps, accountId, period);
   const bill = billMonth(period, before, events);
   const email = foldLedgerEmail(await deps.events.readStream(accountStream(accountId)));
@@ -77,7 +77,7 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
   const at = deps.clock.now().toISOString();
   const { result } = await handleCommand(deps.events, invoicesOf(accountId), (s) => {
     const issued = s.issued.get(period);
-    if (issued) return { writes: [], result: issued };
+    if (issued) return { writes: [], result: { invoice: issued, issued: false } };
     const invoice: Invoice = {
       number: `${numberPrefix(accountId)}-${String(s.issued.size + 1).padStart(4, '0')}`,
       account_id: accountId,
@@ -90,7 +90,7 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
       status: 'paid',
     };
     const event: InvoiceIssued = { type: 'InvoiceIssued', data: { invoice, due_cents: bill.due_cents, payment_ref: paid?.payment_ref ?? null, at } };
-    return { writes: [{ streamId: invoicesStream(accountId), events: [event] }], result: invoice };
+    return { writes: [{ streamId: invoicesStream(accountId), events: [event] }], result: { invoice, issued: true } };
   });
   return result;
 }

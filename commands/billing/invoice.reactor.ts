@@ -3,10 +3,17 @@
  * a few seconds after its closing event reaches the read models. The invoice stream, not the read
  * model, decides whether a month was invoiced (`issueInvoice`), so a read model that lags or is
  * being rebuilt never issues a month twice.
+ *
+ * A month is closed by the account's first ledger decision after it; an account that makes none
+ * would never be closed, nor billed. So once a month (at the first pass of each month, by the
+ * clock) the issuer closes the finished months of every ledger still in an earlier one.
  */
 import type { Page } from '../../src/core/read-store.port.js';
 import { invoiceMonths, invoicesProjection, type InvoiceMonthDoc } from '../../projections/invoices/invoices.projection.js';
 import { issueInvoice, type InvoiceDeps } from './invoice.handler.js';
+import { ledgerStates, usageProjection } from '../../projections/usage/usage.projection.js';
+import { periodOf } from '../../src/domain/ledger/billing-period.js';
+import type { LedgerService } from '../ledger/ledger.handler.js';
 
 export interface InvoiceIssuer {
   /** One pass now (after any pass in progress); resolves with the number of invoices issued. */
@@ -16,12 +23,30 @@ export interface InvoiceIssuer {
 
 export const DEFAULT_INVOICE_INTERVAL_MS = 5_000;
 
-export function startInvoiceIssuer(deps: InvoiceDeps & { intervalMs?: number; onError?(err: unknown, month?: InvoiceMonthDoc): void }): InvoiceIssuer {
+export function startInvoiceIssuer(
+  deps: InvoiceDeps & { ledger: Pick<LedgerService, 'execute'>; intervalMs?: number; onError?(err: unknown, month?: InvoiceMonthDoc): void },
+): InvoiceIssuer {
   let stopped = false;
+  let swept: string | null = null;
   let timer: NodeJS.Timeout | null = null;
   let chain: Promise<unknown> = Promise.resolve();
 
+  /** Closes the finished months of idle ledgers, once a month. */
+  async function sweep(): Promise<void> {
+    const period = periodOf(deps.clock.now());
+    if (swept === period) return;
+    await deps.reads.register(usageProjection.collections);
+    for await (const doc of deps.reads.scan(ledgerStates)) {
+      if (stopped) return;
+      if (doc.state.opened && doc.state.period !== null && doc.state.period < period) {
+        await deps.ledger.execute(doc.account_id, { type: 'CloseFinishedMonths' }).catch((err: unknown) => deps.onError?.(err));
+      }
+    }
+    swept = period;
+  }
+
   async function pass(): Promise<number> {
+    await sweep();
     await deps.reads.register(invoicesProjection.collections);
     let issued = 0;
     let cursor: string | null = null;
@@ -30,8 +55,7 @@ export function startInvoiceIssuer(deps: InvoiceDeps & { intervalMs?: number; on
       for (const month of page.items) {
         if (stopped) return issued;
         try {
-          await issueInvoice(deps, month.account_id, month.period);
-          issued++;
+          if ((await issueInvoice(deps, month.account_id, month.period)).issued) issued++;
         } catch (err) {
           deps.onError?.(err, month);
         }

@@ -57,7 +57,10 @@ export type DowngradePlan = { type: 'DowngradePlan'; data: { tier: Tier } };
 /** Self-serve: the Pro membership at once, its prorated price confirmed and paid. */
 export type StartPro = { type: 'StartPro'; data: { amount_cents: number; payment_ref: string } };
 
-export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOverage | SetPlan | CancelPlan | SetPro | UpgradePlan | DowngradePlan | StartPro;
+/** Records what the clock alone made due (finished months closed, a scheduled change applied): the monthly sweep of idle accounts. */
+export type CloseFinishedMonths = { type: 'CloseFinishedMonths'; data?: Record<string, never> };
+
+export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOverage | SetPlan | CancelPlan | SetPro | UpgradePlan | DowngradePlan | StartPro | CloseFinishedMonths;
 
 /** What an upgrade to `tier` costs now; refused (400) when it is not an upgrade a user may buy. */
 export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {
@@ -178,15 +181,20 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
     }
     case 'CancelPlan':
       if (s.tier === 'free') throw badRequest('The free tier has no subscription to cancel');
-      if (s.cancellation_effective_at !== null) return;
+      // A pending cancellation stands; a pending downgrade gives way to it.
+      if (s.cancellation_effective_at !== null && (s.scheduled_tier ?? null) === null) return;
       rec.emit('PlanCancellationScheduled', { effective_at: s.resets_at ?? '' });
       return;
     case 'SetPro':
       if (command.data.on === s.pro) return;
       rec.emit('ProMembershipChanged', { pro: command.data.on });
       return;
+    case 'CloseFinishedMonths':
+      return;
     case 'UpgradePlan': {
       const { tier, amount_cents, payment_ref } = command.data;
+      // The same payment again (the form sent twice): recorded once already.
+      if (payment_ref === s.last_payment_ref) return;
       const quoted = quoteUpgrade(s, tier, rec.now);
       requireQuoted(quoted, amount_cents);
       const from = s.tier;
@@ -205,6 +213,7 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
       return;
     }
     case 'StartPro': {
+      if (command.data.payment_ref === s.last_payment_ref) return;
       const quoted = quotePro(s, rec.now);
       requireQuoted(quoted, command.data.amount_cents);
       rec.emit('ProMembershipChanged', { pro: true });
@@ -263,6 +272,8 @@ function validate(command: LedgerCommand): void {
     case 'DowngradePlan':
       if (!isTier(command.data.tier)) throw badRequest(`Unknown tier ${String(command.data.tier)}`);
       return;
+    case 'CloseFinishedMonths':
+      return;
     default: {
       const _exhaustive: never = command;
       throw badRequest(`Unknown ledger command ${(_exhaustive as { type: string }).type}`);
@@ -300,6 +311,8 @@ export function decideAndFold(state: LedgerState, command: LedgerCommand, now: D
   // A free call records nothing, not even a due period roll (the next paid call records it).
   if (command.type === 'DebitCredits' && command.data.cost === 0) return unchanged;
   advanceTo(rec, now);
+  // The sweep's whole purpose is what fell due.
+  if (command.type === 'CloseFinishedMonths') return { events: rec.events, state: rec.state };
   const before = rec.events.length;
   decideCommand(rec, command);
   return rec.events.length === before ? unchanged : { events: rec.events, state: rec.state };

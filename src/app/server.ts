@@ -145,6 +145,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
   });
 
   const invoiceIssuer = startInvoiceIssuer({
+    ledger: services.ledger,
     events: services.events,
     reads: services.reads,
     billing: services.billing,

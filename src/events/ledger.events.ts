@@ -142,6 +142,8 @@ export interface CarriedLedgerState {
   cancellation_effective_at: string | null;
   /** The tier it takes the account to (null: free, as a cancellation; absent in states written before downgrades). */
   scheduled_tier?: Tier | null;
+  /** The payment of the last purchase recorded (an upgrade, a membership): the same payment again records nothing. */
+  last_payment_ref?: string | null;
 }
 
 export type LedgerEvent =

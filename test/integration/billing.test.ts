@@ -17,6 +17,10 @@ import { invoicesStream } from '../../src/events/billing.events.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
+/** The invoice `issueInvoice` returns, whether it issued it now or earlier. */
+const issuedInvoice = async (...args: Parameters<typeof issueInvoice>) => (await issueInvoice(...args)).invoice;
+
+
 // ----- helpers --------------------------------------------------------------------------------
 
 type Of<T extends LedgerEvent['type']> = Extract<LedgerEvent, { type: T }>;
@@ -288,7 +292,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
     expect(closing.events.map((e) => e.type)).to.include('LedgerPeriodClosed');
     await s.runner.waitForHead();
 
-    april = await issueInvoice(invoiceDeps, account, '2024-04');
+    april = await issuedInvoice(invoiceDeps, account, '2024-04');
     expect(april).to.include({ account_id: account, email: 'buyer@example.com', period: '2024-04', currency: 'usd', status: 'paid', issued_at: '2024-05-02T09:00:00.000Z' });
     expect(april.number).to.match(/^[A-Z0-9]+-0001$/);
     expect(april.lines.map((l) => l.kind)).to.deep.equal(['plan', 'proration', 'pack']);
@@ -319,7 +323,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
 
   it('returns the same invoice when issued again, and appends nothing', async () => {
     clock.set('2024-05-03T10:00:00Z');
-    const again = await issueInvoice(invoiceDeps, account, '2024-04');
+    const again = await issuedInvoice(invoiceDeps, account, '2024-04');
     expect(again).to.deep.equal(april);
     expect(await s.events.readStream(invoicesStream(account))).to.have.length(1);
   });
@@ -328,7 +332,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
     clock.set('2024-06-01T00:00:01Z');
     await debit(s, account);
     await s.runner.waitForHead();
-    const may = await issueInvoice(invoiceDeps, account, '2024-05');
+    const may = await issuedInvoice(invoiceDeps, account, '2024-05');
     expect(may.number).to.equal(april.number.replace(/-0001$/, '-0002'));
     expect(may.lines.map((l) => l.kind)).to.deep.equal(['plan']);
     expect(may.lines[0]).to.include({ amount_cents: 1_900 });
@@ -455,10 +459,10 @@ describe('Self-serve billing: a downgrade waits for the month’s end', function
     await s.runner.waitForHead();
     const invoiceDeps: InvoiceDeps = { events: s.events, reads: s.reads, billing: s.billing, clock };
     const events = await ledgerOfAccount(s, toHobbyist);
-    const april = await issueInvoice(invoiceDeps, toHobbyist, '2024-04');
+    const april = await issuedInvoice(invoiceDeps, toHobbyist, '2024-04');
     expect(april.lines.map((l) => [l.kind, l.amount_cents])).to.deep.equal([['plan', 9_900]]);
     expect(april.total_cents).to.equal(chargesRecorded(events, '2024-04').total);
-    const may = await issueInvoice(invoiceDeps, toHobbyist, '2024-05');
+    const may = await issuedInvoice(invoiceDeps, toHobbyist, '2024-05');
     expect(may.lines.map((l) => [l.kind, l.amount_cents])).to.deep.equal([['plan', 1_900]]);
     expect(may.total_cents).to.equal(chargesRecorded(events, '2024-05').total);
     expect(may.number).to.match(/-0002$/);
@@ -560,13 +564,13 @@ describe('Self-serve billing: the Pro membership', function () {
     await s.runner.waitForHead();
     const invoiceDeps: InvoiceDeps = { events: s.events, reads: s.reads, billing, clock };
     const events = await ledgerOfAccount(s, keeper);
-    const april = await issueInvoice(invoiceDeps, keeper, '2024-04');
+    const april = await issuedInvoice(invoiceDeps, keeper, '2024-04');
     expect(april.lines.map((l) => [l.kind, l.amount_cents])).to.deep.equal([
       ['plan', 0],
       ['proration', prorated(900, 19, 30)],
     ]);
     expect(april.total_cents).to.equal(chargesRecorded(events, '2024-04').total);
-    const may = await issueInvoice(invoiceDeps, keeper, '2024-05');
+    const may = await issuedInvoice(invoiceDeps, keeper, '2024-05');
     expect(may.lines.map((l) => [l.kind, l.amount_cents])).to.deep.equal([
       ['plan', 0],
       ['pro', 900],
@@ -601,8 +605,9 @@ describe('Self-serve billing: the same form submitted twice at once', function (
   it('an upgrade: upgrades once and does not refund the payment the upgrade was recorded with', async () => {
     const { account, billing, deps } = await fresh();
     const amount = (await upgradeQuote(deps, account, 'hobbyist')).amount_cents;
+    // The same form twice on one state is one payment: the second submission records nothing and succeeds.
     const results = await Promise.allSettled([upgradePlan(deps, account, 'hobbyist', amount), upgradePlan(deps, account, 'hobbyist', amount)]);
-    expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
+    expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(2);
     const events = await ledgerOfAccount(s, account);
     expect(ofType(events, 'ProrationCharged')).to.have.length(1);
     expect((await s.ledger.state(account)).tier).to.equal('hobbyist');
@@ -613,7 +618,7 @@ describe('Self-serve billing: the same form submitted twice at once', function (
     const { account, billing, deps } = await fresh();
     const amount = (await proQuote(deps, account)).amount_cents;
     const results = await Promise.allSettled([startPro(deps, account, amount), startPro(deps, account, amount)]);
-    expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1);
+    expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(2);
     const events = await ledgerOfAccount(s, account);
     expect(ofType(events, 'ProrationCharged')).to.have.length(1);
     expectPaymentsHonest(events, billing);
@@ -671,7 +676,7 @@ describe('Self-serve billing: overage on the invoice', function () {
     await s.runner.waitForHead();
     const events = await ledgerOfAccount(s, hobbyist);
     const closing = ofType(events, 'LedgerPeriodClosed').find((e) => e.data.period === '2024-04')!;
-    const invoice = await issueInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock }, hobbyist, '2024-04');
+    const invoice = await issuedInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock }, hobbyist, '2024-04');
     expect(invoice.lines.map((l) => l.kind)).to.deep.equal(['plan', 'overage']);
     expect(linesOf(invoice, 'plan')[0]).to.include({ amount_cents: 1_900 });
     expect(linesOf(invoice, 'overage')[0]!.amount_cents).to.equal(closing.data.carried.overage_micro_usd / 10_000);
@@ -691,7 +696,7 @@ describe('Self-serve billing: overage on the invoice', function () {
     const events = await ledgerOfAccount(s, builder);
     const closing = ofType(events, 'LedgerPeriodClosed').find((e) => e.data.period === '2024-05')!;
     expect(closing.data.carried).to.include({ overage_credits: 1_234, overage_micro_usd: 493_600 });
-    const invoice = await issueInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock }, builder, '2024-05');
+    const invoice = await issuedInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock }, builder, '2024-05');
     expect(linesOf(invoice, 'overage')[0]!.amount_cents).to.equal(Math.round(493_600 / 10_000));
     expect(invoice.total_cents).to.equal(9_900 + 49);
     expect(invoice.total_cents).to.equal(chargesRecorded(events, '2024-05').total);
@@ -715,7 +720,7 @@ describe('Self-serve billing: the invoice reactor', function () {
     for (const tier of ['free', 'hobbyist'] as const) accounts.push((await createAccountWithKey(s, { tier })).account_id);
     for (const a of accounts) await debit(s, a, 3);
     // Passes only when the test asks for one.
-    issuer = startInvoiceIssuer({ events: s.events, reads: s.reads, billing: s.billing, clock, intervalMs: 3_600_000, onError: (err) => errors.push(err) });
+    issuer = startInvoiceIssuer({ ledger: s.ledger, events: s.events, reads: s.reads, billing: s.billing, clock, intervalMs: 3_600_000, onError: (err) => errors.push(err) });
   });
   after(async () => {
     await issuer?.stop();
@@ -807,15 +812,49 @@ describe('Self-serve billing: a paid month without any call', function () {
     await debit(s, account);
     await s.runner.waitForHead();
     const deps: InvoiceDeps = { events: s.events, reads: s.reads, billing: s.billing, clock };
-    expect((await issueInvoice(deps, account, '2024-04')).total_cents).to.equal(1_900);
+    expect((await issuedInvoice(deps, account, '2024-04')).total_cents).to.equal(1_900);
     let may: Invoice | null = null;
     let why = '';
     try {
-      may = await issueInvoice(deps, account, '2024-05');
+      may = await issuedInvoice(deps, account, '2024-05');
     } catch (err) {
       why = err instanceof Error ? err.message : String(err);
     }
     expect(may, `May, a whole month on hobbyist, is not invoiced: ${why}`).to.not.equal(null);
     expect(may!.lines.map((l) => [l.kind, l.amount_cents])).to.deep.equal([['plan', 1_900]]);
+  });
+});
+
+describe('Self-serve billing: an account that makes no call after its month', function () {
+  this.timeout(60_000);
+  let s: Services;
+  let clock: Clock;
+  let dir: string;
+  after(async () => {
+    await s?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is closed and invoiced by the monthly sweep of the invoice issuer', async () => {
+    ({ s, clock, dir } = await open('scores-billing-sweep-', '2024-04-10T12:00:00Z'));
+    const { account_id: account } = await createAccountWithKey(s, { tier: 'hobbyist' });
+    await s.runner.waitForHead();
+    clock.set('2024-05-01T00:00:05Z');
+    const issuer = startInvoiceIssuer({ ledger: s.ledger, events: s.events, reads: s.reads, billing: s.billing, clock, intervalMs: 3_600_000 });
+    try {
+      // The first pass closes April (the account made no call since); the next one invoices it.
+      await issuer.drain();
+      const events = await ledgerOfAccount(s, account);
+      expect(ofType(events, 'LedgerPeriodClosed').map((e) => e.data.period)).to.deep.equal(['2024-04']);
+      await s.runner.waitForHead();
+      expect(await issuer.drain()).to.equal(1);
+      const invoice = await issuedInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock }, account, '2024-04');
+      expect(invoice.total_cents).to.equal(1_900);
+      // Swept once a month: another pass closes nothing more.
+      await issuer.drain();
+      expect(ofType(await ledgerOfAccount(s, account), 'LedgerPeriodClosed')).to.have.length(1);
+    } finally {
+      await issuer.stop();
+    }
   });
 });

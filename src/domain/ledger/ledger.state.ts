@@ -34,6 +34,7 @@ export const initialLedgerState: LedgerState = Object.freeze({
   alerts: [],
   cancellation_effective_at: null,
   scheduled_tier: null,
+  last_payment_ref: null,
   last_hash: GENESIS_HASH,
 });
 
@@ -74,6 +75,7 @@ function withChanges(s: LedgerState, changes: Partial<LedgerState>): LedgerState
     alerts: s.alerts,
     cancellation_effective_at: s.cancellation_effective_at,
     scheduled_tier: s.scheduled_tier ?? null,
+    last_payment_ref: s.last_payment_ref ?? null,
     last_hash: s.last_hash,
   };
   return Object.assign(copy, changes);
@@ -154,7 +156,7 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
       return withChanges(state, { last_hash, cancellation_effective_at: event.data.effective_at, scheduled_tier: event.data.tier });
     case 'ProrationCharged':
       // A payment: the plan or membership it pays for changed in the same decision.
-      return withChanges(state, { last_hash });
+      return withChanges(state, { last_hash, last_payment_ref: event.data.payment_ref });
     case 'ProMembershipChanged':
       return withChanges(state, { last_hash, pro: event.data.pro, allowance: raisedAllowance(state, state.tier, event.data.pro) });
     case 'UsageAlertRaised':
@@ -212,22 +214,28 @@ export function somethingDue(s: LedgerState, now: Date): boolean {
 export function advanceTo(rec: Recorder, now: Date): void {
   if (!somethingDue(rec.state, now)) return;
   const period = periodOf(now);
-  // The finished month is closed first, with the state it ends in: what a cancellation or the new
-  // month then change belongs to the new month.
-  if (rec.state.period !== null && period > rec.state.period) rec.emit('LedgerPeriodClosed', { period: rec.state.period, carried: carriedOf(rec.state) });
+  // Each finished month is closed with the state it ends in, and the next one opened, up to
+  // now's: a month without a single call is still a month of the plan, closed (and invoiced)
+  // like any other. What a cancellation or a new month change belongs to the new month.
+  while (rec.state.period !== null && period > rec.state.period) {
+    const next = new Date(nextPeriodStart(new Date(`${rec.state.period}-01T00:00:00Z`)));
+    rec.emit('LedgerPeriodClosed', { period: rec.state.period, carried: carriedOf(rec.state) });
+    applyDueChange(rec, next);
+    rec.emit('AllowancePeriodOpened', { period: periodOf(next), allowance: entitlementsOf(rec.state.tier, rec.state.pro).credits, resets_at: nextPeriodStart(next) });
+  }
+  applyDueChange(rec, now);
+  if (rec.state.period === null) {
+    rec.emit('AllowancePeriodOpened', { period, allowance: entitlementsOf(rec.state.tier, rec.state.pro).credits, resets_at: nextPeriodStart(now) });
+  }
+}
+
+/** A scheduled cancellation or downgrade due by `at`. */
+function applyDueChange(rec: Recorder, at: Date): void {
   const due = rec.state.cancellation_effective_at;
-  if (due !== null && Date.parse(due) <= now.getTime()) {
-    const tier = rec.state.scheduled_tier ?? 'free';
-    rec.emit('PlanChanged', { tier, reason: rec.state.scheduled_tier ? 'downgraded_at_period_end' : 'cancelled_at_period_end' });
-    if (rec.state.allow_overage && !overageAllowed(tier)) rec.emit('OverageSwitched', { allow_overage: false });
-  }
-  if (rec.state.period === null || period > rec.state.period) {
-    rec.emit('AllowancePeriodOpened', {
-      period,
-      allowance: entitlementsOf(rec.state.tier, rec.state.pro).credits,
-      resets_at: nextPeriodStart(now),
-    });
-  }
+  if (due === null || Date.parse(due) > at.getTime()) return;
+  const tier = rec.state.scheduled_tier ?? 'free';
+  rec.emit('PlanChanged', { tier, reason: rec.state.scheduled_tier ? 'downgraded_at_period_end' : 'cancelled_at_period_end' });
+  if (rec.state.allow_overage && !overageAllowed(tier)) rec.emit('OverageSwitched', { allow_overage: false });
 }
 
 /** Everything of the state but `last_hash`: what a month's closing event carries into the next. */

@@ -1,0 +1,436 @@
+/**
+ * The self-serve account area in a real browser (Debian's Chromium, headless): from an email
+ * address to a working key, an upgrade, an invoice, keys, sign-out, the pages without JavaScript,
+ * CSRF and isolation between accounts. One server on a fixed clock; the tests run in order and
+ * share the browser's state, as one user's visits would.
+ */
+import { expect } from 'chai';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createAccountWithKey, type IssuedKey } from '../../commands/manage-keys/keys.handler.js';
+import type { fixedClock } from '../../src/core/clock.js';
+import { PLANS, type Tier } from '../../src/domain/plans.js';
+import { accountStream } from '../../src/events/account.events.js';
+import { invoicesStream } from '../../src/events/billing.events.js';
+import { ledgerStream } from '../../src/events/ledger.events.js';
+import { pdfText } from '../support/pdf-text.js';
+import type { TestServer } from '../support/server.js';
+import { demoKey, startTestServer, tempDir } from '../support/server.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const NOW = '2019-04-10T12:00:00Z';
+const NEXT_MONTH = '2019-05-02T09:00:00Z';
+const EMAIL = 'New.User@Example.com';
+const SECOND_EMAIL = 'second.user@example.com';
+
+/** Every page of the visit, by the name of its screenshot. */
+const SHOTS = ['01-home', '02-sign-in', '03-check-email', '04-confirm', '05-welcome', '06-account', '07-upgrade', '08-account-upgraded', '09-invoices'] as const;
+
+/** Cents of a published monthly price (the plan table's dollars). */
+const priceCents = (tier: Tier): number => Math.round((PLANS[tier].monthly_price_usd ?? 0) * 100);
+/** `1330` → `$13.30`, written here rather than with the service's own formatter. */
+const dollars = (cents: number): string => `$${(cents / 100).toFixed(2)}`;
+
+/** A quoted-printable mail body as text: soft line breaks joined, `=XX` decoded. */
+function decodeQuotedPrintable(text: string): string {
+  const joined = text.replace(/=\r?\n/g, '');
+  return Buffer.from(joined.replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');
+}
+
+describe('The account area in a real browser', function () {
+  let browser: Browser;
+  let server: TestServer;
+  let context: BrowserContext;
+  let page: Page;
+  let noJs: BrowserContext;
+  let noJsPage: Page;
+  const shots = tempDir('account-shots-');
+  const consoleErrors: string[] = [];
+  const assetResponses: { url: string; status: number }[] = [];
+  const readMails = new Set<string>();
+
+  // What the tests learn along the way.
+  let accountId = '';
+  let apiKey = '';
+  let keyWorkedAtOnce: { status: number; body: string } | null = null;
+  let invoiceNumber = '';
+  let second: IssuedKey;
+
+  const clock = () => server.services.clock as ReturnType<typeof fixedClock>;
+  const shot = async (p: Page, name: (typeof SHOTS)[number], fullPage = true) => {
+    const file = join(shots, `${name}.png`);
+    await p.screenshot({ path: file, fullPage });
+    expect(statSync(file).size, file).to.be.greaterThan(10_000);
+  };
+  const api = (path: string, key: string, init: RequestInit = {}) =>
+    fetch(`${server.url}${path}`, { ...init, headers: { 'X-API-Key': key, ...(init.headers as Record<string, string> | undefined) } });
+
+  /** The sign-in link of the one new mail to `email` in the outbox. */
+  function signInLinkFor(email: string): string {
+    const outbox = join(server.dir, 'outbox');
+    const fresh = readdirSync(outbox)
+      .filter((f) => f.endsWith('.eml') && !readMails.has(f))
+      .map((f) => ({ f, text: decodeQuotedPrintable(readFileSync(join(outbox, f), 'utf8')) }))
+      .filter((m) => /Subject: Your sign-in link/i.test(m.text) && m.text.toLowerCase().includes(`to: ${email.toLowerCase()}`));
+    expect(fresh.map((m) => m.f), `new sign-in mails to ${email}`).to.have.length(1);
+    readMails.add(fresh[0]!.f);
+    const link = new RegExp(`${server.url.replace(/[.:/]/g, '\\$&')}/account/sign-in/[A-Za-z0-9_-]+`).exec(fresh[0]!.text)?.[0];
+    expect(link, 'a link to this server in the mail').to.be.a('string');
+    return link!;
+  }
+
+  /** Asks for a link on the sign-in page `p` shows, and follows it: the confirmation page. */
+  async function requestAndOpenLink(p: Page, email: string, screenshots = false): Promise<void> {
+    await p.getByLabel('Email address').fill(email);
+    await p.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    await p.getByRole('heading', { name: 'Check your email' }).waitFor();
+    expect(await p.locator('strong').first().innerText()).to.equal(email.toLowerCase());
+    if (screenshots) await shot(p, '03-check-email');
+    const res = await p.goto(signInLinkFor(email));
+    expect(res?.status()).to.equal(200);
+    expect(await p.getByRole('heading', { level: 1 }).innerText()).to.equal(`Sign in as ${email.toLowerCase()}`);
+  }
+
+  /** The browser context's cookies as a Cookie header (the session's included). */
+  async function cookieHeader(ctx: BrowserContext): Promise<string> {
+    return (await ctx.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+  }
+
+  /** A form POST with the context's cookies, outside the page (no redirect followed). */
+  async function postForm(ctx: BrowserContext, path: string, fields: Record<string, string>) {
+    const res = await fetch(`${server.url}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: await cookieHeader(ctx), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    return { status: res.status, location: res.headers.get('location'), type: res.headers.get('content-type') ?? '', text: await res.text() };
+  }
+
+  async function getWith(ctx: BrowserContext, path: string) {
+    const res = await fetch(`${server.url}${path}`, { redirect: 'manual', headers: { cookie: await cookieHeader(ctx) } });
+    return { status: res.status, location: res.headers.get('location'), type: res.headers.get('content-type') ?? '', body: Buffer.from(await res.arrayBuffer()) };
+  }
+
+  const streamLength = async (stream: string) => (await server.services.events.readStream(stream)).length;
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      console.log(`      ${CHROMIUM} is absent: apt-get install -y chromium`);
+      return this.skip();
+    }
+    server = await startTestServer({ now: NOW });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    page = await context.newPage();
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(`${page.url()}: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => consoleErrors.push(`${page.url()}: ${e.message}`));
+    page.on('response', (r) => {
+      if (r.url().includes('/account/assets/')) assetResponses.push({ url: r.url(), status: r.status() });
+    });
+    // Another developer's account, with its own key, opened the same day.
+    second = await createAccountWithKey(server.services, { tier: 'free', email: SECOND_EMAIL });
+  });
+
+  after(async () => {
+    await noJs?.close();
+    await context?.close();
+    await browser?.close();
+    await server?.stop();
+    if (server) console.log(`      screenshots: ${shots}`);
+    else rmSync(shots, { recursive: true, force: true });
+  });
+
+  it('takes a new user from an email address to a working key and a first metered call', async () => {
+    let res = await page.goto(`${server.url}/`);
+    expect(res?.status()).to.equal(200);
+    await shot(page, '01-home');
+    await page.getByRole('link', { name: 'Sign in or get a free key' }).click();
+    await page.waitForURL(`${server.url}/account/sign-in`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await shot(page, '02-sign-in');
+
+    await requestAndOpenLink(page, EMAIL, true);
+    await shot(page, '04-confirm');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Welcome to Scores API' }).waitFor();
+    apiKey = await page.locator('#new-key').innerText();
+    expect(apiKey).to.match(/^sk_live_[A-Za-z0-9_-]{20,}$/);
+    // The page says the account is ready: the key is used as soon as it is copied.
+    const first = await api('/v1/scores/AAPL', apiKey);
+    keyWorkedAtOnce = { status: first.status, body: await first.text() };
+    await shot(page, '05-welcome');
+
+    await page.getByRole('link', { name: 'Continue to your account' }).click();
+    await page.waitForURL(`${server.url}/account`);
+    expect(await page.locator('#email').innerText()).to.equal(EMAIL.toLowerCase());
+    accountId = (await page.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).trim();
+    expect(accountId).to.match(/^acct_[0-9a-f]+$/);
+    expect(await page.locator('#plan-name').innerText()).to.equal('Free');
+    expect(await page.locator('#used').innerText()).to.equal('0');
+
+    // (The key index is a read model: the first call waits for it, see the last assertion.)
+    await server.services.runner.waitForHead();
+    const call = await api('/v1/scores/AAPL', apiKey);
+    expect(call.status, await call.clone().text()).to.equal(200);
+    const requestId = call.headers.get('x-request-id');
+    const remaining = Number(call.headers.get('x-credits-remaining'));
+    expect(requestId).to.be.a('string').and.not.equal('');
+    const cost = PLANS.free.monthly_allowance! - remaining;
+    expect(cost).to.be.greaterThan(0);
+
+    res = await page.reload();
+    expect(res?.status()).to.equal(200);
+    const ledgerRow = page.getByRole('table', { name: 'Ledger entries' }).locator('tbody tr', { hasText: requestId! });
+    expect(await ledgerRow.count(), `a ledger line for request ${requestId}`).to.equal(1);
+    const cells = await ledgerRow.locator('td').allInnerTexts();
+    expect(cells[2]).to.equal('CreditsDebited');
+    expect(cells[4]).to.equal(requestId);
+    expect(await page.locator('#used').innerText()).to.equal(cost.toLocaleString('en-US'));
+    const dayRow = page.getByRole('table', { name: 'Usage per day' }).locator('tbody tr');
+    expect(await dayRow.allInnerTexts()).to.deep.equal([`2019-04-10\t1\t${cost}`]);
+    await page.locator('#usage-chart[data-drawn]').waitFor({ state: 'attached', timeout: 10_000 });
+    expect(await page.locator('#usage-chart').getAttribute('data-drawn')).to.equal('1');
+    expect(await page.locator('#usage-chart canvas').count()).to.be.greaterThan(0);
+    await shot(page, '06-account');
+
+    expect(keyWorkedAtOnce, 'the key shown on the welcome page, called at once').to.deep.include({ status: 200 });
+  });
+
+  it('upgrades to Hobbyist mid-month at the prorated price, computed here from the date', async () => {
+    await page.goto(`${server.url}/account`);
+    await page.locator('#plan li', { hasText: 'Hobbyist' }).getByRole('link', { name: 'upgrade now (prorated)' }).click();
+    await page.waitForURL(`${server.url}/account/plan?tier=hobbyist`);
+
+    const now = new Date(NOW);
+    const daysInMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 0)).getUTCDate();
+    const daysLeft = daysInMonth - now.getUTCDate() + 1; // today included
+    const expected = Math.round(((priceCents('hobbyist') - priceCents('free')) * daysLeft) / daysInMonth);
+    expect(await page.locator('#prorated-amount').innerText()).to.equal(dollars(expected));
+    expect(await page.locator('main, body').first().innerText()).to.include(`${daysLeft} of ${daysInMonth} days left`);
+    await shot(page, '07-upgrade');
+
+    await page.getByRole('button', { name: `Pay ${dollars(expected)} and upgrade` }).click();
+    await page.waitForURL(`${server.url}/account#plan`);
+    expect(await page.locator('#plan-name').innerText()).to.equal('Hobbyist');
+    await shot(page, '08-account-upgraded');
+  });
+
+  it("issues April's invoice when May opens: the PDF and the JSON carry the ledger's total", async () => {
+    clock().set(NEXT_MONTH);
+    // The first calls of May close April on each ledger.
+    for (const key of [apiKey, second.key]) {
+      const call = await api('/v1/scores/AAPL', key);
+      expect(call.status, await call.clone().text()).to.equal(200);
+    }
+    await server.services.runner.waitForHead();
+    await server.running.invoices.drain();
+    for (const id of [accountId, second.account_id]) expect(await streamLength(invoicesStream(id)), `invoices of ${id}`).to.equal(1);
+
+    // The week-long session ended while the user was away: they sign in again, to the same account.
+    await page.goto(`${server.url}/account`);
+    expect(page.url()).to.equal(`${server.url}/account/sign-in`);
+    await requestAndOpenLink(page, EMAIL);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${server.url}/account`);
+    expect(await page.locator('#new-key').count()).to.equal(0);
+
+    // April's total from the raw ledger: the plan April opened on, and what was prorated in it.
+    let tier: Tier | null = null;
+    let aprilTier: Tier | null = null;
+    let prorated = 0;
+    for (const e of await server.services.events.readStream(ledgerStream(accountId))) {
+      const d = e.data as Record<string, unknown>;
+      if (e.type === 'LedgerOpened' || e.type === 'PlanChanged') tier = d['tier'] as Tier;
+      if (e.type === 'ProrationCharged' && d['kind'] === 'plan') tier = d['to'] as Tier;
+      if (e.type === 'AllowancePeriodOpened' && d['period'] === '2019-04') aprilTier = tier;
+      if (e.type === 'ProrationCharged' && d['period'] === '2019-04') prorated += d['amount_cents'] as number;
+    }
+    expect(aprilTier).to.equal('free');
+    const aprilTotal = priceCents(aprilTier!) + prorated;
+    expect(prorated).to.be.greaterThan(0);
+
+    const row = page.getByRole('table', { name: 'Invoices' }).locator('tbody tr', { hasText: 'April 2019' });
+    expect(await row.count()).to.equal(1);
+    const cells = await row.locator('td').allInnerTexts();
+    invoiceNumber = cells[0]!;
+    expect(invoiceNumber).to.match(/^[A-Z0-9]+-0001$/);
+    expect(cells[2]).to.equal(dollars(aprilTotal));
+    expect(cells[3]).to.equal('paid');
+    await page.locator('#invoices').scrollIntoViewIfNeeded();
+    await shot(page, '09-invoices', false);
+
+    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('link', { name: 'PDF' }).click()]);
+    expect(download.suggestedFilename()).to.equal(`invoice-${invoiceNumber}.pdf`);
+    const pdf = readFileSync(await download.path());
+    expect(pdf.subarray(0, 5).toString('latin1')).to.equal('%PDF-');
+    const text = pdfText(pdf).split('\n');
+    expect(text).to.include(invoiceNumber);
+    expect(text).to.include('April 2019 (2019-04)');
+    expect(text[text.indexOf('Total') + 1], text.join(' | ')).to.equal(dollars(aprilTotal));
+
+    const json = await context.request.get(`${server.url}/account/invoices/${invoiceNumber}.json`);
+    expect(json.status()).to.equal(200);
+    const invoice = (await json.json()) as { total_cents: number; period: string; account_id: string };
+    expect(invoice).to.deep.include({ total_cents: aprilTotal, period: '2019-04', account_id: accountId });
+  });
+
+  it('creates a key on the account page, shows it once, then lists it by prefix only', async () => {
+    await page.goto(`${server.url}/account`);
+    await page.getByRole('button', { name: 'Create a key' }).click();
+    await page.locator('#new-key').waitFor();
+    const key = await page.locator('#new-key').innerText();
+    const prefix = await page.locator('[role="status"] code').nth(1).innerText();
+    expect(key).to.match(/^sk_live_/).and.not.equal(apiKey);
+    expect(key.startsWith(prefix)).to.equal(true);
+    const works = await api('/v1/scores/AAPL', key);
+    expect(works.status).to.equal(200);
+
+    const res = await page.goto(`${server.url}/account`);
+    const served = (await res?.text()) ?? '';
+    expect(await page.locator('#new-key').count()).to.equal(0);
+    const rows = await page.getByRole('table', { name: 'API keys' }).locator('tbody tr').allInnerTexts();
+    expect(rows.filter((r) => r.startsWith(`${prefix}…`))).to.have.length(1);
+    for (const html of [served, await page.content()]) {
+      expect(html).to.include(prefix);
+      expect(html).not.to.include(key);
+      expect(html).not.to.include(apiKey);
+    }
+  });
+
+  it('signs out: the account page then asks to sign in', async () => {
+    await page.goto(`${server.url}/account`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(`${server.url}/account/sign-in`);
+    expect((await context.cookies()).map((c) => c.name)).not.to.include('__Host-scores.sid');
+    await page.goto(`${server.url}/account`);
+    expect(page.url()).to.equal(`${server.url}/account/sign-in`);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).waitFor();
+  });
+
+  it('works without JavaScript: a second link signs in the same account, the forms work, only the chart is missing', async () => {
+    noJs = await browser.newContext({ javaScriptEnabled: false });
+    noJsPage = await noJs.newPage();
+    await noJsPage.goto(`${server.url}/account/sign-in`);
+    await requestAndOpenLink(noJsPage, EMAIL);
+    await noJsPage.getByRole('button', { name: 'Sign in' }).click();
+    await noJsPage.waitForURL(`${server.url}/account`);
+    expect(await noJsPage.locator('#new-key').count(), 'no new key for an address that has an account').to.equal(0);
+    expect(await noJsPage.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).to.equal(accountId);
+    expect(await noJsPage.locator('#plan-name').innerText()).to.equal('Hobbyist');
+
+    const days = await noJsPage.getByRole('table', { name: 'Usage per day' }).locator('tbody tr').allInnerTexts();
+    expect(days).to.have.length(1);
+    expect(days[0]).to.match(/^2019-05-02\t2\t\d+$/);
+    const overage = () => noJsPage.locator('#usage dt:has-text("Overage") + dd').innerText();
+    expect(await overage()).to.equal('off (hard stop)');
+    await noJsPage.getByRole('button', { name: /^Switch overage on/ }).click();
+    await noJsPage.waitForURL(`${server.url}/account#usage`);
+    expect(await overage()).to.match(/^on: 0 credits, \$0\.00 so far$/);
+    await noJsPage.getByRole('button', { name: 'Switch overage off (hard stop)' }).waitFor();
+
+    expect(await noJsPage.locator('#usage-chart').getAttribute('data-drawn')).to.equal(null);
+    expect(await noJsPage.locator('#usage-chart canvas').count()).to.equal(0);
+  });
+
+  it('refuses every state-changing form without its CSRF token, and changes nothing', async () => {
+    const { body } = await getWith(noJs, '/account');
+    const keyIds = [...body.toString('utf8').matchAll(/action="\/account\/keys\/([^/"]+)\/rotate"/g)].map((m) => m[1]!);
+    expect(keyIds.length).to.equal(2);
+    const outbox = join(server.dir, 'outbox');
+    const snapshot = async () => ({
+      account: await streamLength(accountStream(accountId)),
+      ledger: await streamLength(ledgerStream(accountId)),
+      invoices: await streamLength(invoicesStream(accountId)),
+      mails: readdirSync(outbox).length,
+    });
+    const before = await snapshot();
+
+    const forms: [string, Record<string, string>][] = [
+      ['/account/keys', {}],
+      [`/account/keys/${keyIds[0]}/rotate`, { grace_hours: '0' }],
+      [`/account/keys/${keyIds[0]}/revoke`, {}],
+      ['/account/overage', { on: 'off' }],
+      ['/account/plan', { tier: 'builder', amount_cents: '0' }],
+      ['/account/plan', { tier: 'free' }],
+      ['/account/pro', { amount_cents: '0' }],
+      ['/account/pro/end', {}],
+      ['/account/packs', { pack: 'pack-10k', purchase: 'csrf-test-purchase' }],
+      ['/account/sign-out', {}],
+      ['/account/sign-in', { email: 'someone.else@example.com' }],
+    ];
+    for (const [path, fields] of forms) {
+      const res = await postForm(noJs, path, fields);
+      expect(res.status, `${path}: ${res.text.slice(0, 200)}`).to.equal(403);
+      expect(res.type).to.match(/^text\/html/);
+      expect(res.text, path).to.include('<h1>This form has expired</h1>');
+      expect(res.text, path).to.include('<code>csrf</code>');
+    }
+
+    expect(await snapshot()).to.deep.equal(before);
+    // Still signed in (the refused sign-out ended nothing), overage still on, both keys active.
+    const after = await getWith(noJs, '/account');
+    expect(after.status).to.equal(200);
+    const html = after.body.toString('utf8');
+    expect(html).to.include('Switch overage off (hard stop)');
+    expect([...html.matchAll(/action="\/account\/keys\/([^/"]+)\/rotate"/g)].map((m) => m[1])).to.deep.equal(keyIds);
+  });
+
+  it("404s another account's key, invoice and webhook to this account's session", async () => {
+    // The second account's April invoice (issued by the drain of the invoice test) and a webhook of the demo's quant account.
+    const issued = (await server.services.events.readStream(invoicesStream(second.account_id))).map((e) => (e.data as { invoice: { number: string } }).invoice.number);
+    expect(issued).to.have.length(1);
+    const otherInvoice = issued[0]!;
+    const hook = await api('/v1/webhooks', demoKey('quant'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ event_type: 'divergence_event', url: 'https://93.184.215.14/scores-hook' }),
+    });
+    const hookBody = (await hook.json()) as { id?: number };
+    expect(hook.status, JSON.stringify(hookBody)).to.equal(201);
+    await server.services.runner.waitForHead();
+
+    // A fresh form token of this session, as its own page gives it.
+    await noJsPage.goto(`${server.url}/account`);
+    const csrf = (await noJsPage.locator('input[name="_csrf"]').first().getAttribute('value'))!;
+    const secondAccountBefore = await streamLength(accountStream(second.account_id));
+    for (const action of ['rotate', 'revoke']) {
+      const res = await postForm(noJs, `/account/keys/${second.key_id}/${action}`, { _csrf: csrf, grace_hours: '0' });
+      expect(res.status, `${action}: ${res.text.slice(0, 300)}`).to.equal(404);
+      expect(res.text).to.include('<code>not_found</code>');
+    }
+    expect(await streamLength(accountStream(second.account_id))).to.equal(secondAccountBefore);
+    expect((await api('/v1/scores/AAPL', second.key)).status).to.equal(200);
+
+    expect((await getWith(noJs, `/account/invoices/${invoiceNumber}.pdf`)).status, 'own invoice').to.equal(200);
+    for (const file of [`${otherInvoice}.pdf`, `${otherInvoice}.json`]) {
+      const res = await getWith(noJs, `/account/invoices/${file}`);
+      expect(res.status, file).to.equal(404);
+      expect(res.type, file).to.match(/^text\/html/);
+    }
+    const webhook = await getWith(noJs, `/account/webhooks/${hookBody.id}`);
+    expect(webhook.status).to.equal(404);
+    expect(webhook.body.toString('utf8')).not.to.include('scores-hook');
+  });
+
+  it('saved a screenshot of every page visited', () => {
+    for (const name of SHOTS) {
+      const file = join(shots, `${name}.png`);
+      expect(existsSync(file), file).to.equal(true);
+      expect(statSync(file).size, file).to.be.greaterThan(10_000);
+    }
+    console.log(`      screenshots: ${shots}`);
+  });
+
+  it('logged no console error on the account pages: uPlot and the chart load from /account/assets under the policy', () => {
+    expect(consoleErrors).to.deep.equal([]);
+    const paths = new Set(assetResponses.map((r) => new URL(r.url).pathname));
+    expect([...paths].sort()).to.deep.equal(['/account/assets/uPlot.iife.min.js', '/account/assets/uPlot.min.css', '/account/assets/usage-chart.js']);
+    expect(assetResponses.filter((r) => r.status !== 200 && r.status !== 304)).to.deep.equal([]);
+  });
+});
