@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { PLANS, PRO_OVERLAY, TIERS } from '../../src/domain/plans.js';
+import { PLANS, PRO_MONTHLY_PRICE_USD, PRO_OVERLAY, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, type RateCardEntry } from '../../src/domain/rate-card.js';
 
 // The tier table and the rate card are defined once, in code. docs/product.md shows them between
@@ -16,14 +16,14 @@ const usd = (n: number | null): string => (n === null ? '—' : `$${n.toFixed(2)
 function renderTiers(): string {
   const rows = TIERS.map((t) => {
     const p = PLANS[t];
-    return `| ${t} | ${count(p.monthly_allowance, 'unmetered')} | ${p.delay_days} | ${p.coverage} | ${count(p.history_days, 'full')} | ${usd(p.overage_per_1k_usd)} |`;
+    return `| ${t} | ${p.monthly_price_usd === null ? 'by contract' : usd(p.monthly_price_usd)} | ${count(p.monthly_allowance, 'unmetered')} | ${p.delay_days} | ${p.coverage} | ${count(p.history_days, 'full')} | ${usd(p.overage_per_1k_usd)} |`;
   });
   const o = PRO_OVERLAY;
   return [
-    '| tier | credits / month | delay (days) | coverage | history (days) | overage per 1,000 credits |',
-    '|---|---|---|---|---|---|',
+    '| tier | price / month | credits / month | delay (days) | coverage | history (days) | overage per 1,000 credits |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
-    `| Pro overlay (on any tier) | ${count(o.credits, 'unmetered')} | ${o.delay_days} | ${o.coverage} | ${count(o.history_days, 'full')} | — |`,
+    `| Pro overlay (on any tier) | ${usd(PRO_MONTHLY_PRICE_USD)} | ${count(o.credits, 'unmetered')} | ${o.delay_days} | ${o.coverage} | ${count(o.history_days, 'full')} | — |`,
   ].join('\n');
 }
 
