@@ -109,7 +109,10 @@ export function accountWeb(services: Services): AccountWeb {
     ],
     csrfToken: (req, res) => generateCsrfToken(req, res, { overwrite: true }),
     startSession(req, res, sessionId, expiresAt) {
-      res.cookie(SESSION_COOKIE, sessionId, { ...cookieBase, sameSite: 'lax', expires: new Date(expiresAt) });
+      // Relative (Max-Age), not an absolute Expires: the browser's clock need not agree with the
+      // service's (a pinned SCORES_NOW of a demo, a client clock off by days); the log expires it too.
+      const maxAge = Math.max(0, Date.parse(expiresAt) - services.clock.now().getTime());
+      res.cookie(SESSION_COOKIE, sessionId, { ...cookieBase, sameSite: 'lax', maxAge });
       (req.cookies as Record<string, string>)[SESSION_COOKIE] = sessionId;
     },
     endSession(req, res) {

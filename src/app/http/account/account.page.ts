@@ -59,7 +59,7 @@ function keysSection(v: AccountView): SafeHtml {
 
 function usageSection(v: AccountView): SafeHtml {
   const f = v.figures;
-  const series = { days: v.days.map((d) => d.day), credits: v.days.map((d) => d.credits), calls: v.days.map((d) => d.calls) };
+  const series = { month: f.period, days: v.days.map((d) => d.day), credits: v.days.map((d) => d.credits), calls: v.days.map((d) => d.calls) };
   const total = v.days.reduce((n, d) => n + d.credits, 0);
   return html`<section id="usage" aria-labelledby="usage-h"><h2 id="usage-h">Usage in ${monthName(f.period)}</h2>
 <dl>

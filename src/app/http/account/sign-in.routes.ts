@@ -96,6 +96,8 @@ export function registerSignInRoutes(app: Express, services: Services, web: Acco
       const signed = await redeemSignInLink(services, String(req.params['token']));
       web.startSession(req, res, signed.session_id, signed.expires_at);
       if (!signed.new_key) return res.redirect(303, '/account');
+      // The key works from the moment it is shown: the key read model has it first.
+      await services.runner.waitForHead();
       sendAccountPage(
         res,
         200,

@@ -94,7 +94,7 @@ ${o.canonical ? html`<link rel="canonical" href="${o.canonical}">` : ''}
 ${o.head ?? ''}
 </head>
 <body>
-<header class="site"><a class="brand" href="/">${SERVICE_NAME}</a><a href="/#pricing">Pricing</a><a href="/docs">API reference</a><a href="/docs/errors">Errors</a><a href="/license">Licence</a></header>
+<header class="site"><a class="brand" href="/">${SERVICE_NAME}</a><a href="/#pricing">Pricing</a><a href="/docs">API reference</a><a href="/docs/errors">Errors</a><a href="/license">Licence</a><a href="/account">Account</a></header>
 <main>${o.body}</main>
 ${o.wide ?? ''}
 <footer class="site">${SERVICE_NAME}: daily Main-Street (consumer demand) and Wall-Street (analyst sentiment) scores. <a href="/openapi.json">OpenAPI document</a> · <a href="/license">Licence terms</a></footer>
