@@ -9,6 +9,7 @@
  * clock) the issuer closes the finished months of every ledger still in an earlier one.
  */
 import type { Page } from '../../src/core/read-store.port.js';
+import { startPeriodic } from '../../src/core/periodic.js';
 import { invoiceMonths, invoicesProjection, type InvoiceMonthDoc } from '../../projections/invoices/invoices.projection.js';
 import { issueInvoice, type InvoiceDeps } from './invoice.handler.js';
 import { ledgerStates, usageProjection } from '../../projections/usage/usage.projection.js';
@@ -26,10 +27,7 @@ export const DEFAULT_INVOICE_INTERVAL_MS = 5_000;
 export function startInvoiceIssuer(
   deps: InvoiceDeps & { ledger: Pick<LedgerService, 'execute'>; intervalMs?: number; onError?(err: unknown, month?: InvoiceMonthDoc): void },
 ): InvoiceIssuer {
-  let stopped = false;
   let swept: string | null = null;
-  let timer: NodeJS.Timeout | null = null;
-  let chain: Promise<unknown> = Promise.resolve();
 
   /** Closes the finished months of idle ledgers, once a month. */
   async function sweep(): Promise<void> {
@@ -37,7 +35,7 @@ export function startInvoiceIssuer(
     if (swept === period) return;
     await deps.reads.register(usageProjection.collections);
     for await (const doc of deps.reads.scan(ledgerStates)) {
-      if (stopped) return;
+      if (periodic.stopped) return;
       if (doc.state.opened && doc.state.period !== null && doc.state.period < period) {
         await deps.ledger.execute(doc.account_id, { type: 'CloseFinishedMonths' }).catch((err: unknown) => deps.onError?.(err));
       }
@@ -53,7 +51,7 @@ export function startInvoiceIssuer(
     do {
       const page: Page<InvoiceMonthDoc> = await deps.reads.find(invoiceMonths, { status: 'pending' }, { sort: [['account_id', 1], ['period', 1]], limit: 100, cursor });
       for (const month of page.items) {
-        if (stopped) return issued;
+        if (periodic.stopped) return issued;
         try {
           if ((await issueInvoice(deps, month.account_id, month.period)).issued) issued++;
         } catch (err) {
@@ -65,25 +63,6 @@ export function startInvoiceIssuer(
     return issued;
   }
 
-  const drain = (): Promise<number> => {
-    const next = chain.then(pass, pass);
-    chain = next.catch((err: unknown) => deps.onError?.(err));
-    return next;
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      void drain().finally(schedule);
-    }, deps.intervalMs ?? DEFAULT_INVOICE_INTERVAL_MS);
-    timer.unref();
-  };
-  schedule();
-  return {
-    drain,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await chain;
-    },
-  };
+  const periodic = startPeriodic(pass, deps.intervalMs ?? DEFAULT_INVOICE_INTERVAL_MS, (err) => deps.onError?.(err));
+  return periodic;
 }

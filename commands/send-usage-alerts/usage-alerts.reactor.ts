@@ -13,6 +13,7 @@
  * have used 90%" is no longer true. Such an alert stays `pending` in the read model, unsent.
  */
 import type { Clock } from '../../src/core/clock.js';
+import { startPeriodic } from '../../src/core/periodic.js';
 import { handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
@@ -54,9 +55,6 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
   const report = (err: unknown, alertId?: string) => options.onError?.(err, alertId);
   // Kept in memory only: after a restart every pending alert is tried at once.
   const failures = new Map<string, { count: number; retryAt: number }>();
-  let stopped = false;
-  let timer: NodeJS.Timeout | null = null;
-  let chain: Promise<unknown> = Promise.resolve();
 
   /** Sends one alert unless the log says it went already; true when this call sent it. */
   async function deliver(doc: MailOutboxDoc & { to: string }): Promise<boolean> {
@@ -96,7 +94,7 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
         { sort: [['created_at', 1], ['threshold', 1]], limit: PAGE, cursor },
       );
       for (const doc of page.items) {
-        if (stopped) return sent;
+        if (periodic.stopped) return sent;
         const failed = failures.get(doc.id);
         if (doc.to === null || (failed && failed.retryAt > now.getTime())) continue;
         try {
@@ -110,35 +108,10 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
         }
       }
       cursor = page.nextCursor;
-    } while (cursor && !stopped);
+    } while (cursor && !periodic.stopped);
     return sent;
   }
 
-  function drain(): Promise<number> {
-    const run = chain.then(pass);
-    chain = run.catch(() => undefined);
-    return run;
-  }
-
-  function schedule(): void {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      drain()
-        .catch((err: unknown) => report(err))
-        .finally(schedule);
-    }, interval);
-    // The dispatcher alone never keeps the process alive.
-    timer.unref();
-  }
-
-  schedule();
-  return {
-    drain,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      timer = null;
-      await chain;
-    },
-  };
+  const periodic = startPeriodic(pass, interval, (err) => report(err));
+  return periodic;
 }

@@ -9,22 +9,10 @@ import { LICENCE_TERMS } from '../../src/app/http/pages/license.page.js';
 import { CREDIT_PACKS, PLANS, PRO_MONTHLY_PRICE_USD, PRO_OVERLAY, TIERS, type Coverage } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS } from '../../src/domain/rate-card.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
+import { textOf } from '../support/html-text.js';
 
 const BASE = 'https://api.example.test';
 
-/** Visible text: tags dropped, the entities the pages write decoded, white space collapsed. */
-function textOf(markup: string): string {
-  return markup
-    .replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ')
-    .replace(/<[^>]+>/g, ' ')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&amp;/g, '&')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
 
 async function getPage(url: string, init: RequestInit = {}) {
   const res = await fetch(url, { redirect: 'manual', ...init });

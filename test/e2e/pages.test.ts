@@ -2,21 +2,10 @@ import { expect } from 'chai';
 import { loadUsTickers } from '../../commands/seed-demo/dataset/us-tickers.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer } from '../support/server.js';
+import { textOf } from '../support/html-text.js';
 
 const BASE = 'https://api.example.test';
 
-/** The page's visible text: tags dropped, the entities the pages write decoded. */
-function textOf(markup: string): string {
-  return markup
-    .replace(/<(script|style)[\s\S]*?<\/\1>/g, ' ')
-    .replace(/<[^>]+>/g, ' ')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&quot;/g, '"')
-    .replace(/&#39;/g, "'")
-    .replace(/&amp;/g, '&')
-    .replace(/\s+/g, ' ');
-}
 
 async function getPage(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(url, { headers, redirect: 'manual' });
