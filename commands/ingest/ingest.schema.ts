@@ -4,10 +4,14 @@ const date = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
   .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'is not a calendar date');
+/** An instant without a zone offset is read as UTC, as the API reads one (never by the host's zone). */
 const instant = z
   .string()
-  .refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 instant')
-  .transform((s) => new Date(s).toISOString());
+  .refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(zoned(s))), 'must be an ISO 8601 instant')
+  .transform((s) => new Date(zoned(s)).toISOString());
+function zoned(s: string): string {
+  return /(Z|[+-]\d{2}:?\d{2})$/i.test(s) ? s : `${s}Z`;
+}
 const ticker = z
   .string()
   .trim()
@@ -15,11 +19,21 @@ const ticker = z
   .max(12, 'is longer than 12 characters')
   .regex(/^[A-Za-z0-9.-]+$/, 'may hold only letters, digits, "." and "-"')
   .transform((s) => s.toUpperCase());
-const score = z.coerce.number({ invalid_type_error: 'must be a number' }).min(0).max(100);
+/**
+ * A number: a JSON number, or (CSV) a decimal numeral, finite. Nothing is coerced: `null`, `true`,
+ * `""`, `[5]` or `"0x10"` is refused, never read as 0, 1, 5 or 16.
+ */
+const number = z
+  .union([z.number(), z.string().trim().regex(/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/).transform(Number)], {
+    errorMap: () => ({ message: 'must be a number' }),
+  })
+  .pipe(z.number().finite('must be a finite number'));
+const wholeNumber = number.pipe(z.number().int('must be a whole number').safe('is too large'));
+const score = number.pipe(z.number().min(0).max(100));
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0', '']).transform((s) => s === 'true' || s === '1')]);
-/** CSV cells carry lists as `a;b;c`; JSON carries arrays. */
+/** CSV cells carry lists as `a;b;c` (an empty cell: none); JSON carries arrays. */
 const list = (item: z.ZodTypeAny) =>
-  z.union([z.array(item), z.string().transform((s) => (s.trim() === '' ? [] : s.split(';').map((x) => x.trim())))]).pipe(z.array(item));
+  z.preprocess((v) => (v === undefined ? [] : typeof v === 'string' ? (v.trim() === '' ? [] : v.split(';').map((x) => x.trim())) : v), z.array(item));
 
 export const ingestSchemas = {
   score: z.object({
@@ -35,19 +49,21 @@ export const ingestSchemas = {
     symbol: ticker,
     company: z.string().trim().min(1),
     sector: z.string().trim().min(1),
-    size_rank: z.coerce.number().int().positive(),
+    size_rank: wholeNumber.pipe(z.number().positive().max(100_000)),
   }),
-  price: z.object({ ticker, date, close: z.coerce.number().positive() }),
-  visits: z.object({ ticker, date, visits: z.coerce.number().int().nonnegative() }),
+  price: z.object({ ticker, date, close: number.pipe(z.number().positive()) }),
+  visits: z.object({ ticker, date, visits: wholeNumber.pipe(z.number().nonnegative()) }),
   earnings: z.object({ ticker, date }),
   theme: z.object({
     slug: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lowercase letters, digits and dashes'),
     name: z.string().min(1),
     description: z.string().default(''),
-    strength: z.coerce.number().min(0).max(100),
+    strength: number.pipe(z.number().min(0).max(100)),
     /** CSV: `AAPL:core;TSM:supplier`. */
     constituents: z.union([
       z.array(z.object({ ticker, relationship: z.string().min(1) })),
+      // An empty CSV cell: no constituents.
+      z.undefined().transform(() => []),
       z.string().transform((s, ctx) =>
         s
           .split(';')
@@ -61,7 +77,7 @@ export const ingestSchemas = {
     ]),
   }),
   signal: z.object({
-    id: z.coerce.number().int().positive(),
+    id: wholeNumber.pipe(z.number().positive()),
     alert_type: z.string().min(1),
     content: z.string().min(1),
     tickers: list(ticker),

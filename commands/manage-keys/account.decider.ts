@@ -14,9 +14,11 @@ export interface AccountState {
   account_id: string | null;
   email: string | null;
   keys: Map<string, KeyState>;
+  /** The operator's rate override (absent: the plan's). */
+  rate_limit: number | 'unlimited' | 'tier';
 }
 
-export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map() });
+export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map(), rate_limit: 'tier' });
 
 /** An account's stream, as the command handler folds it. */
 export const accountOf = (accountId: string): Stream<AccountState, AccountEvent> => ({
@@ -46,6 +48,8 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
       if (k) keys.set(k.key_id, { ...k, status: 'rotated', grace_until: event.data.grace_until });
       return { ...state, keys };
     }
+    case 'RateLimitSet':
+      return { ...state, rate_limit: event.data.per_second };
     default: {
       const _exhaustive: never = event;
       return _exhaustive;
@@ -57,7 +61,8 @@ export type AccountCommand =
   | { type: 'CreateAccount'; account_id: string; email: string | null; key: { key_id: string; key_hash: string; prefix: string } }
   | { type: 'IssueKey'; key: { key_id: string; key_hash: string; prefix: string } }
   | { type: 'RevokeKey'; key_id: string }
-  | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: { key_id: string; key_hash: string; prefix: string } };
+  | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: { key_id: string; key_hash: string; prefix: string } }
+  | { type: 'SetRateLimit'; per_second: number | 'unlimited' | 'tier' };
 
 /** Pure: what the command changes in the account, or why it cannot. */
 export function decideAccount(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
@@ -90,6 +95,15 @@ export function decideAccount(state: AccountState, command: AccountCommand, now:
         { type: 'ApiKeyIssued', data: { ...command.key, at } },
         { type: 'ApiKeyRotated', data: { key_id: k.key_id, replaced_by: command.key.key_id, grace_until, at } },
       ];
+    }
+    case 'SetRateLimit': {
+      const v = command.per_second;
+      if (v !== 'unlimited' && v !== 'tier' && !(Number.isInteger(v) && v >= 1 && v <= 1_000_000)) {
+        throw new AppError('bad_request', 'the rate is a whole number of requests per second from 1 to 1,000,000, unlimited, or tier');
+      }
+      if (!state.exists) throw notFound('no such account');
+      if (v === state.rate_limit) return [];
+      return [{ type: 'RateLimitSet', data: { per_second: v, at } }];
     }
     default: {
       const _exhaustive: never = command;

@@ -1,6 +1,6 @@
 import type { Clock } from '../../src/core/clock.js';
 import { handleCommand } from '../../src/core/command-handler.js';
-import { notFound } from '../../src/core/errors.js';
+import { AppError, notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
@@ -10,9 +10,9 @@ import { decide as decideLedger, ledgerOf } from '../ledger/ledger.decider.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/events/ledger.events.js';
-import { accountOf, decideAccount, type AccountCommand, type AccountState } from './account.decider.js';
+import { accountOf, decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from './account.decider.js';
 import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
-import { demoApiKey, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
+import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
 
 export interface IssuedKey {
   account_id: string;
@@ -81,6 +81,12 @@ export async function loadAccount(events: EventStore, accountId: string): Promis
   return state;
 }
 
+/** The operator's rate override of an account (an account event like any other change). */
+export async function setRateLimit(deps: { events: EventStore; clock: Clock }, accountId: string, perSecond: number | 'unlimited' | 'tier'): Promise<{ changed: boolean }> {
+  const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'SetRateLimit', per_second: perSecond });
+  return { changed: out.length > 0 };
+}
+
 /** Revokes a key at once (403 `key_forbidden` from then on). */
 export async function revokeKey(deps: { events: EventStore; reads: ReadStore; clock: Clock }, keyId: string): Promise<{ key_id: string; revoked: boolean }> {
   const accountId = await accountOfKey(deps.reads, keyId);
@@ -113,20 +119,40 @@ export async function rotateKey(
   };
 }
 
+/** A demo account, as `ensureDemoAccounts` found or created it. */
+export interface DemoAccount {
+  tier: Tier;
+  account_id: string;
+  /** The key of an account created by this call: random, shown once like any key. Null when it existed. */
+  key: string | null;
+  /** The account's active keys: their ids and hashes (the store holds no key in clear). */
+  active: { key_id: string; key_hash: string }[];
+}
+
 /**
- * The demo's accounts, one per tier (`demo-<tier>`), with keys derived from the demo seed so
- * `npm start` can print them on every start. Created once; later starts find them.
+ * The demo's accounts, one per tier (`demo-<tier>`), created once with random keys (nothing in
+ * the code or its defaults derives them); later starts find them, and their keys are then known
+ * only to whoever kept them (`npm start` keeps them in a file of the data directory).
  */
-export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock; ids: Ids }, seed: number): Promise<{ tier: Tier; key: string; account_id: string }[]> {
-  const out: { tier: Tier; key: string; account_id: string }[] = [];
+export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock; ids: Ids }): Promise<DemoAccount[]> {
+  const out: DemoAccount[] = [];
   for (const tier of TIERS) {
     const accountId = `demo-${tier}`;
-    const key = demoApiKey(seed, tier);
-    const existing = await deps.events.readStream(accountStream(accountId), { maxCount: 1 });
-    if (existing.length === 0) {
-      await createAccountWithKey(deps, { tier, accountId, key, email: `${tier}@demo.invalid` });
+    let key: string | null = null;
+    if ((await deps.events.readStream(accountStream(accountId), { maxCount: 1 })).length === 0) {
+      try {
+        key = (await createAccountWithKey(deps, { tier, accountId, email: `${tier}@demo.invalid` })).key;
+      } catch (err) {
+        // Another process created it meanwhile: its key is that process's to show.
+        if (!(err instanceof AppError && err.code === 'conflict')) throw err;
+      }
     }
-    out.push({ tier, key, account_id: accountId });
+    const events = (await deps.events.readStream(accountStream(accountId))) as unknown as AccountEvent[];
+    const state = events.reduce(evolveAccount, initialAccountState());
+    const active = events.flatMap((e) =>
+      e.type === 'ApiKeyIssued' && state.keys.get(e.data.key_id)?.status === 'active' ? [{ key_id: e.data.key_id, key_hash: e.data.key_hash }] : [],
+    );
+    out.push({ tier, account_id: accountId, key, active });
   }
   return out;
 }

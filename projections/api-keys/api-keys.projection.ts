@@ -19,6 +19,8 @@ export interface AccountDoc {
   account_id: string;
   email: string | null;
   created_at: string;
+  /** The operator's rate override; absent or `tier`: the plan's rate. */
+  rate_limit?: number | 'unlimited' | 'tier';
 }
 
 export const apiKeys = defineCollection<ApiKeyDoc>({
@@ -46,7 +48,7 @@ export const keyIndex = defineCollection<{ key_id: string; key_hash: string; acc
 export const apiKeysProjection: Projection = {
   name: 'api-keys',
   collections: [apiKeys, accounts, keyIndex],
-  eventTypes: ['AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked', 'ApiKeyRotated'],
+  eventTypes: ['AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked', 'ApiKeyRotated', 'RateLimitSet'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as AccountEvent;
     const accountId = raw.streamId.replace(/^account-/, '');
@@ -54,6 +56,11 @@ export const apiKeysProjection: Projection = {
       case 'AccountCreated':
         ctx.upsert(accounts, { account_id: event.data.account_id, email: event.data.email, created_at: event.data.at });
         return;
+      case 'RateLimitSet': {
+        const account = await ctx.get(accounts, accountId);
+        if (account) ctx.upsert(accounts, { ...account, rate_limit: event.data.per_second });
+        return;
+      }
       case 'ApiKeyIssued':
         ctx.upsert(apiKeys, {
           key_hash: event.data.key_hash,

@@ -82,7 +82,7 @@ export function tickerIndex(day: DailyScores): Map<string, number> {
 
 export const dailyScoresProjection: Projection = {
   // v2: column-wise cross-sections (a new name rebuilds the read models of an existing store).
-  name: 'daily-scores-v2',
+  name: 'daily-scores-v3',
   collections: [dailyScores, scoreDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   apply(event: RecordedEvent, ctx: ProjectionContext) {
@@ -121,9 +121,13 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
         mark(v.ticker, e, i);
       } else {
         const at = event.data.restated_at;
-        if ((day.restated[v.ticker] ?? '') >= at) continue; // applied before
-        day.restated[v.ticker] = at;
+        const before = day.restated[v.ticker] ?? '';
         i = day.tickers.indexOf(v.ticker);
+        // Older, or applied before; at one instant the values tell two restatements apart.
+        const same =
+          i >= 0 && day.main_street[i] === packScore(v.main_street) && day.wall_street[i] === packScore(v.wall_street) && day.service_score[i] === packScore(v.service_score) && day.estimated[i] === (v.estimated ? 1 : 0);
+        if (before > at || (before === at && same)) continue;
+        day.restated[v.ticker] = at;
         if (i < 0) i = day.tickers.push(v.ticker) - 1;
       }
       day.main_street[i] = packScore(v.main_street);

@@ -46,7 +46,7 @@ function latestRow(date: string, v: ScoreValues, publishedAt: string, restatedAt
 
 export const latestScoresProjection: Projection = {
   // v2: the latest dates index (a new name rebuilds the read models of an existing store).
-  name: 'latest-scores-v2',
+  name: 'latest-scores-v3',
   collections: [latestScores, latestDates],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   apply(event: RecordedEvent, ctx: ProjectionContext) {
@@ -85,7 +85,9 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
       } else {
         const restatedAt = event.data.restated_at;
         const prev = current!.get(v.ticker);
-        if (prev && prev.restated_at >= restatedAt) continue;
+        // Older, or applied before; at one instant the values tell two restatements apart.
+        const same = prev !== undefined && prev.date === date && prev.main_street === v.main_street && prev.wall_street === v.wall_street && prev.service_score === v.service_score && prev.estimated === v.estimated;
+        if (prev && (prev.restated_at > restatedAt || (prev.restated_at === restatedAt && same))) continue;
         written.set(v.ticker, latestRow(date, v, prev?.published_at ?? restatedAt, restatedAt));
       }
       if (latest !== date) {

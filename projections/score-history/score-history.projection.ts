@@ -134,8 +134,8 @@ export function rowsBetween(buckets: HistoryBucket[], start?: string, end?: stri
 
 /** Score history with `restated_at`, and the point-in-time versions behind it. */
 export const scoreHistoryProjection: Projection = {
-  // v2: column-wise month buckets (a new name rebuilds the read models of an existing store).
-  name: 'score-history-v2',
+  // v3: a second restatement at the same instant is applied (a new name rebuilds the read models of an existing store).
+  name: 'score-history-v3',
   collections: [scoreHistory, scoreVersions],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   apply(event: RecordedEvent, ctx: ProjectionContext) {
@@ -177,7 +177,11 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
         // Applied before (perhaps restated since): a publication leaves it as it is.
         if (event.type === 'ScoresPublished') continue;
         const prev = rowAt(b, i);
-        if (prev.restated_at >= at) continue; // already applied
+        // An older restatement, or this one applied before. Two restatements at one instant (a
+        // pinned clock, two ingests in one millisecond) differ by their values: the later one wins.
+        const same =
+          b.main_street[i] === packScore(v.main_street) && b.wall_street[i] === packScore(v.wall_street) && b.service_score[i] === packScore(v.service_score) && b.estimated[i] === (v.estimated ? 1 : 0);
+        if (prev.restated_at > at || (prev.restated_at === at && same)) continue;
         ctx.upsert(scoreVersions, {
           ticker: v.ticker,
           date,

@@ -64,6 +64,15 @@ const envSchema = z.object({
       return z.NEVER;
     }
   }),
+  METRICS_ALLOW_SUBNETS: optionalString.transform((text, ctx) => {
+    try {
+      return parseAllowSubnets(text ?? '');
+    } catch (err) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
+  READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
       if (path !== undefined) readCaFile(path);
@@ -97,6 +106,10 @@ export interface Config {
   webhookAllowSubnets: AllowSubnets;
   /** Extra CAs (PEM) webhook receivers' certificates may chain to, besides node's own. */
   webhookCaFile: string | null;
+  /** Subnets besides loopback that `GET /metrics` answers. */
+  metricsAllowSubnets: AllowSubnets;
+  /** `/readyz` answers 503 while a projection is more events than this behind the log. */
+  readyMaxLagEvents: number;
 }
 
 export class ConfigError extends Error {}
@@ -128,5 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportsSchedule: e.SCORES_EXPORTS_SCHEDULE.trim() === 'off' ? null : e.SCORES_EXPORTS_SCHEDULE.trim(),
     webhookAllowSubnets: e.WEBHOOK_ALLOW_SUBNETS,
     webhookCaFile: e.WEBHOOK_CA_FILE ? resolve(e.WEBHOOK_CA_FILE) : null,
+    metricsAllowSubnets: e.METRICS_ALLOW_SUBNETS,
+    readyMaxLagEvents: e.READY_MAX_LAG_EVENTS,
   };
 }

@@ -29,6 +29,8 @@ import type { Meter } from '../core/meter.port.js';
 import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/visibility.js';
 import type { QueryContext } from '../../queries/shared/query-context.js';
 import { LedgerMeter } from './metering/meter.js';
+import { Metrics } from './metrics/metrics.js';
+import { InstrumentedEventStore } from './metrics/instrumented-event-store.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -55,6 +57,8 @@ export interface Services {
   meter: Meter;
   /** What the read side is given: the query reads, the meter, visibility (memoised until scores or tickers change). */
   queries: QueryContext;
+  /** The Prometheus instruments (`GET /metrics`): requests, charges, appends, projection lag. */
+  metrics: Metrics;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
   baseUrl(): string;
   setListenUrl(url: string): void;
@@ -87,6 +91,8 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   } else {
     events = new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
   }
+  const metrics = new Metrics();
+  events = new InstrumentedEventStore(events, metrics);
   let reads: ReadStore;
   if (config.mongodbUri) {
     const { MongoReadStore } = await import('../../infra/mongodb/read-store.js');
@@ -114,7 +120,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const visibility = new VisibilityCache(queryReads);
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
-  const meter = new LedgerMeter(ledger, queryReads, clock);
+  const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost));
   runner.onBatch((batch) => {
     queryReads.invalidate(batch);
     // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
@@ -157,6 +163,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
         if (position) await Promise.race([runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
       },
     },
+    metrics,
     baseUrl,
     setListenUrl: (url) => {
       listenUrl = url;

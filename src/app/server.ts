@@ -1,4 +1,6 @@
 import { once } from 'node:events';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -6,18 +8,19 @@ import { SingleBar, Presets } from 'cli-progress';
 import { advanceDemo } from '../../commands/seed-demo/seed-demo.handler.js';
 import { startDemoPublisher } from '../../commands/seed-demo/demo-publisher.reactor.js';
 import { startIngestConsumer } from '../../commands/ingest/ingest.reactor.js';
-import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
+import { ensureDemoAccounts, type DemoAccount } from '../../commands/manage-keys/keys.handler.js';
 import { startAlertDispatcher } from '../../commands/send-usage-alerts/usage-alerts.reactor.js';
 import { startInvoiceIssuer, type InvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import type { Services } from './container.js';
-import { createApp } from './http/app.js';
+import { API_HEADERS, createApp } from './http/app.js';
 import { createExpressServer } from './http/express-server.js';
 import { PROBLEM_JSON } from './http/problem.js';
 import { problemOf } from '../core/problem.js';
 import { registerServer } from './store-users.js';
+import { hashApiKey } from '../domain/api-keys.js';
 
 /** The server could not listen (address in use, no permission): nothing was served. */
 export class ListenError extends Error {}
@@ -27,8 +30,12 @@ export interface RunningServer {
   url: string;
   /** The base of the URLs the service writes (PUBLIC_BASE_URL, else `url`). */
   baseUrl: string;
-  /** One demo key per tier when the demo dataset is on. */
-  demoKeys: { tier: string; key: string; account_id: string }[];
+  /** The demo keys the key file holds and that still work, one per tier, when the demo dataset is on. */
+  demoKeys: DemoKey[];
+  /** The demo accounts whose key cannot be shown (the file is gone, or the key was rotated or revoked). */
+  demoKeysUnknown: { tier: string; account_id: string; key_ids: string[] }[];
+  /** Where the demo keys are kept (`<SCORES_DATA_DIR>/demo-keys.json`), when the demo dataset is on. */
+  demoKeyFile: string | null;
   server: Server;
   /** Issues the invoices of closed months (every 5 s; `drain()` runs a pass now). */
   invoices: InvoiceIssuer;
@@ -110,7 +117,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
   // One simulation of the demo history serves the seed and the live publisher.
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
-  const demoKeys = services.config.demo ? await ensureDemoAccounts(services, services.config.demoSeed) : [];
+  const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
   await catchUpReadModels(services, options);
   const publisher = dataset
     ? startDemoPublisher({
@@ -204,7 +211,81 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
       await services.close();
       unregister();
     })());
-  return { url: `http://localhost:${port}`, baseUrl: services.baseUrl(), demoKeys, server, invoices: invoiceIssuer, shutdown };
+  return {
+    url: `http://localhost:${port}`,
+    baseUrl: services.baseUrl(),
+    demoKeys: demo?.shown ?? [],
+    demoKeysUnknown: demo?.unknown ?? [],
+    demoKeyFile: demo?.file ?? null,
+    server,
+    invoices: invoiceIssuer,
+    shutdown,
+  };
+}
+
+/** A demo account's key in clear, as `<SCORES_DATA_DIR>/demo-keys.json` keeps it. */
+export interface DemoKey {
+  tier: string;
+  account_id: string;
+  key_id: string;
+  key: string;
+}
+
+export const DEMO_KEY_FILE = 'demo-keys.json';
+
+/**
+ * The demo keys kept in `<dataDir>/demo-keys.json` (empty without the file). The demo accounts get
+ * random keys on their first start and the store keeps only their hashes, so this file, readable
+ * by its owner only, is the one place they can be shown from on later starts.
+ */
+export function readDemoKeys(dataDir: string): DemoKey[] {
+  const file = join(dataDir, DEMO_KEY_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  // A copy of the directory may have widened its mode: keys are for its owner only.
+  try {
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  } catch {
+    // Not this user's file: its owner keeps it.
+  }
+  const keys = (JSON.parse(text) as { keys?: unknown }).keys;
+  return (Array.isArray(keys) ? (keys as Partial<DemoKey>[]) : []).filter((k): k is DemoKey => typeof k?.key === 'string' && typeof k.tier === 'string');
+}
+
+/**
+ * Writes the keys of the demo accounts created now into the key file (mode 0600, replaced
+ * atomically), and tells which demo keys can be shown: those of the file that are still an
+ * active key of their account. A key whose file was lost cannot be shown again.
+ */
+function keepDemoKeys(dataDir: string, accounts: DemoAccount[]): { file: string; shown: DemoKey[]; unknown: RunningServer['demoKeysUnknown'] } {
+  const file = join(dataDir, DEMO_KEY_FILE);
+  let kept = readDemoKeys(dataDir);
+  const created = accounts.flatMap(({ tier, account_id, key, active }) => {
+    const issued = key ? active.find((k) => k.key_hash === hashApiKey(key)) : undefined;
+    return key && issued ? [{ tier, account_id, key_id: issued.key_id, key }] : [];
+  });
+  if (created.length) {
+    kept = [...kept.filter((k) => !created.some((c) => c.tier === k.tier)), ...created];
+    mkdirSync(dataDir, { recursive: true });
+    const partial = `${file}.${process.pid}.partial`;
+    const note = 'The demo accounts\' API keys, random, created on their first start; the store keeps only their hashes. Keep this file private.';
+    writeFileSync(partial, `${JSON.stringify({ note, keys: kept }, null, 2)}\n`, { mode: 0o600 });
+    chmodSync(partial, 0o600);
+    renameSync(partial, file);
+  }
+  const shown: DemoKey[] = [];
+  const unknown: RunningServer['demoKeysUnknown'] = [];
+  for (const a of accounts) {
+    const k = kept.find((x) => x.tier === a.tier && x.account_id === a.account_id && a.active.some((act) => act.key_hash === hashApiKey(x.key)));
+    if (k) shown.push(k);
+    else unknown.push({ tier: a.tier, account_id: a.account_id, key_ids: a.active.map((act) => act.key_id) });
+  }
+  return { file, shown, unknown };
 }
 
 /**
@@ -222,8 +303,10 @@ function answerClientError(services: Services): (err: NodeJS.ErrnoException, soc
         ? problemOf('headers_too_large', 'the request line and headers are larger than 16 KiB', services.baseUrl())
         : problemOf('bad_request', 'the request is not valid HTTP/1.1', services.baseUrl());
     const body = JSON.stringify(problem);
+    // The headers every express answer carries, and a request id: this answer is a response too.
+    const headers = [...API_HEADERS, ['X-Request-Id', services.ids.next('req_', 12)]].map(([k, v]) => `${k}: ${v}\r\n`).join('');
     socket.end(
-      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_JSON}; charset=utf-8\r\n` +
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_JSON}; charset=utf-8\r\n${headers}` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   };

@@ -1,8 +1,24 @@
 import type { Request } from 'express';
+import { AppError } from './errors.js';
 import type { Entitlements, Tier } from '../domain/plans.js';
 import type { RateKey } from '../domain/rate-card.js';
 import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
 import type { Channel } from '../events/ledger.events.js';
+
+/** What a key's request-rate check decided (src/app/metering/token-buckets.ts), and what the `RateLimit` headers say. */
+export interface RateDecision {
+  allowed: boolean;
+  /** Requests per second; null = unlimited. */
+  perSecond: number | null;
+  /** The bucket's size: the burst. */
+  capacity: number;
+  /** Whole requests left now. */
+  remaining: number;
+  /** Seconds until the bucket is full again. */
+  resetSeconds: number;
+  /** When refused: seconds until a request is allowed again. */
+  retryAfterSeconds: number;
+}
 
 /** Who is calling: the account behind the key and what its plan entitles it to right now. */
 export interface Principal {
@@ -12,6 +28,21 @@ export interface Principal {
   pro: boolean;
   entitlements: Entitlements;
   request_id: string;
+  /** This request's rate check: refused requests are answered 429 `rate_limited` (`admit`). */
+  rate: RateDecision;
+}
+
+/**
+ * Lets a principal's request through its rate limit, or refuses it: 429 `rate_limited` (distinct
+ * from `credits_exhausted`), charged nothing. Called once the response carries the rate headers.
+ */
+export function admit(principal: Principal): void {
+  const r = principal.rate;
+  if (r.allowed) return;
+  throw new AppError('rate_limited', `This key may send ${r.perSecond} requests per second (bursts of ${r.capacity}); retry in ${r.retryAfterSeconds} s`, {
+    retry_after_seconds: r.retryAfterSeconds,
+    per_second: r.perSecond,
+  });
 }
 
 /**
@@ -37,9 +68,11 @@ export interface Charge {
 export interface Meter {
   /**
    * The principal behind an API key: 401 `unauthorized` for a missing or unknown key, 403
-   * `key_forbidden` for a revoked one (or a rotated one past its grace period).
+   * `key_forbidden` for a revoked one (or a rotated one past its grace period). The principal
+   * carries the request's rate check (`admit` enforces it); `client` (the caller's address)
+   * limits requests without a valid key, 429 `rate_limited` instead of 401 once over the limit.
    */
-  authenticate(key: string | undefined, requestId: string): Promise<Principal>;
+  authenticate(key: string | undefined, requestId: string, client?: string): Promise<Principal>;
   /**
    * Charges a call once its result is known: the cost comes from the rate card and the number of
    * rows it returns. Resolves only when the debit is durable; a call the credits do not cover is

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../core/sha256.js';
 
 /** Recognisable prefix of every key: secret scanners and people can tell what leaked. */
@@ -9,14 +9,6 @@ export const SHOWN_PREFIX_LENGTH = KEY_PREFIX.length + 6;
 /** A new key: 256 random bits, base64url, after the prefix. Shown once; only its hash is stored. */
 export function generateApiKey(random: (n: number) => Buffer = randomBytes): string {
   return KEY_PREFIX + random(32).toString('base64url');
-}
-
-/**
- * The demo's keys are derived from the demo seed so `npm start` can print them on every start;
- * they exist only while the demo dataset is on. Real keys never come from here.
- */
-export function demoApiKey(seed: number, tier: string): string {
-  return KEY_PREFIX + createHmac('sha256', `scores-demo-${seed}`).update(tier).digest('base64url');
 }
 
 export function hashApiKey(key: string): string {

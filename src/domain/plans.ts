@@ -25,16 +25,18 @@ export interface TierPlan {
   overage_per_1k_usd: number | null;
   /** Subscription price per calendar month, USD; null = not sold self-serve (enterprise: by contract). */
   monthly_price_usd: number | null;
+  /** Requests per second per key (REST and MCP together), with a burst of RATE_BURST_FACTOR times that. */
+  rate_per_second: number;
 }
 
 type PlanRow = Omit<TierPlan, 'tier' | 'rank'>;
 
 const ROWS: Record<Tier, PlanRow> = {
-  free: { monthly_allowance: 1_000, delay_days: 7, coverage: 'top100', history_days: 90, overage_per_1k_usd: null, monthly_price_usd: 0 },
-  hobbyist: { monthly_allowance: 25_000, delay_days: 0, coverage: 'all', history_days: 730, overage_per_1k_usd: 0.5, monthly_price_usd: 19 },
-  builder: { monthly_allowance: 250_000, delay_days: 0, coverage: 'all', history_days: 1_825, overage_per_1k_usd: 0.4, monthly_price_usd: 99 },
-  quant: { monthly_allowance: 2_500_000, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: 0.25, monthly_price_usd: 499 },
-  enterprise: { monthly_allowance: null, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: null, monthly_price_usd: null },
+  free: { monthly_allowance: 1_000, delay_days: 7, coverage: 'top100', history_days: 90, overage_per_1k_usd: null, monthly_price_usd: 0, rate_per_second: 10 },
+  hobbyist: { monthly_allowance: 25_000, delay_days: 0, coverage: 'all', history_days: 730, overage_per_1k_usd: 0.5, monthly_price_usd: 19, rate_per_second: 20 },
+  builder: { monthly_allowance: 250_000, delay_days: 0, coverage: 'all', history_days: 1_825, overage_per_1k_usd: 0.4, monthly_price_usd: 99, rate_per_second: 50 },
+  quant: { monthly_allowance: 2_500_000, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: 0.25, monthly_price_usd: 499, rate_per_second: 100 },
+  enterprise: { monthly_allowance: null, delay_days: 0, coverage: 'all', history_days: null, overage_per_1k_usd: null, monthly_price_usd: null, rate_per_second: 500 },
 };
 
 export const PLANS: Readonly<Record<Tier, Readonly<TierPlan>>> = Object.freeze(
@@ -77,6 +79,11 @@ export const CREDIT_PACKS: readonly Readonly<CreditPack>[] = Object.freeze([
   Object.freeze({ id: 'pack-100k', credits: 100_000, price_usd: 40 }),
   Object.freeze({ id: 'pack-1m', credits: 1_000_000, price_usd: 300 }),
 ]);
+
+/** A key's token bucket holds this many seconds of its rate: the burst it may send at once. */
+export const RATE_BURST_FACTOR = 2;
+/** Requests per second per client address without a valid key (401s cost work too). */
+export const ANONYMOUS_RATE_PER_SECOND = 10;
 
 /** Whether a user may choose the tier on the account page (enterprise is sold by contract). */
 export function selfServe(tier: Tier): boolean {

@@ -17,6 +17,14 @@ export interface ApiKeyRotated {
   /** The old key keeps working until `grace_until` (= `at` for an immediate rotation). */
   data: { key_id: string; replaced_by: string; grace_until: string; at: string };
 }
-export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated;
+/**
+ * The operator's override of the account's request rate (`scores rate-limit set`): requests per
+ * second per key, `unlimited`, or `tier` (back to the plan's own, src/domain/plans.ts).
+ */
+export interface RateLimitSet {
+  type: 'RateLimitSet';
+  data: { per_second: number | 'unlimited' | 'tier'; at: string };
+}
+export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated | RateLimitSet;
 
 export const accountStream = (accountId: string) => `account-${accountId}`;

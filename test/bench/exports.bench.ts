@@ -91,7 +91,7 @@ export async function benchExportServerMemory(now: string): Promise<void> {
       else idle.push(rss);
     }, 50);
     const t0 = performance.now();
-    await until(async () => (await getJson(`${server.url}/v1/bulk/exports`, demoKey('quant'))).body['exports']?.length === 3, 300_000, 200);
+    await until(async () => (await getJson(`${server.url}/v1/bulk/exports`, demoKey(dir, 'quant'))).body['exports']?.length === 3, 300_000, 200);
     clearInterval(sampler);
     const base = median(idle.slice(-40));
     const growth = (peak - base) / 2 ** 20;

@@ -1,17 +1,19 @@
 import { benchDebits } from './debit.bench.js';
 import { benchEventIds } from './event-ids.bench.js';
 import { benchExportServerMemory, benchExports } from './exports.bench.js';
+import { benchFlood } from './flood.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
+import { benchMcp } from './mcp.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
 import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,webhooks,exports,ledger picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,webhooks,exports,ledger').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -20,6 +22,8 @@ if (only.has('outcomes')) await benchOutcomesRebuild(runs, now);
 if (only.has('debit')) await benchDebits(runs);
 if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
+if (only.has('mcp')) await benchMcp(runs);
+if (only.has('flood')) await benchFlood(runs);
 if (only.has('webhooks')) await benchWebhooks(runs);
 if (only.has('ledger')) await benchLedgerGrowth(runs);
 if (only.has('exports')) {

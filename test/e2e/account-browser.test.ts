@@ -425,7 +425,7 @@ describe('The account area in a real browser', function () {
     const issued = (await server.services.events.readStream(invoicesStream(second.account_id))).map((e) => (e.data as { invoice: { number: string } }).invoice.number);
     expect(issued).to.have.length(1);
     const otherInvoice = issued[0]!;
-    const hook = await api('/v1/webhooks', demoKey('quant'), {
+    const hook = await api('/v1/webhooks', demoKey(server.dir, 'quant'), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ event_type: 'divergence_event', url: 'https://93.184.215.14/scores-hook' }),

@@ -89,7 +89,7 @@ describe('Bulk exports over HTTP (the Backtest Pack)', function () {
 
   describe('A server with the demo dataset', () => {
     let server: TestServer;
-    const quant = demoKey('quant');
+    let quant = '';
     let first: Extract<ExportRunResult, { status: 'completed' }>;
     let listed: Listed[];
     let history: Listed;
@@ -97,6 +97,7 @@ describe('Bulk exports over HTTP (the Backtest Pack)', function () {
 
     before(async () => {
       server = await startTestServer({ now: NOW });
+      quant = demoKey(server.dir, 'quant');
     });
     after(async () => {
       await server?.stop();
@@ -267,8 +268,8 @@ describe('Bulk exports over HTTP (the Backtest Pack)', function () {
       expect(((await anon.json()) as Record<string, unknown>)['code']).to.equal('unauthorized');
 
       for (const tier of ['builder', 'hobbyist'] as const) {
-        expectProblem(await getJson(listing, demoKey(tier)), 403, 'tier', `listing, ${tier}`);
-        const res = await fetch(history.url, { headers: { 'X-API-Key': demoKey(tier) } });
+        expectProblem(await getJson(listing, demoKey(server.dir, tier)), 403, 'tier', `listing, ${tier}`);
+        const res = await fetch(history.url, { headers: { 'X-API-Key': demoKey(server.dir, tier) } });
         const text = await res.text();
         expect(res.status, `download, ${tier}: ${text}`).to.equal(403);
         expect((JSON.parse(text) as Record<string, unknown>)['code']).to.equal('tier');
@@ -276,10 +277,10 @@ describe('Bulk exports over HTTP (the Backtest Pack)', function () {
         expect(text, 'a refusal carries no file bytes').not.to.include('ticker,date');
       }
       for (const tier of ['quant', 'enterprise'] as const) {
-        const r = await getJson(listing, demoKey(tier));
+        const r = await getJson(listing, demoKey(server.dir, tier));
         expect(r.status, `listing, ${tier}`).to.equal(200);
         expect((r.body['exports'] as Listed[]).map((f) => f.sha256)).to.deep.equal(listed.map((f) => f.sha256));
-        const d = await download(history.url, demoKey(tier));
+        const d = await download(history.url, demoKey(server.dir, tier));
         expect(d.status, `download, ${tier}`).to.equal(200);
         expect(sha256(d.bytes)).to.equal(history.sha256);
       }

@@ -65,7 +65,7 @@ describe('The scores CLI', function () {
         );
         expect((await runCli(['ingest', file], env)).code).to.equal(0);
         const t0 = Date.now();
-        const key = { headers: { 'X-API-Key': demoKey('hobbyist') } };
+        const key = { headers: { 'X-API-Key': demoKey(dir, 'hobbyist') } };
         await until(async () => (await fetch(`${url}/v1/scores/NEWCO`, key)).status === 200, 5_000, 50);
         expect(Date.now() - t0).to.be.below(1000);
         const body = (await (await fetch(`${url}/v1/scores/NEWCO`, key)).json()) as Record<string, unknown>;

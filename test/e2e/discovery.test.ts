@@ -72,13 +72,15 @@ describe('Discovery and account endpoints over HTTP', function () {
       for (const path of ['/v1/screener', '/v1/signals', '/v1/themes', '/v1/themes/semiconductors', '/v1/coverage', '/v1/earnings', '/v1/meta']) {
         await expectProblem(path, undefined, 401, 'unauthorized');
         await expectProblem(path, 'sk_live_nope', 401, 'unauthorized');
+        // Paced under the limit on requests without a valid key from one address (rate-limits.test.ts tests it).
+        await new Promise((r) => setTimeout(r, 400));
       }
     });
   });
 
   describe('GET /v1/screener', () => {
     it('ranks the live cross-section by service_score with exactly the spec fields', async () => {
-      const { status, body } = await get('/v1/screener', demoKey('hobbyist'));
+      const { status, body } = await get('/v1/screener', demoKey(server.dir, 'hobbyist'));
       expect(status).to.equal(200);
       expect(sortedKeys(body)).to.deep.equal(['as_of', 'citation_url', 'count', 'rows', 'source']);
       expect(body).to.include({ as_of: LIVE_AS_OF, count: 100, citation_url: `${BASE}/docs` });
@@ -99,7 +101,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     });
 
     it('returns the whole universe at limit=650 and filters on min_score', async () => {
-      const key = demoKey('quant');
+      const key = demoKey(server.dir, 'quant');
       const all = await get('/v1/screener?limit=650', key);
       expect(all.body.count).to.equal(Object.keys(live).length);
       const scores = all.body.rows.map((r: Row) => r.service_score as number);
@@ -189,7 +191,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     });
 
     it('returns 50 by default, newest first', async () => {
-      const r = await get('/v1/signals', demoKey('quant'));
+      const r = await get('/v1/signals', demoKey(server.dir, 'quant'));
       const total = await server.services.reads.count(signals, {});
       expect(total).to.be.above(50);
       expect(r.body.count).to.equal(50);
@@ -208,7 +210,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(r.body.count).to.equal(expected.length).and.to.be.above(0);
       for (const s of r.body.signals as Row[]) expect(s.created_at <= `${FREE_AS_OF} 23:59:59`).to.equal(true);
       // A live key sees later signals the free key does not.
-      const liveNewest = (await get('/v1/signals?limit=1', demoKey('hobbyist'))).body.signals[0].created_at as string;
+      const liveNewest = (await get('/v1/signals?limit=1', demoKey(server.dir, 'hobbyist'))).body.signals[0].created_at as string;
       expect(liveNewest > `${FREE_AS_OF} 23:59:59`).to.equal(true);
     });
 
@@ -250,7 +252,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     it('leaves constituents outside top100 out of a free key’s tickers and counts, with delayed averages', async () => {
       const key = await newKey('free');
       const free = await get('/v1/themes', key);
-      const paid = await get('/v1/themes', demoKey('hobbyist'));
+      const paid = await get('/v1/themes', demoKey(server.dir, 'hobbyist'));
       expect(free.body.as_of).to.equal(FREE_AS_OF);
       let narrower = 0;
       for (const t of free.body.themes as Row[]) {
@@ -298,7 +300,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     });
 
     it('treats the slug case-insensitively', async () => {
-      const r = await get('/v1/themes/Semiconductors', demoKey('quant'));
+      const r = await get('/v1/themes/Semiconductors', demoKey(server.dir, 'quant'));
       expect(r.status).to.equal(200);
       expect(r.body.slug).to.equal('semiconductors');
     });
@@ -353,9 +355,9 @@ describe('Discovery and account endpoints over HTTP', function () {
     });
 
     it('filters on since, capped at the caller’s as-of date, and echoes it', async () => {
-      const paid = await get('/v1/coverage?since=2019-06-10', demoKey('hobbyist'));
+      const paid = await get('/v1/coverage?since=2019-06-10', demoKey(server.dir, 'hobbyist'));
       expect(paid.body).to.include({ since: '2019-06-10', count: Object.keys(live).length });
-      const free = demoKey('free');
+      const free = demoKey(server.dir, 'free');
       const early = await get(`/v1/coverage?since=${FREE_AS_OF}`, free);
       expect(early.body).to.include({ since: FREE_AS_OF, count: 100 });
       // Scores after the free as-of date exist but are not visible to it yet.
@@ -368,7 +370,7 @@ describe('Discovery and account endpoints over HTTP', function () {
         as_of: FREE_AS_OF,
         citation_url: `${BASE}/docs`,
       });
-      const future = await get('/v1/coverage?since=2030-01-01', demoKey('quant'));
+      const future = await get('/v1/coverage?since=2030-01-01', demoKey(server.dir, 'quant'));
       expect(future.body.count).to.equal(0);
     });
 
@@ -440,7 +442,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     });
 
     it('reports the depth of the history and point-in-time vintage statistics from the read models', async () => {
-      const { body } = await get('/v1/meta', demoKey('quant'));
+      const { body } = await get('/v1/meta', demoKey(server.dir, 'quant'));
       expect(sortedKeys(body.history)).to.deep.equal(['depth', 'restatement_policy', 'vintages']);
       const days = tradingDaysBetween('2019-01-02', LIVE_AS_OF);
       let rows = 0;
@@ -461,7 +463,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     });
 
     it('defines every field any endpoint of the OpenAPI document returns', async () => {
-      const { body: meta } = await get('/v1/meta', demoKey('quant'));
+      const { body: meta } = await get('/v1/meta', demoKey(server.dir, 'quant'));
       const { body: openapi } = await get('/openapi.json');
       const names = new Set<string>();
       for (const schema of Object.values<Row>(openapi.components.schemas)) for (const p of Object.keys(schema.properties ?? {})) names.add(p);

@@ -16,7 +16,8 @@ type Completed = Extract<ExportRunResult, { status: 'completed' }>;
 /** A file as the listing shows it. */
 type Listed = BulkExport;
 
-const quant = demoKey('quant');
+/** The demo quant key of the data directory in use: each `describe` sets it once its server has started. */
+let quant = '';
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 /** `scores exports run --json` as a separate process; its result. */
@@ -92,6 +93,7 @@ describe('Bulk exports across processes and kill -9', function () {
 
     before(async () => {
       server = await startServerProcess(env);
+      quant = demoKey(dir, 'quant');
     });
     after(async () => {
       await server?.stop();
@@ -136,6 +138,7 @@ describe('Bulk exports across processes and kill -9', function () {
       expect(seeded.code, seeded.stderr).to.equal(0);
       bundleA = await exportByCli(env);
       server = await startTestServer({ now, dir });
+      quant = demoKey(dir, 'quant');
       listedA = await listingNames(server.url, bundleA.run_id);
     });
     after(async () => {
@@ -307,6 +310,7 @@ describe('Bulk exports across processes and kill -9', function () {
 
     it('a server started after 22:30 UTC with no bundle of that day writes one soon after its start', async () => {
       server = await startTestServer({ now, dir, env: schedule });
+      quant = demoKey(dir, 'quant');
       const t0 = Date.now();
       let files: Listed[] = [];
       await until(async () => {

@@ -47,7 +47,7 @@ describe('Scores and history over HTTP', function () {
   });
   after(() => server.stop());
 
-  const get = (path: string, key: string = demoKey('quant')) => getJson(`${server.url}${path}`, key);
+  const get = (path: string, key: string = demoKey(server.dir, 'quant')) => getJson(`${server.url}${path}`, key);
   async function freshKey(tier: Tier): Promise<string> {
     const issued = await createAccountWithKey(server.services, { tier, email: `${tier}@example.test` });
     await server.services.runner.waitForHead();
@@ -69,7 +69,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('gives a free key the latest day on or before today − 7, at the value it has now', async () => {
-      const r = await get('/v1/scores/aapl', demoKey('free'));
+      const r = await get('/v1/scores/aapl', demoKey(server.dir, 'free'));
       expect(r.status).to.equal(200);
       expect(r.body).to.include({ ticker: 'AAPL', date: FREE_AS_OF, as_of: FREE_AS_OF });
       const h = await get(`/v1/scores/AAPL/history?start=${FREE_AS_OF}&end=${FREE_AS_OF}`);
@@ -77,7 +77,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('refuses a free key a ticker outside its top100 with 403 coverage, and serves it to a paid key', async () => {
-      const r = await get(`/v1/scores/${outside}`, demoKey('free'));
+      const r = await get(`/v1/scores/${outside}`, demoKey(server.dir, 'free'));
       expect(r.status).to.equal(403);
       expect(r.body.code).to.equal('coverage');
       expect(r.body.detail).to.contain(outside);
@@ -85,7 +85,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('answers an unknown ticker, and a value longer than 12 characters, with 404 not_found', async () => {
-      const unknown = await get('/v1/scores/NOPEX', demoKey('free'));
+      const unknown = await get('/v1/scores/NOPEX', demoKey(server.dir, 'free'));
       expect(unknown.status).to.equal(404);
       expect(unknown.body.code).to.equal('not_found');
       const long = await get('/v1/scores/ABCDEFGHIJKLM');
@@ -116,14 +116,14 @@ describe('Scores and history over HTTP', function () {
 
     describe('When start is before the free tier floor (90 days)', () => {
       it('clamps it silently and reports the effective start as history_floor', async () => {
-        const r = await get('/v1/scores/AAPL/history?start=2019-01-01', demoKey('free'));
+        const r = await get('/v1/scores/AAPL/history?start=2019-01-01', demoKey(server.dir, 'free'));
         expect(r.status).to.equal(200);
         expect(r.body.history_floor).to.equal(FREE_FLOOR);
         expect(r.body.rows[0].date).to.equal('2019-03-18'); // the first trading day on or after the floor
       });
 
       it('reports the floor when start is omitted', async () => {
-        const r = await get('/v1/scores/AAPL/history', demoKey('free'));
+        const r = await get('/v1/scores/AAPL/history', demoKey(server.dir, 'free'));
         expect(r.body.history_floor).to.equal(FREE_FLOOR);
         expect(r.body.rows[0].date).to.equal('2019-03-18');
       });
@@ -136,7 +136,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('caps end at the caller as-of date (7 days behind on free)', async () => {
-      const free = await get('/v1/scores/AAPL/history?start=2019-06-01&end=2019-12-31', demoKey('free'));
+      const free = await get('/v1/scores/AAPL/history?start=2019-06-01&end=2019-12-31', demoKey(server.dir, 'free'));
       expect(dates(free.body.rows).at(-1)).to.equal(FREE_AS_OF);
       expect(free.body.as_of).to.equal(FREE_AS_OF);
       const paid = await get('/v1/scores/AAPL/history?start=2019-06-01&end=2019-12-31');
@@ -144,7 +144,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('refuses a free key a ticker outside its top100 with 403 coverage', async () => {
-      const r = await get(`/v1/scores/${outside}/history`, demoKey('free'));
+      const r = await get(`/v1/scores/${outside}/history`, demoKey(server.dir, 'free'));
       expect(r.status).to.equal(403);
       expect(r.body.code).to.equal('coverage');
     });
@@ -228,7 +228,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('floors start at the tier depth and caps end at the as-of date', async () => {
-      const free = await get('/v1/scores/history?tickers=AAPL&start=2019-01-01&end=2019-12-31', demoKey('free'));
+      const free = await get('/v1/scores/history?tickers=AAPL&start=2019-01-01&end=2019-12-31', demoKey(server.dir, 'free'));
       expect(free.body).to.include({ start: FREE_FLOOR, end: FREE_AS_OF, as_of: FREE_AS_OF });
       expect(free.body.rows[0].date).to.equal('2019-03-18');
       expect(free.body.rows.at(-1).date).to.equal(FREE_AS_OF);
@@ -237,7 +237,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('gives a key without tickers everything it can see: the top100 for a free key', async () => {
-      const r = await get(`/v1/scores/history?start=${FREE_AS_OF}`, demoKey('free'));
+      const r = await get(`/v1/scores/history?start=${FREE_AS_OF}`, demoKey(server.dir, 'free'));
       expect(r.status).to.equal(200);
       expect(r.body.tickers).to.equal(100);
       expect(r.body.count).to.equal(100);
@@ -247,7 +247,7 @@ describe('Scores and history over HTTP', function () {
     });
 
     it('refuses a free key tickers outside its top100 with 403 coverage naming them', async () => {
-      const r = await get(`/v1/scores/history?tickers=AAPL,${outside}`, demoKey('free'));
+      const r = await get(`/v1/scores/history?tickers=AAPL,${outside}`, demoKey(server.dir, 'free'));
       expect(r.status).to.equal(403);
       expect(r.body.code).to.equal('coverage');
       expect(r.body.outside_coverage).to.deep.equal([outside]);
@@ -326,7 +326,7 @@ describe('Scores and history over HTTP', function () {
       });
 
       it('keeps a free key inside its window: rows up to its as-of date, top100 only', async () => {
-        const r = await get('/v1/scores/history?since=2019-06-01', demoKey('free'));
+        const r = await get('/v1/scores/history?since=2019-06-01', demoKey(server.dir, 'free'));
         expect(r.status).to.equal(200);
         expect(r.body.end).to.equal(FREE_AS_OF);
         expect(r.body.rows.every((x: { ticker: string; date: string }) => top100.includes(x.ticker) && x.date <= FREE_AS_OF)).to.equal(true);
@@ -402,13 +402,13 @@ describe('History windows two years into the demo', function () {
   it('clamps a hobbyist start to 730 days back, on both history endpoints', async () => {
     const floor = addDays('2021-07-01', -730);
     expect(floor).to.equal('2019-07-02');
-    const single = await get('/v1/scores/AAPL/history?start=2019-01-01&end=2019-07-31', demoKey('hobbyist'));
+    const single = await get('/v1/scores/AAPL/history?start=2019-01-01&end=2019-07-31', demoKey(server.dir, 'hobbyist'));
     expect(single.body.history_floor).to.equal(floor);
     expect(single.body.rows[0].date).to.equal(floor);
-    const multi = await get('/v1/scores/history?tickers=AAPL&start=2019-01-01&end=2019-07-31', demoKey('hobbyist'));
+    const multi = await get('/v1/scores/history?tickers=AAPL&start=2019-01-01&end=2019-07-31', demoKey(server.dir, 'hobbyist'));
     expect(multi.body.start).to.equal(floor);
     expect(multi.body.rows[0].date).to.equal(floor);
-    const quant = await get('/v1/scores/AAPL/history?start=2019-01-01&end=2019-07-31', demoKey('quant'));
+    const quant = await get('/v1/scores/AAPL/history?start=2019-01-01&end=2019-07-31', demoKey(server.dir, 'quant'));
     expect(quant.body.rows[0].date).to.equal(FIRST_DAY);
   });
 

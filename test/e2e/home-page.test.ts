@@ -68,7 +68,7 @@ describe('GET /, the home page', () => {
     expect(body).to.include('href="/stocks/AAPL"');
 
     // The delayed view, not the live one.
-    const live = await getJson(`${server.url}/v1/scores/AAPL`, demoKey('quant'));
+    const live = await getJson(`${server.url}/v1/scores/AAPL`, demoKey(server.dir, 'quant'));
     expect(live.body.date > api.body.date, 'a paid key sees newer data than the example').to.equal(true);
     expect([...textOf(body).matchAll(/\d{4}-\d{2}-\d{2}/g)].map((m) => m[0]).filter((d) => d > api.body.date)).to.deep.equal([]);
   });

@@ -10,9 +10,10 @@ import { demoKey, startTestServer, type TestServer } from '../support/server.js'
 describe('Hostile input over HTTP', function () {
   this.timeout(120_000);
   let server: TestServer;
-  const key = demoKey('quant');
+  let key = '';
   before(async () => {
     server = await startTestServer({ now: '2019-06-14T12:00:00Z' });
+    key = demoKey(server.dir, 'quant');
   });
   after(() => server?.stop());
 
@@ -54,7 +55,7 @@ describe('Hostile input over HTTP', function () {
     });
 
     it('still checks the key and the plan first', async () => {
-      const r = await fetch(`${server.url}/v1/earnings?bogus=1`, { headers: { 'X-API-Key': demoKey('hobbyist') } });
+      const r = await fetch(`${server.url}/v1/earnings?bogus=1`, { headers: { 'X-API-Key': demoKey(server.dir, 'hobbyist') } });
       expect(r.status).to.equal(403);
       expect(((await r.json()) as { code: string }).code).to.equal('tier');
       expect((await fetch(`${server.url}/v1/screener?bogus=1`)).status).to.equal(401);

@@ -26,7 +26,7 @@ describe('Credit ledger under kill -9', function () {
     const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;
 
     const charged = new Map<string, string>(); // request id → account
-    const keys = { 'demo-free': demoKey('free'), 'demo-hobbyist': demoKey('hobbyist'), 'demo-builder': demoKey('builder') };
+    const keys = { 'demo-free': demoKey(dir, 'free'), 'demo-hobbyist': demoKey(dir, 'hobbyist'), 'demo-builder': demoKey(dir, 'builder') };
     let stop = false;
     let refused = 0;
     const worker = async (account: string, key: string, path: string) => {

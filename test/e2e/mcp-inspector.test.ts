@@ -23,12 +23,12 @@ describe('The official MCP inspector CLI against the server (scripts/mcp-inspect
   after(() => server.stop());
 
   it('lists the eight tools and calls get_scores with the REST body', async () => {
-    const { code, out } = await run(join(projectRoot(), 'scripts/mcp-inspector.sh'), [`${server.url}/mcp/http`, demoKey('quant')]);
+    const { code, out } = await run(join(projectRoot(), 'scripts/mcp-inspector.sh'), [`${server.url}/mcp/http`, demoKey(server.dir, 'quant')]);
     expect(code, out).to.equal(0);
     for (const tool of ['get_scores', 'get_score_history', 'screen_stocks', 'get_divergences', 'get_upcoming_earnings', 'get_divergence_events', 'get_track_record', 'get_dataset_info']) {
       expect(out).to.include(`"name": "${tool}"`);
     }
-    const rest = (await (await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': demoKey('quant') } })).json()) as Record<string, unknown>;
+    const rest = (await (await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': demoKey(server.dir, 'quant') } })).json()) as Record<string, unknown>;
     const structured = /"structuredContent": (\{[\s\S]*?\n {2}\})/.exec(out);
     expect(structured, out).to.not.equal(null);
     expect(JSON.parse(structured![1]!)).to.deep.equal(rest);

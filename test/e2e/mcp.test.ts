@@ -97,7 +97,7 @@ describe('The hosted MCP server at /mcp/http', function () {
 
   describe('When a client lists the tools', () => {
     it('offers exactly the eight spec tools, each read-only with every input field described', async () => {
-      const client = await connect(demoKey('builder'));
+      const client = await connect(demoKey(server.dir, 'builder'));
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).to.deep.equal(TOOL_NAMES);
       for (const tool of tools) {
@@ -158,8 +158,8 @@ describe('The hosted MCP server at /mcp/http', function () {
 
   describe('When get_divergences is asked for a direction', () => {
     it('takes direction null as both directions (the spec: absent or null means all), as REST does', async () => {
-      const client = await connect(demoKey('builder'));
-      const both = await get('/v1/divergence?limit=6', demoKey('builder'));
+      const client = await connect(demoKey(server.dir, 'builder'));
+      const both = await get('/v1/divergence?limit=6', demoKey(server.dir, 'builder'));
       expect(both.status).to.equal(200);
       const result = await call(client, 'get_divergences', { direction: null, limit: 6 });
       expect(result.isError, JSON.stringify(result.content)).to.not.equal(true);
@@ -169,8 +169,8 @@ describe('The hosted MCP server at /mcp/http', function () {
     });
 
     it('still reads bull and bear in any case', async () => {
-      const client = await connect(demoKey('builder'));
-      const bear = await get('/v1/divergence?direction=bear&limit=4', demoKey('builder'));
+      const client = await connect(demoKey(server.dir, 'builder'));
+      const bear = await get('/v1/divergence?direction=bear&limit=4', demoKey(server.dir, 'builder'));
       expect(bear.body.rows).to.have.length.greaterThan(0);
       expect((await call(client, 'get_divergences', { direction: 'BeAr', limit: 4 })).structuredContent).to.deep.equal(bear.body);
     });
@@ -202,8 +202,8 @@ describe('The hosted MCP server at /mcp/http', function () {
     });
 
     it('carries the same value as REST on a tier refusal, an exhausted account and an enterprise key', async () => {
-      const tier = await rpc(demoKey('hobbyist'), 'tools/call', { name: 'get_upcoming_earnings', arguments: {} });
-      const restTier = await get('/v1/earnings', demoKey('hobbyist'));
+      const tier = await rpc(demoKey(server.dir, 'hobbyist'), 'tools/call', { name: 'get_upcoming_earnings', arguments: {} });
+      const restTier = await get('/v1/earnings', demoKey(server.dir, 'hobbyist'));
       expect(tier.body.result?.['structuredContent']?.code).to.equal('tier');
       expect(tier.credits).to.be.a('string').and.equal(restTier.headers.get('x-credits-remaining'));
       expect(tier.credits).to.equal(tier.body.result?.['_meta']?.credits_remaining);
@@ -243,7 +243,7 @@ describe('The hosted MCP server at /mcp/http', function () {
 
     it('answers GET and DELETE with 405: the server is stateless', async () => {
       for (const method of ['GET', 'DELETE']) {
-        const r = await fetch(`${server.url}/mcp/http`, { method, headers: { 'X-API-Key': demoKey('builder') } });
+        const r = await fetch(`${server.url}/mcp/http`, { method, headers: { 'X-API-Key': demoKey(server.dir, 'builder') } });
         expect(r.status, method).to.equal(405);
         expect(r.headers.get('allow')).to.equal('POST');
         expect(r.headers.get('content-type')).to.match(/^application\/problem\+json/);
@@ -255,7 +255,7 @@ describe('The hosted MCP server at /mcp/http', function () {
       const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(70 * 1024) } });
       const r = await fetch(`${server.url}/mcp/http`, {
         method: 'POST',
-        headers: { 'X-API-Key': demoKey('builder'), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        headers: { 'X-API-Key': demoKey(server.dir, 'builder'), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
         body: big,
       });
       expect(r.status).to.equal(413);
@@ -275,12 +275,12 @@ describe('The hosted MCP server at /mcp/http', function () {
     }
 
     it('gives a plan below the minimum tier the same tier problem as REST', async () => {
-      await expectSameRefusal(demoKey('hobbyist'), 'get_upcoming_earnings', {}, '/v1/earnings', 'tier');
+      await expectSameRefusal(demoKey(server.dir, 'hobbyist'), 'get_upcoming_earnings', {}, '/v1/earnings', 'tier');
     });
 
     it('gives a free key asking for a ticker outside top100 the same coverage problem, and charges nothing', async () => {
-      const wide = (await get('/v1/coverage', demoKey('builder'))).body.tickers as string[];
-      const top = new Set((await get('/v1/coverage', demoKey('free'))).body.tickers as string[]);
+      const wide = (await get('/v1/coverage', demoKey(server.dir, 'builder'))).body.tickers as string[];
+      const top = new Set((await get('/v1/coverage', demoKey(server.dir, 'free'))).body.tickers as string[]);
       const outside = wide.find((t) => !top.has(t))!;
       const k = await newKey('free');
       await expectSameRefusal(k.key, 'get_scores', { ticker: outside }, `/v1/scores/${outside}`, 'coverage');
@@ -288,11 +288,11 @@ describe('The hosted MCP server at /mcp/http', function () {
     });
 
     it('gives a limit above the maximum the same limit_exceeded problem', async () => {
-      await expectSameRefusal(demoKey('builder'), 'screen_stocks', { limit: 651 }, '/v1/screener?limit=651', 'limit_exceeded');
+      await expectSameRefusal(demoKey(server.dir, 'builder'), 'screen_stocks', { limit: 651 }, '/v1/screener?limit=651', 'limit_exceeded');
     });
 
     it('gives a direction other than bull or bear the same bad_request problem', async () => {
-      await expectSameRefusal(demoKey('builder'), 'get_divergences', { direction: 'sideways' }, '/v1/divergence?direction=sideways', 'bad_request');
+      await expectSameRefusal(demoKey(server.dir, 'builder'), 'get_divergences', { direction: 'sideways' }, '/v1/divergence?direction=sideways', 'bad_request');
     });
 
     it('gives an argument of the wrong JSON type the same problem as the equivalent query, with the credits left', async () => {
@@ -323,13 +323,13 @@ describe('The hosted MCP server at /mcp/http', function () {
     });
 
     it('reads an integer sent as a numeric string as REST reads the query', async () => {
-      const client = await connect(demoKey('builder'));
-      const rest = await get('/v1/screener?limit=3', demoKey('builder'));
+      const client = await connect(demoKey(server.dir, 'builder'));
+      const rest = await get('/v1/screener?limit=3', demoKey(server.dir, 'builder'));
       expect((await call(client, 'screen_stocks', { limit: '3' })).structuredContent).to.deep.equal(rest.body);
     });
 
     it('leaves a missing required argument to the SDK: it is refused before the tool runs', async () => {
-      const client = await connect(demoKey('builder'));
+      const client = await connect(demoKey(server.dir, 'builder'));
       const result = await call(client, 'get_scores', {});
       expect(result.isError).to.equal(true);
       const text = result.content[0];

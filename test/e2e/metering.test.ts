@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createAccountWithKey, revokeKey, rotateKey } from '../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, revokeKey, rotateKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
@@ -97,6 +97,9 @@ describe('Keys, tiers and metering over HTTP', function () {
   describe('When 200 calls race for the last credits with overage off', () => {
     it('lets exactly as many succeed as the credits cover, refuses the rest with 429 and never goes below zero', async () => {
       const k = await newKey('free');
+      // The race is about credits: the key's request rate is lifted so that none is refused for it.
+      await setRateLimit(server.services, k.account_id, 'unlimited');
+      await server.services.runner.waitForHead();
       // Leave 101 credits: 50 calls of 2 fit, the 51st does not.
       await server.services.ledger.debit(k.account_id, { request_id: 'setup', endpoint: 'history', channel: 'rest', cost: 899 });
       const results = await Promise.all(Array.from({ length: 200 }, () => get('/v1/scores/MSFT', k.key)));

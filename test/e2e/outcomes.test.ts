@@ -88,7 +88,7 @@ describe('Outcome endpoints over HTTP', function () {
     });
 
     it('filters by direction in any case and refuses other directions with 400', async () => {
-      const key = demoKey('quant');
+      const key = demoKey(server.dir, 'quant');
       const bull = await get('/v1/divergence?direction=BULL&limit=100', key);
       expect(bull.body.count).to.equal(100);
       expect(bull.body.rows.every((x: Row) => x.gap > 0)).to.equal(true);
@@ -110,7 +110,7 @@ describe('Outcome endpoints over HTTP', function () {
 
     it('adds why_now built from the stock’s own numbers for builder and higher only', async () => {
       for (const tier of ['builder', 'quant', 'enterprise'] as const) {
-        const r = await get('/v1/divergence?limit=5', demoKey(tier));
+        const r = await get('/v1/divergence?limit=5', demoKey(server.dir, tier));
         expect(r.body.why_now_included, tier).to.equal(true);
         for (const row of r.body.rows as Row[]) {
           expect(row.why_now).to.contain(row.ticker).and.contain(row.main_street.toFixed(1)).and.contain(row.wall_street.toFixed(1));
@@ -121,14 +121,14 @@ describe('Outcome endpoints over HTTP', function () {
         expect(new Set(texts).size).to.equal(texts.length);
       }
       for (const tier of ['free', 'hobbyist'] as const) {
-        const r = await get('/v1/divergence?limit=5', demoKey(tier));
+        const r = await get('/v1/divergence?limit=5', demoKey(server.dir, tier));
         expect(r.body.why_now_included, tier).to.equal(false);
         for (const row of r.body.rows as Row[]) expect(row).to.not.have.any.keys('why_now', 'why_now_headline');
       }
     });
 
     it('gives a free key its delayed as-of date and its top100 universe', async () => {
-      const r = await get('/v1/divergence?limit=100', demoKey('free'));
+      const r = await get('/v1/divergence?limit=100', demoKey(server.dir, 'free'));
       expect(r.body.as_of).to.equal(FREE_AS_OF);
       expect(r.body.rows.every((x: Row) => top100.has(x.ticker))).to.equal(true);
       const cells = await cellsOn(FREE_AS_OF);
@@ -139,8 +139,8 @@ describe('Outcome endpoints over HTTP', function () {
   describe('GET /v1/divergence/events and /v1/divergence/open', () => {
     it('are quant and higher: 403 tier below, nothing charged', async () => {
       for (const tier of ['free', 'hobbyist', 'builder'] as const) {
-        await expectProblem('/v1/divergence/events', demoKey(tier), 403, 'tier');
-        await expectProblem('/v1/divergence/open', demoKey(tier), 403, 'tier');
+        await expectProblem('/v1/divergence/events', demoKey(server.dir, tier), 403, 'tier');
+        await expectProblem('/v1/divergence/open', demoKey(server.dir, tier), 403, 'tier');
       }
     });
 
@@ -155,7 +155,7 @@ describe('Outcome endpoints over HTTP', function () {
     });
 
     it('lists closed events of the last 365 days, newest flag first, with the spec fields', async () => {
-      const r = await get('/v1/divergence/events', demoKey('quant'));
+      const r = await get('/v1/divergence/events', demoKey(server.dir, 'quant'));
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'events', 'since']);
       expect(r.body).to.include({ since: '2018-12-31', as_of: LIVE_AS_OF, citation_url: `${BASE}/docs` });
       expect(r.body.count).to.equal(r.body.events.length).and.to.be.within(10, 2000);
@@ -167,15 +167,15 @@ describe('Outcome endpoints over HTTP', function () {
         expect(e.close_date > e.flag_date && e.close_date <= LIVE_AS_OF).to.equal(true);
         expect(e.days).to.equal(Math.round((Date.parse(e.close_date) - Date.parse(e.flag_date)) / DAY_MS));
       }
-      const later = await get('/v1/divergence/events?since=2019-10-01', demoKey('quant'));
+      const later = await get('/v1/divergence/events?since=2019-10-01', demoKey(server.dir, 'quant'));
       expect(later.body.events.every((e: Row) => e.flag_date >= '2019-10-01')).to.equal(true);
       expect(later.body.count).to.be.below(r.body.count);
-      await expectProblem('/v1/divergence/events?since=2019-13-01', demoKey('quant'), 400, 'bad_request');
-      await expectProblem('/v1/divergence/events?since=yesterday', demoKey('quant'), 400, 'bad_request');
+      await expectProblem('/v1/divergence/events?since=2019-13-01', demoKey(server.dir, 'quant'), 400, 'bad_request');
+      await expectProblem('/v1/divergence/events?since=yesterday', demoKey(server.dir, 'quant'), 400, 'bad_request');
     });
 
     it('lists the open extremes as of today, consistent with the day’s ranks', async () => {
-      const r = await get('/v1/divergence/open', demoKey('quant'));
+      const r = await get('/v1/divergence/open', demoKey(server.dir, 'quant'));
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'open_trades']);
       expect(r.body.as_of).to.equal(LIVE_AS_OF);
       expect(r.body.count).to.be.above(0);
@@ -214,7 +214,7 @@ describe('Outcome endpoints over HTTP', function () {
     });
 
     it('recomputes exactly from the events and the close prices', async () => {
-      const key = demoKey('quant');
+      const key = demoKey(server.dir, 'quant');
       const record = (await get('/v1/track-record', key)).body;
       const events = (await get('/v1/divergence/events?since=2018-01-01', key)).body.events as Row[];
       expect(events.length).to.be.below(2000);
@@ -263,7 +263,7 @@ describe('Outcome endpoints over HTTP', function () {
     });
 
     it('is a plausible record on the demo data', async () => {
-      const record = (await get('/v1/track-record', demoKey('hobbyist'))).body;
+      const record = (await get('/v1/track-record', demoKey(server.dir, 'hobbyist'))).body;
       process.stdout.write(
         `      demo track record: ${record.closed_trades} trades, win rate ${record.win_rate}, avg ${record.avg_return_pct}%, median ${record.median_return_pct}%, ${record.avg_days_held} days\n`,
       );

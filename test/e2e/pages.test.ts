@@ -33,7 +33,7 @@ describe('Public pages', () => {
       expect(text).to.include(`Scores as of ${FREE_AS_OF}`);
 
       // The values are the row a paid key reads for that date.
-      const history = await getJson(`${server.url}/v1/scores/AAPL/history?start=${FREE_AS_OF}&end=${FREE_AS_OF}`, demoKey('quant'));
+      const history = await getJson(`${server.url}/v1/scores/AAPL/history?start=${FREE_AS_OF}&end=${FREE_AS_OF}`, demoKey(server.dir, 'quant'));
       expect(history.status).to.equal(200);
       const row = history.body.rows[0];
       expect(row.date).to.equal(FREE_AS_OF);
@@ -42,7 +42,7 @@ describe('Public pages', () => {
       expect(Number(shown('main_street'))).to.be.closeTo(row.main_street, 0.051);
       expect(Number(shown('wall_street'))).to.be.closeTo(row.wall_street, 0.051);
 
-      const live = await getJson(`${server.url}/v1/scores/AAPL`, demoKey('quant'));
+      const live = await getJson(`${server.url}/v1/scores/AAPL`, demoKey(server.dir, 'quant'));
       expect(live.body.date > FREE_AS_OF, 'a paid key sees newer data than the page').to.equal(true);
       const dates = [...new Set(text.match(/\d{4}-\d{2}-\d{2}/g))];
       expect(dates).to.include(FREE_AS_OF);
@@ -71,7 +71,7 @@ describe('Public pages', () => {
     });
 
     it('is the page citation_url names', async () => {
-      const score = await getJson(`${server.url}/v1/scores/MSFT`, demoKey('quant'));
+      const score = await getJson(`${server.url}/v1/scores/MSFT`, demoKey(server.dir, 'quant'));
       expect(score.body.citation_url).to.equal(`${BASE}/stocks/MSFT`);
       const { status } = await getPage(`${server.url}${new URL(score.body.citation_url as string).pathname}`);
       expect(status).to.equal(200);

@@ -2,10 +2,9 @@ import { expect } from 'chai';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer } from '../support/server.js';
 
-const get = (base: string, path: string) => getJson(`${base}${path}`, demoKey('quant'));
-
 describe('Scores over HTTP', () => {
   let server: TestServer;
+  const get = (base: string, path: string) => getJson(`${base}${path}`, demoKey(server.dir, 'quant'));
   before(async () => {
     server = await startTestServer({ now: '2019-04-01T12:00:00Z', env: { PUBLIC_BASE_URL: 'https://api.example.test' } });
   });

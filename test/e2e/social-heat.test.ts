@@ -33,7 +33,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
   });
   after(() => server.stop());
 
-  const get = (path: string, key: string = demoKey('quant')) => getJson(`${server.url}${path}`, key);
+  const get = (path: string, key: string = demoKey(server.dir, 'quant')) => getJson(`${server.url}${path}`, key);
   async function freshKey(tier: Tier): Promise<string> {
     const issued = await createAccountWithKey(server.services, { tier, email: `${tier}-heat@example.test` });
     await server.services.runner.waitForHead();
@@ -84,7 +84,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
 
   describe('When start is before the free tier floor (90 days)', () => {
     it('clamps it silently and reports the effective start as history_floor', async () => {
-      const r = await get('/v1/scores/social-heat/AAPL?start=2019-06-01', demoKey('free'));
+      const r = await get('/v1/scores/social-heat/AAPL?start=2019-06-01', demoKey(server.dir, 'free'));
       expect(r.status).to.equal(200);
       expect(r.body.history_floor).to.equal(FREE_FLOOR);
       expect(r.body.rows[0].date).to.equal('2020-01-02'); // the first trading day on or after the floor
@@ -93,7 +93,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
     });
 
     it('reports the floor when start is omitted, with the same values as a paid key (the window reaches before the floor)', async () => {
-      const free = await get('/v1/scores/social-heat/AAPL', demoKey('free'));
+      const free = await get('/v1/scores/social-heat/AAPL', demoKey(server.dir, 'free'));
       expect(free.body.history_floor).to.equal(FREE_FLOOR);
       expect(free.body.rows[0].date).to.equal('2020-01-02');
       const paid = await get(`/v1/scores/social-heat/AAPL?start=2020-01-02&end=${FREE_AS_OF}`);
@@ -110,7 +110,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
   });
 
   it('caps end at the caller as-of date (7 days behind on free)', async () => {
-    const free = await get('/v1/scores/social-heat/AAPL?start=2020-03-01&end=2020-12-31', demoKey('free'));
+    const free = await get('/v1/scores/social-heat/AAPL?start=2020-03-01&end=2020-12-31', demoKey(server.dir, 'free'));
     expect(dates(free.body.rows).at(-1)).to.equal(FREE_AS_OF);
     const paid = await get('/v1/scores/social-heat/AAPL?start=2020-03-01&end=2020-12-31');
     expect(dates(paid.body.rows).at(-1)).to.equal(PAID_AS_OF);
@@ -128,7 +128,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
   });
 
   it('refuses a free key a ticker outside its top100 with 403 coverage, and serves it to a paid key', async () => {
-    const r = await get(`/v1/scores/social-heat/${outside}`, demoKey('free'));
+    const r = await get(`/v1/scores/social-heat/${outside}`, demoKey(server.dir, 'free'));
     expect(r.status).to.equal(403);
     expect(r.body.code).to.equal('coverage');
     expect((await get(`/v1/scores/social-heat/${outside}?start=${PAID_AS_OF}`)).status).to.equal(200);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import type { Tier } from '../../src/domain/plans.js';
@@ -75,6 +75,8 @@ describe('Themes use each constituent’s latest score on or before as_of', func
   const remaining = (r: { headers: Headers }) => Number(r.headers.get('x-credits-remaining'));
   async function newKey(tier: Tier) {
     const issued = await createAccountWithKey(server.services, { tier, pro: false, email: `${tier}-themes@example.test` });
+    // The test walks every theme in a row, faster than a free key's request rate: lifted here.
+    await setRateLimit(server.services, issued.account_id, 'unlimited');
     await server.services.runner.waitForHead();
     return issued.key;
   }

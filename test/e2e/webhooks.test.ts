@@ -38,8 +38,8 @@ describe('Webhooks over HTTP', function () {
   let receiverUrl: string;
   let dir: string;
   const received: Received[] = [];
-  const quant = demoKey('quant');
-  const other = demoKey('enterprise');
+  let quant = '';
+  let other = '';
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'scores-webhooks-e2e-'));
@@ -56,6 +56,8 @@ describe('Webhooks over HTTP', function () {
     await once(receiver, 'listening');
     receiverUrl = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/scores`;
     server = await startTestServer({ now: '2019-06-14T12:00:00Z', env: { WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
+    quant = demoKey(server.dir, 'quant');
+    other = demoKey(server.dir, 'enterprise');
   });
 
   after(async () => {
@@ -249,9 +251,9 @@ describe('Webhooks over HTTP', function () {
   });
 
   it('keeps webhooks to quant and higher, checking the key before the body', async () => {
-    const r = await call('POST', '/v1/webhooks', { key: demoKey('hobbyist'), json: { event_type: 'score_move', url: receiverUrl } });
+    const r = await call('POST', '/v1/webhooks', { key: demoKey(server.dir, 'hobbyist'), json: { event_type: 'score_move', url: receiverUrl } });
     expectProblem(r, 403, 'tier');
-    expectProblem(await call('GET', '/v1/webhooks', { key: demoKey('builder') }), 403, 'tier', 'builder list');
+    expectProblem(await call('GET', '/v1/webhooks', { key: demoKey(server.dir, 'builder') }), 403, 'tier', 'builder list');
     const anonymous = await fetch(`${server.url}/v1/webhooks`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{not json' });
     expect(anonymous.status).to.equal(401);
   });

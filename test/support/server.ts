@@ -3,14 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { startServer, type RunningServer } from '../../src/app/server.js';
-import { demoApiKey } from '../../src/domain/api-keys.js';
-import { DEMO_DEFAULT_SEED } from '../../commands/seed-demo/dataset/generate.js';
+import { readDemoKeys, startServer, type RunningServer } from '../../src/app/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 
-/** The demo account's key for a tier (the demo is seeded with these accounts). */
-export function demoKey(tier: Tier): string {
-  return demoApiKey(DEMO_DEFAULT_SEED, tier);
+/**
+ * The demo account's key for a tier, as the server that started on `dir` (a test server's `dir`,
+ * or the data directory of a server process) wrote it to `<dir>/demo-keys.json`: demo keys are
+ * random, so a test reads them where the server keeps them.
+ */
+export function demoKey(dir: string, tier: Tier): string {
+  const found = readDemoKeys(dir).find((k) => k.tier === tier);
+  if (!found) throw new Error(`no demo key for ${tier} in ${dir}: has a server with the demo on started there?`);
+  return found.key;
 }
 
 /** GET with an API key; the body parsed as JSON. */

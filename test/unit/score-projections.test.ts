@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import { latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import { rowsBetween, scoreHistoryProjection, type HistoryBucket } from '../../projections/score-history/score-history.projection.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
+import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { packScore } from '../../projections/columns.js';
+import type { Projection } from '../../src/core/projection.js';
 
 const row = (ticker: string, ms: number, ws: number, ss = 50) => ({ ticker, main_street: ms, wall_street: ws, service_score: ss, estimated: false });
 
@@ -75,6 +78,30 @@ describe('Score history projection', () => {
       expect(h.snapshot()).to.deep.equal(once);
     });
   });
+});
+
+describe('Two restatements of one row at the same instant (a pinned clock, one millisecond)', () => {
+  const events = (h: ProjectionHarness) => [
+    h.event('scores-d', 'ScoresPublished', { date: '2024-02-01', published_at: '2024-02-01T22:00:00Z', rows: [row('AAPL', 1, 2)] }),
+    h.event('scores-d', 'ScoresRestated', { date: '2024-02-01', restated_at: '2024-02-03T22:00:00Z', rows: [row('AAPL', 3, 2)] }),
+    h.event('scores-d', 'ScoresRestated', { date: '2024-02-01', restated_at: '2024-02-03T22:00:00Z', rows: [row('AAPL', 7, 2)] }),
+  ];
+  const mainStreet: [Projection, (h: ProjectionHarness) => unknown][] = [
+    [scoreHistoryProjection, (h) => rowsBetween([...h.docs.get('score_history')!.values()] as HistoryBucket[])[0]!.main_street],
+    [latestScoresProjection, (h) => (h.docs.get('latest_scores')!.get('AAPL') as { main_street: number }).main_street],
+    [dailyScoresProjection, (h) => (h.docs.get('daily_scores')!.get('2024-02-01') as { main_street: number[] }).main_street[0]],
+  ];
+  for (const [projection, read] of mainStreet) {
+    it(`${projection.name}: serves the later one, and the same one again changes nothing`, async () => {
+      const h = new ProjectionHarness(projection);
+      const all = events(h);
+      await h.apply(...all);
+      expect(read(h)).to.be.oneOf([7, packScore(7)]);
+      const once = h.snapshot();
+      await h.apply(all[2]!);
+      expect(h.snapshot()).to.deep.equal(once);
+    });
+  }
 });
 
 describe('Latest scores projection', () => {

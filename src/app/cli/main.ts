@@ -7,7 +7,7 @@ import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.s
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { dropLedgerSnapshots } from '../../../commands/ledger/drop-snapshots.handler.js';
-import { createAccountWithKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, revokeKey, rotateKey, setRateLimit } from '../../../commands/manage-keys/keys.handler.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
 import { AppError } from '../../core/errors.js';
@@ -39,6 +39,25 @@ async function replayAll(out: ReturnType<typeof printer>): Promise<void> {
     const seconds = (performance.now() - t0) / 1000;
     out(`rebuilt read models from ${events} events in ${seconds.toFixed(1)} s`, { events, seconds });
   });
+}
+
+/**
+ * The demo keys at start-up, from `<SCORES_DATA_DIR>/demo-keys.json`: the demo accounts got random
+ * keys on their first start and the store keeps only hashes, so a key the file no longer holds
+ * (the file lost, the key rotated or revoked) cannot be shown again.
+ */
+function printDemoKeys(running: Awaited<ReturnType<typeof startServer>>): void {
+  const w = (line: string) => process.stdout.write(`${line}\n`);
+  w(`\ndemo API keys (one per tier; send as X-API-Key; kept in ${running.demoKeyFile}, readable by its owner only):`);
+  for (const k of running.demoKeys) w(`  ${k.tier.padEnd(10)} ${k.key}`);
+  for (const u of running.demoKeysUnknown) w(`  ${u.tier.padEnd(10)} not in the file, cannot be shown again (active: ${u.key_ids.join(', ') || 'none'})`);
+  if (running.demoKeysUnknown.length) {
+    w('  Demo keys are random and written only to that file, on their first start; the store keeps their hashes.');
+    w('  A new key for an account (printed once, not added to the file):');
+    w('  npx scores keys rotate <key_id>');
+  }
+  const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0];
+  if (example) w(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL`);
 }
 
 /** `--month`: a calendar month YYYY-MM. */
@@ -88,7 +107,7 @@ export function buildCli(): Command {
         throw err;
       }
       // Before the "listening" line: whoever waits for it (a supervisor, a test) may stop the
-      // process at once, and the stop must be the clean one (in-flight requests, stores, run file).
+      // process at once, and the stop must be the clean one (in-flight requests, stores, run lock).
       const stop = () => {
         services.log.info('shutting down: finishing in-flight requests');
         void running.shutdown().then(() => process.exit(0));
@@ -97,12 +116,7 @@ export function buildCli(): Command {
       process.once('SIGTERM', stop);
       process.stdout.write(`\nscores service listening on ${running.url}\n`);
       process.stdout.write(`  base URL: ${running.baseUrl}\n  OpenAPI:  ${running.baseUrl}/openapi.json\n`);
-      if (running.demoKeys.length) {
-        process.stdout.write('\ndemo API keys (one per tier; send as X-API-Key):\n');
-        for (const k of running.demoKeys) process.stdout.write(`  ${k.tier.padEnd(10)} ${k.key}\n`);
-        const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0]!;
-        process.stdout.write(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL\n`);
-      }
+      if (running.demoKeyFile) printDemoKeys(running);
     });
 
   program
@@ -423,6 +437,25 @@ function addAccountCommands(program: Command): void {
       await withServices(async (s) => {
         const dropped = await dropLedgerSnapshots(s.reads, opts.account ?? null);
         process.stdout.write(`${dropped} ledger snapshot${dropped === 1 ? '' : 's'} dropped\n`);
+      });
+    });
+
+  program
+    .command('rate-limit')
+    .description("An account's request rate per key (REST and MCP together): an override of its plan's")
+    .command('set')
+    .description('Set the rate: N requests per second per key (bursts of twice that), unlimited, or tier (the plan\'s own)')
+    .addOption(accountOption())
+    .requiredOption('--per-second <n|unlimited|tier>', 'requests per second per key', (v: string) => {
+      if (v === 'unlimited' || v === 'tier') return v;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000, unlimited, or tier');
+      return n;
+    })
+    .action(async (opts: { account: string; perSecond: number | 'unlimited' | 'tier' }) => {
+      await withServices(async (s) => {
+        const { changed } = await setRateLimit(s, opts.account, opts.perSecond);
+        process.stdout.write(`rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per key`}${changed ? '' : ' (unchanged)'}\n`);
       });
     });
 

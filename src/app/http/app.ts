@@ -11,10 +11,12 @@ import { provideHttpContext } from './http-context.js';
 import { useLeanJson } from './json-response.js';
 import { completeOpenApi, methodsByRoute, queryParamsByRoute } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
+import { compressBodies, dailyEtag, DAILY_FREE_PATHS } from './fair-use.js';
 import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
 import { registerAccount } from './account/index.js';
 import { mcpMethodNotAllowed, mcpRoute } from '../mcp/http.js';
+import { observeRequests, registerMetricsRoutes } from './metrics.routes.js';
 
 function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/app/http/generated/swagger.json');
@@ -26,7 +28,7 @@ function loadOpenApi(): Record<string, unknown> {
  * (those guard rendered HTML): these are the OWASP REST Security Cheat Sheet's. The HTML pages get
  * helmet's whole set on top. Every metered call pays for each header it carries, so the list is short.
  */
-const API_HEADERS: readonly [string, string][] = [
+export const API_HEADERS: readonly [string, string][] = [
   ['X-Content-Type-Options', 'nosniff'],
   ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
   ['X-Frame-Options', 'DENY'],
@@ -38,6 +40,7 @@ const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
 /** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
 export function createApp(services: Services): Express {
   const app = express();
+  app.use(observeRequests(services)); // first: the access log and the request metrics see every request
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
@@ -73,7 +76,8 @@ export function createApp(services: Services): Express {
   // Every /v1 path answers the methods the OpenAPI document declares for it, and no other: HEAD
   // would run (and charge) the whole call for headers alone; other methods would fall through to
   // a 404 for a path that exists.
-  const v1Methods = [...methodsByRoute(openapi)].map(([p, methods]) => ({ re: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`), methods }));
+  // Case-insensitive, as express's own routing is: `HEAD /V1/screener` is the same route.
+  const v1Methods = [...methodsByRoute(openapi)].map(([p, methods]) => ({ re: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`, 'i'), methods }));
   app.use('/v1', (req, res, next) => {
     const path = req.originalUrl.split('?')[0]!;
     const allowed = [...new Set(v1Methods.filter((r) => r.re.test(path)).flatMap((r) => r.methods))].sort();
@@ -82,6 +86,8 @@ export function createApp(services: Services): Express {
     const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
     sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; this /v1 endpoint answers ${allowed.join(', ')}${why}`, services.baseUrl()));
   });
+  app.use(compressBodies());
+  app.get(DAILY_FREE_PATHS, dailyEtag);
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.
   RegisterRoutes(app);
 
@@ -100,6 +106,7 @@ export function createApp(services: Services): Express {
     }
     res.json(served.doc);
   });
+  registerMetricsRoutes(app, services); // GET /metrics (loopback, METRICS_ALLOW_SUBNETS) and /readyz
   // 503 while the read models are not following the log (a projector failed and waits to retry).
   app.get('/healthz', async (_req, res) => {
     const head = await services.events.headPosition();

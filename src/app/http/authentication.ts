@@ -1,7 +1,8 @@
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { AppError, badRequest } from '../../core/errors.js';
 import type { Ids } from '../../core/ids.port.js';
-import type { Principal } from '../../core/meter.port.js';
+import { admit, type Principal } from '../../core/meter.port.js';
+import { rateLimitHeaders } from '../metering/token-buckets.js';
 import { isRateKey, requireTier } from '../../domain/rate-card.js';
 import type { AuthedRequest } from '../../core/meter.port.js';
 import { httpContextOf } from './http-context.js';
@@ -21,9 +22,18 @@ export async function expressAuthentication(request: Request, securityName: stri
   if (securityName !== 'api_key') throw new AppError('internal', `unknown security scheme ${securityName}`);
   const ctx = httpContextOf(request);
   const req = request as AuthedRequest;
-  const principal = await ctx.meter.authenticate(request.header('x-api-key'), requestIdOf(req, ctx.ids));
+  let principal: Principal;
+  try {
+    principal = await ctx.meter.authenticate(request.header('x-api-key'), requestIdOf(req, ctx.ids), request.ip);
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'rate_limited') request.res?.setHeader('Retry-After', String(Number(err.extensions['retry_after_seconds'] ?? 1)));
+    throw err;
+  }
   // Set before the checks below, so that their refusals carry the caller's X-Credits-Remaining.
   req.user = principal;
+  setRateHeaders(request.res, principal);
+  // First of the checks, before any read-model work: a refused request costs nothing.
+  admit(principal);
   const endpoint = scopes?.[0];
   if (endpoint) {
     if (!isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
@@ -31,6 +41,16 @@ export async function expressAuthentication(request: Request, securityName: stri
   }
   rejectUnknownQuery(request, ctx.queryParams);
   return principal;
+}
+
+/** `RateLimit-Policy` and `RateLimit` on every authenticated response; `Retry-After` on a refusal. */
+export function setRateHeaders(res: Response | undefined, principal: Principal): void {
+  if (!res) return;
+  const h = rateLimitHeaders(principal.rate);
+  if (!h) return;
+  res.setHeader('RateLimit-Policy', h.policy);
+  res.setHeader('RateLimit', h.state);
+  if (!principal.rate.allowed) res.setHeader('Retry-After', String(principal.rate.retryAfterSeconds));
 }
 
 /**

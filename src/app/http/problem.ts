@@ -8,7 +8,11 @@ import { CREDITS_HEADER } from '../../core/meter.port.js';
 
 export const PROBLEM_JSON = 'application/problem+json';
 
+/** Where sendProblem leaves the problem's code: the 429 counter and the access log read it (metrics.routes.ts). */
+export const PROBLEM_CODE_LOCAL = 'problem_code';
+
 export function sendProblem(res: Response, problem: ProblemDetails): void {
+  res.locals[PROBLEM_CODE_LOCAL] = problem.code;
   res.status(problem.status).type(PROBLEM_JSON).send(JSON.stringify(problem));
 }
 

@@ -1,55 +1,118 @@
-import express, { type RequestHandler } from 'express';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import express, { type Request, type RequestHandler } from 'express';
+import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCRequest, type JSONRPCResponse } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../container.js';
-import { requestIdOf } from '../http/authentication.js';
-import type { AuthedRequest } from '../../core/meter.port.js';
-import { CREDITS_HEADER } from '../../core/meter.port.js';
+import { requestIdOf, setRateHeaders } from '../http/authentication.js';
+import { admit, CREDITS_HEADER, type AuthedRequest } from '../../core/meter.port.js';
+import { AppError } from '../../core/errors.js';
 import { problemOf } from '../../core/problem.js';
 import { sendProblem } from '../http/problem.js';
-import { createMcpServer } from './server.js';
+import { McpDispatcher } from './dispatcher.js';
+import { INVALID_PARAMS, INVALID_REQUEST, JSON_RPC_PARSE_ERROR, jsonRpcError, readBody, type JsonRpcError, type Message } from './json-rpc.js';
+import type { ToolContext } from './rest-twin.js';
 
 /**
- * POST {base}/mcp/http: stateless streamable HTTP with JSON responses, three steps in this order.
+ * POST {base}/mcp/http: stateless streamable HTTP with JSON responses, in this order.
  *
- * 1. The key is checked at the HTTP level before the body is read: a missing or unknown key is a
- *    401 problem, a revoked one a 403 (thrown to the app's problem handler, as for REST).
- * 2. The body is read as JSON (at most 64 KiB). HTTP-level failures (too large, an unknown
- *    encoding or charset) are problems; a body that is not JSON is JSON-RPC's parse error (-32700).
- * 3. The SDK handles the messages.
+ * 1. The key is checked before anything else: a missing or unknown key is a 401 problem, a revoked
+ *    one a 403 (thrown to the app's problem handler, as for REST).
+ * 2. The headers, before the body is read. The Accept header must list application/json and
+ *    text/event-stream, as the MCP transport requires (406 with a JSON-RPC error body, id null, as
+ *    the SDK's transport answers it). The body's media type must be `application/json`, with no
+ *    charset or UTF-8: anything else (another media type, none, another charset) is a 415
+ *    `unsupported_media_type` problem.
+ * 3. The body is read as JSON (at most 64 KiB): too large is a 413 problem, an unknown content
+ *    encoding a 415 problem; a body that is not JSON is JSON-RPC's parse error (-32700, HTTP 400).
+ * 4. JSON-RPC 2.0 (src/app/mcp/json-rpc.ts): one message or a batch of 1 to 100, each element on
+ *    its own. A request is answered under its id; an element that is no valid message gets an
+ *    Invalid Request error (-32600, its id if it has a usable one, else null); a notification or a
+ *    response gets nothing. A batch is answered with an array; a body with nothing to answer is a
+ *    202 without a body. An empty or oversized batch, or a single invalid message, is answered
+ *    with one -32600 error and HTTP 400. An unsupported `MCP-Protocol-Version` header is a 400
+ *    with a JSON-RPC error (-32000), as in the SDK.
+ * 5. The requests run on the process's one MCP server (src/app/mcp/dispatcher.ts), at the same time.
  *
  * Every response to an authenticated key carries `X-Credits-Remaining`, as on REST: set in step 1
  * from the account's balance (so protocol errors carry it too), then replaced by each tool call
- * with the balance after it (after its charge, or as it stands after a refusal). In JSON response
- * mode the SDK writes the response only once every request of the POST has its result, so the
- * tools' value is the one sent.
+ * with the balance after it (after its charge, or as it stands after a refusal). The response is
+ * written once every request of the POST has its answer, so the tools' value is the one sent.
  */
 export function mcpRoute(services: Services): RequestHandler[] {
-  return [mcpAuthentication(services), jsonRpcBody(), mcpHandler(services)];
+  const dispatcher = new McpDispatcher(services.log);
+  return [mcpAuthentication(services), mediaTypes(services), jsonRpcBody(), mcpHandler(services, dispatcher)];
 }
 
 function mcpAuthentication(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = await services.meter.authenticate(req.header('x-api-key'), requestIdOf(req, services.ids));
+      const principal = await services.meter.authenticate(req.header('x-api-key'), requestIdOf(req, services.ids), req.ip);
       (req as AuthedRequest).user = principal;
       const remaining = await services.meter.remaining(principal).catch(() => null);
       if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
+      // The key's one bucket for REST and MCP alike: a refused request is 429 before any tool runs.
+      setRateHeaders(res, principal);
+      admit(principal);
       next();
     } catch (err) {
+      if (err instanceof AppError && err.code === 'rate_limited' && !res.hasHeader('Retry-After')) res.setHeader('Retry-After', String(Number(err.extensions['retry_after_seconds'] ?? 1)));
       next(err);
     }
   };
 }
 
-/** JSON-RPC 2.0's answer to a body that is not JSON (its id cannot be known). */
-const JSON_RPC_PARSE_ERROR = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON' } } as const;
+/** The SDK transport's answer to a client that does not accept both of the transport's response types. */
+const NOT_ACCEPTABLE = jsonRpcError(null, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+
+function mediaTypes(services: Services): RequestHandler {
+  return (req, res, next) => {
+    const accept = req.header('accept') ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      res.status(406).json(NOT_ACCEPTABLE);
+      return;
+    }
+    if (!isUtf8Json(req.header('content-type'))) {
+      const sent = req.header('content-type');
+      const detail = `the MCP endpoint reads only application/json in UTF-8 (got ${sent ? JSON.stringify(sent) : 'no Content-Type'})`;
+      sendProblem(res, problemOf('unsupported_media_type', detail, services.baseUrl()));
+      return;
+    }
+    next();
+  };
+}
+
+/**
+ * `application/json` with no charset parameter or `charset=utf-8` (any case, quoted or not). Other
+ * parameters are ignored, as is a malformed parameter section (`application/json;`).
+ */
+function isUtf8Json(header: string | undefined): boolean {
+  if (!header) return false;
+  const [type, ...parameters] = header.split(';');
+  if (type!.trim().toLowerCase() !== 'application/json') return false;
+  for (const parameter of parameters) {
+    const eq = parameter.indexOf('=');
+    if (eq < 0 || parameter.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    const charset = parameter.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (!/^utf-?8$/i.test(charset)) return false;
+  }
+  return true;
+}
 
 function jsonRpcBody(): RequestHandler {
-  const parse = express.json({ limit: '64kb' });
+  // The media type is checked above. Not strict: any JSON value is a body JSON-RPC answers (a
+  // bare `1` is an Invalid Request, not a parse error). An empty body is no JSON (body-parser would
+  // read it as {}).
+  const empty = new WeakSet<object>();
+  const parse = express.json({
+    limit: '64kb',
+    strict: false,
+    type: () => true,
+    verify: (req, _res, buf) => {
+      if (buf.length === 0) empty.add(req);
+    },
+  });
   return (req, res, next) =>
     parse(req, res, (err?: unknown) => {
       // body-parser marks a body it read whole but could not parse; other failures stay HTTP's.
-      if ((err as { type?: unknown } | undefined)?.type === 'entity.parse.failed') {
+      if ((err as { type?: unknown } | undefined)?.type === 'entity.parse.failed' || (!err && (empty.has(req) || req.body === undefined))) {
         res.status(400).json(JSON_RPC_PARSE_ERROR);
         return;
       }
@@ -57,28 +120,76 @@ function jsonRpcBody(): RequestHandler {
     });
 }
 
-function mcpHandler(services: Services): RequestHandler {
+function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandler {
   return async (req, res) => {
     const principal = (req as AuthedRequest).user;
     if (!principal) throw new Error('MCP handler reached without authentication');
-    const creditsRemaining = (value: string) => {
-      if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
-    };
-    const refused = malformedToolCalls(req.body);
-    if (refused) {
-      res.status(200).json(refused);
+    const body = readBody(req.body);
+    if (body.kind === 'refused') {
+      res.status(400).json(body.answer);
       return;
     }
-    const server = createMcpServer({ queries: services.queries, principal, log: services.log, creditsRemaining });
-    // Stateless: a transport serves one request and cannot be reused.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, req.body);
+    const version = unsupportedVersion(req, body.messages);
+    if (version) {
+      res.status(400).json(version);
+      return;
+    }
+    const ctx: ToolContext = {
+      queries: services.queries,
+      principal,
+      log: services.log,
+      creditsRemaining: (value) => {
+        if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
+      },
+    };
+    const answers = (await answer(body.messages, dispatcher, ctx)).filter((a) => a !== null);
+    if (answers.length === 0) {
+      res.status(202).end();
+      return;
+    }
+    if (body.batch) {
+      res.status(200).json(answers);
+      return;
+    }
+    res.status(body.messages[0]!.kind === 'invalid' ? 400 : 200).json(answers[0]);
   };
+}
+
+/** The SDK transport's check: a protocol version header it does not support, on anything but an initialize. */
+function unsupportedVersion(req: Request, messages: Message[]): JsonRpcError | null {
+  const version = req.header('mcp-protocol-version');
+  if (version === undefined || SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return null;
+  if (messages.some((m) => m.kind === 'request' && isInitializeRequest(m.request))) return null;
+  return jsonRpcError(
+    null,
+    -32000,
+    `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+  );
+}
+
+/**
+ * Each message's answer, in order (null: none). A batch holding a `tools/call` with malformed
+ * arguments runs none of its requests (see malformedArguments); otherwise every request runs.
+ */
+async function answer(messages: Message[], dispatcher: McpDispatcher, ctx: ToolContext): Promise<(JSONRPCResponse | JsonRpcError | null)[]> {
+  const problems = messages.map((m) => (m.kind === 'request' ? malformedArguments(m.request) : null));
+  const runNone = problems.some((p) => p !== null);
+  return Promise.all(
+    messages.map(async (m, i) => {
+      switch (m.kind) {
+        case 'invalid':
+          return m.answer;
+        case 'unanswered':
+          return null;
+        case 'request': {
+          const problem = problems[i];
+          if (problem) return jsonRpcError(m.request.id, INVALID_PARAMS, problem);
+          if (runNone) return jsonRpcError(m.request.id, INVALID_REQUEST, 'not run: another message of this batch is malformed');
+          return dispatcher.run(m.request, ctx);
+        }
+      }
+    }),
+  );
 }
 
 /** How deep tool arguments may nest: the tools take flat values; deeper input only costs stack. */
@@ -93,29 +204,17 @@ const depthOf = (value: unknown, limit: number): number => {
 };
 
 /**
- * JSON-RPC "invalid params" (-32602) answers for `tools/call` messages whose `arguments` is not an
- * object or nests deeper than any tool's arguments can: the SDK would answer the first with an
- * "internal error" carrying its validation dump, and the second with a stack overflow's text.
- * Null when every message may go to the SDK.
+ * JSON-RPC "invalid params" (-32602) for a `tools/call` whose `arguments` is not an object or
+ * nests deeper than any tool's arguments can: the SDK would answer the first with an "internal
+ * error" carrying its validation dump, and the second with a stack overflow's text. Null when the
+ * request may go to the SDK.
  */
-function malformedToolCalls(body: unknown): unknown {
-  const messages = (Array.isArray(body) ? body : [body]) as ({ method?: unknown; id?: unknown; params?: { arguments?: unknown } } | null)[];
-  const problems = messages.map((m) => {
-    if (m === null || typeof m !== 'object' || m.method !== 'tools/call') return null;
-    const args = m.params?.arguments;
-    if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) return 'params.arguments must be an object';
-    if (depthOf(args, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH) return `params.arguments nests deeper than ${MAX_ARGUMENT_DEPTH} levels`;
-    return null;
-  });
-  if (problems.every((p) => p === null)) return null;
-  // A batch with a malformed call runs none of its messages; each request gets its answer.
-  const answers = messages.flatMap((m, i) => {
-    const id = m !== null && typeof m === 'object' && m.id !== undefined ? m.id : null;
-    if (problems[i]) return [{ jsonrpc: '2.0', id, error: { code: -32602, message: problems[i] } }];
-    if (id === null) return [];
-    return [{ jsonrpc: '2.0', id, error: { code: -32600, message: 'not run: another message of this batch is malformed' } }];
-  });
-  return Array.isArray(body) ? answers : answers[0];
+function malformedArguments(request: JSONRPCRequest): string | null {
+  if (request.method !== 'tools/call') return null;
+  const args = (request.params as { arguments?: unknown } | undefined)?.arguments;
+  if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args))) return 'params.arguments must be an object';
+  if (depthOf(args, MAX_ARGUMENT_DEPTH + 1) > MAX_ARGUMENT_DEPTH) return `params.arguments nests deeper than ${MAX_ARGUMENT_DEPTH} levels`;
+  return null;
 }
 
 /** GET (SSE stream) and DELETE (session end) have no meaning for a stateless server: 405. */

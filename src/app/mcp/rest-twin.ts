@@ -1,4 +1,5 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.js';
 import type { Principal } from '../../core/meter.port.js';
@@ -6,18 +7,48 @@ import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain
 import { problemOf, type ProblemDetails } from '../../core/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
 
-/** What every tool of one MCP request works with: the read side of the app and the authenticated caller. */
+/** What a tool call of one MCP request works with: the read side of the app and the authenticated caller. */
 export interface ToolContext {
   queries: QueryContext;
   /** Its `request_id` is the MCP request's, on the ledger entry of each charge. */
   principal: Principal;
   log: { error(obj: unknown, msg: string): void };
   /**
-   * Sets `X-Credits-Remaining` on the HTTP response that carries the tool's result. In JSON
-   * response mode the SDK writes that response only once the tool has returned, so the header
-   * carries the balance after the call, the same value as the result's `_meta.credits_remaining`.
+   * Sets `X-Credits-Remaining` on the HTTP response that carries the tool's result. That response
+   * is written only once every request of its POST has its answer (src/app/mcp/http.ts), so the
+   * header carries the balance after the call, the same value as the result's `_meta.credits_remaining`.
    */
   creditsRemaining(value: string): void;
+}
+
+/**
+ * The context of the request a tool call belongs to. The tools are registered once per process on
+ * one server that serves every request (src/app/mcp/server.ts); what differs per request (the
+ * caller, the HTTP response) is looked up by the SDK's `extra` of the call.
+ */
+export type ContextOf = (extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => ToolContext;
+
+/**
+ * A tool, defined once per process: what `tools/list` shows of it (its zod input shape becomes the
+ * listed JSON Schema) and what a call runs, given the arguments as the input shape parses them and
+ * the caller. No `inputSchema`: the tool takes no arguments (the SDK lists an empty object and
+ * validates nothing).
+ */
+export interface TwinTool {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema?: z.ZodRawShape;
+  annotations: ToolAnnotations;
+  run: (args: Record<string, unknown>, ctx: ToolContext) => Promise<CallToolResult>;
+}
+
+/** A TwinTool whose `run` receives its arguments typed by its input shape. */
+export function twinTool<S extends z.ZodRawShape = Record<never, never>>(
+  tool: Omit<TwinTool, 'inputSchema' | 'run'> & { inputSchema?: S; run: (args: z.infer<z.ZodObject<S>>, ctx: ToolContext) => Promise<CallToolResult> },
+): TwinTool {
+  // `run` receives what `inputSchema` parses, which the SDK and the dispatcher both ensure.
+  return tool as TwinTool;
 }
 
 /** The tool name the rate card gives an endpoint: names are defined once, next to the costs. */

@@ -1,5 +1,5 @@
 import type { LedgerService } from '../../../commands/ledger/ledger.handler.js';
-import { apiKeys, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
+import { accounts, apiKeys, type AccountDoc, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
 import type { Clock } from '../../core/clock.js';
 import { AppError } from '../../core/errors.js';
 import type { Charge, Meter, Principal } from '../../core/meter.port.js';
@@ -7,7 +7,8 @@ import type { ReadStore } from '../../core/read-store.port.js';
 import { hashApiKey } from '../../domain/api-keys.js';
 import { creditsRemainingHeader, stateAt, usageFigures, type UsageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerState } from '../../domain/ledger/ledger.state.js';
-import { entitlementsOf } from '../../domain/plans.js';
+import { ANONYMOUS_RATE_PER_SECOND, PLANS, entitlementsOf } from '../../domain/plans.js';
+import { TokenBuckets } from './token-buckets.js';
 import { costOf, type RateKey } from '../../domain/rate-card.js';
 import type { Channel } from '../../events/ledger.events.js';
 
@@ -17,25 +18,31 @@ const KEY_CACHE_MS = 5000;
 /** The meter over the accounts' credit ledgers and the api-keys read model. */
 export class LedgerMeter implements Meter {
   private readonly keys = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
+  private readonly accountDocs = new Map<string, { at: number; doc: Promise<AccountDoc | null> }>();
+  private readonly rates = new TokenBuckets();
+  private readonly anonymous = new TokenBuckets();
 
   constructor(
     private readonly ledger: Pick<LedgerService, 'state' | 'debit'>,
     private readonly reads: ReadStore,
     private readonly clock: Clock,
+    private readonly onDebited: (endpoint: RateKey, channel: Channel, cost: number) => void = () => undefined,
   ) {}
 
-  async authenticate(key: string | undefined, requestId: string): Promise<Principal> {
-    if (!key) throw new AppError('unauthorized', 'send your API key in the X-API-Key header');
+  async authenticate(key: string | undefined, requestId: string, client?: string): Promise<Principal> {
+    if (!key) throw this.anonymousRefusal(client, 'send your API key in the X-API-Key header');
     // Node joins repeated headers with ", "; no key holds a comma.
-    if (key.includes(',')) throw new AppError('unauthorized', 'send one X-API-Key header (this request has several)');
+    if (key.includes(',')) throw this.anonymousRefusal(client, 'send one X-API-Key header (this request has several)');
     const doc = await this.keyDoc(hashApiKey(key.trim()));
-    if (!doc) throw new AppError('unauthorized', 'unknown API key');
+    if (!doc) throw this.anonymousRefusal(client, 'unknown API key');
     const now = this.clock.now();
     if (doc.status === 'revoked') throw new AppError('key_forbidden', `key ${doc.prefix}… was revoked`);
     if (doc.status === 'rotated' && (doc.grace_until === null || doc.grace_until <= now.toISOString())) {
       throw new AppError('key_forbidden', `key ${doc.prefix}… was rotated and its grace period ended at ${doc.grace_until ?? 'once'}`);
     }
     const ledger = stateAt(await this.ledger.state(doc.account_id), now);
+    const override = (await this.accountDoc(doc.account_id))?.rate_limit;
+    const perSecond = override === 'unlimited' ? null : typeof override === 'number' ? override : PLANS[ledger.tier].rate_per_second;
     return {
       account_id: doc.account_id,
       key_id: doc.key_id,
@@ -43,12 +50,27 @@ export class LedgerMeter implements Meter {
       pro: ledger.pro,
       entitlements: entitlementsOf(ledger.tier, ledger.pro),
       request_id: requestId,
+      rate: this.rates.take(doc.key_id, perSecond),
     };
+  }
+
+  /** 401 for a request without a valid key, or 429 once its client address sent too many. */
+  private anonymousRefusal(client: string | undefined, why: string): AppError {
+    if (client !== undefined) {
+      const d = this.anonymous.take(client, ANONYMOUS_RATE_PER_SECOND);
+      if (!d.allowed) {
+        return new AppError('rate_limited', `Too many requests without a valid key from this address; retry in ${d.retryAfterSeconds} s`, {
+          retry_after_seconds: d.retryAfterSeconds,
+        });
+      }
+    }
+    return new AppError('unauthorized', why);
   }
 
   async charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
     const cost = costOf(endpoint, quantity);
     const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost });
+    this.onDebited(endpoint, channel, cost);
     return { cost, remaining: this.remainingOf(outcome.state) };
   }
 
@@ -63,6 +85,18 @@ export class LedgerMeter implements Meter {
   /** Drops every cached key lookup: call it when a key event (issue, rotation, revocation) reaches the read models. */
   forgetKeys(): void {
     this.keys.clear();
+    this.accountDocs.clear();
+  }
+
+  /** The account's document (its rate override), cached like the keys. */
+  private accountDoc(accountId: string): Promise<AccountDoc | null> {
+    const now = performance.now();
+    const hit = this.accountDocs.get(accountId);
+    if (hit && now - hit.at < KEY_CACHE_MS) return hit.doc;
+    if (this.accountDocs.size > 10_000) this.accountDocs.clear();
+    const doc = this.reads.get(accounts, accountId);
+    this.accountDocs.set(accountId, { at: now, doc });
+    return doc;
   }
 
   private remainingOf(state: LedgerState): string {

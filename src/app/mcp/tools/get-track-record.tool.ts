@@ -1,19 +1,14 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { run as getTrackRecord } from '../../../../queries/get-track-record/get-track-record.controller.js';
-import { callTwin, describeTool, toolNameOf, type ToolContext } from '../rest-twin.js';
+import { callTwin, describeTool, toolNameOf, twinTool } from '../rest-twin.js';
 
 /** `get_track_record`, the twin of GET /v1/track-record. */
-export function registerGetTrackRecord(server: McpServer, ctx: ToolContext): void {
-  server.registerTool(
-    toolNameOf('track_record'),
-    {
-      title: 'Model-portfolio track record',
-      description: describeTool(
-        'track_record',
-        'The public model portfolio\'s closed trades (long each bull divergence event, short each bear one, flag to close) with win rate, mean and median return, average days held, best and worst.',
-      ),
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    async () => callTwin(ctx, 'track_record', getTrackRecord),
-  );
-}
+export const getTrackRecordTool = twinTool({
+  name: toolNameOf('track_record'),
+  title: 'Model-portfolio track record',
+  description: describeTool(
+    'track_record',
+    'The public model portfolio\'s closed trades (long each bull divergence event, short each bear one, flag to close) with win rate, mean and median return, average days held, best and worst.',
+  ),
+  annotations: { readOnlyHint: true, openWorldHint: false },
+  run: (_args, ctx) => callTwin(ctx, 'track_record', getTrackRecord),
+});

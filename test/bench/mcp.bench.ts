@@ -1,0 +1,96 @@
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { projectRoot } from '../../src/core/paths.js';
+import { runCli, until } from '../support/processes.js';
+import { demoKey, tempDir, testEnv } from '../support/server.js';
+import { fmt, info, median, report } from './stats.js';
+
+function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const pattern = /listening on http:\/\/localhost:(\d+)/;
+  return until(() => pattern.test(out), 120_000).then(() => ({ child, port: Number(pattern.exec(out)![1]) }));
+}
+
+interface Load {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+async function load(l: Load, seconds: number) {
+  const r = await autocannon({ url: l.url, method: l.method, headers: l.headers, body: l.body, connections: 50, duration: seconds });
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${l.method} ${l.url}: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
+  return { rps: r.requests.average, p99: r.latency.p99 };
+}
+
+/**
+ * `tools/call get_scores` for AAPL over the hosted MCP endpoint (POST /mcp/http) against its REST
+ * twin `GET /v1/scores/AAPL`, the same quant demo key, the same server process, 50 connections
+ * each, alternating in the same run. Both are metered: every call's debit is durable before its
+ * response. The MCP request is what a client sends after `initialize` (stateless server: no
+ * session): the Accept header the streamable HTTP transport requires and the protocol version.
+ */
+export async function benchMcp(runs: number, seconds = 8): Promise<void> {
+  const dir = tempDir('scores-bench-mcp-');
+  const env = testEnv(dir, '2019-06-14T12:00:00Z', { PUBLIC_BASE_URL: 'http://localhost', LOG_LEVEL: 'silent' });
+  const seeded = await runCli(['seed', '--json'], env);
+  if (seeded.code !== 0) throw new Error(seeded.stderr);
+  const server = await start(env);
+  // Demo keys are random: the server wrote them to its data directory.
+  const key = demoKey(dir, 'quant');
+  const rest: Load = { method: 'GET', url: `http://127.0.0.1:${server.port}/v1/scores/AAPL`, headers: { 'X-API-Key': key } };
+  const mcp: Load = {
+    method: 'POST',
+    url: `http://127.0.0.1:${server.port}/mcp/http`,
+    headers: {
+      'X-API-Key': key,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-06-18',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_scores', arguments: { ticker: 'AAPL' } } }),
+  };
+  /** The tool's result must be the REST body (a refusal would be a 200 too: `isError`). */
+  const sameAnswer = async () => {
+    const r = await fetch(rest.url, { headers: rest.headers });
+    const m = await fetch(mcp.url, { method: 'POST', headers: mcp.headers, body: mcp.body });
+    const a: unknown = await r.json();
+    const b = (await m.json()) as { result?: { isError?: boolean; structuredContent?: unknown } };
+    if (r.status !== 200 || m.status !== 200 || b.result?.isError || JSON.stringify(b.result?.structuredContent) !== JSON.stringify(a)) {
+      throw new Error(`MCP and REST answers differ:\n${JSON.stringify(a)}\n${JSON.stringify(b)}`);
+    }
+    return r.headers;
+  };
+  try {
+    // A server with request-rate limits: raise the key's far above what this load reaches.
+    if ((await sameAnswer()).has('ratelimit-policy')) {
+      const limit = await runCli(['rate-limit', 'set', '--account', 'demo-quant', '--per-second', '1000000'], env);
+      if (limit.code !== 0) throw new Error(limit.stderr);
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    // Warm-up.
+    await load(rest, 2);
+    await load(mcp, 2);
+    const r: { rps: number; p99: number }[] = [];
+    const m: { rps: number; p99: number }[] = [];
+    for (let i = 0; i < runs; i++) {
+      r.push(await load(rest, seconds));
+      m.push(await load(mcp, seconds));
+    }
+    await sameAnswer();
+    const [rr, mr] = [r, m].map((xs) => median(xs.map((x) => x.rps))) as [number, number];
+    const [rp, mp] = [r, m].map((xs) => median(xs.map((x) => x.p99))) as [number, number];
+    report('REST GET /v1/scores/AAPL (metered)', `${fmt(rr, 0)} req/s, p99 ${fmt(rp, 0)} ms`, '(baseline)', true);
+    report('MCP tools/call get_scores AAPL (metered)', `${fmt(mr, 0)} req/s, p99 ${fmt(mp, 0)} ms`, '', true);
+    report('MCP / REST throughput', `${fmt((mr / rr) * 100, 0)}%`, '>= 50%', mr / rr >= 0.5);
+    info('MCP / REST p99 latency', `${fmt(mp / Math.max(rp, 1), 2)}x`, '(no target)');
+  } finally {
+    server.child.kill('SIGTERM');
+    await new Promise((res) => setTimeout(res, 500));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { request } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+interface Raw {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** A request with exactly these headers (fetch would add its own Accept-Encoding and decode). */
+function raw(url: string, headers: Record<string, string>): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Compression and daily validators: large bodies cost less to send, and a poller downloads a daily body once. */
+describe('Fair use of shared capacity', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let key: string;
+  before(async () => {
+    server = await startTestServer({ now: '2019-06-14T12:00:00Z' });
+    ({ key } = await createAccountWithKey(server.services, { tier: 'quant' }));
+    await server.services.runner.waitForHead();
+  });
+  after(() => server.stop());
+
+  it('compresses a large body with br or gzip as the client accepts, the same JSON once decoded', async () => {
+    const url = `${server.url}/v1/track-record`;
+    const plain = await raw(url, { 'X-API-Key': key });
+    expect(plain.status).to.equal(200);
+    expect(plain.headers['content-encoding']).to.equal(undefined);
+    const br = await raw(url, { 'X-API-Key': key, 'Accept-Encoding': 'br' });
+    expect(br.headers['content-encoding']).to.equal('br');
+    expect(brotliDecompressSync(br.body).toString()).to.equal(plain.body.toString());
+    expect(br.body.length).to.be.lessThan(plain.body.length / 4);
+    const gz = await raw(url, { 'X-API-Key': key, 'Accept-Encoding': 'gzip' });
+    expect(gz.headers['content-encoding']).to.equal('gzip');
+    expect(gunzipSync(gz.body).toString()).to.equal(plain.body.toString());
+  });
+
+  it('sends a small body as it is', async () => {
+    const small = await raw(`${server.url}/v1/scores/AAPL`, { 'X-API-Key': key, 'Accept-Encoding': 'br, gzip' });
+    expect(small.status).to.equal(200);
+    expect(small.headers['content-encoding']).to.equal(undefined);
+    expect(JSON.parse(small.body.toString())).to.have.property('ticker', 'AAPL');
+  });
+
+  for (const path of ['/v1/track-record', '/v1/meta', '/v1/coverage']) {
+    it(`answers ${path} with an ETag, and 304 with no body to a client that has it`, async () => {
+      const first = await raw(`${server.url}${path}`, { 'X-API-Key': key });
+      const tag = first.headers['etag'];
+      expect(tag).to.match(/^W\/"[A-Za-z0-9_-]+"$/);
+      const again = await raw(`${server.url}${path}`, { 'X-API-Key': key, 'If-None-Match': String(tag) });
+      expect(again.status).to.equal(304);
+      expect(again.body.length).to.equal(0);
+      expect(again.headers['x-credits-remaining']).to.be.a('string');
+      const stale = await raw(`${server.url}${path}`, { 'X-API-Key': key, 'If-None-Match': 'W/"older"' });
+      expect(stale.status).to.equal(200);
+      expect(stale.body.toString()).to.equal(first.body.toString());
+    });
+  }
+});
