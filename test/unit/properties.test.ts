@@ -1,11 +1,7 @@
 /**
  * Property tests (issue 20, item 5): the ledger decider, the ingest parser, the parameter parsers
- * of every endpoint and the MCP tools' argument schemas, on generated input, with a fixed seed and
- * a bounded number of runs (a few seconds in all).
- *
- * fast-check is not installed in this repository (no `node_modules/fast-check`, not in
- * package.json), so the properties run on test/support/mini-check.ts: the same API shape
- * (`fc.assert(fc.property(…))`), seeded, with shrinking of the counterexample.
+ * of every endpoint and the MCP tools' argument schemas, on generated input (fast-check), with a
+ * fixed seed and a bounded number of runs (a few seconds in all).
  */
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
@@ -27,9 +23,35 @@ import { parseDirection } from '../../queries/get-divergence/get-divergence.quer
 import { parseInstantParam } from '../../queries/shared/instants.js';
 import { parseDateParam } from '../../queries/shared/params.js';
 import { MAX_TICKERS_PER_CALL, parseTickerList, tickerFromPath } from '../../queries/shared/tickers.js';
-import { fc, type Arbitrary } from '../support/mini-check.js';
+import fc, { type Arbitrary } from 'fast-check';
 
-fc.configureGlobal({ seed: 20261125, numRuns: 100 });
+// defaultSizeToMaxWhenMaxSpecified: a length, key count or depth ranges up to the maximum given,
+// not up to fast-check's default "small" size (about 10).
+fc.configureGlobal({ seed: 20261125, numRuns: 100, defaultSizeToMaxWhenMaxSpecified: true });
+
+/** One of `chars`, as the unit of fc.string. */
+const charOf = (chars: readonly string[]): Arbitrary<string> => fc.constantFrom(...chars);
+
+/** Any UTF-16 string: controls, unpaired surrogates and astral characters included (unit 'binary' never gives a lone surrogate). */
+const utf16 = (maxLength: number): Arbitrary<string> =>
+  fc.string({
+    maxLength,
+    unit: fc.oneof(
+      fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)),
+      fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
+      fc.integer({ min: 0x10000, max: 0x10ffff }).map((c) => String.fromCodePoint(c)),
+      fc.string({ minLength: 1, maxLength: 1 }),
+    ),
+  });
+
+/** A JSON value as JSON.parse builds it (plain objects, "__proto__" an own key), nesting up to `maxDepth`, object keys from `key`. */
+const jsonValue = (maxDepth: number, key: Arbitrary<string> = fc.string({ maxLength: 8 })): Arbitrary<unknown> =>
+  fc.anything({
+    key,
+    maxDepth,
+    maxKeys: 4,
+    values: [fc.constant(null), fc.boolean(), fc.integer({ min: -1e6, max: 1e6 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 12 }), utf16(6)],
+  });
 
 const DAY = 86_400_000;
 const RATE_KEYS = Object.keys(RATE_CARD) as RateKey[];
@@ -66,7 +88,7 @@ const debitStep: Arbitrary<Step> = fc.record({
   endpoint: fc.constantFrom(...RATE_KEYS),
   channel: fc.constantFrom<'rest' | 'mcp'>('rest', 'mcp'),
 });
-const step: Arbitrary<Step> = fc.oneof<Step>(
+const step: Arbitrary<Step> = fc.oneof(
   debitStep,
   debitStep,
   debitStep,
@@ -341,9 +363,9 @@ describe('Properties', function () {
       fc.constantFrom(',', ';', ':', '"', "'", '\n', '\r\n', '\r', '{', '}', '[', ']', '\\', '\u0000', '\ufeff', ' ', '\t', 'null', 'true', '1e999', '-0', 'NaN'),
       fc.constantFrom('type', 'ticker', 'date', 'main_street', 'wall_street', 'close', 'visits', 'symbol', 'company', 'slug', 'constituents', '__proto__', 'constructor', 'prototype'),
       fc.constantFrom('AAPL', '2024-01-02', '61.5', '2024-02-30', 'score', 'price', 'theme', 'signal', 'AAPL:core;TSM:x'),
-      fc.fullUnicodeString({ maxLength: 6 }),
+      utf16(6),
     );
-    const text = fc.oneof(fc.fullUnicodeString({ maxLength: 200 }), fc.array(fragment, { maxLength: 80 }).map((parts) => parts.join('')));
+    const text = fc.oneof(utf16(200), fc.array(fragment, { maxLength: 80 }).map((parts) => parts.join('')));
 
     /** What parseIngestFile may do: return rows, or throw its validation error, nothing else. */
     function parseOrRefuse(t: string, f: 'csv' | 'jsonl', k: IngestKind | null): unknown[] | IngestValidationError {
@@ -369,8 +391,8 @@ describe('Properties', function () {
     it('never throws anything else on arbitrary JSON lines, and never touches Object.prototype', () => {
       const field = fc.constantFrom('type', 'ticker', 'date', 'main_street', 'wall_street', 'estimated', 'published_at', 'close', 'visits', 'symbol', 'company', 'sector', 'size_rank', 'slug', 'name', 'strength', 'constituents', 'id', 'alert_type', 'content', 'tickers', 'themes', 'created_at', '__proto__', 'constructor', 'prototype', 'toString');
       const line = fc.oneof(
-        fc.jsonValue({ maxDepth: 3, key: field }),
-        fc.dictionary(field, fc.jsonValue({ maxDepth: 2, key: field }), { maxKeys: 8 }),
+        jsonValue(3, field),
+        fc.dictionary(field, jsonValue(2, field), { maxKeys: 8, noNullPrototype: true }),
         fc.record({ type: fc.constantFrom<string>(...INGEST_KINDS, '__proto__', 'constructor'), ticker: fc.constantFrom('AAPL', 'aapl', ' msft ', 'TOO-LONG-TICKER'), date: fc.constantFrom('2024-01-02', '2024-02-30', '0000-01-01') }),
       );
       fc.assert(
@@ -385,12 +407,12 @@ describe('Properties', function () {
 
     // Valid rows, and what the parser must give back for them.
     const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'.split('');
-    const tickerText = fc.tuple(fc.string({ minLength: 1, maxLength: 10, unit: letters }), fc.constantFrom('', '.A', '-B')).map(([a, b]) => a + b);
+    const tickerText = fc.tuple(fc.string({ minLength: 1, maxLength: 10, unit: charOf(letters) }), fc.constantFrom('', '.A', '-B')).map(([a, b]) => a + b);
     const date = fc.integer({ min: Date.parse('1990-01-01'), max: Date.parse('2030-12-31') }).map((ms) => new Date(ms).toISOString().slice(0, 10));
     const instant = fc.integer({ min: Date.parse('2000-01-01'), max: Date.parse('2030-12-31') }).map((ms) => new Date(ms).toISOString());
     const tenths = (max: number) => fc.integer({ min: 0, max: max * 10 }).map((n) => n / 10);
-    const words = fc.string({ minLength: 1, maxLength: 12, unit: [...letters, ' ', ',', '"', '&', 'é', '—'] }).map((s) => s.trim()).filter((s) => s.length > 0);
-    const listItem = fc.string({ minLength: 1, maxLength: 8, unit: letters });
+    const words = fc.string({ minLength: 1, maxLength: 12, unit: charOf([...letters, ' ', ',', '"', '&', 'é', '—']) }).map((s) => s.trim()).filter((s) => s.length > 0);
+    const listItem = fc.string({ minLength: 1, maxLength: 8, unit: charOf(letters) });
 
     type Valid = { kind: IngestKind; fields: Record<string, unknown>; csv: Record<string, string>; expected: Record<string, unknown> };
     const validRow: Record<IngestKind, Arbitrary<Valid>> = {
@@ -426,7 +448,7 @@ describe('Properties', function () {
       })),
       theme: fc
         .record({
-          slug: fc.string({ minLength: 1, maxLength: 10, unit: 'abcdefghijklmnopqrstuvwxyz0123456789-'.split('') }).filter((s) => /^[a-z0-9]/.test(s)),
+          slug: fc.string({ minLength: 1, maxLength: 10, unit: charOf('abcdefghijklmnopqrstuvwxyz0123456789-'.split('')) }).filter((s) => /^[a-z0-9]/.test(s)),
           name: words,
           d: words,
           st: tenths(100),
@@ -546,7 +568,7 @@ describe('Properties', function () {
       Array.from({ length: 60 }, () => 'AAPL').join(','),
     );
     const charset = '0123456789+-.eE ,:;TZtz\u00a0\ufeffABCabc_%'.split('');
-    const input = fc.oneof(nasty, fc.string({ maxLength: 30, unit: charset }), fc.fullUnicodeString({ maxLength: 30 }), fc.string({ minLength: 500, maxLength: 3000 }));
+    const input = fc.oneof(nasty, fc.string({ maxLength: 30, unit: charOf(charset) }), utf16(30), fc.string({ minLength: 500, maxLength: 3000 }));
     const rule: Arbitrary<IntParamRule> = fc
       .record({ min: fc.integer({ min: -1000, max: 1000 }), span: fc.nat(100_000), aboveMax: fc.constantFrom<IntParamRule['aboveMax']>(undefined, 'limit_exceeded', 'bad_request') })
       .map(({ min, span, aboveMax }) => ({ min, max: min + span, default: min, ...(aboveMax ? { aboveMax } : {}) }));
@@ -624,7 +646,7 @@ describe('Properties', function () {
 
     it(`parseTickerList: 1 to ${MAX_TICKERS_PER_CALL} distinct upper-case symbols, or 400 bad_request`, () => {
       fc.assert(
-        fc.property(fc.oneof(input, fc.array(fc.oneof(fc.string({ maxLength: 14, unit: [...'AbC1.-é ,'.split('')] }), fc.constant('AAPL')), { maxLength: 70 }).map((xs) => xs.join(','))), (text) => {
+        fc.property(fc.oneof(input, fc.array(fc.oneof(fc.string({ maxLength: 14, unit: charOf('AbC1.-é ,'.split('')) }), fc.constant('AAPL')), { maxLength: 70 }).map((xs) => xs.join(','))), (text) => {
           const o = outcome(() => parseTickerList(text), ['bad_request'], `tickers=${text.slice(0, 40)}`);
           if (!('value' in o)) return;
           const list = o.value!;
@@ -697,7 +719,7 @@ describe('Properties', function () {
       const argNames = [...new Set(tools.flatMap((t) => Object.keys(t.inputSchema ?? {})))];
       const key = fc.oneof(fc.constantFrom(...argNames, '__proto__', 'constructor', 'toString'), fc.string({ maxLength: 6 }));
       fc.assert(
-        fc.property(fc.constantFrom(...tools), fc.dictionary(key, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 6 }), (tool, args) => {
+        fc.property(fc.constantFrom(...tools), fc.dictionary(key, jsonValue(3), { maxKeys: 6, noNullPrototype: true }), (tool, args) => {
           const schema = z.object(tool.inputSchema ?? {});
           const result = schema.safeParse(args);
           if (!result.success) {
