@@ -1,6 +1,6 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { round1, round2 } from '../../src/domain/composite.js';
-import { divergenceEvents, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
+import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import type { Visibility } from '../shared/visibility.js';
 
@@ -89,7 +89,34 @@ export function aggregate(trades: Trade[]): Omit<TrackRecord, 'trades'> {
  * record is the whole universe's whatever the caller's coverage, since it is a public record of
  * the signal, not data about individual stocks beyond entry and exit.
  */
-export async function trackRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
+export function trackRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
+  return cachedRecord(reads, v);
+}
+
+/**
+ * The record is the same for every caller with one as-of date until the divergence read models
+ * change (a publication, a restatement): it is built once per as-of date and projection position,
+ * so a free call, however often repeated, costs a cache lookup and the body's serialisation, not a
+ * scan of every closed event.
+ */
+const built = new WeakMap<ReadStore, Map<string, Promise<TrackRecord>>>();
+
+async function cachedRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
+  const key = `${v.asOf ?? ''}|${(await reads.checkpoint(divergenceProjection.name)) ?? ''}`;
+  let records = built.get(reads);
+  if (!records) built.set(reads, (records = new Map()));
+  let record = records.get(key);
+  if (!record) {
+    // Older keys are of positions the read models have left behind.
+    if (records.size >= 8) records.clear();
+    record = buildRecord(reads, v);
+    records.set(key, record);
+    record.catch(() => records.delete(key));
+  }
+  return record;
+}
+
+async function buildRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
   const trades: Trade[] = [];
   if (v.asOf) {
     let cursor: string | null = null;
