@@ -104,7 +104,7 @@ const built = new WeakMap<ReadStore, Map<string, Promise<TrackRecord>>>();
 async function cachedRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
   const key = `${v.asOf ?? ''}|${(await reads.checkpoint(divergenceProjection.name)) ?? ''}`;
   let records = built.get(reads);
-  if (!records) built.set(reads, (records = new Map()));
+  if (!records) built.set(reads, (records = new Map<string, Promise<TrackRecord>>()));
   let record = records.get(key);
   if (!record) {
     // Older keys are of positions the read models have left behind.
