@@ -42,6 +42,7 @@ import { invoicesStream } from '../../src/events/billing.events.js';
 import { ledgerLines, ledgerStream, verifyChain, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { webhookStream } from '../../src/events/webhook.events.js';
 import { until } from '../support/processes.js';
+import { FormBrowser, linksTo } from '../support/form-browser.js';
 import { startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
 
 const NOW = '2019-06-14T12:00:00Z';
@@ -117,50 +118,11 @@ function rawHeaders(answer: string): Map<string, string> {
   return new Map(head.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
 }
 
-/** A browser as far as cookies go (as in test/e2e/sign-in.test.ts), from a client address of its own. */
-class Browser {
-  readonly jar = new Map<string, string>();
-  readonly setCookies: string[] = [];
-  readonly client = nextClient();
-  constructor(private readonly base: () => string) {}
-
-  async request(path: string, form?: Record<string, string>) {
-    const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const headers: Record<string, string> = { cookie, 'x-forwarded-for': this.client };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const r = await fetch(this.base() + path, { method: form ? 'POST' : 'GET', redirect: 'manual', headers, body: form ? new URLSearchParams(form).toString() : undefined });
-    for (const c of r.headers.getSetCookie()) {
-      this.setCookies.push(c);
-      const [pair] = c.split(';');
-      const i = pair!.indexOf('=');
-      const value = pair!.slice(i + 1);
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(c)) this.jar.delete(pair!.slice(0, i));
-      else this.jar.set(pair!.slice(0, i), value);
-    }
-    return { status: r.status, text: await r.text(), headers: r.headers };
+/** A browser of the account pages, from a client address of its own. */
+class Browser extends FormBrowser {
+  constructor(base: () => string) {
+    super(base, nextClient());
   }
-
-  /** Posts `fields` to `action` with the CSRF token of `page`. */
-  async submit(page: string, action: string, fields: Record<string, string> = {}) {
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
-    expect(csrf, 'the page has a CSRF token').to.be.a('string');
-    return this.request(action, { _csrf: csrf!, ...fields });
-  }
-}
-
-/** The sign-in links mailed to `email` so far, oldest first (quoted-printable decoded). */
-function linksTo(dataDir: string, email: string): string[] {
-  const outbox = join(dataDir, 'outbox');
-  let files: string[] = [];
-  try {
-    files = readdirSync(outbox).sort();
-  } catch {
-    return [];
-  }
-  return files
-    .map((f) => readFileSync(join(outbox, f), 'utf8').replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))))
-    .filter((m) => m.toLowerCase().includes(`to: ${email.toLowerCase()}`))
-    .map((m) => /\/account\/sign-in\/([A-Za-z0-9_-]+)/.exec(m)![1]!);
 }
 
 /** Asks a sign-in link for `email` in browser `b`; the new link's token. */

@@ -1,43 +1,17 @@
 import { expect } from 'chai';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fixedClock } from '../../src/core/clock.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { emailStream, sessionStream } from '../../src/events/session.events.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { FormBrowser, linksTo as mailedLinks } from '../support/form-browser.js';
 
 const NOW = '2019-04-10T12:00:00Z';
 
-/** A browser as far as cookies go: keeps what the server sets, sends it back. */
-class Browser {
-  static clients = 0;
-  readonly jar = new Map<string, string>();
-  readonly setCookies: string[] = [];
-  /** Each browser its own client address (the server trusts X-Forwarded-For from loopback, as behind a proxy). */
-  readonly client = `10.0.${Math.floor(++Browser.clients / 250)}.${Browser.clients % 250}`;
-  constructor(private readonly server: TestServer) {}
-
-  async request(path: string, form?: Record<string, string>) {
-    const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const headers: Record<string, string> = { cookie, 'x-forwarded-for': this.client };
-    if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const r = await fetch(this.server.url + path, { method: form ? 'POST' : 'GET', redirect: 'manual', headers, body: form ? new URLSearchParams(form).toString() : undefined });
-    for (const c of r.headers.getSetCookie()) {
-      this.setCookies.push(c);
-      const [pair] = c.split(';');
-      const i = pair!.indexOf('=');
-      const value = pair!.slice(i + 1);
-      if (value === '' || /expires=Thu, 01 Jan 1970/i.test(c)) this.jar.delete(pair!.slice(0, i));
-      else this.jar.set(pair!.slice(0, i), value);
-    }
-    return { status: r.status, text: await r.text(), headers: r.headers };
-  }
-
-  /** Submits the first form of `page` (its CSRF token included) with `fields`. */
-  async submit(page: string, action: string, fields: Record<string, string> = {}) {
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
-    expect(csrf, 'the page has a CSRF token').to.be.a('string');
-    return this.request(action, { _csrf: csrf!, ...fields });
+let clients = 0;
+/** A browser of the account pages, from a client address of its own. */
+class Browser extends FormBrowser {
+  constructor(server: TestServer) {
+    super(() => server.url, `10.0.${Math.floor(++clients / 250)}.${clients % 250}`);
   }
 }
 
@@ -52,20 +26,7 @@ describe('Sign-in by emailed link', function () {
   });
   after(() => server.stop());
 
-  const outbox = () => join(server.dir, 'outbox');
-  /** The sign-in links mailed to `email` so far, oldest first (quoted-printable decoded). */
-  function linksTo(email: string): string[] {
-    let files: string[] = [];
-    try {
-      files = readdirSync(outbox()).sort();
-    } catch {
-      return [];
-    }
-    return files
-      .map((f) => readFileSync(join(outbox(), f), 'utf8').replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))))
-      .filter((m) => m.toLowerCase().includes(`to: ${email.trim().toLowerCase()}`))
-      .map((m) => /\/account\/sign-in\/([A-Za-z0-9_-]+)/.exec(m)![1]!);
-  }
+  const linksTo = (email: string) => mailedLinks(server.dir, email);
 
   async function askLink(b: Browser, email: string) {
     const form = await b.request('/account/sign-in');
