@@ -12,6 +12,7 @@ import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/events/ledger.events.js';
 import { accountOf, decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from './account.decider.js';
 import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
+import { claimOf, normalizeEmail } from '../sign-in/sign-in.handler.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
 
 export interface IssuedKey {
@@ -40,14 +41,31 @@ export async function createAccountWithKey(
   const pro = input.pro ?? false;
   const account = accountOf(accountId);
   const ledger = ledgerOf(accountId);
-  await handleCommand(deps.events, [account, ledger], ([accountState, ledgerState]) => ({
-    writes: [
-      { streamId: account.streamId, events: decideAccount(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now) },
-      { streamId: ledger.streamId, events: decideLedger(ledgerState, { type: 'OpenLedger', data: { account_id: accountId, tier: input.tier, pro } }, now) },
-    ],
-    result: undefined,
-  }));
+  // The first account of an address is the one its emailed sign-in link opens (one account,
+  // whichever door it came in by); a later account given the same address is not.
+  const address = emailOf(input.email);
+  const claim = claimOf(address ?? '');
+  await handleCommand(deps.events, [account, ledger, claim], ([accountState, ledgerState, claimState]) => {
+    const writes = [
+      { streamId: account.streamId, events: decideAccount(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now) as never[] },
+      { streamId: ledger.streamId, events: decideLedger(ledgerState, { type: 'OpenLedger', data: { account_id: accountId, tier: input.tier, pro } }, now) as never[] },
+    ];
+    if (address !== null && claimState.account_id === null) {
+      writes.push({ streamId: claim.streamId, events: [{ type: 'EmailClaimed', data: { email: address, account_id: accountId, at: now.toISOString() } }] as never[] });
+    }
+    return { writes, result: undefined };
+  });
   return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: input.tier, pro };
+}
+
+/** The address normalised as sign-in reads it, or null for none (or one sign-in could never use). */
+function emailOf(email: string | null | undefined): string | null {
+  if (!email) return null;
+  try {
+    return normalizeEmail(email);
+  } catch {
+    return null;
+  }
 }
 
 async function accountOfKey(reads: ReadStore, keyId: string): Promise<string> {

@@ -64,10 +64,11 @@ const linkOf = (tokenHash: string): Stream<LinkState, SessionEvent> => ({
   evolve: (s, e) => (e.type === 'SignInLinkSent' ? { ...s, email: e.data.email, expires_at: e.data.expires_at } : e.type === 'SignInLinkUsed' ? { ...s, used: true } : s),
 });
 
-interface ClaimState {
+export interface ClaimState {
   account_id: string | null;
 }
-const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
+/** The stream that names the one account of an address (`email` normalised). */
+export const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
   streamId: emailStream(sha256Hex(email)),
   initialState: () => ({ account_id: null }),
   evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : s),

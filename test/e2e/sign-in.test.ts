@@ -3,6 +3,7 @@ import { fixedClock } from '../../src/core/clock.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { emailStream, sessionStream } from '../../src/events/session.events.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { FormBrowser, linksTo as mailedLinks } from '../support/form-browser.js';
 
 const NOW = '2019-04-10T12:00:00Z';
@@ -75,6 +76,16 @@ describe('Sign-in by emailed link', function () {
     expect(again.answer.status).to.equal(303);
     expect(again.answer.headers.get('location')).to.equal('/account');
     expect(await server.services.events.readStream(emailStream(sha256Hex('first.user@example.com')))).to.have.length(1);
+  });
+
+  it('signs in to the account the operator created with that address (scores keys create --email), with no second account or key', async () => {
+    const made = await createAccountWithKey(server.services, { tier: 'hobbyist', email: 'Operator.Made@Example.com' });
+    await server.services.runner.waitForHead();
+    const { answer } = await signIn(new Browser(server), 'operator.made@example.com');
+    expect(answer.status).to.equal(303);
+    expect(answer.headers.get('location')).to.equal('/account');
+    const claims = await server.services.events.readStream(emailStream(sha256Hex('operator.made@example.com')));
+    expect(claims.map((e) => (e.data as { account_id: string }).account_id)).to.deep.equal([made.account_id]);
   });
 
   it('sets the session as a __Host- cookie, Secure, HttpOnly, SameSite=Lax, holding an opaque id only', async () => {
