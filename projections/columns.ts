@@ -49,6 +49,11 @@ export function packScore(x: number): number {
   return tenths / 10 === x ? tenths : x;
 }
 
+/** Whether row `i` of the columns already holds these values (a restatement applied before). */
+export function holds(c: ScoreColumns, i: number, v: { main_street: number; wall_street: number; service_score: number; estimated: boolean }): boolean {
+  return c.main_street[i] === packScore(v.main_street) && c.wall_street[i] === packScore(v.wall_street) && c.service_score[i] === packScore(v.service_score) && c.estimated[i] === (v.estimated ? 1 : 0);
+}
+
 /** The score at index `i` of a score column. */
 export function scoreAt(column: readonly number[], i: number): number {
   const v = column[i]!;

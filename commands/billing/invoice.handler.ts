@@ -14,10 +14,9 @@ import { billMonth } from '../../src/domain/billing/month-bill.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
 import { foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/events/billing.events.js';
-import { accountStream } from '../../src/events/account.events.js';
 import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { ledgerEntries, usageProjection } from '../../projections/usage/usage.projection.js';
-import { accountOf } from '../manage-keys/account.decider.js';
+import { loadAccount } from '../manage-keys/keys.handler.js';
 
 export interface InvoiceDeps {
   events: EventStore;
@@ -72,7 +71,7 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
   if (existing) return { invoice: existing, issued: false };
   const { before, events } = await monthOfLedger(deps, accountId, period);
   const bill = billMonth(period, before, events);
-  const email = foldLedgerEmail(await deps.events.readStream(accountStream(accountId)));
+  const { email } = await loadAccount(deps.events, accountId);
   const paid = bill.due_cents > 0 ? await deps.billing.charge({ account_id: accountId, amount_cents: bill.due_cents, description: `Invoice for ${period}`, idempotency_key: `invoice:${period}` }) : null;
   const at = deps.clock.now().toISOString();
   const { result } = await handleCommand(deps.events, invoicesOf(accountId), (s) => {
@@ -93,11 +92,4 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
     return { writes: [{ streamId: invoicesStream(accountId), events: [event] }], result: { invoice, issued: true } };
   });
   return result;
-}
-
-function foldLedgerEmail(events: RecordedEvent[]): string | null {
-  const stream = accountOf('');
-  let state = stream.initialState();
-  for (const e of events) state = stream.evolve(state, e as never);
-  return state.email;
 }

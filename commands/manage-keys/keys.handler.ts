@@ -1,5 +1,5 @@
 import type { Clock } from '../../src/core/clock.js';
-import { handleCommand } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import { AppError, notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
@@ -93,10 +93,7 @@ export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Id
 
 /** The account's state (its email and keys), folded from its stream. */
 export async function loadAccount(events: EventStore, accountId: string): Promise<AccountState> {
-  const stream = accountOf(accountId);
-  let state = stream.initialState();
-  for (const e of await events.readStream(stream.streamId)) state = stream.evolve(state, e as unknown as AccountEvent);
-  return state;
+  return (await foldStream(events, accountOf(accountId))).state;
 }
 
 /** The operator's rate override of an account (an account event like any other change). */

@@ -9,7 +9,7 @@
  *   started, when it expires and when it was ended by signing out.
  */
 import type { Clock } from '../../src/core/clock.js';
-import { handleCommand, type Stream } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
 import { AppError, badRequest } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
@@ -111,9 +111,7 @@ function statusOf(s: LinkState, now: Date): LinkStatus {
 
 /** What a link would do now, without using it (the page that asks to confirm the sign-in). */
 export async function inspectSignInLink(deps: SignInDeps, token: string): Promise<LinkStatus> {
-  const stream = linkOf(sha256Hex(token));
-  let state = stream.initialState();
-  for (const e of await deps.events.readStream(stream.streamId)) state = stream.evolve(state, e as unknown as SessionEvent);
+  const { state } = await foldStream(deps.events, linkOf(sha256Hex(token)));
   return statusOf(state, deps.clock.now());
 }
 
@@ -183,9 +181,7 @@ const sessionOf = (sessionId: string): Stream<SessionState, SessionEvent> => ({
 /** The account a session id signs in, or null (unknown, expired or signed out). */
 export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return null;
-  const stream = sessionOf(sessionId);
-  let s = stream.initialState();
-  for (const e of await deps.events.readStream(stream.streamId)) s = stream.evolve(s, e as unknown as SessionEvent);
+  const { state: s } = await foldStream(deps.events, sessionOf(sessionId));
   if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= deps.clock.now().getTime()) return null;
   return { account_id: s.account_id, expires_at: s.expires_at };
 }

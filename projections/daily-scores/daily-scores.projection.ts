@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { dictionary, packScore, scoreAt, type ScoreColumns } from '../columns.js';
+import { dictionary, holds, packScore, scoreAt, type ScoreColumns } from '../columns.js';
 
 /**
  * The whole universe's current scores on one date: what screener, divergence, themes and
@@ -124,9 +124,7 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
         const before = day.restated[v.ticker] ?? '';
         i = day.tickers.indexOf(v.ticker);
         // Older, or applied before; at one instant the values tell two restatements apart.
-        const same =
-          i >= 0 && day.main_street[i] === packScore(v.main_street) && day.wall_street[i] === packScore(v.wall_street) && day.service_score[i] === packScore(v.service_score) && day.estimated[i] === (v.estimated ? 1 : 0);
-        if (before > at || (before === at && same)) continue;
+        if (before > at || (before === at && i >= 0 && holds(day, i, v))) continue;
         day.restated[v.ticker] = at;
         if (i < 0) i = day.tickers.push(v.ticker) - 1;
       }

@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { BatchBuckets, daysUpTo, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../columns.js';
+import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../columns.js';
 
 /** The current value of one ticker on one date. */
 export interface RowValues {
@@ -179,9 +179,7 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
         const prev = rowAt(b, i);
         // An older restatement, or this one applied before. Two restatements at one instant (a
         // pinned clock, two ingests in one millisecond) differ by their values: the later one wins.
-        const same =
-          b.main_street[i] === packScore(v.main_street) && b.wall_street[i] === packScore(v.wall_street) && b.service_score[i] === packScore(v.service_score) && b.estimated[i] === (v.estimated ? 1 : 0);
-        if (prev.restated_at > at || (prev.restated_at === at && same)) continue;
+        if (prev.restated_at > at || (prev.restated_at === at && holds(b, i, v))) continue;
         ctx.upsert(scoreVersions, {
           ticker: v.ticker,
           date,

@@ -124,6 +124,11 @@ export function tierAtLeast(tier: Tier, min: Tier): boolean {
   return PLANS[tier].rank >= PLANS[min].rank;
 }
 
+/** A tier as people read it: `hobbyist` → `Hobbyist` (pages, invoices). */
+export function tierName(tier: Tier): string {
+  return `${tier.charAt(0).toUpperCase()}${tier.slice(1)}`;
+}
+
 export function isTier(x: unknown): x is Tier {
   return typeof x === 'string' && (TIERS as readonly string[]).includes(x);
 }

@@ -88,29 +88,28 @@ export class LedgerMeter implements Meter {
     this.accountDocs.clear();
   }
 
-  /** The account's document (its rate override), cached like the keys. */
-  private accountDoc(accountId: string): Promise<AccountDoc | null> {
-    const now = performance.now();
-    const hit = this.accountDocs.get(accountId);
-    if (hit && now - hit.at < KEY_CACHE_MS) return hit.doc;
-    if (this.accountDocs.size > 10_000) this.accountDocs.clear();
-    const doc = this.reads.get(accounts, accountId);
-    this.accountDocs.set(accountId, { at: now, doc });
-    return doc;
-  }
-
   private remainingOf(state: LedgerState): string {
     return creditsRemainingHeader(state, this.clock.now());
   }
 
   /** Key lookups by hash, cached so that a revocation takes effect as soon as the key read model has it, as without the cache. */
   private keyDoc(hash: string): Promise<ApiKeyDoc | null> {
-    const now = performance.now();
-    const hit = this.keys.get(hash);
-    if (hit && now - hit.at < KEY_CACHE_MS) return hit.doc;
-    if (this.keys.size > 10_000) this.keys.clear();
-    const doc = this.reads.get(apiKeys, hash);
-    this.keys.set(hash, { at: now, doc });
-    return doc;
+    return cached(this.keys, hash, () => this.reads.get(apiKeys, hash));
   }
+
+  /** The account's document (its rate override), cached like the keys. */
+  private accountDoc(accountId: string): Promise<AccountDoc | null> {
+    return cached(this.accountDocs, accountId, () => this.reads.get(accounts, accountId));
+  }
+}
+
+/** A read-model lookup kept KEY_CACHE_MS at most (dropped sooner by `forgetKeys`); 10,000 entries at most. */
+function cached<T>(cache: Map<string, { at: number; doc: Promise<T> }>, id: string, load: () => Promise<T>): Promise<T> {
+  const now = performance.now();
+  const hit = cache.get(id);
+  if (hit && now - hit.at < KEY_CACHE_MS) return hit.doc;
+  if (cache.size > 10_000) cache.clear();
+  const doc = load();
+  cache.set(id, { at: now, doc });
+  return doc;
 }

@@ -6,7 +6,7 @@
  */
 import { evolve, type LedgerState } from '../ledger/ledger.state.js';
 import type { LedgerEvent } from '../../events/ledger.events.js';
-import type { Tier } from '../plans.js';
+import { tierName as title, type Tier } from '../plans.js';
 import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents } from './proration.js';
 import { monthName, type InvoiceLine } from './invoice.js';
 
@@ -20,7 +20,6 @@ export interface MonthBill {
   due_cents: number;
 }
 
-const title = (tier: Tier) => `${tier.charAt(0).toUpperCase()}${tier.slice(1)}`;
 const line = (kind: InvoiceLine['kind'], description: string, amount: number, quantity = 1): InvoiceLine => ({
   kind,
   description,

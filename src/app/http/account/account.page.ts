@@ -3,7 +3,7 @@
  * charges, alerts, webhooks, plan and membership, packs, overage, invoices. Server-rendered: every
  * action is a plain form; only the chart needs JavaScript (uPlot, served by the service).
  */
-import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, selfServe, type Tier } from '../../../domain/plans.js';
+import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
 import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';
@@ -16,7 +16,6 @@ import { html, raw, type SafeHtml } from '../pages/html.js';
 import { csrfField } from './account-web.js';
 
 const count = (n: number) => n.toLocaleString('en-US');
-const title = (t: Tier) => `${t.charAt(0).toUpperCase()}${t.slice(1)}`;
 
 /** A new key, shown once: the page that shows it is the only place it is ever written. */
 export function newKeyNotice(key: string, prefix: string): SafeHtml {

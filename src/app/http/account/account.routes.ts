@@ -18,13 +18,12 @@ import { projectRoot } from '../../../core/paths.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents } from '../../../domain/billing/proration.js';
 import { stateAt, usageFigures } from '../../../domain/ledger/ledger.figures.js';
-import { CREDIT_PACKS, isTier, PLANS, type Tier } from '../../../domain/plans.js';
+import { CREDIT_PACKS, isTier, PLANS, tierName as title } from '../../../domain/plans.js';
 import { html, SERVICE_NAME, type SafeHtml } from '../pages/html.js';
 import { accountErrorPage, csrfField, sendAccountPage, signedIn, type AccountWeb, type Signed } from './account-web.js';
 import { accountBody, chartHead, newKeyNotice } from './account.page.js';
 import { USAGE_CHART_JS } from './usage-chart.js';
 
-const title = (t: Tier) => `${t.charAt(0).toUpperCase()}${t.slice(1)}`;
 
 type Handler = (req: Request, res: Response, signed: Signed) => Promise<void>;
 
