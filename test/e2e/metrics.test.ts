@@ -28,24 +28,11 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return null;
 }
 
-/** A server over a logger that keeps every line, as `startTestServer` builds one otherwise. */
-async function startLoggedServer(now: string, env: Record<string, string> = {}) {
-  const dir = tempDir();
+/** A server over a logger that keeps every line. */
+async function startLoggedServer(now: string) {
   const lines: string[] = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
-  const services = await openServices(loadConfig(testEnv(dir, now, env)), { log });
-  const running = await startServer(services, { progress: false, port: 0 });
-  return {
-    url: running.url,
-    services,
-    running,
-    dir,
-    lines,
-    async stop() {
-      await running.shutdown();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { ...(await startTestServer({ now, log })), lines };
 }
 
 describe('Metrics, readiness and the access log', function () {

@@ -14,13 +14,13 @@ import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { once } from 'node:events';
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
-import { generate } from 'selfsigned';
+import { receiverCertificate } from '../support/receiver-certificate.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import { INGEST_DLQ_TOPIC, INGEST_TOPIC, startIngestConsumer } from '../../commands/ingest/ingest.reactor.js';
@@ -201,19 +201,8 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
 
   before(async () => {
     certDir = tempDir('owasp-certs-');
-    const pems = await generate([{ name: 'commonName', value: 'receiver.test' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      extensions: [
-        { name: 'basicConstraints', cA: true },
-        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'receiver.test' }, { type: 7, ip: '127.0.0.2' }] },
-      ],
-    });
-    const caFile = join(certDir, 'receiver-ca.pem');
-    writeFileSync(caFile, pems.cert);
-    receiver = createHttpsServer({ key: pems.private, cert: pems.cert }, (req, res) => {
+    const { key: receiverKey, cert, caFile } = await receiverCertificate(certDir, 'receiver.test', ['127.0.0.2']);
+    receiver = createHttpsServer({ key: receiverKey, cert }, (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {

@@ -10,18 +10,19 @@ export interface ReceiverCertificate {
 }
 
 /**
- * A self-signed certificate for a local HTTPS webhook receiver, valid for `localhost`,
- * 127.0.0.1 and ::1, and its own CA (so the service trusts it through `WEBHOOK_CA_FILE`).
+ * A self-signed certificate for a local HTTPS webhook receiver, valid for `name` and `ips`
+ * (by default `localhost`, 127.0.0.1 and ::1), and its own CA (so the service trusts it through
+ * `WEBHOOK_CA_FILE`).
  */
-export async function receiverCertificate(dir: string): Promise<ReceiverCertificate> {
-  const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
+export async function receiverCertificate(dir: string, name = 'localhost', ips: readonly string[] = ['127.0.0.1', '::1']): Promise<ReceiverCertificate> {
+  const pems = await generate([{ name: 'commonName', value: name }], {
     keySize: 2048,
     algorithm: 'sha256',
     extensions: [
       { name: 'basicConstraints', cA: true },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
       { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+      { name: 'subjectAltName', altNames: [{ type: 2, value: name }, ...ips.map((ip) => ({ type: 7 as const, ip }))] },
     ],
   });
   const caFile = join(dir, 'receiver-ca.pem');

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { readDemoKeys, startServer, type RunningServer } from '../../src/app/server.js';
 import type { Tier } from '../../src/domain/plans.js';
+import type { Logger } from 'pino';
 
 /**
  * The demo account's key for a tier, as the server that started on `dir` (a test server's `dir`,
@@ -43,9 +44,9 @@ export function testEnv(dir: string, now: string, extra: Record<string, string> 
 }
 
 /** A real HTTP server on a random port over a real SQLite file, seeded with the demo up to `now`. */
-export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string> }): Promise<TestServer> {
+export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string>; log?: Logger }): Promise<TestServer> {
   const dir = options.dir ?? tempDir();
-  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)));
+  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)), { log: options.log });
   const running = await startServer(services, { progress: false, port: 0 });
   return {
     url: running.url,
