@@ -893,19 +893,30 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
       expect(await balance(k.key)).to.equal(before);
     });
 
-    it('answers HEAD with 405 on every spelling of a /v1 path the router serves (a case variant such as /V1/screener), charging nothing', async () => {
-      // Express matches routes case-insensitively, but the 405 guard of src/app/http/app.ts tests
-      // the path against a case-sensitive regular expression: on /V1/… it lets HEAD through to the
-      // GET route, which runs (and is charged) for a body that is never sent.
+    it('serves each /v1 path under its one documented spelling: a case variant or a trailing slash is a 404 naming the path, for every method, charging nothing', async () => {
+      // Express matches routes case-insensitively and ignores a trailing slash; the 405 guard once
+      // let `HEAD /V1/…` through to the GET route, which ran (and was charged) for a body never sent.
       const k = await newAccount('quant');
-      const found: string[] = [];
-      for (const path of ['/v1/screener?limit=650', '/V1/screener?limit=650', '/v1/SCREENER?limit=650', '/V1/Scores/AAPL', '/v1/screener/?limit=650']) {
-        const before = await balance(k.key);
-        const r = await http('HEAD', path, { key: k.key });
-        const after = await balance(k.key);
-        if (r.status !== 405 || after !== before) found.push(`HEAD ${path}: ${r.status}, ${Number(before) - Number(after)} credits charged`);
+      const before = await balance(k.key);
+      const variants: [string, string][] = [
+        ['/V1/screener?limit=650', '/v1/screener'],
+        ['/v1/SCREENER?limit=650', '/v1/screener'],
+        ['/V1/Scores/AAPL', '/v1/scores/AAPL'],
+        ['/v1/screener/?limit=650', '/v1/screener'],
+        ['/V1/USAGE', '/v1/usage'],
+        ['/v1/usage/', '/v1/usage'],
+        ['/v1/Scores/History?tickers=AAPL', '/v1/scores/history'],
+      ];
+      for (const [path, canonical] of variants) {
+        for (const method of ['GET', 'HEAD']) {
+          const r = await http(method, path, { key: k.key });
+          expect(r.status, `${method} ${path}`).to.equal(404);
+          if (method === 'GET') expectProblem(r, 404, 'not_found', path);
+          if (method === 'GET') expect(r.body.detail, path).to.include(`the path is ${canonical}`);
+        }
       }
-      expect(found).to.deep.equal([]);
+      expect((await http('HEAD', '/v1/screener?limit=650', { key: k.key })).status).to.equal(405);
+      expect(await balance(k.key)).to.equal(before);
     });
 
     it('keeps tier-gated functions from lower plans: 403 tier on REST and MCP, charging nothing', async () => {

@@ -37,6 +37,36 @@ export const API_HEADERS: readonly [string, string][] = [
 /** Where the public HTML pages live (helmet's browser headers apply there). */
 const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
 
+/**
+ * The document's spelling of a /v1 path that express would route (it matches case-insensitively
+ * and ignores one trailing slash): the path itself when it is canonical, the declared literal
+ * segments with the request's parameter values when only the spelling differs, null when no
+ * declared path matches at all (the 404 of an unknown path). Literal segments beat parameters, so
+ * `/V1/Scores/History` is `/v1/scores/history`, not the ticker route.
+ */
+function canonicalV1Path(path: string, routes: readonly { route: string; exact: RegExp }[]): string | null {
+  if (routes.some((r) => r.exact.test(path))) return path;
+  const given = path.replace(/\/$/, '').split('/');
+  let best: { path: string; literals: number } | null = null;
+  for (const { route } of routes) {
+    const declared = route.split('/');
+    if (declared.length !== given.length) continue;
+    let literals = 0;
+    const out: string[] = [];
+    for (const [i, seg] of declared.entries()) {
+      const sent = given[i]!;
+      if (seg.startsWith(':')) {
+        out.push(sent);
+      } else if (seg.toLowerCase() === sent.toLowerCase()) {
+        out.push(seg);
+        literals++;
+      } else break;
+    }
+    if (out.length === declared.length && (!best || literals > best.literals)) best = { path: out.join('/'), literals };
+  }
+  return best?.path ?? null;
+}
+
 /** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
 export function createApp(services: Services): Express {
   const app = express();
@@ -76,11 +106,17 @@ export function createApp(services: Services): Express {
   // Every /v1 path answers the methods the OpenAPI document declares for it, and no other: HEAD
   // would run (and charge) the whole call for headers alone; other methods would fall through to
   // a 404 for a path that exists.
-  // Case-insensitive, as express's own routing is: `HEAD /V1/screener` is the same route.
-  const v1Methods = [...methodsByRoute(openapi)].map(([p, methods]) => ({ re: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}/?$`, 'i'), methods }));
+  const v1Routes = [...methodsByRoute(openapi)].map(([p, methods]) => ({ route: p, exact: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}$`), methods }));
   app.use('/v1', (req, res, next) => {
     const path = req.originalUrl.split('?')[0]!;
-    const allowed = [...new Set(v1Methods.filter((r) => r.re.test(path)).flatMap((r) => r.methods))].sort();
+    // One spelling per path, the document's: express would also serve `/V1/USAGE` and
+    // `/v1/usage/`, so a client could depend on a spelling the document does not promise.
+    const canonical = canonicalV1Path(path, v1Routes);
+    if (canonical !== path) {
+      const hint = canonical ? `; the path is ${canonical} (paths are case-sensitive, without a trailing slash)` : '';
+      return sendProblem(res, problemOf('not_found', `no route for ${req.method} ${path}${hint}`, services.baseUrl()));
+    }
+    const allowed = [...new Set(v1Routes.filter((r) => r.exact.test(path)).flatMap((r) => r.methods))].sort();
     if (allowed.length === 0 || (req.method !== 'HEAD' && allowed.includes(req.method))) return next();
     res.setHeader('Allow', allowed.join(', '));
     const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
