@@ -56,8 +56,8 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     fix: 'Upgrade your plan; the endpoints that need more than the free tier are listed below.',
   },
   not_found: {
-    meaning: 'Nothing has that name: an unknown ticker, theme slug or webhook id, or a path that is not part of the API.',
-    fix: 'Check the spelling; GET /v1/coverage lists the tickers and GET /v1/themes the theme slugs.',
+    meaning: 'Nothing has that name: an unknown ticker, theme slug or webhook id, or a path that is not part of the API. Paths are case-sensitive and have no trailing slash: /V1/USAGE and /v1/usage/ are 404s whose detail names /v1/usage.',
+    fix: 'Check the spelling (the detail names the documented path when only its case or a trailing slash differs); GET /v1/coverage lists the tickers and GET /v1/themes the theme slugs.',
   },
   limit_exceeded: {
     meaning: 'A numeric parameter is above its maximum (a `limit` or `days`). Each maximum is given in the parameter\'s description in the API reference.',
