@@ -342,6 +342,76 @@ describe('Demo dataset', function () {
     });
   });
 
+  describe('Prices over the full history (2019-01-02 to 2026-11-22)', () => {
+    const tickers = loadUsTickers();
+    const closes = new Map<string, number[]>(tickers.map((t) => [t.symbol, []]));
+    const gaps = new Map<string, number[]>(tickers.map((t) => [t.symbol, []]));
+    before(() => {
+      for (const a of new DemoDataset().iterateAppends(null, new Date('2026-11-22T23:59:59Z'))) {
+        for (const e of a.events) {
+          if (e.type === 'ClosePricesRecorded') for (const c of (e.data as ClosePricesRecorded['data']).closes) closes.get(c.ticker)!.push(c.close);
+          if (e.type === 'ScoresPublished') for (const r of (e.data as ScoresPublished['data']).rows) gaps.get(r.ticker)!.push(r.main_street - r.wall_street);
+        }
+      }
+    });
+    const logReturns = (c: number[]) => c.slice(1).map((x, k) => Math.log(x / c[k]!));
+    const sd = (xs: number[]) => {
+      const m = xs.reduce((a, b) => a + b, 0) / xs.length;
+      return Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / (xs.length - 1));
+    };
+    const median = (xs: number[]) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+    };
+
+    it('keep every close between 1 and 2,000, starting from a plausible level for the stock', () => {
+      const bad: string[] = [];
+      for (const [ticker, c] of closes) {
+        expect(c.length, ticker).to.equal(tradingDaysBetween('2019-01-02', '2026-11-22').length);
+        const lo = Math.min(...c);
+        const hi = Math.max(...c);
+        if (lo < 1 || hi > 2000) bad.push(`${ticker}: ${lo} to ${hi}`);
+        if (c[0]! < 10 || c[0]! > 400) bad.push(`${ticker} starts at ${c[0]}`);
+        if (hi / c[0]! > 10 || c[0]! / lo > 10) bad.push(`${ticker}: ${c[0]} to between ${lo} and ${hi}`);
+      }
+      expect(bad).to.deep.equal([]);
+      // The largest companies trade higher than the smallest, as listed shares tend to.
+      const firsts = tickers.map((t) => closes.get(t.symbol)![0]!);
+      expect(median(firsts.slice(0, 100))).to.be.above(1.3 * median(firsts.slice(-100)));
+    });
+
+    it('move with a realistic daily volatility: a median daily move under 3%, quieter in utilities than in technology', () => {
+      const bad: string[] = [];
+      const vol = new Map<string, number>();
+      for (const [ticker, c] of closes) {
+        const r = logReturns(c);
+        const s = sd(r);
+        vol.set(ticker, s);
+        const typical = median(c.slice(1).map((x, k) => Math.abs(x / c[k]! - 1)));
+        if (s < 0.008 || s > 0.035) bad.push(`${ticker}: daily sd ${s.toFixed(4)}`);
+        if (typical >= 0.03) bad.push(`${ticker}: median daily move ${typical.toFixed(4)}`);
+      }
+      expect(bad).to.deep.equal([]);
+      const sectorVol = (sector: string) => median(tickers.filter((t) => t.sector === sector).map((t) => vol.get(t.symbol)!));
+      expect(sectorVol('Utilities')).to.be.below(0.8 * sectorVol('Information Technology'));
+    });
+
+    it('still lean with the gap: 20-day returns after a bull gap beat those after a bear gap', () => {
+      const after = { bull: [] as number[], bear: [] as number[] };
+      for (const [ticker, c] of closes) {
+        const g = gaps.get(ticker)!;
+        for (let k = 0; k + 20 < c.length; k += 5) {
+          if (g[k]! > 20) after.bull.push(Math.log(c[k + 20]! / c[k]!));
+          else if (g[k]! < -20) after.bear.push(Math.log(c[k + 20]! / c[k]!));
+        }
+      }
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      expect(after.bull.length).to.be.above(1000);
+      expect(after.bear.length).to.be.above(1000);
+      expect(mean(after.bull) - mean(after.bear)).to.be.above(0.005);
+    });
+  });
+
   describe('The full history', () => {
     it('from 2019-01-02 to 2026-11-22 builds in a few seconds', () => {
       const started = performance.now();

@@ -3,6 +3,9 @@ import type { SignalPublished } from '../../../src/events/reference.events.js';
 import { seededStream, STREAM_TAGS, type Rng } from './random.js';
 import { hotArrays, MARKET_VOL, type TickerParams } from './ticker-params.js';
 
+/** How far (in log points: × ÷ 1.65) a price may stray from its trend before it is pulled back firmly. */
+const PRICE_BAND = 0.5;
+
 /** One trading day of the simulation; arrays are indexed like the universe. */
 export interface SimDay {
   date: string;
@@ -120,11 +123,14 @@ export class MarketSimulation {
       day.ws[i] = Math.round(wsNow * 10) / 10;
 
       // Prices: market beta + idiosyncratic noise, a small drift toward the side Main Street is on
-      // (+0.02% a day per 10 points of gap), and a weak pull toward the long-run trend.
+      // (+0.02% a day per 10 points of gap), a weak pull toward the ticker's long-run trend, and a
+      // firm one back inside the band around it, so no path wanders off to an implausible level.
       let logP = LOGP[i]!;
       if (t > 0) {
-        const trend = h.logP0[i]! + 0.0003 * t;
-        logP += 0.00002 * gapPrev + h.beta[i]! * (marketReturn - 0.0003) + 0.0003 + h.idio[i]! * prices.normal() - 0.0015 * (logP - trend);
+        const trend = h.logP0[i]! + h.drift[i]! * t;
+        const off = logP - trend;
+        const outside = off > PRICE_BAND ? off - PRICE_BAND : off < -PRICE_BAND ? off + PRICE_BAND : 0;
+        logP += 0.00002 * gapPrev + h.beta[i]! * (marketReturn - 0.0003) + h.drift[i]! + h.idio[i]! * prices.normal() - 0.0015 * off - 0.08 * outside;
         LOGP[i] = logP;
       }
       day.close[i] = Math.max(0.5, Math.round(Math.exp(logP) * 100) / 100);

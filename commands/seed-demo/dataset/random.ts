@@ -4,7 +4,7 @@
  */
 
 /** One independent stream per concern, so a change in one concern's draws leaves the others alone. */
-export const STREAM_TAGS = { setup: 1, scores: 2, market: 3, prices: 4, visits: 5, restate: 6, signals: 7, earnings: 8 } as const;
+export const STREAM_TAGS = { setup: 1, scores: 2, market: 3, prices: 4, visits: 5, restate: 6, signals: 7, earnings: 8, trend: 9 } as const;
 
 export class Rng {
   private state: number;
