@@ -23,6 +23,7 @@
  */
 import { AppError, badRequest } from '../../src/core/errors.js';
 import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed, type Tier } from '../../src/domain/plans.js';
+import { creditOptions, credits, creditsLeft, joinOr } from '../../src/domain/credit-options.js';
 import { isRateKey, type RateKey } from '../../src/domain/rate-card.js';
 import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
 import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from '../../src/domain/billing/proration.js';
@@ -105,12 +106,12 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
   const rest = cmd.cost - fromAllowance - fromPrepaid;
   if (rest > 0 && !s.allow_overage) {
     // Same names and meanings as in `/v1/usage`; X-Credits-Remaining is their sum.
-    throw new AppError(
-      'credits_exhausted',
-      `This call costs ${cmd.cost} credits; ${allowanceLeft(s) + s.prepaid} are left of the allowance and prepaid packs. ` +
-        `Buy a pack, upgrade, turn overage on, or wait for the reset at ${s.resets_at ?? 'the next month'}.`,
-      { credits_remaining: creditsRemainingNumber(s), prepaid_credits: s.prepaid, cost: cmd.cost, resets_at: s.resets_at },
-    );
+    throw new AppError('credits_exhausted', creditsExhaustedDetail(s, cmd.cost), {
+      credits_remaining: creditsRemainingNumber(s),
+      prepaid_credits: s.prepaid,
+      cost: cmd.cost,
+      resets_at: s.resets_at,
+    });
   }
   rec.emit('CreditsDebited', {
     request_id: cmd.request_id,
@@ -123,6 +124,19 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
     period: s.period ?? '',
   });
   raiseAlerts(rec);
+}
+
+/**
+ * The refusal's detail: the cost, what is left and the reset, and only the ways out the account's
+ * tier allows (free cannot turn overage on; the Pro membership adds credits on free only).
+ */
+function creditsExhaustedDetail(s: LedgerState, cost: number): string {
+  const stop = overageAllowed(s.tier) ? 'Overage is off' : `The ${s.tier} plan has no overage`;
+  const options = joinOr(creditOptions({ tier: s.tier, pro: s.pro, allow_overage: s.allow_overage, allowance: s.allowance }));
+  return (
+    `This call costs ${credits(cost)} and ${creditsLeft(allowanceLeft(s) + s.prepaid)} (allowance and prepaid packs together). ` +
+    `${stop}: ${options} on the account page, or wait for the allowance to reset at ${s.resets_at ?? 'the start of next month'}.`
+  );
 }
 
 /** Each threshold newly crossed, once per period; used = allowance drawn + overage. */

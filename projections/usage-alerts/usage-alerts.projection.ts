@@ -15,7 +15,8 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import { PLANS, TIERS, USAGE_ALERT_THRESHOLDS, isTier, type Tier, type UsageAlertThreshold } from '../../src/domain/plans.js';
+import { PLANS, USAGE_ALERT_THRESHOLDS, isTier, type Tier, type UsageAlertThreshold } from '../../src/domain/plans.js';
+import { creditOptions, joinOr } from '../../src/domain/credit-options.js';
 import { LEDGER_STREAM_PREFIX, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { accounts } from '../api-keys/api-keys.projection.js';
 import { MAIL_STREAM_PREFIX, type UsageAlertEmailed } from '../../src/events/mail.events.js';
@@ -106,17 +107,6 @@ const monthName = (period: string) =>
 const resetDay = (d: Date) =>
   `${new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' }).format(d)}, 00:00 UTC`;
 
-/** The next tier with more included credits, if any. */
-function upgradeFrom(tier: Tier): string | null {
-  const next = TIERS[PLANS[tier].rank + 1];
-  if (!next) return null;
-  const allowance = PLANS[next].monthly_allowance;
-  return `upgrade to ${next} (${allowance === null ? 'unmetered' : `${credits(allowance)} credits a month`})`;
-}
-
-const joinOr = (options: readonly string[]) =>
-  options.length <= 1 ? (options[0] ?? '') : `${options.slice(0, -1).join(', ')} or ${options[options.length - 1]}`;
-
 /** What the account runs into at 100% of the allowance, and what it can do about it. */
 function atLimit(f: UsageAlertFacts, resets: string): string[] {
   const when = f.threshold === 100 ? 'Your allowance is used up, so from now on' : 'Once the allowance is used up,';
@@ -130,16 +120,13 @@ function atLimit(f: UsageAlertFacts, resets: string): string[] {
   }
   const prepaid = p.prepaid > 0 ? `calls draw on your ${plural(p.prepaid, 'prepaid credit')}; once those are gone, ` : '';
   const rate = PLANS[p.tier].overage_per_1k_usd;
-  const upgrade = upgradeFrom(p.tier);
   if (p.allow_overage && rate !== null) {
     return [
       `${when} ${prepaid}calls keep working and are billed as overage at ${usd(rate)} per 1,000 credits until the reset on ${resets}.`,
       `If you would rather stop than pay overage, turn overage off: calls are then refused with HTTP 429 credits_exhausted instead.`,
     ];
   }
-  const options = ['buy a credit pack (prepaid credits carry over from month to month)'];
-  if (rate !== null) options.push(`turn overage on (billed at ${usd(rate)} per 1,000 credits)`);
-  if (upgrade) options.push(upgrade);
+  const options = creditOptions({ tier: p.tier, pro: p.pro, allow_overage: p.allow_overage, allowance: f.allowance });
   const why = rate === null ? `The ${p.tier} tier has no overage: this is a hard stop.` : 'Overage is off for this account.';
   return [`${when} ${prepaid}${refused}. ${why}`, `To keep calling without interruption, ${joinOr(options)}.`];
 }

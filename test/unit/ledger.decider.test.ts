@@ -167,6 +167,62 @@ describe('Credit ledger', () => {
       });
     });
 
+    describe('the refusal tells the caller only what its tier can do, with the numbers', () => {
+      /** The 429's detail for a debit of `cost` on `given`. */
+      const refusal = (given: LedgerEvent[], cost: number): string => {
+        let detail = '';
+        spec.given(given).when(debit(cost), MAY).thenThrows('credits_exhausted', (err) => (detail = err.detail));
+        return detail;
+      };
+      const usedUp = (tier: Tier, allowance: number, pro = false, ...more: Step[]) => history(opened(tier, pro), mayOpened(allowance), ...more, spent(allowance));
+
+      it('free: a pack, an upgrade or the Pro membership, never overage; "1 credit is left"', () => {
+        const text = refusal(history(opened('free'), mayOpened(1_000), spent(999), alerted(75, 750, 1_000), alerted(90, 900, 1_000)), 2);
+        expect(text).to.equal(
+          'This call costs 2 credits and 1 credit is left (allowance and prepaid packs together). The free plan has no overage: ' +
+            'buy a credit pack (from 10,000 credits for $5.00; prepaid credits carry over from month to month), ' +
+            'upgrade to hobbyist (25,000 credits a month) or start the Pro membership (5,000 credits a month for $9.00 a month) ' +
+            'on the account page, or wait for the allowance to reset at 2024-06-01T00:00:00.000Z.',
+        );
+      });
+
+      it('free with the Pro membership: no second membership; "0 credits are left", "1 credit" for a call of one', () => {
+        const text = refusal(usedUp('free', 5_000, true), 1);
+        expect(text).to.match(/^This call costs 1 credit and 0 credits are left /);
+        expect(text).to.contain('upgrade to hobbyist (25,000 credits a month)');
+        expect(text).not.to.contain('Pro membership');
+        expect(text).not.to.contain('overage on');
+      });
+
+      it('hobbyist and builder: a pack, overage at the tier price or the next plan; the membership adds nothing', () => {
+        const hobbyist = refusal(usedUp('hobbyist', 25_000), 30);
+        expect(hobbyist).to.contain('This call costs 30 credits and 0 credits are left');
+        expect(hobbyist).to.contain('Overage is off: buy a credit pack');
+        expect(hobbyist).to.contain('turn overage on (billed at $0.50 per 1,000 credits) or upgrade to builder (250,000 credits a month) on the account page');
+        expect(hobbyist).not.to.contain('Pro membership');
+        const builder = refusal(usedUp('builder', 250_000), 2);
+        expect(builder).to.contain('turn overage on (billed at $0.40 per 1,000 credits) or upgrade to quant (2,500,000 credits a month)');
+      });
+
+      it('quant: a pack or overage; enterprise is sold by contract, not offered', () => {
+        const text = refusal(usedUp('quant', 2_500_000), 500);
+        expect(text).to.contain('buy a credit pack (from 10,000 credits for $5.00; prepaid credits carry over from month to month) or turn overage on (billed at $0.25 per 1,000 credits) on the account page');
+        expect(text).not.to.contain('upgrade');
+      });
+
+      it('counts prepaid credits in what is left', () => {
+        const text = refusal(history(opened('free'), mayOpened(1_000), packBought(3), spent(999)), 5);
+        expect(text).to.contain('This call costs 5 credits and 4 credits are left');
+      });
+
+      it('offers no upgrade that would not raise this month\'s allowance (after a downgrade it waits for the next month)', () => {
+        // Builder's 250,000 stay for the month of a move down to hobbyist; builder itself adds nothing now.
+        const text = refusal(history(opened('builder'), mayOpened(250_000), step('PlanChanged', { tier: 'hobbyist', reason: 'set' }), spent(250_000)), 2);
+        expect(text).not.to.contain('upgrade to builder');
+        expect(text).to.contain('turn overage on (billed at $0.50 per 1,000 credits)');
+      });
+    });
+
     it('refuses to switch overage on for the free tier', () => {
       spec
         .given(history(opened('free'), mayOpened(1_000)))

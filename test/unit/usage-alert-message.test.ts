@@ -60,9 +60,9 @@ describe('A usage-alert email', () => {
       expect(text).to.match(/Prepaid credits: +2,000/);
     });
 
-    it('never offers overage, which free cannot turn on', () => {
+    it('never offers overage, which free cannot turn on, and offers the Pro membership, which adds credits on free', () => {
       expect(text).not.to.contain('turn overage on');
-      expect(text).to.contain('upgrade to hobbyist (25,000 credits a month)');
+      expect(text).to.contain('upgrade to hobbyist (25,000 credits a month) or start the Pro membership (5,000 credits a month for $9.00 a month).');
     });
   });
 
@@ -78,12 +78,26 @@ describe('A usage-alert email', () => {
     });
   });
 
+  describe('When a quant account with overage off reaches 90%', () => {
+    const { text } = usageAlertMessage(facts({ used: 2_250_000, allowance: 2_500_000, plan: plan({ tier: 'quant' }) }));
+
+    it('offers a pack or overage, and no upgrade: enterprise is sold by contract', () => {
+      expect(text).to.contain('To keep calling without interruption, buy a credit pack (from 10,000 credits for $5.00; prepaid credits carry over from month to month) or turn overage on (billed at $0.25 per 1,000 credits).');
+      expect(text).not.to.contain('upgrade');
+    });
+  });
+
   describe('When a free account has the Pro membership', () => {
     const { subject, text } = usageAlertMessage(facts({ threshold: 75, used: 3_750, allowance: 5_000, plan: plan({ tier: 'free', pro: true }) }));
 
     it('names the Pro allowance and the plan', () => {
       expect(subject).to.equal('You have used 75% of your 5,000 monthly credits');
       expect(text).to.contain('5,000 credits (free plan with Pro membership)');
+    });
+
+    it('offers the next plan, not the membership it already has', () => {
+      expect(text).to.contain('upgrade to hobbyist (25,000 credits a month).');
+      expect(text).not.to.contain('start the Pro membership');
     });
   });
 
