@@ -4,7 +4,7 @@
  * OpenAPI text / docs quote `describeCost`. REST and MCP share a key, so they cost the same.
  */
 import { AppError } from '../core/errors.js';
-import { tierAtLeast, type Tier } from './plans.js';
+import { selfServe, tierAtLeast, type Tier } from './plans.js';
 
 export type RateUnit = 'call' | 'row' | 'constituent';
 export type HttpMethod = 'GET' | 'POST' | 'DELETE';
@@ -23,7 +23,7 @@ export interface RateCardEntry {
   credits: number;
   unit: RateUnit;
   min_tier: Tier;
-  /** The MCP tool that mirrors the endpoint, when there is one. */
+  /** The MCP tool that mirrors the endpoint (its first GET route: tools only read), when there is one. */
   mcp_tool: string | null;
 }
 
@@ -32,22 +32,22 @@ const get = (path: string): Route[] => [{ method: 'GET', path }];
 const TABLE = {
   scores: { routes: get('/v1/scores/{ticker}'), credits: 2, unit: 'call', min_tier: 'free', mcp_tool: 'get_scores' },
   history: { routes: get('/v1/scores/{ticker}/history'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: 'get_score_history' },
-  social_heat: { routes: get('/v1/scores/social-heat/{ticker}'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: null },
-  multi_history: { routes: get('/v1/scores/history'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: null },
+  social_heat: { routes: get('/v1/scores/social-heat/{ticker}'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: 'get_social_heat' },
+  multi_history: { routes: get('/v1/scores/history'), credits: 1, unit: 'row', min_tier: 'free', mcp_tool: 'get_multi_ticker_history' },
   // The product's endpoint list says "2", its rate table "2 per row": per row, as docs/product.md says.
   screener: { routes: get('/v1/screener'), credits: 2, unit: 'row', min_tier: 'free', mcp_tool: 'screen_stocks' },
   divergence: { routes: get('/v1/divergence'), credits: 3, unit: 'row', min_tier: 'free', mcp_tool: 'get_divergences' },
-  signals: { routes: get('/v1/signals'), credits: 2, unit: 'call', min_tier: 'free', mcp_tool: null },
-  themes: { routes: get('/v1/themes'), credits: 2, unit: 'call', min_tier: 'free', mcp_tool: null },
-  theme_detail: { routes: get('/v1/themes/{slug}'), credits: 1, unit: 'constituent', min_tier: 'free', mcp_tool: null },
-  coverage: { routes: get('/v1/coverage'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: null },
+  signals: { routes: get('/v1/signals'), credits: 2, unit: 'call', min_tier: 'free', mcp_tool: 'get_signals' },
+  themes: { routes: get('/v1/themes'), credits: 2, unit: 'call', min_tier: 'free', mcp_tool: 'list_themes' },
+  theme_detail: { routes: get('/v1/themes/{slug}'), credits: 1, unit: 'constituent', min_tier: 'free', mcp_tool: 'get_theme' },
+  coverage: { routes: get('/v1/coverage'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_coverage' },
   earnings: { routes: get('/v1/earnings'), credits: 100, unit: 'call', min_tier: 'builder', mcp_tool: 'get_upcoming_earnings' },
   divergence_events: { routes: get('/v1/divergence/events'), credits: 10, unit: 'call', min_tier: 'quant', mcp_tool: 'get_divergence_events' },
   track_record: { routes: get('/v1/track-record'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_track_record' },
-  divergence_open: { routes: get('/v1/divergence/open'), credits: 500, unit: 'call', min_tier: 'quant', mcp_tool: null },
-  usage: { routes: get('/v1/usage'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: null },
+  divergence_open: { routes: get('/v1/divergence/open'), credits: 500, unit: 'call', min_tier: 'quant', mcp_tool: 'get_open_divergences' },
+  usage: { routes: get('/v1/usage'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_usage' },
   // Not in the spec: the account's own credit ledger (every debit), so a user can audit a bill.
-  usage_ledger: { routes: get('/v1/usage/ledger'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: null },
+  usage_ledger: { routes: get('/v1/usage/ledger'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_usage_ledger' },
   meta: { routes: get('/v1/meta'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_dataset_info' },
   // The listing and the download of each file it lists.
   bulk_exports: {
@@ -55,7 +55,7 @@ const TABLE = {
     credits: 0,
     unit: 'call',
     min_tier: 'quant',
-    mcp_tool: null,
+    mcp_tool: 'list_bulk_exports',
   },
   webhooks: {
     routes: [
@@ -69,7 +69,8 @@ const TABLE = {
     credits: 0,
     unit: 'call',
     min_tier: 'quant',
-    mcp_tool: null,
+    // The listing only: a rate key has one tool, and the deliveries of a webhook stay REST's.
+    mcp_tool: 'list_webhooks',
   },
 } as const satisfies Record<string, Omit<RateCardEntry, 'key'>>;
 
@@ -119,7 +120,8 @@ export function endpointOf(key: RateKey): string {
 export function requireTier(tier: Tier, endpoint: RateKey): void {
   const min = RATE_CARD[endpoint].min_tier;
   if (!tierAtLeast(tier, min)) {
-    throw new AppError('tier', `${endpointOf(endpoint)} needs the ${min} plan or higher; this key is on ${tier}`, {
+    const way = selfServe(min) ? `upgrade to ${min} or higher on the account page` : `the ${min} plan is sold by contract`;
+    throw new AppError('tier', `${endpointOf(endpoint)} needs the ${min} plan or higher; this key is on the ${tier} plan: ${way}`, {
       required_tier: min,
       tier,
     });

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/core/paths.js';
 import { demoKey, startTestServer, type TestServer } from '../support/server.js';
+import { TOOLS } from '../../src/app/mcp/server.js';
 
 function run(script: string, args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -22,12 +23,11 @@ describe('The official MCP inspector CLI against the server (scripts/mcp-inspect
   });
   after(() => server.stop());
 
-  it('lists the eight tools and calls get_scores with the REST body', async () => {
+  it('lists every tool and calls get_scores with the REST body', async () => {
     const { code, out } = await run(join(projectRoot(), 'scripts/mcp-inspector.sh'), [`${server.url}/mcp/http`, demoKey(server.dir, 'quant')]);
     expect(code, out).to.equal(0);
-    for (const tool of ['get_scores', 'get_score_history', 'screen_stocks', 'get_divergences', 'get_upcoming_earnings', 'get_divergence_events', 'get_track_record', 'get_dataset_info']) {
-      expect(out).to.include(`"name": "${tool}"`);
-    }
+    expect(TOOLS).to.have.length(19);
+    for (const { name } of TOOLS) expect(out).to.include(`"name": "${name}"`);
     const rest = (await (await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': demoKey(server.dir, 'quant') } })).json()) as Record<string, unknown>;
     const structured = /"structuredContent": (\{[\s\S]*?\n {2}\})/.exec(out);
     expect(structured, out).to.not.equal(null);

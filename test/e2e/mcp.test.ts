@@ -3,11 +3,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
+import { registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
+import { RATE_CARD, RATE_KEYS, describeCost } from '../../src/domain/rate-card.js';
 
-const TOOL_NAMES = [
+/** The spec's eight tools, by the spec's names. */
+const SPEC_TOOLS = [
   'get_dataset_info',
   'get_divergence_events',
   'get_divergences',
@@ -18,8 +21,30 @@ const TOOL_NAMES = [
   'screen_stocks',
 ];
 
-/** The same question asked over both faces: a tool call and its REST twin. */
-const TWINS: { tool: string; args: Record<string, unknown>; path: string }[] = [
+/** Every other read of the API. */
+const MORE_TOOLS = [
+  'get_coverage',
+  'get_multi_ticker_history',
+  'get_open_divergences',
+  'get_signals',
+  'get_social_heat',
+  'get_theme',
+  'get_usage',
+  'get_usage_ledger',
+  'list_bulk_exports',
+  'list_themes',
+  'list_webhooks',
+];
+
+const TOOL_NAMES = [...SPEC_TOOLS, ...MORE_TOOLS].sort();
+
+/**
+ * The same question asked over both faces: a tool call and its REST twin. Every tool the server
+ * lists must have a row here (the twin test checks). `ownAccount`: the answer is the caller's own
+ * (its ledger, its webhooks), so both faces ask with the same key, the tool first; these calls are
+ * free and write nothing, so REST sees what the tool saw.
+ */
+const TWINS: { tool: string; args: Record<string, unknown>; path: string; ownAccount?: true }[] = [
   { tool: 'get_scores', args: { ticker: 'AAPL' }, path: '/v1/scores/AAPL' },
   {
     tool: 'get_score_history',
@@ -32,7 +57,25 @@ const TWINS: { tool: string; args: Record<string, unknown>; path: string }[] = [
   { tool: 'get_divergence_events', args: { since: '2018-01-01' }, path: '/v1/divergence/events?since=2018-01-01' },
   { tool: 'get_track_record', args: {}, path: '/v1/track-record' },
   { tool: 'get_dataset_info', args: {}, path: '/v1/meta' },
+  {
+    tool: 'get_multi_ticker_history',
+    args: { tickers: 'AAPL,msft', start: '2019-05-20', end: '2019-06-12', since: '2019-06-03', as_known_at: '2019-06-13T00:00:00Z' },
+    path: '/v1/scores/history?tickers=AAPL,msft&start=2019-05-20&end=2019-06-12&since=2019-06-03&as_known_at=2019-06-13T00:00:00Z',
+  },
+  { tool: 'get_social_heat', args: { ticker: 'aapl', start: '2019-05-01', end: '2019-06-12' }, path: '/v1/scores/social-heat/aapl?start=2019-05-01&end=2019-06-12' },
+  { tool: 'get_signals', args: { limit: 5 }, path: '/v1/signals?limit=5' },
+  { tool: 'list_themes', args: {}, path: '/v1/themes' },
+  { tool: 'get_theme', args: { slug: 'ai-infrastructure' }, path: '/v1/themes/ai-infrastructure' },
+  { tool: 'get_coverage', args: { since: '2019-06-01' }, path: '/v1/coverage?since=2019-06-01' },
+  { tool: 'get_open_divergences', args: {}, path: '/v1/divergence/open' },
+  { tool: 'get_usage', args: {}, path: '/v1/usage' },
+  { tool: 'get_usage_ledger', args: { month: '2019-06', limit: 4 }, path: '/v1/usage/ledger?month=2019-06&limit=4', ownAccount: true },
+  { tool: 'list_bulk_exports', args: {}, path: '/v1/bulk/exports' },
+  { tool: 'list_webhooks', args: {}, path: '/v1/webhooks', ownAccount: true },
 ];
+
+/** The rate key whose MCP tool a name is. */
+const keyOfTool = (name: string) => RATE_KEYS.find((k) => RATE_CARD[k].mcp_tool === name)!;
 
 describe('The hosted MCP server at /mcp/http', function () {
   this.timeout(120_000);
@@ -96,18 +139,27 @@ describe('The hosted MCP server at /mcp/http', function () {
     });
 
   describe('When a client lists the tools', () => {
-    it('offers exactly the eight spec tools, each read-only with every input field described', async () => {
+    it('offers the eight spec tools and a twin of every other read, each read-only, saying what it costs, with every input field described', async () => {
       const client = await connect(demoKey(server.dir, 'builder'));
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).to.deep.equal(TOOL_NAMES);
       for (const tool of tools) {
         expect(tool.annotations?.readOnlyHint, tool.name).to.equal(true);
         expect(tool.title, tool.name).to.be.a('string').and.not.equal('');
-        expect(tool.description, tool.name).to.match(/Costs (free|\d+ credits?)/);
+        const key = keyOfTool(tool.name);
+        const twin = RATE_CARD[key].routes.find((r) => r.method === 'GET')!;
+        expect(tool.description, tool.name).to.include(`Costs ${describeCost(key)} (same as its REST twin GET ${twin.path}).`);
+        if (RATE_CARD[key].min_tier !== 'free') expect(tool.description, tool.name).to.include(`Needs the ${RATE_CARD[key].min_tier} plan or higher.`);
         for (const [field, schema] of Object.entries(tool.inputSchema.properties ?? {})) {
           expect((schema as { description?: string }).description, `${tool.name}.${field}`).to.be.a('string').and.not.equal('');
         }
       }
+      const described = (name: string) => tools.find((t) => t.name === name)!.description;
+      expect(described('get_multi_ticker_history')).to.include('Costs 1 credit per row returned');
+      expect(described('get_theme')).to.include('Costs 1 credit per constituent returned');
+      expect(described('get_open_divergences')).to.include('Costs 500 credits per call').and.include('Needs the quant plan or higher.');
+      expect(described('get_usage')).to.include('Costs free');
+      expect(described('list_webhooks')).to.include('(same as its REST twin GET /v1/webhooks)');
       const screen = tools.find((t) => t.name === 'screen_stocks')!;
       expect(screen.inputSchema.properties).to.have.keys(['min_score', 'limit']);
       expect((screen.inputSchema.properties!['limit'] as { type: string }).type).to.equal('integer');
@@ -120,39 +172,95 @@ describe('The hosted MCP server at /mcp/http', function () {
       const history = tools.find((t) => t.name === 'get_score_history')!;
       expect(history.inputSchema.required).to.deep.equal(['ticker']);
       expect(history.inputSchema.properties).to.have.keys(['ticker', 'start', 'end', 'as_known_at']);
+      const multi = tools.find((t) => t.name === 'get_multi_ticker_history')!;
+      expect(multi.inputSchema.properties).to.have.keys(['tickers', 'start', 'end', 'since', 'as_known_at']);
+      expect(multi.inputSchema.required ?? []).to.deep.equal([]);
+      expect(tools.find((t) => t.name === 'get_theme')!.inputSchema.required).to.deep.equal(['slug']);
+      expect(tools.find((t) => t.name === 'get_usage_ledger')!.inputSchema.properties).to.have.keys(['month', 'limit', 'cursor']);
     });
   });
 
   describe('When the same question is asked over REST and over MCP', () => {
-    it('returns the same body for every tool and draws the same credits, recorded with channel mcp', async () => {
+    it('returns the same body for every tool it lists and draws the same credits, recorded with channel mcp', async () => {
       const viaRest = await newKey('quant');
       const viaMcp = await newKey('quant');
+      const s = server.services;
+      await registerWebhook(
+        { events: s.events, clock: s.clock, ids: s.ids, allowSubnets: s.config.webhookAllowSubnets },
+        { accountId: viaMcp.account_id, eventType: 'score_move', url: 'https://hooks.example.com/scores' },
+      );
+      await s.runner.waitForHead();
       const client = await connect(viaMcp.key);
-      let restRemaining: string | null = null;
-      let mcpRemaining: unknown = null;
+      // A tool without a row in TWINS fails here: each tool is checked against its REST twin.
+      expect(TWINS.map((t) => t.tool).sort()).to.deep.equal((await client.listTools()).tools.map((t) => t.name).sort());
       for (const twin of TWINS) {
-        const rest = await get(twin.path, viaRest.key);
-        expect(rest.status, twin.path).to.equal(200);
+        const restKey = twin.ownAccount ? viaMcp : viaRest;
+        const restCharged = (await debits(restKey.account_id)).length;
+        const mcpCharged = (await debits(viaMcp.account_id)).length;
+        const rest = twin.ownAccount ? null : await get(twin.path, restKey.key);
         const result = await call(client, twin.tool, twin.args);
+        const mcpDebits = (await debits(viaMcp.account_id)).slice(mcpCharged);
+        const twinRest = rest ?? (await get(twin.path, restKey.key));
+        const restDebits = (await debits(restKey.account_id)).slice(twin.ownAccount ? mcpCharged + mcpDebits.length : restCharged);
+        expect(twinRest.status, twin.path).to.equal(200);
         expect(result.isError, twin.tool).to.not.equal(true);
-        expect(result.structuredContent, twin.tool).to.deep.equal(rest.body);
+        expect(result.structuredContent, twin.tool).to.deep.equal(twinRest.body);
         const text = result.content[0];
         expect(text?.type).to.equal('text');
-        expect(JSON.parse(text?.type === 'text' ? text.text : 'null'), twin.tool).to.deep.equal(rest.body);
-        restRemaining = rest.headers.get('x-credits-remaining');
-        mcpRemaining = result._meta?.['credits_remaining'];
-        expect(mcpRemaining, twin.tool).to.equal(restRemaining);
+        expect(JSON.parse(text?.type === 'text' ? text.text : 'null'), twin.tool).to.deep.equal(twinRest.body);
+        // One charge each, of the same rate key and cost (a free call records none), by channel.
+        expect(mcpDebits.map((d) => [d.endpoint, d.cost]), twin.tool).to.deep.equal(restDebits.map((d) => [d.endpoint, d.cost]));
+        expect(mcpDebits.map((d) => d.endpoint), twin.tool).to.deep.equal(RATE_CARD[keyOfTool(twin.tool)].credits === 0 ? [] : [keyOfTool(twin.tool)]);
+        expect(mcpDebits.every((d) => d.channel === 'mcp') && restDebits.every((d) => d.channel === 'rest'), twin.tool).to.equal(true);
+        // The balance after the call, as a number: what the next REST response of the key says.
+        const balance = result._meta?.['credits_remaining'];
+        expect(balance, twin.tool).to.be.a('number');
+        const next = twin.ownAccount ? twinRest : await get('/v1/coverage', viaMcp.key);
+        expect(balance, twin.tool).to.equal(Number(next.headers.get('x-credits-remaining')));
+        if (!twin.ownAccount) expect(balance, twin.tool).to.equal(Number(twinRest.headers.get('x-credits-remaining')));
       }
       const restDebits = await debits(viaRest.account_id);
       const mcpDebits = await debits(viaMcp.account_id);
       // Non-trivial answers: rows were returned and billed per row.
-      expect(mcpDebits.find((d) => d.endpoint === 'screener')?.cost).to.equal(14);
-      expect(mcpDebits.find((d) => d.endpoint === 'history')?.cost).to.be.greaterThan(0);
+      const costOf = (endpoint: string) => mcpDebits.find((d) => d.endpoint === endpoint)?.cost;
+      expect(costOf('screener')).to.equal(14);
+      expect(costOf('history')).to.be.greaterThan(0);
+      expect(costOf('multi_history')).to.be.greaterThan(10);
+      expect(costOf('social_heat')).to.be.greaterThan(10);
+      expect(costOf('theme_detail')).to.be.greaterThan(0);
+      expect(costOf('divergence_open')).to.equal(500);
       expect(restDebits.map((d) => [d.endpoint, d.cost])).to.deep.equal(mcpDebits.map((d) => [d.endpoint, d.cost]));
-      expect(restDebits.map((d) => d.channel)).to.satisfy((cs: string[]) => cs.every((c) => c === 'rest'));
-      expect(mcpDebits.map((d) => d.channel)).to.satisfy((cs: string[]) => cs.every((c) => c === 'mcp'));
-      expect(mcpDebits.reduce((a, d) => a + d.cost, 0)).to.be.greaterThan(100);
       expect((await get('/v1/usage', viaMcp.key)).body.used_this_month).to.equal((await get('/v1/usage', viaRest.key)).body.used_this_month);
+    });
+
+    it('pages through the caller\'s own ledger with next_cursor as REST does, and lists its own webhooks', async () => {
+      const k = await newKey('quant');
+      const client = await connect(k.key);
+      for (const ticker of ['AAPL', 'MSFT', 'KO', 'COST', 'NVDA']) expect((await call(client, 'get_scores', { ticker })).isError, ticker).to.not.equal(true);
+      type Page = { entries: { seq: number; endpoint: string | null; channel: string | null }[]; next_cursor: string | null };
+      const whole = (await get('/v1/usage/ledger?limit=1000', k.key)).body as Page;
+      expect(whole.entries.filter((e) => e.endpoint === 'scores' && e.channel === 'mcp')).to.have.length(5);
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const args: Record<string, unknown> = { limit: 2, ...(cursor ? { cursor } : {}) };
+        const viaMcp = (await call(client, 'get_usage_ledger', args)).structuredContent as Page;
+        const viaRest = await get(`/v1/usage/ledger?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, k.key);
+        expect(viaMcp, cursor ?? 'first page').to.deep.equal(viaRest.body);
+        seen.push(...viaMcp.entries.map((e) => e.seq));
+        cursor = viaMcp.next_cursor;
+      } while (cursor !== null && seen.length <= whole.entries.length);
+      expect(seen).to.deep.equal(whole.entries.map((e) => e.seq));
+
+      const s = server.services;
+      await registerWebhook(
+        { events: s.events, clock: s.clock, ids: s.ids, allowSubnets: s.config.webhookAllowSubnets },
+        { accountId: k.account_id, eventType: 'divergence_event', url: 'https://hooks.example.com/div' },
+      );
+      await s.runner.waitForHead();
+      const hooks = (await call(client, 'list_webhooks')).structuredContent as { webhooks: { url: string; event_type: string }[] };
+      expect(hooks.webhooks.map((w) => [w.event_type, w.url])).to.deep.equal([['divergence_event', 'https://hooks.example.com/div']]);
+      expect(hooks).to.deep.equal((await get('/v1/webhooks', k.key)).body);
     });
   });
 
@@ -186,41 +294,46 @@ describe('The hosted MCP server at /mcp/http', function () {
       expect(init.body.result?.['serverInfo']?.name).to.equal('scores-service');
       expect(init.credits).to.equal(start);
       const list = await rpc(k.key, 'tools/list');
-      expect(list.body.result?.['tools']).to.have.length(8);
+      expect(list.body.result?.['tools']).to.have.length(TOOL_NAMES.length);
       expect(list.credits).to.equal(start);
 
       const paid = await rpc(k.key, 'tools/call', { name: 'screen_stocks', arguments: { limit: 3 } });
       expect(paid.body.result?.['isError']).to.not.equal(true);
       expect(paid.credits).to.equal(String(Number(start) - 6));
-      expect(paid.credits).to.equal(paid.body.result?.['_meta']?.credits_remaining);
+      expect(paid.body.result?.['_meta']?.credits_remaining).to.equal(Number(start) - 6);
 
       const refused = await rpc(k.key, 'tools/call', { name: 'screen_stocks', arguments: { limit: 651 } });
       expect(refused.body.result?.['structuredContent']?.code).to.equal('limit_exceeded');
       expect(refused.credits).to.equal(paid.credits);
-      expect(refused.credits).to.equal(refused.body.result?.['_meta']?.credits_remaining);
+      expect(refused.body.result?.['_meta']?.credits_remaining).to.equal(Number(start) - 6);
       expect((await get('/v1/usage', k.key)).headers.get('x-credits-remaining')).to.equal(paid.credits);
     });
 
-    it('carries the same value as REST on a tier refusal, an exhausted account and an enterprise key', async () => {
+    it('carries the same value as REST on a tier refusal, an exhausted account and an enterprise key (_meta: null when unmetered)', async () => {
       const tier = await rpc(demoKey(server.dir, 'hobbyist'), 'tools/call', { name: 'get_upcoming_earnings', arguments: {} });
       const restTier = await get('/v1/earnings', demoKey(server.dir, 'hobbyist'));
       expect(tier.body.result?.['structuredContent']?.code).to.equal('tier');
       expect(tier.credits).to.be.a('string').and.equal(restTier.headers.get('x-credits-remaining'));
-      expect(tier.credits).to.equal(tier.body.result?.['_meta']?.credits_remaining);
+      expect(tier.body.result?.['_meta']?.credits_remaining).to.be.a('number').and.equal(Number(tier.credits));
 
       const broke = await newKey('free');
       await server.services.ledger.debit(broke.account_id, { request_id: 'setup', endpoint: 'history', channel: 'rest', cost: 999 });
       const exhausted = await rpc(broke.key, 'tools/call', { name: 'get_scores', arguments: { ticker: 'AAPL' } });
       expect(exhausted.body.result?.['structuredContent']?.code).to.equal('credits_exhausted');
       expect(exhausted.credits).to.equal('1');
+      expect(exhausted.body.result?.['_meta']?.credits_remaining).to.equal(1);
 
       const big = await newKey('enterprise');
       const restBig = (await get('/v1/scores/AAPL', big.key)).headers.get('x-credits-remaining');
-      expect(restBig).to.match(/^[a-z]+$/);
+      expect(restBig).to.equal('unlimited');
       expect((await rpc(big.key, 'initialize', INITIALIZE)).credits).to.equal(restBig);
       const bigCall = await rpc(big.key, 'tools/call', { name: 'get_scores', arguments: { ticker: 'AAPL' } });
       expect(bigCall.body.result?.['isError']).to.not.equal(true);
       expect(bigCall.credits).to.equal(restBig);
+      // The header's `unlimited` is null in JSON, as /v1/usage shows credits_remaining null when unmetered.
+      expect(bigCall.body.result?.['_meta']).to.deep.equal({ credits_remaining: null });
+      const usage = (await rpc(big.key, 'tools/call', { name: 'get_usage', arguments: {} })).body.result?.['structuredContent'];
+      expect(usage).to.include({ tier: 'enterprise', credits_remaining: null, monthly_allowance: null });
     });
   });
 
@@ -312,13 +425,14 @@ describe('The hosted MCP server at /mcp/http', function () {
       ];
       for (const [tool, args, path, code] of cases) {
         const result = await expectSameRefusal(k.key, tool, args, path, code);
-        expect(result._meta?.['credits_remaining'], `${tool} ${JSON.stringify(args)}`).to.match(/^\d+$/);
+        expect(result._meta?.['credits_remaining'], `${tool} ${JSON.stringify(args)}`).to.equal(2_500_000);
       }
       expect((await get('/v1/screener?limit=abc', k.key)).body.detail).to.equal('limit must be an integer (got "abc")');
       const raw = await rpc(k.key, 'tools/call', { name: 'screen_stocks', arguments: { limit: 'abc' } });
       expect(raw.body.error).to.equal(undefined);
       expect(raw.body.result?.['structuredContent']?.detail).to.equal('limit must be an integer (got "abc")');
-      expect(raw.credits).to.be.a('string').and.equal(raw.body.result?.['_meta']?.credits_remaining);
+      expect(raw.credits).to.equal('2500000');
+      expect(raw.body.result?.['_meta']?.credits_remaining).to.equal(2_500_000);
       expect(await debits(k.account_id)).to.deep.equal([]);
     });
 
@@ -340,7 +454,7 @@ describe('The hosted MCP server at /mcp/http', function () {
       const k = await newKey('free');
       await server.services.ledger.debit(k.account_id, { request_id: 'setup', endpoint: 'history', channel: 'rest', cost: 999 });
       const result = await expectSameRefusal(k.key, 'get_scores', { ticker: 'AAPL' }, '/v1/scores/AAPL', 'credits_exhausted');
-      expect(result._meta?.['credits_remaining']).to.equal('1');
+      expect(result._meta?.['credits_remaining']).to.equal(1);
       expect((await debits(k.account_id)).map((d) => d.cost)).to.deep.equal([999]);
     });
   });

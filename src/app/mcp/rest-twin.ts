@@ -16,7 +16,8 @@ export interface ToolContext {
   /**
    * Sets `X-Credits-Remaining` on the HTTP response that carries the tool's result. That response
    * is written only once every request of its POST has its answer (src/app/mcp/http.ts), so the
-   * header carries the balance after the call, the same value as the result's `_meta.credits_remaining`.
+   * header carries the balance after the call, the value the result's `_meta.credits_remaining`
+   * gives as a number (see creditsNumber).
    */
   creditsRemaining(value: string): void;
 }
@@ -58,11 +59,26 @@ export function toolNameOf(key: RateKey): string {
   return name;
 }
 
-/** Tool description: the REST summary plus the cost and minimum plan read from the rate card. */
+/**
+ * Tool description: the REST summary plus the cost and minimum plan read from the rate card. The
+ * twin is the key's first GET route: tools only read (`webhooks` lists its POST first).
+ */
 export function describeTool(key: RateKey, text: string): string {
-  const { min_tier } = RATE_CARD[key];
+  const { min_tier, routes } = RATE_CARD[key];
+  const twin = routes.find((r) => r.method === 'GET');
+  if (!twin) throw new Error(`rate card entry ${key} has no GET route for a tool to mirror`);
   const plan = min_tier === 'free' ? '' : ` Needs the ${min_tier} plan or higher.`;
-  return `${text} Costs ${describeCost(key)} (same as its REST twin ${RATE_CARD[key].routes[0]!.method} ${RATE_CARD[key].routes[0]!.path}).${plan}`;
+  return `${text} Costs ${describeCost(key)} (same as its REST twin ${twin.method} ${twin.path}).${plan}`;
+}
+
+/**
+ * `_meta.credits_remaining`: the `X-Credits-Remaining` value as a JSON number (negative in
+ * overage), or null where the header says `unlimited` (an unmetered enterprise account), as
+ * `/v1/usage` shows `credits_remaining` null there. The header keeps its text.
+ */
+export function creditsNumber(header: string): number | null {
+  const n = Number(header);
+  return Number.isFinite(n) ? n : null;
 }
 
 /**
@@ -112,7 +128,7 @@ export async function callTwin<T extends object>(ctx: ToolContext, key: RateKey,
     return {
       content: [{ type: 'text', text: JSON.stringify(body) }],
       structuredContent: body as Record<string, unknown>,
-      ...(remaining !== null ? { _meta: { credits_remaining: remaining } } : {}),
+      ...(remaining !== null ? { _meta: { credits_remaining: creditsNumber(remaining) } } : {}),
     };
   } catch (err) {
     return errorResult(ctx, err);
@@ -134,6 +150,6 @@ async function errorResult(ctx: ToolContext, err: unknown): Promise<CallToolResu
     isError: true,
     content: [{ type: 'text', text: JSON.stringify(problem) }],
     structuredContent: problem,
-    ...(remaining !== null ? { _meta: { credits_remaining: remaining } } : {}),
+    ...(remaining !== null ? { _meta: { credits_remaining: creditsNumber(remaining) } } : {}),
   };
 }

@@ -8,8 +8,22 @@ import { getUpcomingEarningsTool } from './tools/get-upcoming-earnings.tool.js';
 import { getDivergenceEventsTool } from './tools/get-divergence-events.tool.js';
 import { getTrackRecordTool } from './tools/get-track-record.tool.js';
 import { getDatasetInfoTool } from './tools/get-dataset-info.tool.js';
+import { getMultiTickerHistoryTool } from './tools/get-multi-ticker-history.tool.js';
+import { getSocialHeatTool } from './tools/get-social-heat.tool.js';
+import { getSignalsTool } from './tools/get-signals.tool.js';
+import { listThemesTool } from './tools/list-themes.tool.js';
+import { getThemeTool } from './tools/get-theme.tool.js';
+import { getCoverageTool } from './tools/get-coverage.tool.js';
+import { getOpenDivergencesTool } from './tools/get-open-divergences.tool.js';
+import { getUsageTool } from './tools/get-usage.tool.js';
+import { getUsageLedgerTool } from './tools/get-usage-ledger.tool.js';
+import { listBulkExportsTool } from './tools/list-bulk-exports.tool.js';
+import { listWebhooksTool } from './tools/list-webhooks.tool.js';
 
-/** The eight tools, each the twin of a REST endpoint (module constants: built once per process). */
+/**
+ * The tools, each the twin of a REST read (module constants: built once per process): the spec's
+ * eight, then every other read of the API. The MCP column of the rate card names them.
+ */
 export const TOOLS: readonly TwinTool[] = [
   getScoresTool,
   getScoreHistoryTool,
@@ -19,6 +33,17 @@ export const TOOLS: readonly TwinTool[] = [
   getDivergenceEventsTool,
   getTrackRecordTool,
   getDatasetInfoTool,
+  getMultiTickerHistoryTool,
+  getSocialHeatTool,
+  getSignalsTool,
+  listThemesTool,
+  getThemeTool,
+  getCoverageTool,
+  getOpenDivergencesTool,
+  getUsageTool,
+  getUsageLedgerTool,
+  listBulkExportsTool,
+  listWebhooksTool,
 ];
 
 /**
@@ -32,7 +57,7 @@ export function createMcpServer(contextOf: ContextOf): McpServer {
     { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: '0.1.0' },
     {
       instructions:
-        'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint and draws the same credits from your account.',
+        'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint and draws the same credits from your account; its description says what it costs. Every result carries your balance afterwards as _meta.credits_remaining (a number; null when unmetered), and get_usage shows the whole account.',
     },
   );
   for (const { name, inputSchema, run, ...config } of TOOLS) {
