@@ -3,6 +3,7 @@ import { Readable, Transform } from 'node:stream';
 import { AppError } from '../../src/core/errors.js';
 import type { AuthedRequest, Principal } from '../../src/core/meter.port.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
+import { DOWNLOAD_ACCEPT_RANGES, DOWNLOAD_CACHE_CONTROL, HEADER } from '../../src/core/response-headers.js';
 import { isBundleId, isExportName } from '../../src/domain/exports/export-bundle.js';
 import { exportDownloadsStream, type ExportDownloaded } from '../../src/events/export.events.js';
 import { exportRuns } from '../../projections/exports/exports.projection.js';
@@ -54,10 +55,9 @@ export class BulkDownloadController extends CommandController {
     if (!file || size === null) throw missing(`no bundle ${JSON.stringify(bundle_id)} is served`);
 
     const etag = `"${file.sha256}"`;
-    this.setHeader('ETag', etag);
-    this.setHeader('Accept-Ranges', 'bytes');
-    // The URL names one bundle's file, which never changes: a cache may keep it (privately: it is a paid download).
-    this.setHeader('Cache-Control', 'private, max-age=86400, immutable');
+    this.setHeader(HEADER.etag, etag);
+    this.setHeader(HEADER.acceptRanges, DOWNLOAD_ACCEPT_RANGES);
+    this.setHeader(HEADER.cacheControl, DOWNLOAD_CACHE_CONTROL);
     const answer = answerDownload(req.headers, size, etag);
     if (answer.status === 304) {
       this.setStatus(304);
@@ -65,15 +65,15 @@ export class BulkDownloadController extends CommandController {
     }
     if (answer.status === 416) {
       // Set on the response itself: the problem handler answers, not tsoa (which applies setHeader's).
-      req.res!.setHeader('Content-Range', `bytes */${size}`);
+      req.res!.setHeader(HEADER.contentRange, `bytes */${size}`);
       throw new AppError('range_not_satisfiable', `no range in ${JSON.stringify(req.headers.range)} starts inside the file's ${size} bytes`);
     }
     const length = answer.end - answer.start + 1;
     this.setStatus(answer.status);
     this.setHeader('Content-Type', 'application/gzip');
-    this.setHeader('Content-Length', String(length));
-    this.setHeader('Content-Disposition', `attachment; filename="${name}"`);
-    if (answer.status === 206) this.setHeader('Content-Range', `bytes ${answer.start}-${answer.end}/${size}`);
+    this.setHeader(HEADER.contentLength, String(length));
+    this.setHeader(HEADER.contentDisposition, `attachment; filename="${name}"`);
+    if (answer.status === 206) this.setHeader(HEADER.contentRange, `bytes ${answer.start}-${answer.end}/${size}`);
 
     const source = this.ctx.exportFiles.read(bundle_id, name, { start: answer.start, end: answer.end });
     let sent = 0;

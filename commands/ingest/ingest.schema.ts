@@ -1,17 +1,17 @@
 import { z } from 'zod';
+import { readInstant } from '../../src/core/instants.js';
 
 const date = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
   .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'is not a calendar date');
-/** An instant without a zone offset is read as UTC, as the API reads one (never by the host's zone). */
-const instant = z
-  .string()
-  .refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(zoned(s))), 'must be an ISO 8601 instant')
-  .transform((s) => new Date(zoned(s)).toISOString());
-function zoned(s: string): string {
-  return /(Z|[+-]\d{2}:?\d{2})$/i.test(s) ? s : `${s}Z`;
-}
+/** An instant read by the service's one instant reader: a time without a zone is refused, as in a query and in SCORES_NOW. */
+const instant = z.string().transform((s, ctx) => {
+  const read = readInstant(s);
+  if (read.ok) return read.iso;
+  ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be ${read.reason}` });
+  return z.NEVER;
+});
 const ticker = z
   .string()
   .trim()

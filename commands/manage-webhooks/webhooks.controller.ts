@@ -38,6 +38,7 @@ export interface RegisterWebhookRequest {
    * Your receiver: `https` only, no user name or password, at most 2,048 characters; it must not
    * resolve to a private, loopback or otherwise non-public address.
    * @example "https://hooks.example.com/scores"
+   * @format uri
    */
   url: string;
 }
@@ -47,9 +48,13 @@ export interface RegisterWebhookRequest {
 export interface NoFieldsRequest {}
 
 export interface RegisteredWebhookResponse {
+  /** @isInt */
   id: number;
   event_type: 'divergence_event' | 'score_move';
-  /** The URL as stored (parsed: the host in lower case, a `/` path when none was given). */
+  /**
+   * The URL as stored (parsed: the host in lower case, a `/` path when none was given).
+   * @format uri
+   */
   url: string;
   /** `whsec_` and the base64 of 32 random bytes. Shown once: keep it, deliveries are signed with it. */
   secret: string;
@@ -64,11 +69,17 @@ export interface WebhookOkResponse {
 export interface TestDeliveryResponse {
   /** True when the receiver answered 2xx. */
   ok: boolean;
-  /** The receiver's HTTP status; null when no answer came (time-out, connection, TLS or address error). */
+  /**
+   * The receiver's HTTP status; null when no answer came (time-out, connection, TLS or address error).
+   * @isInt
+   */
   status_code: number | null;
   /** Why the attempt failed, in the service's own words (never the receiver's); null on success. */
   error: string | null;
-  /** The registered URL. */
+  /**
+   * The registered URL.
+   * @format uri
+   */
   delivered_to: string;
   /** The header carrying the hex HMAC-SHA256 of the raw body (the Standard Webhooks headers come too). */
   signature_header: string;
@@ -78,6 +89,7 @@ export interface TestDeliveryResponse {
 
 export interface EnabledWebhookResponse {
   ok: true;
+  /** @isInt */
   id: number;
   /** Always true: the webhook is active (it may have been already; nothing changes then). */
   is_active: true;
@@ -92,11 +104,11 @@ export interface EnabledWebhookResponse {
 @Security('api_key', ['webhooks'])
 export class ManageWebhooksController extends CommandController {
   /**
-   * @summary Register a webhook
    * Registers an HTTPS endpoint to be sent the events of one type (docs/webhooks.md). Answers 201
    * with the webhook's `secret`, shown this once: every delivery is signed with it, as `signing`
    * says. At most 10 webhooks per account. Each publication is delivered once per webhook, retried
    * on failure; `POST /v1/webhooks/{webhook_id}/test` sends an example now. Free.
+   * @summary Register a webhook
    */
   @Post()
   @Middlewares(jsonBody)
@@ -126,9 +138,9 @@ export class ManageWebhooksController extends CommandController {
   }
 
   /**
-   * @summary Delete a webhook
    * Deletes one of your webhooks: nothing more is sent to it, messages still owed are dropped, and
    * its place under the limit of 10 is free again. Its id is never given again. Free.
+   * @summary Delete a webhook
    * @param webhook_id The webhook's `id`.
    * @example webhook_id 7
    */
@@ -144,12 +156,12 @@ export class ManageWebhooksController extends CommandController {
   }
 
   /**
-   * @summary Send a test delivery
    * Sends one example event of the webhook's type, marked `test`, signed like every delivery, once
    * (no retry), and answers what happened. Works on a deactivated webhook too, to check the
    * endpoint before `POST /v1/webhooks/{webhook_id}/enable`. The attempt is listed in
    * `GET /v1/webhooks/{webhook_id}/deliveries` (kind `test`); a failure counts in
    * `consecutive_failures` but never deactivates the webhook. Body: none, or an empty JSON object. Free.
+   * @summary Send a test delivery
    * @param webhook_id The webhook's `id`.
    * @example webhook_id 7
    */
@@ -181,11 +193,11 @@ export class ManageWebhooksController extends CommandController {
   }
 
   /**
-   * @summary Re-enable a deactivated webhook
    * Makes a webhook deactivated after 5 days of failures or a `410 Gone` active again and resets
    * its failure run (`consecutive_failures` to 0). An active webhook stays as it is (the same
    * answer). Send a test delivery first to check the endpoint answers. Body: none,
    * or an empty JSON object. Free.
+   * @summary Re-enable a deactivated webhook
    * @param webhook_id The webhook's `id`.
    * @example webhook_id 7
    */

@@ -5,7 +5,7 @@ import type { ScoreEvent, ScoreValues } from '../../src/events/score.events.js';
 import { gapOf, type HistoryRow } from '../score-history/score-history.projection.js';
 
 /** Each ticker's most recent score row (the newest date; restatements of that date update it). */
-export type LatestScore = Omit<HistoryRow, 'version'>;
+export type LatestScore = Omit<HistoryRow, 'version' | 'seq'>;
 
 export const latestScores = defineCollection<LatestScore>({
   name: 'latest_scores',

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
-import { defineCollection } from '../../src/core/read-store.port.js';
+import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/events/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
 import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../columns.js';
@@ -17,6 +17,11 @@ export interface RowValues {
   restated_at: string;
   /** 1 for the first publication, +1 per restatement. */
   version: number;
+  /**
+   * The write sequence of the score event that last wrote the row (see `ScoreHistoryHead`): what
+   * the multi-ticker history's sync cursor (`next_since`) compares.
+   */
+  seq: number;
 }
 
 /** A row as queries see it. */
@@ -43,8 +48,12 @@ export interface HistoryBucket extends ScoreColumns {
   /** YYYY-MM */
   month: string;
   written_at: string;
+  /** The highest `seq` inside: the sync cursor skips every bucket nothing wrote since its position. */
+  written_seq: number;
   /** The rows' days of the month, ascending. */
   days: number[];
+  /** By row: the `seq` of the score event that last wrote it. */
+  seq: number[];
   /** By day: `published_at` of the rows not first published at the standard time (22:00 UTC of their date). */
   published: Record<string, string>;
   /** By day: [restated_at, version] of the restated rows (the others are version 1, restated_at = published_at). */
@@ -77,6 +86,7 @@ export function rowAt(b: HistoryBucket, i: number): HistoryRow {
     version: restated?.[1] ?? 1,
     published_at: published,
     restated_at: restated?.[0] ?? published,
+    seq: b.seq[i]!,
     divergence_gap: gapOf(scores),
   };
 }
@@ -96,6 +106,25 @@ export interface ScoreVersion {
   estimated: boolean;
   valid_from: string;
   valid_to: string;
+  /** The write sequence of the event that wrote this value (see `ScoreHistoryHead`). */
+  seq: number;
+}
+
+/**
+ * The score events applied so far, counted: the n-th score event of the log (in log order) has
+ * write sequence n, and every row and version records the sequence of the event that wrote it.
+ * The multi-ticker history reads this document first, then the rows: a row with a sequence up to
+ * the one read was committed with or before it (the document is written last of its batch, in
+ * the batch's commit), so `rows with seq in (cursor, head]` is exactly what was written between
+ * two polls. A count, not the log position: small numbers in every row, and the same on a
+ * rebuild, since the log's order does not change.
+ */
+export interface ScoreHistoryHead {
+  id: 'head';
+  /** Score events applied (the last one's write sequence); 0 before the first. */
+  seq: number;
+  /** Log position of the last score event applied: an event at or before it was applied already. */
+  position: string;
 }
 
 export const bucketKey = (ticker: string, month: string) => `${ticker}|${month}`;
@@ -103,9 +132,21 @@ export const bucketKey = (ticker: string, month: string) => `${ticker}|${month}`
 export const scoreHistory = defineCollection<HistoryBucket>({
   name: 'score_history',
   key: (b) => bucketKey(b.ticker, b.month),
-  fields: ['ticker', 'month', 'written_at'],
-  indexes: [['ticker', 'month'], ['written_at']],
+  fields: ['ticker', 'month', 'written_at', 'written_seq'],
+  indexes: [['ticker', 'month'], ['written_at'], ['written_seq']],
 });
+
+export const scoreHistoryHead = defineCollection<ScoreHistoryHead>({
+  name: 'score_history_head',
+  key: (h) => h.id,
+  fields: [],
+  indexes: [],
+});
+
+/** The write sequence of the last score event the read model holds (0 before the first). */
+export async function scoreHistorySeq(reads: Pick<ReadStore, 'get'>): Promise<number> {
+  return (await reads.get(scoreHistoryHead, 'head'))?.seq ?? 0;
+}
 
 export const scoreVersions = defineCollection<ScoreVersion>({
   name: 'score_versions',
@@ -134,9 +175,10 @@ export function rowsBetween(buckets: HistoryBucket[], start?: string, end?: stri
 
 /** Score history with `restated_at`, and the point-in-time versions behind it. */
 export const scoreHistoryProjection: Projection = {
-  // v3: a second restatement at the same instant is applied (a new name rebuilds the read models of an existing store).
-  name: 'score-history-v3',
-  collections: [scoreHistory, scoreVersions],
+  // v4: each row's write sequence (the sync cursor). v3: a second restatement at the same instant
+  // is applied. A new name rebuilds the read models of an existing store.
+  name: 'score-history-v4',
+  collections: [scoreHistory, scoreVersions, scoreHistoryHead],
   eventTypes: ['ScoresPublished', 'ScoresRestated'],
   apply(event: RecordedEvent, ctx: ProjectionContext) {
     return applyScores([event], ctx);
@@ -147,7 +189,14 @@ export const scoreHistoryProjection: Projection = {
 /** Applies score events in order; each bucket they change is loaded and written once. */
 async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
   const history = new BatchBuckets(ctx, scoreHistory, bucketKey);
+  const head = (await ctx.get(scoreHistoryHead, 'head')) ?? { id: 'head', seq: 0, position: '' };
+  const applied = head.seq;
   for (const raw of events) {
+    // Applied before: its rows already hold what it wrote, and its sequence is counted.
+    if (raw.position <= head.position) continue;
+    head.seq += 1;
+    head.position = raw.position;
+    const seq = head.seq;
     const event = raw as unknown as ScoreEvent;
     const { date, rows } = event.data;
     const month = date.slice(0, 7);
@@ -162,7 +211,9 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
         ticker: v.ticker,
         month,
         written_at: '',
+        written_seq: 0,
         days: [],
+        seq: [],
         main_street: [],
         wall_street: [],
         service_score: [],
@@ -190,12 +241,14 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
           estimated: prev.estimated,
           valid_from: prev.restated_at,
           valid_to: at,
+          seq: prev.seq,
         });
         b.restated[day] = [at, prev.version + 1];
         b.main_street[i] = packScore(v.main_street);
         b.wall_street[i] = packScore(v.wall_street);
         b.service_score[i] = packScore(v.service_score);
         b.estimated[i] = v.estimated ? 1 : 0;
+        b.seq[i] = seq;
       } else {
         // A new row (a restatement of a row never published is its first publication).
         insertAt(b.days, i, day);
@@ -203,11 +256,16 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
         insertAt(b.wall_street, i, packScore(v.wall_street));
         insertAt(b.service_score, i, packScore(v.service_score));
         insertAt(b.estimated, i, v.estimated ? 1 : 0);
+        insertAt(b.seq, i, seq);
         if (!standard) b.published[day] = at;
       }
       if (at > b.written_at) b.written_at = at;
+      b.written_seq = seq;
       slot.changed = true;
     }
   }
   history.flush();
+  // After the buckets: a store that applies a commit's writes in order (MongoDB without a
+  // transaction) never shows this sequence before the rows it counts.
+  if (head.seq !== applied) ctx.upsert(scoreHistoryHead, head);
 }

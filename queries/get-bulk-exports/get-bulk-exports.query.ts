@@ -5,13 +5,22 @@ import { latestBundle } from '../../projections/exports/exports.projection.js';
 export interface BulkExport {
   /** The file's name. */
   name: string;
-  /** Where to download it, with the same X-API-Key (Range, ETag and If-None-Match supported). */
+  /**
+   * Where to download it, with the same X-API-Key (Range, ETag and If-None-Match supported).
+   * @format uri
+   */
   url: string;
-  /** Data rows (the header row not counted). */
+  /**
+   * Data rows (the header row not counted).
+   * @isInt
+   */
   row_count: number;
   /** SHA-256 of the gzipped file, hex; also the download's ETag. */
   sha256: string;
-  /** When the file was written, `YYYY-MM-DD HH:MM` (UTC). */
+  /**
+   * When the file was written, `YYYY-MM-DD HH:MM` (UTC).
+   * @format timestamp-minutes
+   */
   generated_at: string;
 }
 

@@ -10,15 +10,27 @@ import { coveredTickers } from './get-coverage.query.js';
 export interface CoverageResponse {
   /** Symbols you can query, sorted. */
   tickers: string[];
-  /** Number of tickers. */
+  /**
+   * Number of tickers.
+   * @isInt
+   */
   count: number;
   /** The universe this key sees: `all` or `top100`. */
   coverage: 'all' | 'top100';
-  /** Echo of the `since` filter; null when absent. */
+  /**
+   * Echo of the `since` filter; null when absent.
+   * @format date
+   */
   since: string | null;
-  /** Data as-of date (free keys trail 7 days). */
+  /**
+   * Data as-of date (free keys trail 7 days).
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -39,7 +51,7 @@ export class GetCoverageController extends MeteredController {
     coverage: 'top100',
     since: null,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'since is not a date YYYY-MM-DD')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
@@ -60,6 +72,6 @@ export async function run(call: MeteredCall, since: string | undefined): Promise
     coverage: v.coverage,
     since: from ?? null,
     as_of: v.asOf,
-    citation_url: citationUrl(call.ctx.baseUrl()),
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
   };
 }

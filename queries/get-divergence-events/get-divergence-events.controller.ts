@@ -11,13 +11,25 @@ import { closedEvents, type DivergenceEvent } from './get-divergence-events.quer
 export interface DivergenceEventsResponse {
   /** Closed divergence events, newest flag_date first, at most 2,000. */
   events: DivergenceEvent[];
-  /** Number of events returned. */
+  /**
+   * Number of events returned.
+   * @isInt
+   */
   count: number;
-  /** The flag_date floor applied (your `since`, or 365 days before today). */
+  /**
+   * The flag_date floor applied (your `since`, or 365 days before today).
+   * @format date
+   */
   since: string;
-  /** Data as-of date: events closed on or before it are listed. */
+  /**
+   * Data as-of date: events closed on or before it are listed.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -51,12 +63,11 @@ export class GetDivergenceEventsController extends MeteredController {
     count: 1,
     since: '2018-06-14',
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'since is not a date YYYY-MM-DD')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getDivergenceEvents(@Request() req: AuthedRequest, @Query() since?: string): Promise<DivergenceEventsResponse> {
     return this.serve(req, (call) => run(call, since));
   }
@@ -72,7 +83,7 @@ export async function run(call: MeteredCall, since: string | undefined): Promise
     count: result.events.length,
     since: result.since,
     as_of: v.asOf,
-    citation_url: citationUrl(call.ctx.baseUrl()),
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
   };
 }
 

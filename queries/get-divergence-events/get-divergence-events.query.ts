@@ -13,9 +13,15 @@ export interface DivergenceEvent {
   ticker: string;
   /** `bull` (main_street above wall_street) or `bear`. */
   direction: DivergenceDirection;
-  /** First day of the extreme. */
+  /**
+   * First day of the extreme.
+   * @format date
+   */
   flag_date: string;
-  /** Day the event closed: percentile below 0.5, 60 trading days after the flag, or an opposite extreme. */
+  /**
+   * Day the event closed: percentile below 0.5, 60 trading days after the flag, or an opposite extreme.
+   * @format date
+   */
   close_date: string;
   /** Close price on flag_date (the latest earlier close if that day has none). */
   price_at_flag: number | null;
@@ -23,7 +29,10 @@ export interface DivergenceEvent {
   price_at_close: number | null;
   /** (price_at_close / price_at_flag − 1) × 100, 2 decimals; not direction-adjusted. */
   pct_change: number | null;
-  /** Calendar days from flag_date to close_date. */
+  /**
+   * Calendar days from flag_date to close_date.
+   * @isInt
+   */
   days: number;
 }
 

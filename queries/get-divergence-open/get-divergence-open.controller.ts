@@ -9,11 +9,20 @@ import { openTrades, type OpenDivergenceTrade } from './get-divergence-open.quer
 export interface OpenDivergenceResponse {
   /** Divergence events open on the as-of date, newest flag_date first. */
   open_trades: OpenDivergenceTrade[];
-  /** Number of open trades. */
+  /**
+   * Number of open trades.
+   * @isInt
+   */
   count: number;
-  /** Data as-of date. */
+  /**
+   * Data as-of date.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -43,11 +52,10 @@ export class GetDivergenceOpenController extends MeteredController {
     ],
     count: 1,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getDivergenceOpen(@Request() req: AuthedRequest): Promise<OpenDivergenceResponse> {
     return this.serve(req, run);
   }
@@ -57,5 +65,5 @@ export async function run(call: MeteredCall): Promise<OpenDivergenceResponse> {
   const v = await call.visibility();
   const trades = await openTrades(call.ctx.reads, v);
   await call.charge('divergence_open');
-  return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -9,19 +9,28 @@ export interface OpenDivergenceTrade {
   ticker: string;
   /** `bull` or `bear`. */
   direction: DivergenceDirection;
-  /** First day of the extreme that opened the event. */
+  /**
+   * First day of the extreme that opened the event.
+   * @format date
+   */
   flag_date: string;
   /** gap on flag_date. */
   flag_gap: number;
   /** Close price on flag_date (the latest earlier close if that day has none). */
   price_at_flag: number | null;
-  /** Trading days since flag_date (0 on the flag day). */
+  /**
+   * Trading days since flag_date (0 on the flag day).
+   * @isInt
+   */
   days_open: number;
   /** gap on the as-of date (the latest scored day of the stock). */
   current_gap: number;
   /** percentile on the as-of date. */
   current_percentile: number;
-  /** Consecutive days at an extreme in the current direction (0 once the extreme has eased). */
+  /**
+   * Consecutive days at an extreme in the current direction (0 once the extreme has eased).
+   * @isInt
+   */
   days_at_extreme: number;
 }
 

@@ -10,13 +10,22 @@ import { DIVERGENCE_LIMIT, includesWhyNow, parseDirection, widestGaps, type Dive
 export interface DivergenceResponse {
   /** Stocks ranked by |gap| descending (ties by ticker). */
   rows: DivergenceRow[];
-  /** Rows returned: the billed quantity. */
+  /**
+   * Rows returned: the billed quantity.
+   * @isInt
+   */
   count: number;
   /** Whether your tier received why_now and why_now_headline (builder and higher). */
   why_now_included: boolean;
-  /** Data as-of date; on the free tier it trails today by 7 days. null before any scores exist. */
+  /**
+   * Data as-of date; on the free tier it trails today by 7 days. null before any scores exist.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -51,13 +60,12 @@ export class GetDivergenceController extends MeteredController {
     count: 1,
     why_now_included: true,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'direction is not bull or bear, or limit is not an integer or below 1')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(422, 'limit above 100 (limit_exceeded)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getDivergence(@Request() req: AuthedRequest, @Query() direction?: string, @Query() limit?: string): Promise<DivergenceResponse> {
     return this.serve(req, (call) => run(call, direction, limit));
   }
@@ -70,5 +78,5 @@ export async function run(call: MeteredCall, direction: string | undefined, limi
   const v = await call.visibility();
   const rows = await widestGaps(call.ctx.reads, v, { direction: dir, limit: max, whyNow });
   await call.charge('divergence', rows.length);
-  return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

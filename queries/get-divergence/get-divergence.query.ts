@@ -29,7 +29,10 @@ export interface DivergenceRow {
   gap: number;
   /** Fraction 0-1: rank of |gap| in the day's whole cross-section. */
   percentile: number;
-  /** Consecutive trading days at an extreme (percentile ≥ 0.95) in this direction; 0 when not at one. */
+  /**
+   * Consecutive trading days at an extreme (percentile ≥ 0.95) in this direction; 0 when not at one.
+   * @isInt
+   */
   days_at_extreme: number;
   /** Researched context from the stock's own recent numbers and latest research signal (builder+). */
   why_now?: string;

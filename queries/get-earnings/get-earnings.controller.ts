@@ -10,11 +10,20 @@ import { EARNINGS_DAYS, upcomingReporters, type EarningsReporter } from './get-e
 export interface EarningsResponse {
   /** Upcoming reporters, ordered by next_earnings_date, then ticker. */
   reporters: EarningsReporter[];
-  /** Number of reporters. */
+  /**
+   * Number of reporters.
+   * @isInt
+   */
   count: number;
-  /** Date of the scores shown. */
+  /**
+   * Date of the scores shown.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -35,13 +44,12 @@ export class GetEarningsController extends MeteredController {
     ],
     count: 1,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'days is not an integer or is negative')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below builder (tier)')
   @Response<ProblemDetails>(422, 'days above 60 (limit_exceeded)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getEarnings(@Request() req: AuthedRequest, @Query() days?: string): Promise<EarningsResponse> {
     return this.serve(req, (call) => run(call, days));
   }
@@ -52,5 +60,5 @@ export async function run(call: MeteredCall, days: string | undefined): Promise<
   const v = await call.visibility();
   const reporters = await upcomingReporters(call.ctx.reads, v, horizon);
   await call.charge('earnings');
-  return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

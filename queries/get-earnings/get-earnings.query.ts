@@ -11,7 +11,10 @@ export interface EarningsReporter {
   ticker: string;
   /** Company name. */
   name: string;
-  /** Next scheduled report date. */
+  /**
+   * Next scheduled report date.
+   * @format date
+   */
   next_earnings_date: string;
   /** main_street on your as-of date; null when the stock has no scores on it. */
   main_street: number | null;

@@ -24,7 +24,7 @@ export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Obje
   restated_at: f('timestamp', 'When the row was last written (its first publication until it is restated). Compare it with your stored copy to detect corrections.'),
   // Provenance wrapper
   as_of: f('date', 'Data as-of date of the response: the latest score date you may see. On the free tier it trails today by 7 days.'),
-  citation_url: f('url', 'Canonical page to cite for the data.'),
+  citation_url: f('url', 'Page to cite for the data, dated with the response’s as_of (`/stocks/{ticker}?as_of=…`, or `/docs?as_of=…` for a response about many stocks). The stock page shows that day’s numbers once they are public (7 days after publication), and until then says they are subscriber data.'),
   source: f('string', 'Data-source statement (score and screener responses).'),
   // History responses
   rows: f('array', 'The rows of a history, screener or divergence response.'),
@@ -34,7 +34,10 @@ export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Obje
   tickers: f('array of string or integer', 'Symbols (coverage, themes, signals); in the multi-ticker history response, the number of tickers.'),
   start: f('date', 'First date of a history window after clamping.'),
   end: f('date', 'Last date of a history window after clamping to your as-of date.'),
-  since: f('date or null', 'Echo of the `since` filter (history: rows written on or after it; coverage: tickers scored on or after it; events: flagged on or after it).'),
+  since: f('date or null', 'Echo of the `since` filter (history: rows written on or after it, or a next_since cursor; coverage: tickers scored on or after it; events: flagged on or after it).'),
+  next_since: f('string', 'Multi-ticker history: the sync cursor (opaque, `c1_…`). Send it back as `since` to get each row written or entering your window after this response exactly once.'),
+  has_more: f('boolean', 'Multi-ticker history with a cursor: true when the change set was larger than one call returns; next_since continues it at once.'),
+  as_known_at: f('string or null', 'History: echo of `as_known_at`, the instant whose published values were served (an ISO 8601 instant, UTC); null for the current values.'),
   // Social heat
   metric: f('string', 'Name of a live-computed series; `social_heat_live`.'),
   formula: f('string', 'Statement of how a live-computed series is derived.'),

@@ -6,6 +6,11 @@ import type { ProblemDetails } from '../../src/core/problem.js';
 import { FIELD_DEFINITIONS, type FieldDefinition } from './field-definitions.js';
 import { DATASET_STATEMENT, RESTATEMENT_POLICY, coverageStatement, datasetStats, type HistoryDepth, type VintageStats } from './get-meta.query.js';
 
+/** Every field any endpoint returns, by name. */
+export interface FieldDefinitions {
+  [field: string]: FieldDefinition;
+}
+
 export interface MetaHistory {
   /** How far the score history reaches. */
   depth: HistoryDepth;
@@ -21,14 +26,23 @@ export interface MetaResponse {
   /** Universe statement, with the number of stocks. */
   coverage: string;
   /** Definition of every field any endpoint returns, by field name. */
-  fields: Record<string, FieldDefinition>;
+  fields: FieldDefinitions;
   /** Depth, point-in-time vintage statistics and restatement policy of the score history. */
   history: MetaHistory;
-  /** Licence terms. */
+  /**
+   * Licence terms.
+   * @format uri
+   */
   license: string;
-  /** Documentation. */
+  /**
+   * Documentation.
+   * @format uri
+   */
   docs: string;
-  /** MCP server endpoint (streamable HTTP; send the same X-API-Key). */
+  /**
+   * MCP server endpoint (streamable HTTP; send the same X-API-Key).
+   * @format uri
+   */
   mcp: string;
 }
 

@@ -8,31 +8,55 @@ import { toTimestamp } from '../shared/cross-section.js';
 import { TOP100_RANK } from '../shared/visibility.js';
 
 export interface HistoryDepth {
-  /** First date with scores; null before any. */
+  /**
+   * First date with scores; null before any.
+   * @format date
+   */
   first_date: string | null;
-  /** Latest published score date; null before any. */
+  /**
+   * Latest published score date; null before any.
+   * @format date
+   */
   last_date: string | null;
-  /** Trading days with published scores. */
+  /**
+   * Trading days with published scores.
+   * @isInt
+   */
   trading_days: number;
-  /** Score rows (one per stock per trading day from its first score to its latest). */
+  /**
+   * Score rows (one per stock per trading day from its first score to its latest).
+   * @isInt
+   */
   rows: number;
 }
 
 /** Point-in-time statistics: how much of the history was restated, how late, how often. */
 export interface VintageStats {
-  /** Rows restated at least once. */
+  /**
+   * Rows restated at least once.
+   * @isInt
+   */
   rows_restated: number;
   /** rows_restated / rows, a fraction 0-1 (4 decimals). */
   share_restated: number;
-  /** Superseded versions kept (one per restatement). */
+  /**
+   * Superseded versions kept (one per restatement).
+   * @isInt
+   */
   restatements: number;
   /** Median time from a row's first publication to its first restatement, hours (1 decimal); null when none. */
   median_restatement_lag_hours: number | null;
   /** Longest such time, hours (1 decimal); null when none. */
   max_restatement_lag_hours: number | null;
-  /** Most versions any row has had (1 = never restated). */
+  /**
+   * Most versions any row has had (1 = never restated).
+   * @isInt
+   */
   max_versions_per_row: number;
-  /** Latest restatement, `YYYY-MM-DD HH:MM:SS` UTC; null when none. */
+  /**
+   * Latest restatement, `YYYY-MM-DD HH:MM:SS` UTC; null when none.
+   * @format timestamp
+   */
   last_restated_at: string | null;
 }
 
@@ -119,4 +143,4 @@ export const DATASET_STATEMENT =
   'Daily Main-Street (measured consumer demand) and Wall-Street (analyst sentiment) scores, 0-100, with a composite service_score and the divergence gap between them, for US-listed stocks; published every US trading day at 22:00 UTC, with theme baskets, research signals, earnings dates and divergence outcomes.';
 
 export const RESTATEMENT_POLICY =
-  'Scores are restated deliberately when an input is corrected, typically one to five days after first publication. A restatement overwrites the row and sets its restated_at; the value it replaced is kept as a point-in-time version with the interval in which it was current. To stay in sync, fetch GET /v1/scores/history?since=<your last sync> and replace rows whose restated_at is newer than your copy; to reproduce what was known at an instant, ask for the history as_known_at it. Rows marked estimated are model backfill from before a stock’s measured coverage began.';
+  'Scores are restated deliberately when an input is corrected, typically one to five days after first publication. A restatement overwrites the row and sets its restated_at; the value it replaced is kept as a point-in-time version with the interval in which it was current. To stay in sync, loop on GET /v1/scores/history with since=<the next_since of your previous answer> and upsert the rows it returns by ticker and date (each new or restated row comes once); to reproduce what was known at an instant, ask for the history as_known_at it. Rows marked estimated are model backfill from before a stock’s measured coverage began.';

@@ -9,9 +9,11 @@ import { requireOrderedDates } from '../shared/date-window.js';
 import { parseInstantParam, timestampOf } from '../shared/instants.js';
 import { parseTickerList } from '../shared/tickers.js';
 import { getMultiTickerHistory } from './get-multi-ticker-history.query.js';
+import { decodeSyncCursor, encodeSyncCursor, isSyncCursor } from './sync-cursor.js';
 
 export interface MultiTickerHistoryRow {
   ticker: string;
+  /** @format date */
   date: string;
   main_street: number;
   wall_street: number;
@@ -22,7 +24,8 @@ export interface MultiTickerHistoryRow {
   estimated: boolean;
   /**
    * When the row was last written (first publication or latest restatement), `YYYY-MM-DD HH:MM:SS`
-   * UTC. Compare it with your stored copy to detect corrections.
+   * UTC. Compare it with your stored copy to detect corrections; to fetch them, loop on `next_since`.
+   * @format timestamp
    */
   restated_at: string;
 }
@@ -30,19 +33,54 @@ export interface MultiTickerHistoryRow {
 export interface MultiTickerHistoryResponse {
   /** Ordered by ticker, then date. */
   rows: MultiTickerHistoryRow[];
-  /** Number of rows returned: the billed quantity. */
+  /**
+   * Number of rows returned: the billed quantity.
+   * @isInt
+   */
   count: number;
-  /** Number of distinct tickers among the rows. */
+  /**
+   * Number of distinct tickers among the rows.
+   * @isInt
+   */
   tickers: number;
-  /** Effective first date, after flooring at your tier's history depth. */
+  /**
+   * Effective first date, after flooring at your tier's history depth.
+   * @format date
+   */
   start: string | null;
-  /** Effective last date, after capping at your as-of date. */
+  /**
+   * Effective last date, after capping at your as-of date.
+   * @format date
+   */
   end: string | null;
-  /** Echo of the `since` filter; null when none was sent. */
+  /** Echo of the `since` filter (or cursor), as sent; null when none was sent. */
   since: string | null;
-  /** Data as-of date. On the free tier it trails the current date by 7 days. */
+  /**
+   * The sync cursor: send it back as `since` to get every row written (new or restated) after this
+   * answer, and every row that entered your window since (the free tier's as-of date moves a day
+   * at a time), each exactly once. Present on every answer, an empty one too. Opaque: store it as
+   * received (it starts with `c1_`).
+   */
+  next_since: string;
+  /**
+   * true when the rows after your cursor were more than one call returns (200,000): this answer
+   * holds the first ones, and `next_since` continues with the rest at once. Only with a cursor.
+   */
+  has_more: boolean;
+  /**
+   * Echo of `as_known_at` as the instant used (ISO 8601, UTC, to the millisecond); null when none was sent.
+   * @format date-time
+   */
+  as_known_at: string | null;
+  /**
+   * Data as-of date. On the free tier it trails the current date by 7 days.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -54,11 +92,19 @@ export class GetMultiTickerHistoryController extends MeteredController {
    * Score history of many tickers in one call, ordered by ticker then date. Costs 1 credit per row
    * returned (`count`), the single-ticker history rate (an empty answer is free).
    *
-   * Incremental sync: `since` keeps only the rows written at or after that instant, whether new or
-   * restated, and each row's `restated_at` says when it was last written. Send back the latest
-   * `restated_at` you hold (the filter is inclusive, so rows of that very second come again:
-   * upsert by ticker and date) to fetch exactly what changed, over your whole history window,
-   * without downloading it again.
+   * Incremental sync: every answer carries `next_since`. Send it back as `since` and the answer
+   * holds exactly the rows written (first published or restated) after the previous answer, over
+   * your whole window, plus the rows that entered the window since (its end is your as-of date,
+   * which on the free tier trails today by 7 days: a row shows up when its date reaches your as-of
+   * date). Each row version comes once, never twice and never missed, even when rows are written
+   * in the same second as your call; a row restated twice between two calls comes once, with its
+   * latest value. Upsert the rows by ticker and date, store `next_since`, and call again later with
+   * it (and the same `tickers`, `start` and `end`). When `has_more` is true, call again at once.
+   * An empty answer is free and still moves `next_since`.
+   *
+   * A plain `since` (a date, an ISO instant or a `restated_at` value) keeps only the rows written at
+   * or after that instant (inclusive: rows of that very second come again); use it to start a loop
+   * from a copy you already hold, then continue with `next_since`.
    *
    * Point in time: with `as_known_at`, each row is returned as it was published at that instant.
    * Rows first published later are absent, and a row restated later shows the value (and
@@ -66,19 +112,30 @@ export class GetMultiTickerHistoryController extends MeteredController {
    * corrected, so today's history of a past day can differ from what anyone could have known on
    * that day. A backtest that trades on the corrected values has look-ahead bias; replaying each
    * decision with `as_known_at` set to its decision time avoids it. With both, `since` filters the
-   * rows as known at `as_known_at`.
+   * rows as known at `as_known_at`; with a cursor, a row comes when its value as known at that
+   * instant changes (a restatement made after the instant changes nothing there). The instant used
+   * is echoed as `as_known_at`.
+   *
+   * Dates outside your window are clamped silently and never refused: `start` is raised to your
+   * tier's history floor and `end` lowered to your as-of date (both echoed as the effective window).
+   * Only the dates as sent are checked: `start` after `end` is 400. A window that clamping leaves
+   * empty (a free key asking from a `start` after its as-of date) is a 200 with no rows, free.
    *
    * At most 200,000 rows per call: a broader query is refused with 422 `limit_exceeded` and
-   * charged nothing. Split it by tickers or dates, or sync with `since`.
+   * charged nothing. Split it by tickers or dates, or sync with `since`. With a cursor, a larger
+   * change set is not refused: it comes in pages (`has_more`).
    * @summary Score history of many stocks, with incremental sync
    * @param tickers Comma-separated symbols, case-insensitive, at most 50. When omitted, everything
    * your key can see (your coverage). Unknown symbols: 404 naming them; symbols outside your coverage: 403.
    * @param start First date (YYYY-MM-DD); floored at your tier's history depth.
    * @param end Last date (YYYY-MM-DD); capped at your as-of date.
-   * @param since Only rows written (first published or restated) at or after this instant: a date
-   * YYYY-MM-DD (00:00 UTC), an ISO 8601 instant, or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC).
-   * @param asKnownAt An instant (ISO 8601 such as 2024-05-01T21:00:00Z, or YYYY-MM-DD for 00:00 UTC):
-   * return each row as it was published at that instant (see above).
+   * @param since The `next_since` of your previous answer: only what was written or entered your
+   * window after it (see above). Or a plain lower bound on when rows were written (inclusive): a
+   * date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value
+   * (YYYY-MM-DD HH:MM:SS, UTC).
+   * @param asKnownAt An instant (ISO 8601 with a zone such as 2024-05-01T21:00:00Z, or YYYY-MM-DD
+   * for 00:00 UTC): return each row as it was published at that instant (see above). Echoed as
+   * `as_known_at`.
    */
   @Get('history')
   @Example<MultiTickerHistoryResponse>({
@@ -109,15 +166,20 @@ export class GetMultiTickerHistoryController extends MeteredController {
     start: '2019-01-02',
     end: '2019-06-13',
     since: '2019-06-09 00:00:00',
+    next_since: 'c1_MTc0Mn4yMDE5LTA2LTEzfmI3OTExODc4',
+    has_more: false,
+    as_known_at: null,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
-  @Response<ProblemDetails>(400, 'Malformed tickers, date or instant; more than 50 tickers; start after end')
+  @Response<ProblemDetails>(
+    400,
+    'Malformed tickers, date or instant; more than 50 tickers; start after end (bad_request), or a since cursor altered or ahead of the data (cursor_invalid)',
+  )
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or tickers outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown tickers (listed in unknown_tickers)')
   @Response<ProblemDetails>(422, 'The query returns more rows than one call returns (limit_exceeded)')
-  @Response<ProblemDetails>(429, 'Credits exhausted')
   public async getMultiTickerHistory(
     @Request() req: AuthedRequest,
     @Query() tickers?: string,
@@ -142,10 +204,12 @@ export async function run(
   const from = parseDateParam('start', start);
   const to = parseDateParam('end', end);
   requireOrderedDates(from, to);
-  const sinceAt = parseInstantParam('since', since, 'up');
+  const sent = since?.trim() || undefined;
+  const cursor = sent !== undefined && isSyncCursor(sent) ? decodeSyncCursor(sent) : undefined;
+  const sinceAt = cursor ? undefined : parseInstantParam('since', sent, 'up');
   const knownAt = parseInstantParam('as_known_at', asKnownAt);
   const v = await call.visibility();
-  const result = await getMultiTickerHistory(call.ctx.reads, v, { tickers: list, start: from, end: to, since: sinceAt, asKnownAt: knownAt });
+  const result = await getMultiTickerHistory(call.ctx.reads, v, { tickers: list, start: from, end: to, since: sinceAt, cursor, asKnownAt: knownAt });
   await call.charge('multi_history', result.rows.length);
   const seen = new Set<string>();
   const rows = result.rows.map((r): MultiTickerHistoryRow => {
@@ -167,8 +231,11 @@ export async function run(
     tickers: seen.size,
     start: result.start,
     end: result.end,
-    since: sinceAt === undefined ? null : since!.trim(),
+    since: sent ?? null,
+    next_since: encodeSyncCursor(result.next),
+    has_more: result.more,
+    as_known_at: knownAt ?? null,
     as_of: v.asOf,
-    citation_url: citationUrl(call.ctx.baseUrl()),
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
   };
 }

@@ -2,10 +2,20 @@ import { AppError } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
-import { dateAt, restatedAt, rowAt, scoreHistory, type HistoryBucket, type HistoryRow } from '../../projections/score-history/score-history.projection.js';
+import {
+  bucketKey,
+  dateAt,
+  restatedAt,
+  rowAt,
+  scoreHistory,
+  scoreHistorySeq,
+  type HistoryBucket,
+  type HistoryRow,
+} from '../../projections/score-history/score-history.projection.js';
 import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTickers } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
+import { invalidCursor, type SyncCursor } from './sync-cursor.js';
 
 /**
  * Most rows one call returns. The spec sets no limit, but the whole universe over the whole
@@ -18,9 +28,9 @@ import { clampWindow, type Visibility } from '../shared/visibility.js';
 export const MAX_ROWS_PER_CALL = 200_000;
 
 /**
- * Up to this many month buckets written since `since`, the buckets are found through the
- * `written_at` index in one read (the incremental-sync path). Beyond it (an old `since`), reading
- * by ticker and month is cheaper.
+ * Up to this many month buckets written since `since` (or since a sync cursor), the buckets are
+ * found through the `written_at` (`written_seq`) index in one read (the incremental-sync path).
+ * Beyond it (an old `since`), reading by ticker and month is cheaper.
  */
 const SINCE_INDEX_MAX_BUCKETS = 5_000;
 /** Tickers per read on the ticker-and-month path: about 2,000 month buckets at most per read. */
@@ -35,6 +45,8 @@ export interface MultiHistoryRequest {
   end?: string;
   /** ISO instant: only rows written (first published or restated) at or after it. */
   since?: string;
+  /** A sync cursor (a previous answer's `next`): only what was written or entered the window after it. */
+  cursor?: SyncCursor;
   /** ISO instant: every row as it was published at that instant. */
   asKnownAt?: string;
 }
@@ -46,12 +58,23 @@ export interface MultiHistoryResult {
   start: string | null;
   /** Effective end (clamped to as_of; null before any visible scores). */
   end: string | null;
+  /** Where the next call of a sync loop continues (`next_since`). */
+  next: SyncCursor;
+  /** A cursor's change set was larger than one call returns: `next` continues it at once. */
+  more: boolean;
 }
 
 /**
- * Score rows of many tickers (spec: GET /v1/scores/history). With `since`, the month buckets
- * nothing touched since that instant are skipped through the `written_at` index, so a sync of
- * the day's changes over the full history reads only the buckets that changed.
+ * Score rows of many tickers (spec: GET /v1/scores/history).
+ *
+ * Sync: the answer covers the score events up to the read model's write sequence, read first
+ * (`scoreHistorySeq`): every row written up to it is committed and seen by the reads that follow,
+ * a row written later (its sequence above it) is left for the next call, and `next` records that
+ * sequence and the window's end. With a cursor, the rows written after its sequence and the rows
+ * dated after its end (they entered the window since) are returned; a row restated twice between
+ * two calls comes once, with its latest value. With `since`, the month buckets nothing touched
+ * since that instant (or cursor) are skipped through the `written_at` (`written_seq`) index, so a
+ * sync of the day's changes over the full history reads only the buckets that changed.
  */
 export async function getMultiTickerHistory(
   reads: ReadStore,
@@ -59,72 +82,137 @@ export async function getMultiTickerHistory(
   req: MultiHistoryRequest,
   maxRows: number = MAX_ROWS_PER_CALL,
 ): Promise<MultiHistoryResult> {
+  // First, before any row is read (see above).
+  const head = await scoreHistorySeq(reads);
+  const cursor = req.cursor;
+  if (cursor) {
+    const ahead = Math.max(cursor.from.seq, cursor.page?.to.seq ?? 0);
+    if (ahead > head) throw invalidCursor(`it is ahead of the data served here (write ${ahead}, the latest is ${head}); was the service rebuilt from another log?`);
+    if (cursor.page && cursor.page.to.seq < cursor.from.seq) throw invalidCursor('its pages end before they begin');
+  }
   if (req.tickers) await requireVisibleTickers(reads, v, req.tickers);
   const w = clampWindow(v, req.start, req.end);
   const start = w.start ?? (await firstScoreDate(reads));
-  const end = w.end;
-  if (end === null || start === null || start > end) return { rows: [], start, end };
+  // While a change set is paged, its bounds stay those of its first page.
+  const to = cursor?.page?.to ?? { seq: head, end: w.end };
+  const end = w.end !== null && to.end !== null && w.end > to.end ? to.end : w.end;
+  const next: SyncCursor = { from: { seq: to.seq, end } };
+  if (end === null || start === null || start > end) return { rows: [], start, end, next, more: false };
 
   const wanted: ReadonlySet<string> | null = req.tickers ? new Set(req.tickers) : v.universe;
   const startMonth = start.slice(0, 7);
   const endMonth = end.slice(0, 7);
   const since = req.since;
+  const from = cursor?.from.seq ?? -1;
+  // Rows dated after the cursor's end entered the window since: new to the client, whenever written.
+  const entered = cursor ? (cursor.from.end ?? '') : end;
+  const page = cursor?.page;
   const bucketWanted = (b: HistoryBucket) =>
-    b.month >= startMonth && b.month <= endMonth && (wanted === null || wanted.has(b.ticker)) && (since === undefined || b.written_at >= since);
+    b.month >= startMonth &&
+    b.month <= endMonth &&
+    (wanted === null || wanted.has(b.ticker)) &&
+    (since === undefined || b.written_at >= since) &&
+    (b.written_seq > from || b.month >= entered.slice(0, 7)) &&
+    (page === undefined || b.ticker >= page.ticker);
+  // On a current row; under as_known_at the version served is never newer (restated_at, seq).
+  const rowWanted = (b: HistoryBucket, i: number, date: string) =>
+    date >= start &&
+    date <= end &&
+    (since === undefined || restatedAt(b, i) >= since) &&
+    (b.seq[i]! > from || date > entered) &&
+    // After the last row of the previous page, in the answer's order (ticker, then date).
+    (page === undefined || b.ticker > page.ticker || (b.ticker === page.ticker && date > page.date));
+  // On the version served: one written after the head read is the next call's.
+  const served = (r: HistoryRow) =>
+    r.seq <= to.seq && (since === undefined || r.restated_at >= since) && (r.seq > from || r.date > entered);
 
   const rows: HistoryRow[] = [];
-  const take = async (buckets: HistoryBucket[]) => {
+  let more = false;
+  /** Takes buckets ordered by ticker then month; false once the answer is full. */
+  const take = async (buckets: HistoryBucket[]): Promise<boolean> => {
     let chunk: HistoryRow[] = [];
-    // Buckets arrive ordered by ticker then month.
-    for (const b of buckets) if (bucketWanted(b)) rowsOf(b, start, end, since, chunk);
-    if (req.asKnownAt !== undefined) chunk = await rowsAsKnownAt(reads, chunk, req.asKnownAt);
-    for (const r of chunk) {
-      if (since !== undefined && r.restated_at < since) continue;
-      rows.push(r);
+    for (const b of buckets) {
+      if (!bucketWanted(b)) continue;
+      for (let i = 0; i < b.days.length; i++) {
+        const date = dateAt(b, i);
+        if (rowWanted(b, i, date)) chunk.push(rowAt(b, i));
+      }
     }
-    if (rows.length > maxRows) {
+    if (req.asKnownAt !== undefined) chunk = await rowsAsKnownAt(reads, chunk, req.asKnownAt);
+    for (const r of chunk) if (served(r)) rows.push(r);
+    if (rows.length <= maxRows) return true;
+    if (!cursor) {
       throw new AppError(
         'limit_exceeded',
         `this query returns more than ${maxRows.toLocaleString('en-US')} rows, the most one call returns: narrow it with tickers or start and end, or sync changes with since`,
         { max_rows: maxRows },
       );
     }
+    // A cursor's change set comes in pages: this one ends at the last row it holds.
+    rows.length = maxRows;
+    const last = rows[maxRows - 1]!;
+    next.from = cursor.from;
+    next.page = { to: { seq: to.seq, end }, ticker: last.ticker, date: last.date };
+    more = true;
+    return false;
   };
 
-  if (since !== undefined && (await reads.count(scoreHistory, { written_at: { $gte: since } })) <= SINCE_INDEX_MAX_BUCKETS) {
-    // Sorted on the filtered field, so the store walks the written_at index (sorting by ticker
-    // instead lets SQLite's planner prefer a full scan in ticker order); ordered here after.
-    const page = await reads.find(scoreHistory, { written_at: { $gte: since } }, { sort: [['written_at', 1]] });
-    await take(page.items.sort(byTickerThenMonth));
-    return { rows, start, end };
+  const changedFilter = cursor ? { written_seq: { $gt: from } } : since !== undefined ? { written_at: { $gte: since } } : null;
+  // The months of the dates that entered the window since the cursor: one or two as the as-of date
+  // moves a day at a time; all of them after a cursor taken before anything was visible.
+  const enteredFrom = cursor && end > entered ? (entered.slice(0, 7) > startMonth ? entered.slice(0, 7) : startMonth) : null;
+  const fewEntered = enteredFrom === null || monthsApart(enteredFrom, endMonth) <= 1;
+  if (changedFilter && fewEntered && (await reads.count(scoreHistory, changedFilter)) <= SINCE_INDEX_MAX_BUCKETS) {
+    // Sorted on the filtered field, so the store walks its index (sorting by ticker instead lets
+    // SQLite's planner prefer a full scan in ticker order); ordered here after.
+    const sort = cursor ? ([['written_seq', 1]] as const) : ([['written_at', 1]] as const);
+    const buckets = (await reads.find(scoreHistory, changedFilter, { sort })).items;
+    if (enteredFrom !== null) {
+      // And the buckets of the dates that entered the window, whenever written.
+      const known = new Set(buckets.map((b) => bucketKey(b.ticker, b.month)));
+      for await (const b of bucketsByTicker(reads, await symbolsOf(reads, req.tickers, wanted), enteredFrom, endMonth)) {
+        if (!known.has(bucketKey(b.ticker, b.month))) buckets.push(b);
+      }
+    }
+    await take(buckets.sort(byTickerThenMonth));
+    return { rows, start, end, next, more };
   }
 
-  const symbols = [...(req.tickers ?? (wanted ? wanted : await allScoredTickers(reads)))].sort();
+  let symbols = await symbolsOf(reads, req.tickers, wanted);
+  if (page) symbols = symbols.filter((t) => t >= page.ticker);
   for (let i = 0; i < symbols.length; i += TICKERS_PER_READ) {
-    const page = await reads.find(
+    const found = await reads.find(
       scoreHistory,
       { ticker: { $in: symbols.slice(i, i + TICKERS_PER_READ) }, month: { $gte: startMonth, $lte: endMonth } },
       { sort: [['ticker', 1], ['month', 1]] },
     );
-    await take(page.items);
+    if (!(await take(found.items))) break;
     // A large answer is built in slices: let other requests run in between.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return { rows, start, end };
+  return { rows, start, end, next, more };
 }
 
-/**
- * Appends a bucket's rows dated start..end, oldest first. With `since`, a row last written before
- * it is skipped before it is unpacked into a HistoryRow: under as_known_at too, since a version's
- * `restated_at` is never later than the row's current one.
- */
-function rowsOf(b: HistoryBucket, start: string, end: string, since: string | undefined, out: HistoryRow[]): void {
-  for (let i = 0; i < b.days.length; i++) {
-    const date = dateAt(b, i);
-    if (date < start || date > end) continue;
-    if (since !== undefined && restatedAt(b, i) < since) continue;
-    out.push(rowAt(b, i));
+/** The month buckets of some tickers between two months, ordered by ticker then month, a slice of tickers a read. */
+async function* bucketsByTicker(reads: ReadStore, symbols: string[], fromMonth: string, toMonth: string): AsyncIterable<HistoryBucket> {
+  for (let i = 0; i < symbols.length; i += TICKERS_PER_READ) {
+    const page = await reads.find(
+      scoreHistory,
+      { ticker: { $in: symbols.slice(i, i + TICKERS_PER_READ) }, month: { $gte: fromMonth, $lte: toMonth } },
+      { sort: [['ticker', 1], ['month', 1]] },
+    );
+    yield* page.items;
   }
+}
+
+/** The tickers to read, sorted: those asked, else the caller's universe, else every scored ticker. */
+async function symbolsOf(reads: ReadStore, asked: string[] | null, wanted: ReadonlySet<string> | null): Promise<string[]> {
+  return [...(asked ?? (wanted ? wanted : await allScoredTickers(reads)))].sort();
+}
+
+/** Months from `a` to `b` (YYYY-MM): 0 for the same month. */
+function monthsApart(a: string, b: string): number {
+  return (Number(b.slice(0, 4)) - Number(a.slice(0, 4))) * 12 + Number(b.slice(5, 7)) - Number(a.slice(5, 7));
 }
 
 function byTickerThenMonth(a: HistoryBucket, b: HistoryBucket): number {

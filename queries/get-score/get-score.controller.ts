@@ -15,7 +15,10 @@ import '../get-multi-ticker-history/get-multi-ticker-history.controller.js';
 export interface ScoreResponse {
   /** Requested symbol (upper-cased). */
   ticker: string;
-  /** Score date; equals `as_of`. */
+  /**
+   * Score date; equals `as_of`.
+   * @format date
+   */
   date: string;
   /** Measured consumer demand, 0-100. */
   main_street: number;
@@ -27,11 +30,17 @@ export interface ScoreResponse {
   divergence_gap: number | null;
   /** true when the row is model-backfilled. */
   estimated: boolean;
-  /** Data as-of date: the date of this row. On the free tier it trails the current date by 7 days. */
+  /**
+   * Data as-of date: the date of this row. On the free tier it trails the current date by 7 days.
+   * @format date
+   */
   as_of: string;
   /** A data-source statement. */
   source: string;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -59,12 +68,11 @@ export class GetScoreController extends MeteredController {
     estimated: false,
     as_of: '2019-06-13',
     source: SOURCE_STATEMENT,
-    citation_url: 'https://api.example.com/stocks/AAPL',
+    citation_url: 'https://api.example.com/stocks/AAPL?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker, or not a ticker at all (more than 12 characters)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getScore(@Path() ticker: string, @Request() req: AuthedRequest): Promise<ScoreResponse> {
     return this.serve(req, (call) => run(call, ticker));
   }
@@ -84,6 +92,6 @@ export async function run(call: MeteredCall, ticker: string): Promise<ScoreRespo
     estimated: row.estimated,
     as_of: row.date,
     source: SOURCE_STATEMENT,
-    citation_url: citationUrl(call.ctx.baseUrl(), symbol),
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: row.date, ticker: symbol }),
   };
 }

@@ -10,13 +10,22 @@ import { SCREENER_LIMIT, SCREENER_MIN_SCORE, screenStocks, type ScreenerRow } fr
 export interface ScreenerResponse {
   /** Stocks ranked by service_score, descending (ties by ticker). */
   rows: ScreenerRow[];
-  /** Rows returned, after your tier's coverage filter: the billed quantity. */
+  /**
+   * Rows returned, after your tier's coverage filter: the billed quantity.
+   * @isInt
+   */
   count: number;
-  /** Data as-of date; on the free tier it trails today by 7 days. null before any scores exist. */
+  /**
+   * Data as-of date; on the free tier it trails today by 7 days. null before any scores exist.
+   * @format date
+   */
   as_of: string | null;
   /** A data-source statement. */
   source: string;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -38,13 +47,12 @@ export class GetScreenerController extends MeteredController {
     count: 1,
     as_of: '2019-06-13',
     source: SOURCE_STATEMENT,
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'limit or min_score is not an integer, limit below 1, or min_score outside 0-100')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(422, 'limit above 650 (limit_exceeded)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getScreener(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
     return this.serve(req, (call) => run(call, min_score, limit));
   }
@@ -61,6 +69,6 @@ export async function run(call: MeteredCall, min_score: string | undefined, limi
     count: rows.length,
     as_of: v.asOf,
     source: SOURCE_STATEMENT,
-    citation_url: citationUrl(call.ctx.baseUrl()),
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
   };
 }

@@ -9,7 +9,10 @@ export const SCREENER_MIN_SCORE = { min: 0, max: 100, aboveMax: 'bad_request' } 
 export interface ScreenerRow {
   /** Stock symbol. */
   ticker: string;
-  /** Score date; equals `as_of`. */
+  /**
+   * Score date; equals `as_of`.
+   * @format date
+   */
   date: string;
   /** Measured consumer demand, 0-100. */
   main_street: number;

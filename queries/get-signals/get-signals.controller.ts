@@ -10,11 +10,20 @@ import { SIGNALS_LIMIT, latestSignals, type SignalResponse } from './get-signals
 export interface SignalsResponse {
   /** Research signals, newest first. */
   signals: SignalResponse[];
-  /** Number of signals returned. */
+  /**
+   * Number of signals returned.
+   * @isInt
+   */
   count: number;
-  /** Data as-of date; on the free tier it trails today by 7 days, and so do the signals. */
+  /**
+   * Data as-of date; on the free tier it trails today by 7 days, and so do the signals.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -44,13 +53,12 @@ export class GetSignalsController extends MeteredController {
     ],
     count: 1,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'limit is not an integer or below 1')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(422, 'limit above 200 (limit_exceeded)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getSignals(@Request() req: AuthedRequest, @Query() limit?: string): Promise<SignalsResponse> {
     return this.serve(req, (call) => run(call, limit));
   }
@@ -61,5 +69,5 @@ export async function run(call: MeteredCall, limit: string | undefined): Promise
   const v = await call.visibility();
   const signals = await latestSignals(call.ctx.reads, v, max);
   await call.charge('signals');
-  return { signals, count: signals.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { signals, count: signals.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

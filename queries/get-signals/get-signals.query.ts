@@ -6,7 +6,10 @@ import { inUniverse, type Visibility } from '../shared/visibility.js';
 export const SIGNALS_LIMIT = { default: 50, min: 1, max: 200 } as const;
 
 export interface SignalResponse {
-  /** Stable id, increasing with publication. */
+  /**
+   * Stable id, increasing with publication.
+   * @isInt
+   */
   id: number;
   /** Kind of signal, e.g. `divergence_alert`, `demand_surge`, `sentiment_shift`, `earnings_watch`, `theme_rotation`. */
   alert_type: string;
@@ -16,7 +19,10 @@ export interface SignalResponse {
   tickers: string[];
   /** Slugs of the themes it concerns (see GET /v1/themes). */
   themes: string[];
-  /** When it was published, `YYYY-MM-DD HH:MM:SS` UTC. */
+  /**
+   * When it was published, `YYYY-MM-DD HH:MM:SS` UTC.
+   * @format timestamp
+   */
   created_at: string;
 }
 

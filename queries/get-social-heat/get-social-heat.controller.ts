@@ -10,6 +10,7 @@ import { tickerFromPath } from '../shared/tickers.js';
 import { getSocialHeat } from './get-social-heat.query.js';
 
 export interface SocialHeatRowResponse {
+  /** @format date */
   date: string;
   /** Social heat of the day, 0-100, 2 decimals. */
   value: number;
@@ -22,18 +23,28 @@ export interface SocialHeatResponse {
   /** A statement of the formula. */
   formula: string;
   rows: SocialHeatRowResponse[];
-  /** Number of rows returned (the billed quantity). */
+  /**
+   * Number of rows returned (the billed quantity).
+   * @isInt
+   */
   count: number;
   /**
    * Effective start date after tier clamping: the requested `start` raised to your tier's floor,
    * or (no `start`) the floor itself, or on a tier with the full history the ticker's first date.
+   * @format date
    */
   history_floor: string | null;
   /** Live-computation disclaimer. */
   provenance_note: string;
-  /** Data as-of date; `end` never goes past it. On the free tier it trails the current date by 7 days. */
+  /**
+   * Data as-of date; `end` never goes past it. On the free tier it trails the current date by 7 days.
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -57,7 +68,9 @@ export class GetSocialHeatController extends MeteredController {
    * Dates outside your window are clamped silently, as for the score history: `start` is raised to
    * your tier's history floor (today − the tier's history days; reported as `history_floor`) and
    * `end` is lowered to your as-of date. The trailing window of the first rows may reach before the
-   * floor: the floor limits the rows returned, not the visits they are computed from.
+   * floor: the floor limits the rows returned, not the visits they are computed from. Only the dates
+   * as sent are checked: `start` after `end` is 400. A window that clamping leaves empty (a free
+   * key asking from a `start` after its as-of date) is a 200 with no rows, free.
    * @summary Social heat series of one stock
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
@@ -77,13 +90,12 @@ export class GetSocialHeatController extends MeteredController {
     history_floor: '2019-06-12',
     provenance_note: SOCIAL_HEAT_NOTE,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/stocks/AAPL',
+    citation_url: 'https://api.example.com/stocks/AAPL?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'Malformed date, or start after end')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')
-  @Response<ProblemDetails>(429, 'Credits exhausted')
   public async getSocialHeat(
     @Path() ticker: string,
     @Request() req: AuthedRequest,
@@ -111,6 +123,6 @@ export async function run(call: MeteredCall, ticker: string, start: string | und
     history_floor: historyFloor,
     provenance_note: SOCIAL_HEAT_NOTE,
     as_of: v.asOf,
-    citation_url: citationUrl(call.ctx.baseUrl(), symbol),
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf, ticker: symbol }),
   };
 }

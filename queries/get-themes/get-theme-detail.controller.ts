@@ -11,9 +11,13 @@ export interface ThemeDetailResponse extends ThemeDetail {
   /**
    * Your as-of date: each constituent shows its latest score on or before it (its `date`), never a
    * later one. On the free tier it trails today by 7 days.
+   * @format date
    */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -53,13 +57,12 @@ export class GetThemeDetailController extends MeteredController {
       },
     ],
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(400, 'Malformed slug')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(404, 'Unknown theme (not_found)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getThemeDetail(@Path() slug: string, @Request() req: AuthedRequest): Promise<ThemeDetailResponse> {
     return this.serve(req, (call) => run(call, slug));
   }
@@ -71,5 +74,5 @@ export async function run(call: MeteredCall, slug: string): Promise<ThemeDetailR
   const v = await call.visibility();
   const theme = await getThemeDetail(call.ctx.reads, v, s);
   await call.charge('theme_detail', theme.constituents.length);
-  return { ...theme, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { ...theme, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

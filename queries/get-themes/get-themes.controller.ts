@@ -9,14 +9,21 @@ import { listThemes, type ThemeListItem } from './get-themes.query.js';
 export interface ThemesResponse {
   /** Every theme, strongest first. */
   themes: ThemeListItem[];
-  /** Number of themes. */
+  /**
+   * Number of themes.
+   * @isInt
+   */
   count: number;
   /**
    * Your as-of date: the averages use each constituent's latest score on or before it. On the free
    * tier it trails today by 7 days.
+   * @format date
    */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -50,11 +57,10 @@ export class GetThemesController extends MeteredController {
     ],
     count: 1,
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
-  @Response<ProblemDetails>(429, 'Credits exhausted (allowance and prepaid gone, overage off)')
   public async getThemes(@Request() req: AuthedRequest): Promise<ThemesResponse> {
     return this.serve(req, run);
   }
@@ -64,5 +70,5 @@ export async function run(call: MeteredCall): Promise<ThemesResponse> {
   const v = await call.visibility();
   const themes = await listThemes(call.ctx.reads, v);
   await call.charge('themes');
-  return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

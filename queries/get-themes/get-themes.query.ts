@@ -8,12 +8,16 @@ import { inUniverse, type Visibility } from '../shared/visibility.js';
 
 /** The aggregate fields a theme shows in the list and in its detail. */
 export interface ThemeAggregates {
-  /** Constituents in your universe (free keys: `top100` only). */
+  /**
+   * Constituents in your universe (free keys: `top100` only).
+   * @isInt
+   */
   stock_count: number;
   /**
    * Of those, how many have a score on or before your as-of date (the ones the averages cover).
    * Each constituent counts with its latest score on or before as_of, as GET /v1/scores/{ticker}
    * shows it: a late, halted or delisted stock counts with its last score.
+   * @isInt
    */
   scored_count: number;
   /** Mean main_street of the scored constituents, 1 decimal; null when none is scored. */
@@ -45,6 +49,7 @@ export interface ThemeConstituent {
   /**
    * Date of the stock's latest score on or before your as-of date (the as-of date itself unless
    * the stock is late, halted or delisted); null when it has no score on or before it.
+   * @format date
    */
   date: string | null;
   /** Measured consumer demand, 0-100; null when unscored. */

@@ -7,9 +7,15 @@ import { citationUrl } from '../shared/provenance.js';
 import { trackRecord, type TrackRecord } from './get-track-record.query.js';
 
 export interface TrackRecordResponse extends TrackRecord {
-  /** Data as-of date: trades closed on or before it count (free keys trail 7 days). */
+  /**
+   * Data as-of date: trades closed on or before it count (free keys trail 7 days).
+   * @format date
+   */
   as_of: string | null;
-  /** Canonical page to cite. */
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
   citation_url: string;
 }
 
@@ -46,7 +52,7 @@ export class GetTrackRecordController extends MeteredController {
       },
     ],
     as_of: '2019-06-13',
-    citation_url: 'https://api.example.com/docs',
+    citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
@@ -59,5 +65,5 @@ export async function run(call: MeteredCall): Promise<TrackRecordResponse> {
   const v = await call.visibility();
   const record = await trackRecord(call.ctx.reads, v);
   await call.charge('track_record');
-  return { ...record, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl()) };
+  return { ...record, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -9,9 +9,15 @@ export interface Trade {
   ticker: string;
   /** `long` (a bull event) or `short` (a bear event). */
   direction: 'long' | 'short';
-  /** The event's flag_date. */
+  /**
+   * The event's flag_date.
+   * @format date
+   */
   entry_date: string;
-  /** The event's close_date. */
+  /**
+   * The event's close_date.
+   * @format date
+   */
   exit_date: string;
   /** price_at_flag. */
   entry_price: number;
@@ -19,14 +25,20 @@ export interface Trade {
   exit_price: number;
   /** Percent, direction-adjusted: pct_change for a long, −pct_change for a short. */
   return_pct: number;
-  /** Calendar days from entry to exit. */
+  /**
+   * Calendar days from entry to exit.
+   * @isInt
+   */
   days_held: number;
   /** return_pct > 0. */
   win: boolean;
 }
 
 export interface TrackRecord {
-  /** Number of closed trades. */
+  /**
+   * Number of closed trades.
+   * @isInt
+   */
   closed_trades: number;
   /** Fraction 0-1 of closed trades that won, 4 decimals; null without trades. */
   win_rate: number | null;

@@ -11,12 +11,12 @@ import { USAGE_LEDGER_LIMIT, getUsageLedger, type LedgerPageResponse } from './g
 @Security('api_key', ['usage_ledger'])
 export class GetUsageLedgerController extends MeteredController {
   /**
-   * @summary Your credit ledger
    * Your own credit ledger, newest first: every charge (request id, endpoint, channel, cost and
    * where it was drawn from), pack, plan change and usage alert. Free. Each entry carries its
    * SHA-256 `hash` and the previous entry's `prev_hash`, and `data` exactly as hashed, so you can
    * verify the chain yourself: `sha256hex(prev_hash + "\n" + kind + "\n" + canonicalJson(data
    * without "hash")) == hash`, and each `prev_hash` equals the `hash` of the entry before it.
+   * @summary Your credit ledger
    * @param month Calendar month `YYYY-MM` (UTC); default: every month.
    * @param limit Entries per page (default 100, max 1000).
    * @param cursor `next_cursor` of the previous page.

@@ -2,7 +2,8 @@ import { AppError, badRequest } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Filter } from '../../src/core/read-store.port.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerStream, type Channel } from '../../src/events/ledger.events.js';
+import type { RateKey } from '../../src/domain/rate-card.js';
 import { ledgerEntries, statementLines, type LedgerEntryDoc, type LedgerLine } from '../../projections/usage/usage.projection.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
@@ -22,45 +23,75 @@ export interface UsageLedgerParams {
 // Plain interfaces (no derived types): tsoa reads them for the OpenAPI document.
 /** One line of your credit ledger. Fields an entry's kind does not carry are null. */
 export interface LedgerEntryResponse {
-  /** Position in your ledger (0-based, gap-free). */
+  /**
+   * Position in your ledger (0-based, gap-free).
+   * @isInt
+   */
   seq: number;
-  /** CreditsDebited, PackPurchased, AllowancePeriodOpened, PlanChanged, UsageAlertRaised, … */
+  // A string here (tsoa cannot read the ledger event union); the OpenAPI document lists the
+  // values of LEDGER_EVENT_TYPES (src/app/http/openapi.ts).
+  /** The ledger event the entry records: `CreditsDebited`, `PackPurchased`, `AllowancePeriodOpened`, `PlanChanged`, `UsageAlertRaised`, … */
   kind: string;
-  /** ISO 8601 UTC instant the ledger recorded it. */
+  /**
+   * ISO 8601 UTC instant the ledger recorded it.
+   * @format date-time
+   */
   at: string;
-  /** `YYYY-MM` the entry belongs to. */
+  /**
+   * `YYYY-MM` the entry belongs to.
+   * @format month
+   */
   period: string;
   /** The `X-Request-Id` of the charged call. */
   request_id: string | null;
   /** Rate-card key of the endpoint charged. */
-  endpoint: string | null;
-  /** `rest` or `mcp`. */
-  channel: string | null;
+  endpoint: RateKey | null;
+  /** `rest` or `mcp`: how the call came. */
+  channel: Channel | null;
+  /** @isLong */
   cost: number | null;
+  /** @isLong */
   from_allowance: number | null;
+  /** @isLong */
   from_prepaid: number | null;
+  /** @isLong */
   from_overage: number | null;
-  /** Credits a pack added. */
+  /**
+   * Credits a pack added.
+   * @isLong
+   */
   credits: number | null;
   detail: string;
   hash: string;
   prev_hash: string;
   /** The entry's data exactly as hashed. */
-  data: Record<string, unknown>;
+  data: LedgerEntryData;
+}
+
+/** A ledger entry's data exactly as hashed: the event's own fields, which depend on its `kind`. */
+export interface LedgerEntryData {
+  [field: string]: unknown;
 }
 
 export interface LedgerPageResponse {
-  /** The month asked for; null when every month is listed. */
+  /**
+   * The month asked for; null when every month is listed.
+   * @format month
+   */
   month: string | null;
   /** Newest first. */
   entries: LedgerEntryResponse[];
   /** Pass as `cursor` for the next (older) page; null on the last page. */
   next_cursor: string | null;
-  /** Entries on this page. */
+  /**
+   * Entries on this page.
+   * @isInt
+   */
   count: number;
 }
 
-const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
+/** A calendar month `YYYY-MM` (the `month` parameter; the OpenAPI document declares this pattern). */
+export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
 function toEntry(d: LedgerLine): LedgerEntryResponse {
   return {

@@ -4,19 +4,30 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { rateCardForUsage, type RateUnit } from '../../src/domain/rate-card.js';
+import type { Coverage, Tier } from '../../src/domain/plans.js';
 
 export interface EntitlementsResponse {
-  /** Monthly credits; null = unmetered. */
+  /**
+   * Monthly credits; null = unmetered.
+   * @isLong
+   */
   credits: number | null;
-  /** How many days the data you see trails today. */
+  /**
+   * How many days the data you see trails today.
+   * @isInt
+   */
   delay_days: number;
-  /** `all` or `top100`. */
-  coverage: string;
-  /** Days of history you can reach; null = the full history. */
+  /** The universe you see: `all`, or `top100` on the free tier. */
+  coverage: Coverage;
+  /**
+   * Days of history you can reach; null = the full history.
+   * @isInt
+   */
   history_days: number | null;
 }
 
 export interface RateResponse {
+  /** @isLong */
   credits: number;
   /** `call`, `row` or `constituent`. */
   unit: RateUnit;
@@ -24,30 +35,51 @@ export interface RateResponse {
   endpoint: string;
 }
 
+/** The rate card by rate-card key (`x-rate-card` of each operation in the OpenAPI document). */
+export interface RateCardResponse {
+  [rateKey: string]: RateResponse;
+}
+
 export interface UsageResponse {
-  tier: string;
+  tier: Tier;
   /** Whether the Pro-member overlay is active. */
   pro_member: boolean;
-  /** Included credits; null means enterprise, unmetered. */
+  /**
+   * Included credits; null means enterprise, unmetered.
+   * @isLong
+   */
   monthly_allowance: number | null;
-  /** Credits used this calendar month (allowance draws plus overage). */
+  /**
+   * Credits used this calendar month (allowance draws plus overage).
+   * @isLong
+   */
   used_this_month: number;
-  /** Allowance minus used; negative only in overage; null when unmetered. */
+  /**
+   * Allowance minus used; negative only in overage; null when unmetered.
+   * @isLong
+   */
   credits_remaining: number | null;
+  /** @isLong */
   overage_credits: number;
   /** Accrued overage in dollars. */
   overage_cost_usd: number;
-  /** Banked pack credits; consumed after the allowance. */
+  /**
+   * Banked pack credits; consumed after the allowance.
+   * @isLong
+   */
   prepaid_credits: number;
   /** Switch between hard stop (false) and overage (true). */
   allow_overage: boolean;
   /** Overage price per 1,000 credits; null on tiers without overage (free: hard stop only; enterprise: unmetered). */
   overage_per_1k_usd: number | null;
-  /** ISO 8601 UTC instant when the allowance resets (the next month boundary). */
+  /**
+   * ISO 8601 UTC instant when the allowance resets (the next month boundary).
+   * @format date-time
+   */
   resets_at: string;
   entitlements: EntitlementsResponse;
   /** Live credit cost of every endpoint, from the same table the metering charges by. */
-  rate_card: Record<string, RateResponse>;
+  rate_card: RateCardResponse;
 }
 
 @Route('v1/usage')
@@ -55,8 +87,8 @@ export interface UsageResponse {
 @Security('api_key', ['usage'])
 export class GetUsageController extends MeteredController {
   /**
-   * @summary Usage, balances and rate card
    * Your plan, this month's usage and balances, and the live rate card. Free.
+   * @summary Usage, balances and rate card
    */
   @Get()
   @Response<ProblemDetails>(401, 'Missing or unknown API key')

@@ -12,9 +12,9 @@ import { listDeliveries, listWebhooks, type WebhookDeliveriesResponse, type Webh
 @Security('api_key', ['webhooks'])
 export class GetWebhooksController extends MeteredController {
   /**
-   * @summary Your webhooks
    * Your webhooks (deleted ones are not listed), with whether each is active, its failure run and
    * its last attempt. The secret is shown only at registration. Free.
+   * @summary Your webhooks
    */
   @Get()
   @Example<WebhooksResponse>({
@@ -37,9 +37,9 @@ export class GetWebhooksController extends MeteredController {
   }
 
   /**
-   * @summary A webhook's latest deliveries
    * The latest 50 delivery attempts of one of your webhooks, newest first: live and test, each
    * with its outcome (never the receiver's answer). Free.
+   * @summary A webhook's latest deliveries
    * @param webhook_id The webhook's `id`.
    * @example webhook_id 7
    */

@@ -10,14 +10,22 @@ const LIST_CAP = 100;
 
 // Plain interfaces: tsoa reads them for the OpenAPI document.
 export interface WebhookListItem {
+  /** @isInt */
   id: number;
   event_type: 'divergence_event' | 'score_move';
+  /** @format uri */
   url: string;
   /** False once deactivated (5 days of failures, or a 410 Gone); `POST /v1/webhooks/{webhook_id}/enable` makes it active again. */
   is_active: boolean;
-  /** Failed attempts (live or test) since the last success or re-enabling. */
+  /**
+   * Failed attempts (live or test) since the last success or re-enabling.
+   * @isInt
+   */
   consecutive_failures: number;
-  /** The last attempt's time, live or test, `YYYY-MM-DD HH:MM:SS` UTC; null before the first. */
+  /**
+   * The last attempt's time, live or test, `YYYY-MM-DD HH:MM:SS` UTC; null before the first.
+   * @format timestamp
+   */
   last_fired_at: string | null;
 }
 
@@ -30,22 +38,34 @@ export interface WebhookDeliveryItem {
   /** `live` or `test`. */
   kind: 'live' | 'test';
   event_type: 'divergence_event' | 'score_move';
-  /** Events in the message. */
+  /**
+   * Events in the message.
+   * @isInt
+   */
   event_count: number;
   /** True when the receiver answered 2xx. */
   ok: boolean;
-  /** The receiver's HTTP status; null when no answer came. */
+  /**
+   * The receiver's HTTP status; null when no answer came.
+   * @isInt
+   */
   status_code: number | null;
   /** Why the attempt failed, in the service's own words; null on success. */
   error: string | null;
-  /** When the attempt was made, `YYYY-MM-DD HH:MM:SS` UTC. */
+  /**
+   * When the attempt was made, `YYYY-MM-DD HH:MM:SS` UTC.
+   * @format timestamp
+   */
   created_at: string;
 }
 
 export interface WebhookDeliveriesResponse {
   /** The latest 50 attempts, newest first. */
   deliveries: WebhookDeliveryItem[];
-  /** Attempts listed. */
+  /**
+   * Attempts listed.
+   * @isInt
+   */
   count: number;
 }
 

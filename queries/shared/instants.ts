@@ -1,61 +1,38 @@
 import { badRequest } from '../../src/core/errors.js';
-import { isCalendarDate } from '../../src/domain/trading-calendar.js';
+import { readInstant } from '../../src/core/instants.js';
 
-const INSTANT =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2}| \d{2}:?\d{2})?)?$/i;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** The service's own timestamp form (`restated_at`): UTC by definition, so it needs no zone. */
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+/** An offset whose `+` arrived as a space (an unencoded `+` in a query string). */
+const SPACED_OFFSET = /^(\d{4}-\d{2}-\d{2}T[\d:.]+) (\d{2}:?\d{2})$/i;
 
 /**
  * An instant query parameter (`since`, `as_known_at`) as a canonical ISO string
  * (`toISOString()` form, the form the read models store), or undefined when absent.
  *
- * Accepted: a date `YYYY-MM-DD` (00:00:00 UTC that day); an ISO 8601 instant
- * `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or an offset; and the service's own timestamp form
- * `YYYY-MM-DD HH:MM:SS` (the `restated_at` format, UTC), so a client can send back the
- * latest `restated_at` it holds. A time without an offset is UTC. An offset whose `+` arrived as a
- * space (an unencoded `+` in a query string) is read as `+`.
+ * Accepted: a date `YYYY-MM-DD` (00:00:00 UTC that day); the service's own timestamp form
+ * `YYYY-MM-DD HH:MM:SS` (the `restated_at` format, UTC), so a client can send back the latest
+ * `restated_at` it holds; and an ISO 8601 instant with a zone, read by the kernel's one parser
+ * (`readInstant`, which `SCORES_NOW` uses too): a zone-less `2024-03-01T00:00:00` is refused,
+ * with the same reason, in both places.
  */
 export function parseInstantParam(
   name: string,
   value: string | undefined,
-  /**
-   * Instants are kept to the millisecond. A finer value is rounded `up` for a lower bound such as
-   * `since` (rows written at or after it: 46.0009 must not take a row of 46.000) and `down` for an
-   * upper bound such as `as_known_at`.
-   */
+  /** A finer value than the millisecond is rounded `up` for a lower bound such as `since`, `down` for an upper bound such as `as_known_at`. */
   round: 'up' | 'down' = 'down',
 ): string | undefined {
   if (value === undefined || value.trim() === '') return undefined;
-  const refuse = () =>
-    badRequest(`${name} must be a date YYYY-MM-DD or an ISO 8601 instant such as 2024-05-01T22:00:00Z`, {
-      errors: [{ parameter: name, message: 'must be a date YYYY-MM-DD or an ISO 8601 instant' }],
-    });
-  const m = INSTANT.exec(value.trim());
-  if (!m) throw refuse();
-  const [, y, mo, d, h = '00', mi = '00', s = '00', frac = '', zone = 'Z'] = m;
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
-  const hour = Number(h);
-  const minute = Number(mi);
-  const second = Number(s);
-  if (hour > 23 || minute > 59 || second > 59) throw refuse();
-  if (!isCalendarDate(year, month, day)) throw refuse();
-  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
-  const midnight = new Date(0).setUTCFullYear(year, month - 1, day);
-  const finer = round === 'up' && /[1-9]/.test(frac.slice(3)) ? 1 : 0;
-  const local = midnight + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0')) + finer;
-  let offsetMinutes = 0;
-  if (zone.toUpperCase() !== 'Z') {
-    const z = /^([+\- ])(\d{2}):?(\d{2})$/.exec(zone)!;
-    const [, sign, oh, om] = z;
-    if (Number(oh) > 23 || Number(om) > 59) throw refuse();
-    offsetMinutes = (sign === '-' ? -1 : 1) * (Number(oh) * 60 + Number(om));
-  }
-  const instant = new Date(local - offsetMinutes * 60_000);
-  // An offset can carry 9999-12-31T23:59-00:01 into year 10000, whose ISO form (+010000-…) no
-  // longer sorts with the stored instants.
-  if (Number.isNaN(instant.getTime()) || instant.getUTCFullYear() < 0 || instant.getUTCFullYear() > 9999) throw refuse();
-  return instant.toISOString();
+  const text = value.trim();
+  const reading = DATE.test(text)
+    ? readInstant(`${text}T00:00:00Z`)
+    : TIMESTAMP.test(text)
+      ? readInstant(`${text}Z`)
+      : readInstant(text.replace(SPACED_OFFSET, '$1+$2'), round);
+  if (reading.ok) return reading.iso;
+  const expected = `a date YYYY-MM-DD, a restated_at value YYYY-MM-DD HH:MM:SS (UTC), or ${reading.reason}`;
+  throw badRequest(`${name} must be ${expected}`, { errors: [{ parameter: name, message: `must be ${expected}` }] });
 }
 
 /** `YYYY-MM-DD HH:MM:SS` (UTC) of an ISO instant: the spec's timestamp format (`restated_at`). */

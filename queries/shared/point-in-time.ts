@@ -7,7 +7,7 @@ const GET_MANY_CHUNK = 1_000;
  * The rows as they were published at the instant `at` (ISO, `toISOString()` form): a row first
  * published after `at` is dropped; a row restated after `at` gets back the value that was current
  * at `at` (the superseded version with valid_from ≤ at < valid_to), with `restated_at` = that
- * version's `valid_from`. Rows are kept in their order.
+ * version's `valid_from` and `seq` its write sequence. Rows are kept in their order.
  *
  * The versions are read by key (ticker, date, version 1 … current − 1): a handful of exact
  * look-ups per restated row, whatever the size of the version table.
@@ -46,6 +46,7 @@ export async function rowsAsKnownAt(reads: ReadStore, rows: readonly HistoryRow[
       divergence_gap: gapOf(v),
       restated_at: v.valid_from,
       version: v.version,
+      seq: v.seq,
     }));
   }
   return out;

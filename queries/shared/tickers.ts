@@ -10,7 +10,7 @@ export const MAX_TICKERS_PER_CALL = 50;
 
 // Checked on the text as sent, before upper-casing: Unicode case mapping turns "ﬁ" into "FI" and
 // "ſ" into "S", which would name (and bill) a real stock.
-const SYMBOL = /^[A-Za-z0-9.-]+$/;
+export const SYMBOL = /^[A-Za-z0-9.-]+$/;
 
 function isSymbol(t: string): boolean {
   return t.length > 0 && t.length <= MAX_TICKER_LENGTH && SYMBOL.test(t);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { isCalendarDate } from '../domain/trading-calendar.js';
+import { readInstant } from '../core/instants.js';
 import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address-policy.js';
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
@@ -10,18 +10,18 @@ const optionalString = z
   .optional()
   .transform((s) => (s && s.trim() !== '' ? s.trim() : undefined));
 
-const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/;
-
 /**
- * An ISO 8601 instant: a real calendar date, a time, and a zone (`Z` or an offset). `Date.parse`
- * alone takes "1" (2001-01-01), "March 5, 2025", a date without a time, a time without a zone (read
- * in the host's zone) and 2025-02-30 (rolled over to March 2).
+ * `SCORES_NOW`: an ISO 8601 instant with a zone, read by the kernel's one parser (the `since` and
+ * `as_known_at` query parameters use it too). `Date.parse` alone takes "1" (2001-01-01), "March 5,
+ * 2025", a date without a time, a time without a zone (read in the host's zone) and 2025-02-30
+ * (rolled over to March 2).
  */
-export function isIsoInstant(text: string): boolean {
-  const m = INSTANT.exec(text);
-  if (!m || Number.isNaN(Date.parse(text))) return false;
-  return isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
-}
+const instant = z.string().transform((text, ctx) => {
+  const reading = readInstant(text);
+  if (reading.ok) return reading.iso;
+  ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be ${reading.reason}` });
+  return z.NEVER;
+});
 
 /** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
 const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
@@ -32,7 +32,7 @@ const envSchema = z.object({
   HOST: z.preprocess(unsetIfBlank, z.string().default('0.0.0.0')),
   PUBLIC_BASE_URL: optionalString.pipe(z.string().url().optional()),
   SCORES_DATA_DIR: z.preprocess(unsetIfBlank, z.string().default('./data')),
-  SCORES_NOW: optionalString.pipe(z.string().refine(isIsoInstant, 'must be an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z').optional()),
+  SCORES_NOW: optionalString.pipe(instant.optional()),
   SCORES_DEMO: z.preprocess(unsetIfBlank, z.enum(['on', 'off']).default('on')),
   SCORES_DEMO_SEED: z.preprocess(unsetIfBlank, z.coerce.number().int().default(20190102)),
   LOG_LEVEL: z.preprocess(unsetIfBlank, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),

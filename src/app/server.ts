@@ -15,7 +15,8 @@ import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import type { Services } from './container.js';
-import { API_HEADERS, createApp } from './http/app.js';
+import { createApp } from './http/app.js';
+import { API_HEADERS, HEADER, newRequestId } from '../core/response-headers.js';
 import { createExpressServer } from './http/express-server.js';
 import { PROBLEM_JSON } from './http/problem.js';
 import { problemOf } from '../core/problem.js';
@@ -304,7 +305,7 @@ function answerClientError(services: Services): (err: NodeJS.ErrnoException, soc
         : problemOf('bad_request', 'the request is not valid HTTP/1.1', services.baseUrl());
     const body = JSON.stringify(problem);
     // The headers every express answer carries, and a request id: this answer is a response too.
-    const headers = [...API_HEADERS, ['X-Request-Id', services.ids.next('req_', 12)]].map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const headers = [...API_HEADERS, [HEADER.requestId, newRequestId(services.ids)]].map(([k, v]) => `${k}: ${v}\r\n`).join('');
     socket.end(
       `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_JSON}; charset=utf-8\r\n${headers}` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

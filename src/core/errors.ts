@@ -4,6 +4,7 @@
  */
 export type ErrorCode =
   | 'bad_request'
+  | 'cursor_invalid'
   | 'unauthorized'
   | 'key_forbidden'
   | 'coverage'
@@ -22,6 +23,7 @@ export type ErrorCode =
 
 const STATUS: Record<ErrorCode, number> = {
   bad_request: 400,
+  cursor_invalid: 400,
   unauthorized: 401,
   key_forbidden: 403,
   coverage: 403,
@@ -41,6 +43,7 @@ const STATUS: Record<ErrorCode, number> = {
 
 const TITLE: Record<ErrorCode, string> = {
   bad_request: 'Bad request',
+  cursor_invalid: 'Sync cursor not valid here',
   unauthorized: 'Authentication required',
   key_forbidden: 'API key not allowed',
   coverage: 'Outside your coverage',
@@ -87,6 +90,9 @@ export class ConcurrencyError extends Error {
     this.name = 'ConcurrencyError';
   }
 }
+
+/** Every error code, in the table's order: the OpenAPI document's enum of `ProblemDetails.code`. */
+export const ERROR_CODES = Object.keys(STATUS) as ErrorCode[];
 
 export function statusOf(code: ErrorCode): number {
   return STATUS[code];

@@ -4,6 +4,7 @@ import type { Entitlements, Tier } from '../domain/plans.js';
 import type { RateKey } from '../domain/rate-card.js';
 import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
 import type { Channel } from '../events/ledger.events.js';
+import { HEADER } from './response-headers.js';
 
 /** What a key's request-rate check decided (src/app/metering/token-buckets.ts), and what the `RateLimit` headers say. */
 export interface RateDecision {
@@ -39,7 +40,7 @@ export interface Principal {
 export function admit(principal: Principal): void {
   const r = principal.rate;
   if (r.allowed) return;
-  throw new AppError('rate_limited', `This key may send ${r.perSecond} requests per second (bursts of ${r.capacity}); retry in ${r.retryAfterSeconds} s`, {
+  throw new AppError('rate_limited', `This key may send ${r.perSecond} request${r.perSecond === 1 ? '' : 's'} per second (bursts of ${r.capacity}); retry in ${r.retryAfterSeconds} s`, {
     retry_after_seconds: r.retryAfterSeconds,
     per_second: r.perSecond,
   });
@@ -53,7 +54,7 @@ export function admit(principal: Principal): void {
 export type AuthedRequest = Request & { user?: Principal; requestId?: string };
 
 /** The response header that shows a caller's credits left, on every /v1 response (`Meter.remaining`). */
-export const CREDITS_HEADER = 'X-Credits-Remaining';
+export const CREDITS_HEADER = HEADER.creditsRemaining;
 
 export interface Charge {
   cost: number;

@@ -3,7 +3,7 @@ import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import type { TestServer } from '../support/server.js';
-import { getJson, startTestServer, tempDir } from '../support/server.js';
+import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
 
 /** Debian's Chromium (`.ci/run` installs it); Playwright never downloads a browser here. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -69,10 +69,42 @@ describe('Pages in a real browser', function () {
 
     const attribution = page.locator('#attribution');
     expect(await attribution.isVisible()).to.equal(true);
-    expect(await attribution.innerText()).to.equal(`Data: Scores API Main-Street/Wall-Street scores, as of 2019-03-25 — ${BASE}/stocks/AAPL`);
+    expect(await attribution.innerText()).to.equal(`Data: Scores API Main-Street/Wall-Street scores, as of 2019-03-25 — ${BASE}/stocks/AAPL?as_of=2019-03-25`);
     expect(await page.getByRole('img', { name: /service_score from/ }).isVisible()).to.equal(true);
 
     const file = join(shots, 'stock-AAPL.png');
+    await page.screenshot({ path: file, fullPage: true });
+    expect(statSync(file).size).to.be.greaterThan(10_000);
+    expect(consoleErrors).to.deep.equal([]);
+  });
+
+  it("follows a response's citation_url to the same numbers (free) or to the subscriber notice (hobbyist)", async () => {
+    const visit = async (citation: string) => {
+      const u = new URL(citation);
+      const res = await page.goto(`${server.url}${u.pathname}${u.search}`);
+      expect(res?.status(), citation).to.equal(200);
+    };
+    const shown = async (field: string) => Number((await page.locator(`[data-field="${field}"]`).innerText()).replace('−', '-'));
+
+    const free = (await getJson(`${server.url}/v1/scores/AAPL`, demoKey(server.dir, 'free'))).body;
+    await visit(free.citation_url);
+    expect(await page.getByRole('heading', { name: `Scores as of ${free.as_of}` }).isVisible()).to.equal(true);
+    for (const field of ['service_score', 'main_street', 'wall_street', 'divergence_gap']) expect(await shown(field), field).to.equal(free[field]);
+    expect(await page.locator('#subscriber-notice').count()).to.equal(0);
+
+    const hobbyist = (await getJson(`${server.url}/v1/scores/AAPL`, demoKey(server.dir, 'hobbyist'))).body;
+    expect(hobbyist.as_of > free.as_of).to.equal(true);
+    await visit(hobbyist.citation_url);
+    const notice = page.locator('#subscriber-notice');
+    expect(await notice.isVisible()).to.equal(true);
+    expect(await notice.innerText()).to.include(`subscriber data as of ${hobbyist.as_of}`);
+    expect(await page.locator('[data-field]').count(), 'no numbers under a subscriber-only citation').to.equal(0);
+    expect(await page.locator('#attribution').innerText()).to.equal(`Data: Scores API Main-Street/Wall-Street scores, as of ${hobbyist.as_of} — ${hobbyist.citation_url}`);
+    await notice.getByRole('link', { name: 'methodology' }).click();
+    expect(await page.getByRole('heading', { name: 'Methodology' }).isVisible()).to.equal(true);
+    expect(new URL(page.url()).hash).to.equal('#methodology');
+
+    const file = join(shots, 'stock-AAPL-subscriber-notice.png');
     await page.screenshot({ path: file, fullPage: true });
     expect(statSync(file).size).to.be.greaterThan(10_000);
     expect(consoleErrors).to.deep.equal([]);

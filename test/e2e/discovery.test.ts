@@ -83,7 +83,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       const { status, body } = await get('/v1/screener', demoKey(server.dir, 'hobbyist'));
       expect(status).to.equal(200);
       expect(sortedKeys(body)).to.deep.equal(['as_of', 'citation_url', 'count', 'rows', 'source']);
-      expect(body).to.include({ as_of: LIVE_AS_OF, count: 100, citation_url: `${BASE}/docs` });
+      expect(body).to.include({ as_of: LIVE_AS_OF, count: 100, citation_url: `${BASE}/docs?as_of=${LIVE_AS_OF}` });
       expect(body.source).to.be.a('string').and.not.empty;
       expect(body.rows).to.have.length(100);
       for (const row of body.rows as Row[]) {
@@ -177,7 +177,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(r.status).to.equal(200);
       expect(cost).to.equal(2);
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'signals']);
-      expect(r.body).to.include({ count: 3, as_of: LIVE_AS_OF, citation_url: `${BASE}/docs` });
+      expect(r.body).to.include({ count: 3, as_of: LIVE_AS_OF, citation_url: `${BASE}/docs?as_of=${LIVE_AS_OF}` });
       const all = (await server.services.reads.find(signals, {}, { sort: [['created_at', -1]] })).items;
       expect(r.body.signals.map((s: Row) => s.id as number)).to.deep.equal(all.slice(0, 3).map((s) => s.id));
       for (const s of r.body.signals as Row[]) {
@@ -340,7 +340,7 @@ describe('Discovery and account endpoints over HTTP', function () {
         coverage: 'all',
         since: null,
         as_of: LIVE_AS_OF,
-        citation_url: `${BASE}/docs`,
+        citation_url: `${BASE}/docs?as_of=${LIVE_AS_OF}`,
       });
     });
 
@@ -368,7 +368,7 @@ describe('Discovery and account endpoints over HTTP', function () {
         coverage: 'top100',
         since: '2019-06-10',
         as_of: FREE_AS_OF,
-        citation_url: `${BASE}/docs`,
+        citation_url: `${BASE}/docs?as_of=${FREE_AS_OF}`,
       });
       const future = await get('/v1/coverage?since=2030-01-01', demoKey(server.dir, 'quant'));
       expect(future.body.count).to.equal(0);
@@ -399,7 +399,7 @@ describe('Discovery and account endpoints over HTTP', function () {
       expect(r.status).to.equal(200);
       expect(cost).to.equal(100);
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'reporters']);
-      expect(r.body).to.include({ as_of: LIVE_AS_OF, citation_url: `${BASE}/docs` });
+      expect(r.body).to.include({ as_of: LIVE_AS_OF, citation_url: `${BASE}/docs?as_of=${LIVE_AS_OF}` });
       const expected = (await server.services.reads.find(earnings, { date: { $gte: '2019-06-14', $lte: '2019-06-28' } })).items;
       const expectedTickers = [...new Set(expected.map((e) => e.ticker))];
       expect(r.body.count).to.equal(expectedTickers.length).and.to.equal(r.body.reporters.length).and.to.be.above(0);

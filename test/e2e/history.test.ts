@@ -107,7 +107,7 @@ describe('Scores and history over HTTP', function () {
       const r = await get('/v1/scores/MSFT/history?start=2019-06-03&end=2019-06-07');
       expect(r.status).to.equal(200);
       expect(Object.keys(r.body).sort()).to.deep.equal(
-        ['as_of', 'citation_url', 'count', 'history_floor', 'provenance_note', 'rows', 'ticker'].sort(),
+        ['as_known_at', 'as_of', 'citation_url', 'count', 'history_floor', 'provenance_note', 'rows', 'ticker'].sort(),
       );
       expect(Object.keys(r.body.rows[0]).sort()).to.deep.equal(['date', 'estimated', 'main_street', 'service_score', 'wall_street']);
       expect(dates(r.body.rows)).to.deep.equal(['2019-06-03', '2019-06-04', '2019-06-05', '2019-06-06', '2019-06-07']);
@@ -155,6 +155,7 @@ describe('Scores and history over HTTP', function () {
         ['end=20190601', 'end'],
         ['as_known_at=yesterday', 'as_known_at'],
         ['as_known_at=2019-06-10T25:00:00Z', 'as_known_at'],
+        ['as_known_at=2019-06-10T12:00:00', 'as_known_at'],
         ['start=2019-06-10&end=2019-06-01', 'start'],
       ] as const) {
         const r = await get(`/v1/scores/AAPL/history?${query}`);
@@ -189,6 +190,18 @@ describe('Scores and history over HTTP', function () {
         expect(now.body.rows[0].main_street !== v.main_street || now.body.rows[0].wall_street !== v.wall_street).to.equal(true);
       });
 
+      it('echoes the instant used, and the provenance note names the vintage served', async () => {
+        const at = await get('/v1/scores/AAPL/history?start=2019-06-03&as_known_at=2019-06-05T18:00:00-05:00');
+        expect(at.body.as_known_at).to.equal('2019-06-05T23:00:00.000Z');
+        expect(at.body.provenance_note).to.match(/^Daily scores as published at 2019-06-05T23:00:00\.000Z: /);
+        expect(at.body.provenance_note).to.not.contain('currently');
+        const byDate = await get('/v1/scores/AAPL/history?start=2019-06-03&as_known_at=2019-06-05');
+        expect(byDate.body.as_known_at).to.equal('2019-06-05T00:00:00.000Z');
+        const current = await get('/v1/scores/AAPL/history?start=2019-06-03');
+        expect(current.body.as_known_at).to.equal(null);
+        expect(current.body.provenance_note).to.match(/^Daily scores as currently published\. /);
+      });
+
       it('leaves out rows first published after the instant, and bills only the rows returned', async () => {
         const key = await freshKey('hobbyist');
         const r = await get('/v1/scores/AAPL/history?start=2019-06-03&as_known_at=2019-06-05T23:00:00Z', key);
@@ -210,7 +223,9 @@ describe('Scores and history over HTTP', function () {
     it('answers with the spec fields, rows ordered by ticker then date', async () => {
       const r = await get('/v1/scores/history?tickers=msft,AAPL,MSFT&start=2019-06-10&end=2019-06-12');
       expect(r.status).to.equal(200);
-      expect(Object.keys(r.body).sort()).to.deep.equal(['as_of', 'citation_url', 'count', 'end', 'rows', 'since', 'start', 'tickers'].sort());
+      expect(Object.keys(r.body).sort()).to.deep.equal(
+        ['as_known_at', 'as_of', 'citation_url', 'count', 'end', 'has_more', 'next_since', 'rows', 'since', 'start', 'tickers'].sort(),
+      );
       expect(Object.keys(r.body.rows[0]).sort()).to.deep.equal(
         ['date', 'divergence_gap', 'estimated', 'main_street', 'restated_at', 'service_score', 'ticker', 'wall_street'].sort(),
       );
@@ -222,7 +237,7 @@ describe('Scores and history over HTTP', function () {
         'MSFT 2019-06-11',
         'MSFT 2019-06-12',
       ]);
-      expect(r.body).to.include({ count: 6, tickers: 2, start: '2019-06-10', end: '2019-06-12', since: null, as_of: PAID_AS_OF });
+      expect(r.body).to.include({ count: 6, tickers: 2, start: '2019-06-10', end: '2019-06-12', since: null, as_known_at: null, has_more: false, as_of: PAID_AS_OF });
       expect(r.body.rows[0].restated_at).to.equal('2019-06-10 22:00:00');
       expect(r.body.rows[0].restated_at).to.match(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
     });
@@ -281,7 +296,9 @@ describe('Scores and history over HTTP', function () {
         ['end=2019-06-31', 'end'],
         ['since=last-week', 'since'],
         ['since=2019-06-10T12:00:00+25:00', 'since'],
+        ['since=2019-06-10T12:00:00', 'since'],
         ['as_known_at=1560000000', 'as_known_at'],
+        ['as_known_at=2019-06-10T12:00', 'as_known_at'],
       ] as const) {
         const r = await get(`/v1/scores/history?${query}`);
         expect(r.status, query).to.equal(400);
@@ -354,6 +371,13 @@ describe('Scores and history over HTTP', function () {
         expect(unpublished.body).to.include({ count: 0 });
       });
 
+      it('echoes the instant used, null without one', async () => {
+        const at = await get('/v1/scores/history?tickers=AAPL&start=2019-06-03&as_known_at=2019-06-05T23:00:00%2B01:00');
+        expect(at.body.as_known_at).to.equal('2019-06-05T22:00:00.000Z');
+        expect(at.body.rows.map((x: { date: string }) => x.date)).to.deep.equal(['2019-06-03', '2019-06-04', '2019-06-05']);
+        expect((await get('/v1/scores/history?tickers=AAPL&start=2019-06-03')).body.as_known_at).to.equal(null);
+      });
+
       it('combined with since, returns what changed between since and the instant', async () => {
         const v = await demoRestatement('2019-05-01', '2019-06-07');
         const r = await get(`/v1/scores/history?tickers=${v.ticker}&since=${v.valid_from}&as_known_at=${v.valid_to}`);
@@ -385,6 +409,40 @@ describe('Scores and history over HTTP', function () {
         const known = await get('/v1/scores/history?tickers=AAPL,CI&start=2019-04-02&end=2019-04-02&as_known_at=2019-06-14T11:59:59Z');
         expect(known.body.rows).to.deep.equal(before.body.rows);
       });
+    });
+  });
+
+  describe('One rule for dates on both history endpoints and social heat', () => {
+    const endpoints = ['/v1/scores/AAPL/history', '/v1/scores/history?tickers=AAPL', '/v1/scores/social-heat/AAPL'];
+    const withDates = (path: string, dates: string) => `${path}${path.includes('?') ? '&' : '?'}${dates}`;
+
+    it('refuses start after end as sent with 400 naming start, on each endpoint', async () => {
+      for (const path of endpoints) {
+        const r = await get(withDates(path, 'start=2019-06-10&end=2019-06-08'), demoKey(server.dir, 'free'));
+        expect(r.status, path).to.equal(400);
+        expect(r.body.code, path).to.equal('bad_request');
+        expect(r.body.errors[0].parameter, path).to.equal('start');
+      }
+    });
+
+    it('answers a window that clamping leaves empty with 200, no rows, free, and the effective window', async () => {
+      const key = await freshKey('free');
+      // From a start after the free as-of date (2019-06-07), and up to an end before the free floor (2019-03-16).
+      for (const [dates, start, end] of [
+        ['start=2019-06-10', '2019-06-10', FREE_AS_OF],
+        ['end=2019-01-10', FREE_FLOOR, '2019-01-10'],
+      ] as const) {
+        for (const path of endpoints) {
+          const r = await get(withDates(path, dates), key);
+          expect(r.status, `${path} ${dates}`).to.equal(200);
+          expect(r.body.rows, `${path} ${dates}`).to.deep.equal([]);
+          expect(r.body.count).to.equal(0);
+          expect(credits(r), `${path} ${dates}`).to.equal(1_000);
+          expect(r.body.as_of).to.equal(FREE_AS_OF);
+          if (path.includes('?tickers')) expect(r.body).to.include({ start, end, tickers: 0 });
+          else expect(r.body.history_floor, `${path} ${dates}`).to.equal(start);
+        }
+      }
     });
   });
 });

@@ -68,7 +68,7 @@ describe('Outcome endpoints over HTTP', function () {
       const { r, cost } = await costOf('/v1/divergence', key);
       expect(r.status).to.equal(200);
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'rows', 'why_now_included']);
-      expect(r.body).to.include({ as_of: LIVE_AS_OF, count: 25, why_now_included: false, citation_url: `${BASE}/docs` });
+      expect(r.body).to.include({ as_of: LIVE_AS_OF, count: 25, why_now_included: false, citation_url: `${BASE}/docs?as_of=${LIVE_AS_OF}` });
       expect(cost).to.equal(75);
       const expected = Object.entries(liveDiv)
         .sort(([ta, a], [tb, b]) => Math.abs(b[0]) - Math.abs(a[0]) || (ta < tb ? -1 : 1))
@@ -157,7 +157,7 @@ describe('Outcome endpoints over HTTP', function () {
     it('lists closed events of the last 365 days, newest flag first, with the spec fields', async () => {
       const r = await get('/v1/divergence/events', demoKey(server.dir, 'quant'));
       expect(sortedKeys(r.body)).to.deep.equal(['as_of', 'citation_url', 'count', 'events', 'since']);
-      expect(r.body).to.include({ since: '2018-12-31', as_of: LIVE_AS_OF, citation_url: `${BASE}/docs` });
+      expect(r.body).to.include({ since: '2018-12-31', as_of: LIVE_AS_OF, citation_url: `${BASE}/docs?as_of=${LIVE_AS_OF}` });
       expect(r.body.count).to.equal(r.body.events.length).and.to.be.within(10, 2000);
       const flags = r.body.events.map((e: Row) => e.flag_date as string);
       expect(flags).to.deep.equal([...flags].sort().reverse());
@@ -209,7 +209,7 @@ describe('Outcome endpoints over HTTP', function () {
       const { r, cost } = await costOf('/v1/track-record', key);
       expect(r.status).to.equal(200);
       expect(cost).to.equal(0);
-      expect(r.body).to.include({ as_of: FREE_AS_OF, citation_url: `${BASE}/docs` });
+      expect(r.body).to.include({ as_of: FREE_AS_OF, citation_url: `${BASE}/docs?as_of=${FREE_AS_OF}` });
       expect(r.body.trades.every((t: Row) => t.exit_date <= FREE_AS_OF)).to.equal(true);
     });
 

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { loadUsTickers } from '../../commands/seed-demo/dataset/us-tickers.js';
 import type { TestServer } from '../support/server.js';
-import { demoKey, getJson, startTestServer } from '../support/server.js';
+import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
+import { rmSync } from 'node:fs';
 import { textOf } from '../support/html-text.js';
 
 const BASE = 'https://api.example.test';
@@ -23,6 +24,12 @@ describe('Public pages', () => {
 
   describe('GET /stocks/{ticker}, the citation page', () => {
     const FREE_AS_OF = '2019-03-25';
+    const PAID_AS_OF = '2019-03-29';
+    /** A citation_url (on the public base URL) as a URL of the test server. */
+    const cited = (citation: string) => {
+      const u = new URL(citation);
+      return `${server.url}${u.pathname}${u.search}`;
+    };
 
     it("shows the free tier's scores as of its delayed as-of date, and nothing newer", async () => {
       const { status, headers, body } = await getPage(`${server.url}/stocks/AAPL`);
@@ -63,18 +70,131 @@ describe('Public pages', () => {
     it('gives the attribution line the Free licence asks for, and points to the docs and the licence', async () => {
       const { body } = await getPage(`${server.url}/stocks/AAPL`);
       const text = textOf(body);
-      expect(text).to.include(`Data: Scores API Main-Street/Wall-Street scores, as of ${FREE_AS_OF} — ${BASE}/stocks/AAPL`);
+      expect(text).to.include(`Data: Scores API Main-Street/Wall-Street scores, as of ${FREE_AS_OF} — ${BASE}/stocks/AAPL?as_of=${FREE_AS_OF} `);
       expect(text).to.match(/need an API key/);
       expect(text).to.include('X-API-Key');
       expect(body).to.include('href="/docs"').and.include('href="/license"');
       expect(body).to.include(`<link rel="canonical" href="${BASE}/stocks/AAPL">`);
     });
 
-    it('is the page citation_url names', async () => {
+    it('is the page citation_url names, dated with the response', async () => {
       const score = await getJson(`${server.url}/v1/scores/MSFT`, demoKey(server.dir, 'quant'));
-      expect(score.body.citation_url).to.equal(`${BASE}/stocks/MSFT`);
-      const { status } = await getPage(`${server.url}${new URL(score.body.citation_url as string).pathname}`);
+      expect(score.body.citation_url).to.equal(`${BASE}/stocks/MSFT?as_of=${PAID_AS_OF}`);
+      const { status, body } = await getPage(cited(score.body.citation_url));
       expect(status).to.equal(200);
+      expect(body).to.include(`<link rel="canonical" href="${BASE}/stocks/MSFT?as_of=${PAID_AS_OF}">`);
+    });
+
+    describe('with ?as_of=, the date a citation names', () => {
+      /** The four numbers the page shows, or null where it shows none. */
+      const shownNumbers = (body: string) => {
+        const field = (name: string) => new RegExp(`data-field="${name}">([^<]+)<`).exec(body)?.[1] ?? null;
+        const gap = field('divergence_gap');
+        return {
+          service_score: field('service_score') && Number(field('service_score')),
+          main_street: field('main_street') && Number(field('main_street')),
+          wall_street: field('wall_street') && Number(field('wall_street')),
+          divergence_gap: gap && Number(gap.replace('−', '-').replace('+', '')),
+        };
+      };
+      // History rows carry no divergence_gap: it is main_street − wall_street to one decimal.
+      const numbersOf = (r: Record<string, any>) => ({
+        service_score: r.service_score,
+        main_street: r.main_street,
+        wall_street: r.wall_street,
+        divergence_gap: 'divergence_gap' in r ? r.divergence_gap : Math.round((r.main_street - r.wall_street) * 10) / 10,
+      });
+
+      it("shows a free key's response the very numbers it cites", async () => {
+        const free = demoKey(server.dir, 'free');
+        for (const ticker of ['AAPL', 'JPM', 'KO']) {
+          const score = await getJson(`${server.url}/v1/scores/${ticker}`, free);
+          expect(score.body.citation_url).to.equal(`${BASE}/stocks/${ticker}?as_of=${FREE_AS_OF}`);
+          const { status, body } = await getPage(cited(score.body.citation_url));
+          expect(status, ticker).to.equal(200);
+          expect(shownNumbers(body), ticker).to.deep.equal(numbersOf(score.body));
+          expect(textOf(body)).to.include(`Scores as of ${FREE_AS_OF}`);
+          expect(body).to.not.include('subscriber-notice');
+        }
+        const history = await getJson(`${server.url}/v1/scores/AAPL/history?start=2019-03-01`, free);
+        expect(history.body.citation_url).to.equal(`${BASE}/stocks/AAPL?as_of=${FREE_AS_OF}`);
+        const { body } = await getPage(cited(history.body.citation_url));
+        expect(shownNumbers(body)).to.deep.equal(numbersOf(history.body.rows.at(-1)));
+      });
+
+      it("tells a hobbyist's citation that its values are subscriber data, and shows no numbers in their place", async () => {
+        const score = await getJson(`${server.url}/v1/scores/AAPL`, demoKey(server.dir, 'hobbyist'));
+        expect(score.body.as_of).to.equal(PAID_AS_OF);
+        expect(score.body.citation_url).to.equal(`${BASE}/stocks/AAPL?as_of=${PAID_AS_OF}`);
+        const { status, headers, body } = await getPage(cited(score.body.citation_url));
+        expect(status).to.equal(200);
+        expect(headers.get('cache-control')).to.equal('public, max-age=300');
+        const text = textOf(body);
+        expect(text).to.include(`The values cited with this page are subscriber data as of ${PAID_AS_OF} , not shown publicly`);
+        expect(text).to.include('from 2019-04-05 .');
+        expect(body).to.include('href="#methodology"').and.include('id="methodology"');
+        expect(text).to.include(`Data: Scores API Main-Street/Wall-Street scores, as of ${PAID_AS_OF} — ${BASE}/stocks/AAPL?as_of=${PAID_AS_OF}`);
+        // No numbers at all: neither the subscriber's nor the public day's under this citation.
+        expect(body).to.not.include('data-field=');
+        expect(body).to.not.include('class="sparkline"').and.not.include('class="history"');
+        expect(text).to.not.include(FREE_AS_OF);
+        expect(body).to.include('href="/stocks/AAPL"');
+      });
+
+      it('shows an earlier public day with that day as its end: scores, chart and table', async () => {
+        const day = '2019-03-20';
+        const { status, body } = await getPage(`${server.url}/stocks/AAPL?as_of=${day}`);
+        expect(status).to.equal(200);
+        const row = (await getJson(`${server.url}/v1/scores/AAPL/history?start=${day}&end=${day}`, demoKey(server.dir, 'quant'))).body.rows[0];
+        expect(shownNumbers(body)).to.deep.equal(numbersOf(row));
+        const text = textOf(body);
+        expect(text).to.include(`Scores as of ${day}`);
+        expect(text).to.include(`as of ${day} — ${BASE}/stocks/AAPL?as_of=${day}`);
+        const table = /<table class="history"[\s\S]*?<\/table>/.exec(body)?.[0] ?? '';
+        expect([...table.matchAll(/<tr><td>(\d{4}-\d{2}-\d{2})/g)][0]?.[1]).to.equal(day);
+        expect([...new Set(text.match(/\d{4}-\d{2}-\d{2}/g))].filter((d) => d > day)).to.deep.equal([]);
+        expect(body).to.include(`<link rel="canonical" href="${BASE}/stocks/AAPL?as_of=${day}">`);
+      });
+
+      it('shows the latest row on or before a day without one (a Sunday), saying so', async () => {
+        const { status, body } = await getPage(`${server.url}/stocks/AAPL?as_of=2019-03-24`);
+        expect(status).to.equal(200);
+        const friday = (await getJson(`${server.url}/v1/scores/AAPL/history?start=2019-03-22&end=2019-03-22`, demoKey(server.dir, 'quant'))).body.rows[0];
+        expect(shownNumbers(body)).to.deep.equal(numbersOf(friday));
+        expect(textOf(body)).to.include('2019-03-24 has no row of its own: these are the scores of 2019-03-22, the latest on or before it.');
+      });
+
+      it('answers a date that is not one, or is given twice, or lies after today, with a 400 page', async () => {
+        for (const q of ['yesterday', '2019-13-01', '2019-02-30', '20190320', '2019-03-20&as_of=2019-03-21', '2019-04-02']) {
+          const { status, headers, body } = await getPage(`${server.url}/stocks/AAPL?as_of=${q}`);
+          expect(status, q).to.equal(400);
+          expect(headers.get('content-type')).to.match(/^text\/html/);
+          expect(textOf(body), q).to.include('Bad date').and.include('as_of');
+          expect(body, q).to.not.include('data-field=');
+        }
+        const evil = await getPage(`${server.url}/stocks/AAPL?as_of=${encodeURIComponent('<b>x</b>')}`);
+        expect(evil.status).to.equal(400);
+        expect(evil.body).to.include('&lt;b&gt;x&lt;/b&gt;').and.not.include('<b>x</b>');
+      });
+
+      it('answers an unknown ticker, or a day before its first scores, with a 404 page', async () => {
+        expect((await getPage(`${server.url}/stocks/NOPEX?as_of=${FREE_AS_OF}`)).status).to.equal(404);
+        const early = await getPage(`${server.url}/stocks/AAPL?as_of=2018-12-31`);
+        expect(early.status).to.equal(404);
+        expect(textOf(early.body)).to.include('No scores for AAPL as of 2018-12-31');
+      });
+
+      it('keeps the date through the redirect of a lower-case symbol', async () => {
+        const { status, headers } = await getPage(`${server.url}/stocks/aapl?as_of=${FREE_AS_OF}`);
+        expect(status).to.equal(301);
+        expect(headers.get('location')).to.equal(`/stocks/AAPL?as_of=${FREE_AS_OF}`);
+      });
+
+      it('dates the /docs citation of a response about many stocks, and /docs serves it', async () => {
+        const screener = await getJson(`${server.url}/v1/screener?limit=5`, demoKey(server.dir, 'free'));
+        expect(screener.body.citation_url).to.equal(`${BASE}/docs?as_of=${FREE_AS_OF}`);
+        expect((await getPage(cited(screener.body.citation_url))).status).to.equal(200);
+      });
     });
 
     it('may be cached by anyone for five minutes', async () => {
@@ -231,5 +351,63 @@ describe('Public pages', () => {
       expect(status).to.equal(308);
       expect(headers.get('location')).to.equal(`${BASE}/v1/coverage`);
     });
+  });
+});
+
+describe('A citation over time: the same page, a week later', function () {
+  // A hobbyist cites Friday 2019-03-29 on Monday 2019-04-01; a week later the free delay reaches
+  // that day and the page shows it. IT's row of that day was restated on 2019-04-03, after the
+  // response: the page shows the restated values and, beside them, the ones the response had.
+  const dir = tempDir();
+  let server: TestServer | undefined;
+  const cited: Record<string, Record<string, any>> = {};
+  before(async () => {
+    server = await startTestServer({ now: '2019-04-01T12:00:00Z', dir, env: { PUBLIC_BASE_URL: BASE } });
+    for (const ticker of ['AAPL', 'IT']) cited[ticker] = (await getJson(`${server.url}/v1/scores/${ticker}`, demoKey(dir, 'hobbyist'))).body;
+    await server.stop();
+    server = await startTestServer({ now: '2019-04-08T12:00:00Z', dir, env: { PUBLIC_BASE_URL: BASE } });
+  });
+  after(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const open = async (citation: string) => {
+    const u = new URL(citation);
+    return getPage(`${server!.url}${u.pathname}${u.search}`);
+  };
+  const field = (body: string, name: string) => Number(new RegExp(`data-field="${name}">([^<]+)<`).exec(body)?.[1]);
+
+  it("shows a hobbyist's cited numbers once the delay has passed", async () => {
+    const aapl = cited['AAPL']!;
+    expect(aapl.citation_url).to.equal(`${BASE}/stocks/AAPL?as_of=2019-03-29`);
+    const { status, body } = await open(aapl.citation_url);
+    expect(status).to.equal(200);
+    expect(body).to.not.include('subscriber-notice').and.not.include('id="restated"');
+    for (const name of ['service_score', 'main_street', 'wall_street']) expect(field(body, name), name).to.equal(aapl[name]);
+  });
+
+  it('shows a row restated since the response with the values the response had, and when each was current', async () => {
+    const it_ = cited['IT']!;
+    const { status, body } = await open(it_.citation_url);
+    expect(status).to.equal(200);
+    const now = (await getJson(`${server!.url}/v1/scores/IT/history?start=2019-03-29&end=2019-03-29`, demoKey(dir, 'quant'))).body.rows[0];
+    expect(field(body, 'main_street')).to.equal(now.main_street);
+    expect([now.main_street, now.wall_street]).to.not.deep.equal([it_.main_street, it_.wall_street]);
+    expect(textOf(body)).to.include('These are the values of 2019-03-29 as restated at 2019-04-03T05:51:07.000Z.');
+    const earlier = /<table class="versions"[\s\S]*?<\/table>/.exec(body)?.[0] ?? '';
+    const cells = [...earlier.matchAll(/<tbody><tr><td>([^<]+)<\/td><td>([^<]+)<\/td><td class="num">([^<]+)<\/td><td class="num">([^<]+)<\/td><td class="num">([^<]+)<\/td>/g)].map((m) => m.slice(1));
+    expect(cells).to.deep.equal([
+      ['2019-03-29T22:00:00.000Z', '2019-04-03T05:51:07.000Z', it_.main_street.toFixed(1), it_.wall_street.toFixed(1), it_.service_score.toFixed(1)],
+    ]);
+  });
+
+  it('shows a cited day older than the free history depth, without chart or table', async () => {
+    // 2019-04-08 − 90 days = 2019-01-08: the 7th is beyond the free tier's history.
+    const { status, body } = await open(`${BASE}/stocks/AAPL?as_of=2019-01-07`);
+    expect(status).to.equal(200);
+    const row = (await getJson(`${server!.url}/v1/scores/AAPL/history?start=2019-01-07&end=2019-01-07`, demoKey(dir, 'quant'))).body.rows[0];
+    expect(field(body, 'service_score')).to.equal(row.service_score);
+    expect(textOf(body)).to.include('2019-01-07 is older than the 90 days of history the free tier shows');
+    expect(body).to.not.include('class="sparkline"');
   });
 });

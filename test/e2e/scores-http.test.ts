@@ -22,7 +22,7 @@ describe('Scores over HTTP', () => {
       expect(body.divergence_gap).to.be.closeTo(body.main_street - body.wall_street, 0.051);
       expect(body.estimated).to.be.a('boolean');
       expect(body.source).to.be.a('string').and.not.empty;
-      expect(body.citation_url).to.equal('https://api.example.test/stocks/AAPL');
+      expect(body.citation_url).to.equal('https://api.example.test/stocks/AAPL?as_of=2019-03-29');
       expect(Object.keys(body).sort()).to.deep.equal(
         ['as_of', 'citation_url', 'date', 'divergence_gap', 'estimated', 'main_street', 'service_score', 'source', 'ticker', 'wall_street'],
       );

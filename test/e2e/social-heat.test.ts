@@ -49,7 +49,7 @@ describe('GET /v1/scores/social-heat/{ticker}', function () {
     expect(r.body).to.include({ ticker: 'AAPL', metric: 'social_heat_live', count: 5, history_floor: '2020-03-23', as_of: PAID_AS_OF });
     expect(r.body.formula).to.match(/visits/).and.match(/365/).and.match(/100/);
     expect(r.body.provenance_note).to.match(/live/i);
-    expect(r.body.citation_url).to.match(/AAPL/);
+    expect(r.body.citation_url).to.match(new RegExp(`/stocks/AAPL\\?as_of=${PAID_AS_OF}$`));
     expect(dates(r.body.rows)).to.deep.equal(['2020-03-23', '2020-03-24', '2020-03-25', '2020-03-26', '2020-03-27']);
     for (const row of r.body.rows) {
       expect(Object.keys(row).sort()).to.deep.equal(['date', 'value']);

@@ -545,6 +545,40 @@ export function readStoreContract(name: string, make: () => Promise<ReadStoreFix
       });
     });
 
+    describe('When a reader follows a write watermark (the sync cursor of GET /v1/scores/history)', function () {
+      // A projector commits batches in order; batch n writes documents numbered n (`score`),
+      // rewrites one shared document, and writes a watermark document saying n last. A reader that
+      // reads the watermark first and then finds by number must see every document of batches up
+      // to it, whatever commits land in between: that is what makes the cursor miss nothing.
+      it('finds every document committed with or before a watermark read first, while commits land', async function () {
+        const BATCHES = 30;
+        const doc = (id: string, n: number): Row => ({ id, ticker: 'SYNC', date: '2024-01-02', score: n, active: true, sector: null });
+        const heads: number[] = [];
+        const check = async () => {
+          const head = (await store.get(others, 'head'))?.n ?? 0;
+          const byId = new Map((await store.find(rows, { score: { $gt: 0 } })).items.map((r) => [r.id, r.score]));
+          for (let n = 1; n <= head; n++) {
+            expect(byId.get(`w${n}a`), `w${n}a after watermark ${head}`).to.equal(n);
+            expect(byId.get(`w${n}b`), `w${n}b after watermark ${head}`).to.equal(n);
+          }
+          if (head > 0) expect(byId.get('shared')).to.be.at.least(head);
+          heads.push(head);
+        };
+        for (let n = 1; n <= BATCHES; n++) {
+          const committing = store.commit({
+            writes: [upsert(doc(`w${n}a`, n)), upsert(doc(`w${n}b`, n)), upsert(doc('shared', n)), { op: 'upsert', collection: others.name, id: 'head', doc: { id: 'head', n } }],
+            checkpoints: { sync: String(n).padStart(20, '0') },
+          });
+          // Reads while the commit is in flight (SQLite: handed to its writer thread, not written yet), then after it.
+          await Promise.all([check(), committing]);
+          await check();
+        }
+        expect(heads).to.have.length(2 * BATCHES);
+        expect(heads.at(-1)).to.equal(BATCHES);
+        expect(await store.count(rows, { score: { $gt: 0 } })).to.equal(2 * BATCHES + 1);
+      });
+    });
+
     describe('When a query names a field the collection does not declare', function () {
       beforeEach(seed);
       const undeclared = rows as unknown as CollectionDef<Row & { detail: string }>;

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { parseInstantParam } from '../../queries/shared/instants.js';
+import { ConfigError, loadConfig } from '../../src/app/config.js';
 
 describe('Instant query parameters (since, as_known_at)', () => {
   const p = (v: string, round?: 'up' | 'down') => parseInstantParam('since', v, round);
@@ -21,7 +22,7 @@ describe('Instant query parameters (since, as_known_at)', () => {
 
   it('reads years 0000-0099 as themselves and refuses an instant an offset carries past 9999', () => {
     expect(p('0050-06-01')).to.equal('0050-06-01T00:00:00.000Z');
-    expect(() => p('9999-12-31T23:59:59-00:01')).to.throw(/since must be a date YYYY-MM-DD or an ISO 8601 instant/);
+    expect(() => p('9999-12-31T23:59:59-00:01')).to.throw(/since must be a date YYYY-MM-DD, .* or an ISO 8601 instant with a zone/);
     expect(p('9999-12-31T23:59:59Z')).to.equal('9999-12-31T23:59:59.000Z');
   });
 
@@ -31,5 +32,36 @@ describe('Instant query parameters (since, as_known_at)', () => {
     }
     expect(parseInstantParam('since', undefined)).to.equal(undefined);
     expect(p(' ')).to.equal(undefined);
+  });
+
+  it('refuses a time without a zone, as SCORES_NOW does, with the same reason', () => {
+    // Read as UTC here and in the host's zone by Date.parse, such a text names two instants.
+    for (const text of ['2024-03-01T00:00:00', '2024-03-01T00:00', '2024-03-01T00:00:00.5', '2024-03-01 00:00']) {
+      let query = '';
+      let config = '';
+      try {
+        parseInstantParam('as_known_at', text);
+      } catch (err) {
+        query = (err as Error).message;
+      }
+      try {
+        loadConfig({ SCORES_NOW: text });
+      } catch (err) {
+        expect(err).to.be.instanceOf(ConfigError);
+        config = (err as Error).message;
+      }
+      const reason = 'an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z';
+      expect(query, text).to.contain(`as_known_at must be a date YYYY-MM-DD, a restated_at value YYYY-MM-DD HH:MM:SS (UTC), or ${reason}`);
+      expect(config, text).to.contain(`SCORES_NOW: must be ${reason}`);
+      if (text.includes('T')) {
+        // The same words for the same fault.
+        const why = `${text} has no zone (add Z for UTC, or an offset such as +01:00)`;
+        expect(query, text).to.contain(why);
+        expect(config, text).to.contain(why);
+      }
+    }
+    // The restated_at form is the service's own UTC timestamp: accepted by the query, not by SCORES_NOW.
+    expect(parseInstantParam('since', '2024-03-01 00:00:00')).to.equal('2024-03-01T00:00:00.000Z');
+    expect(() => loadConfig({ SCORES_NOW: '2024-03-01 00:00:00' })).to.throw(ConfigError, /has no zone/);
   });
 });

@@ -40,6 +40,14 @@ describe('Score history projection', () => {
       expect((h.docs.get('score_history')!.get('AAPL|2024-01') as HistoryBucket).written_at).to.equal('2024-01-04T13:15:00.000Z');
     });
 
+    it('numbers the score events in log order and gives each row the number of the event that last wrote it (the sync cursor)', () => {
+      expect(h.docs.get('score_history_head')!.get('head')).to.deep.equal({ id: 'head', seq: 2, position: restated.position });
+      expect(historyOf('AAPL')!.seq).to.equal(2);
+      expect(historyOf('MSFT')!.seq).to.equal(1);
+      expect((h.docs.get('score_history')!.get('AAPL|2024-01') as HistoryBucket).written_seq).to.equal(2);
+      expect((h.docs.get('score_history')!.get('MSFT|2024-01') as HistoryBucket).written_seq).to.equal(1);
+    });
+
     it('keeps the superseded value with the interval in which it was current', () => {
       const versions = [...h.docs.get('score_versions')!.values()];
       expect(versions).to.deep.equal([
@@ -53,6 +61,7 @@ describe('Score history projection', () => {
           estimated: false,
           valid_from: '2024-01-02T22:00:00.000Z',
           valid_to: '2024-01-04T13:15:00.000Z',
+          seq: 1,
         },
       ]);
     });

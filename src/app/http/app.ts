@@ -7,9 +7,10 @@ import type { Services } from '../container.js';
 import { projectRoot } from '../../core/paths.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { requestIdOf } from './authentication.js';
+import { API_HEADERS, HEADER } from '../../core/response-headers.js';
 import { provideHttpContext } from './http-context.js';
 import { useLeanJson } from './json-response.js';
-import { completeOpenApi, methodsByRoute, queryParamsByRoute } from './openapi.js';
+import { methodsByRoute, queryParamsByRoute, servedOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { compressBodies, dailyEtag, DAILY_FREE_PATHS } from './fair-use.js';
 import { problemOf } from '../../core/problem.js';
@@ -22,17 +23,6 @@ function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/app/http/generated/swagger.json');
   return JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
 }
-
-/**
- * Headers on every response. An API answering JSON needs few of the browser headers helmet sets
- * (those guard rendered HTML): these are the OWASP REST Security Cheat Sheet's. The HTML pages get
- * helmet's whole set on top. Every metered call pays for each header it carries, so the list is short.
- */
-export const API_HEADERS: readonly [string, string][] = [
-  ['X-Content-Type-Options', 'nosniff'],
-  ['Strict-Transport-Security', 'max-age=31536000; includeSubDomains'],
-  ['X-Frame-Options', 'DENY'],
-];
 
 /** Where the public HTML pages live (helmet's browser headers apply there). */
 const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
@@ -81,7 +71,7 @@ export function createApp(services: Services): Express {
   app.use((req, res, next) => {
     for (const [name, value] of API_HEADERS) res.setHeader(name, value);
     // Every response names its request: the id is on the ledger entry of the call's charge.
-    res.setHeader('X-Request-Id', requestIdOf(req, services.ids));
+    res.setHeader(HEADER.requestId, requestIdOf(req, services.ids));
     next();
   });
   const openapi = loadOpenApi();
@@ -118,7 +108,7 @@ export function createApp(services: Services): Express {
     }
     const allowed = [...new Set(v1Routes.filter((r) => r.exact.test(path)).flatMap((r) => r.methods))].sort();
     if (allowed.length === 0 || (req.method !== 'HEAD' && allowed.includes(req.method))) return next();
-    res.setHeader('Allow', allowed.join(', '));
+    res.setHeader(HEADER.allow, allowed.join(', '));
     const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
     sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; this /v1 endpoint answers ${allowed.join(', ')}${why}`, services.baseUrl()));
   });
@@ -131,14 +121,7 @@ export function createApp(services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     const base = services.baseUrl();
     if (served?.base !== base) {
-      served = {
-        base,
-        doc: {
-          ...completeOpenApi(openapi, base),
-          info: { ...(openapi['info'] as object), license: { name: 'Licence terms by plan tier', url: `${base}/license` } },
-          servers: [{ url: base }],
-        },
-      };
+      served = { base, doc: servedOpenApi(openapi, base) };
     }
     res.json(served.doc);
   });

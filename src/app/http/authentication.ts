@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { AppError, badRequest } from '../../core/errors.js';
 import type { Ids } from '../../core/ids.port.js';
+import { HEADER, newRequestId } from '../../core/response-headers.js';
 import { admit, type Principal } from '../../core/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
 import { isRateKey, requireTier } from '../../domain/rate-card.js';
@@ -9,7 +10,7 @@ import { httpContextOf } from './http-context.js';
 
 /** The request's id (`req_` and 96 random bits), made on first use: its response and its ledger entry name it. */
 export function requestIdOf(req: AuthedRequest, ids: Ids): string {
-  return (req.requestId ??= ids.next('req_', 12));
+  return (req.requestId ??= newRequestId(ids));
 }
 
 /**
@@ -26,7 +27,7 @@ export async function expressAuthentication(request: Request, securityName: stri
   try {
     principal = await ctx.meter.authenticate(request.header('x-api-key'), requestIdOf(req, ctx.ids), request.ip);
   } catch (err) {
-    if (err instanceof AppError && err.code === 'rate_limited') request.res?.setHeader('Retry-After', String(Number(err.extensions['retry_after_seconds'] ?? 1)));
+    if (err instanceof AppError && err.code === 'rate_limited') request.res?.setHeader(HEADER.retryAfter, String(Number(err.extensions['retry_after_seconds'] ?? 1)));
     throw err;
   }
   // Set before the checks below, so that their refusals carry the caller's X-Credits-Remaining.
@@ -48,9 +49,9 @@ export function setRateHeaders(res: Response | undefined, principal: Principal):
   if (!res) return;
   const h = rateLimitHeaders(principal.rate);
   if (!h) return;
-  res.setHeader('RateLimit-Policy', h.policy);
-  res.setHeader('RateLimit', h.state);
-  if (!principal.rate.allowed) res.setHeader('Retry-After', String(principal.rate.retryAfterSeconds));
+  res.setHeader(HEADER.rateLimitPolicy, h.policy);
+  res.setHeader(HEADER.rateLimit, h.state);
+  if (!principal.rate.allowed) res.setHeader(HEADER.retryAfter, String(principal.rate.retryAfterSeconds));
 }
 
 /**

@@ -8,6 +8,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import fresh from 'fresh';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:zlib';
+import { DAILY_CACHE_CONTROL, HEADER } from '../../core/response-headers.js';
 
 /**
  * gzip or br (the client's choice, br preferred by the middleware) for bodies of 1 KiB and more;
@@ -31,8 +32,8 @@ export function dailyEtag(req: Request, res: Response, next: NextFunction): void
     if (res.statusCode !== 200 || value === undefined) return json(value);
     const text = JSON.stringify(value);
     const tag = `W/"${createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
-    res.setHeader('ETag', tag);
-    res.setHeader('Cache-Control', 'private, no-cache');
+    res.setHeader(HEADER.etag, tag);
+    res.setHeader(HEADER.cacheControl, DAILY_CACHE_CONTROL);
     if (fresh(req.headers, { etag: tag })) {
       res.status(304).end();
       return res;

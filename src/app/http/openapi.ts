@@ -1,16 +1,22 @@
-import { statusOf, type ErrorCode } from '../../core/errors.js';
+import { ERROR_CODES, statusOf, type ErrorCode } from '../../core/errors.js';
 import { PROBLEM_JSON } from './problem.js';
 import { problemOf } from '../../core/problem.js';
+import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } from '../../core/response-headers.js';
+import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
+import { LEDGER_EVENT_TYPES } from '../../events/ledger.events.js';
+import { DAILY_FREE_PATHS } from './fair-use.js';
 import { DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
-import { USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
 type Json = Record<string, unknown>;
 interface OpenApiResponse {
   description?: string;
-  content?: Record<string, { schema?: unknown }>;
+  content?: Record<string, { schema?: unknown; examples?: Json }>;
+  headers?: Json;
 }
 interface OpenApiParameter {
   name: string;
@@ -18,9 +24,13 @@ interface OpenApiParameter {
   schema?: Json;
 }
 interface OpenApiOperation {
+  description?: string;
+  tags?: string[];
   parameters?: OpenApiParameter[];
+  security?: Record<string, string[]>[];
   responses?: Record<string, OpenApiResponse>;
 }
+type Paths = Record<string, Record<string, OpenApiOperation>>;
 
 const integer = (rule: { min: number; max: number; default?: number }): Json => ({
   type: 'integer',
@@ -30,27 +40,35 @@ const integer = (rule: { min: number; max: number; default?: number }): Json => 
 });
 const DATE: Json = { type: 'string', format: 'date' };
 const WEBHOOK_ID: Json = { type: 'integer', minimum: 1 };
+/**
+ * A list sent as one comma-separated value (`tickers=AAPL,MSFT`): an array for a client
+ * generator, the same text on the wire. `tickers[]=…` or a repeated `tickers` is refused (400).
+ */
+const commaList = (items: Json, maxItems: number): Json => ({ style: 'form', explode: false, schema: { type: 'array', items, minItems: 1, maxItems } });
 
 /**
  * What each query parameter's value is. The controllers take these parameters as text and parse
  * them themselves (so that a malformed value is a 400 naming the parameter, and a value above its
  * maximum a 422, as docs/product.md says), so tsoa writes them as plain strings; a client generated from
- * the document should see integers and dates. Ranges come from the same rules the controllers
+ * the document should see integers, dates and lists. Ranges come from the same rules the controllers
  * apply. A value above `maximum` is a 422 `limit_exceeded`, anything else outside the schema a 400.
+ * A value is a schema, or (with `style`) the parameter's fields.
  */
 const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/screener': { limit: integer(SCREENER_LIMIT), min_score: integer(SCREENER_MIN_SCORE) },
   '/v1/signals': { limit: integer(SIGNALS_LIMIT) },
   '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: ['bull', 'bear'], description: 'case-insensitive' } },
   '/v1/earnings': { days: integer(EARNINGS_DAYS) },
-  '/v1/usage/ledger': {
-    limit: integer(USAGE_LEDGER_LIMIT),
-    month: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}$' },
-  },
+  '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source } },
   '/v1/coverage': { since: DATE },
   '/v1/divergence/events': { since: DATE },
   '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
-  '/v1/scores/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
+  '/v1/scores/history': {
+    tickers: commaList({ type: 'string', pattern: SYMBOL.source, maxLength: MAX_TICKER_LENGTH }, MAX_TICKERS_PER_CALL),
+    start: DATE,
+    end: DATE,
+    as_known_at: { type: 'string', format: 'date-time' },
+  },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
   // Path parameters: the controllers parse `webhook_id` themselves too (a 400 naming it).
   '/v1/webhooks/{webhook_id}': { webhook_id: WEBHOOK_ID },
@@ -59,14 +77,42 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/webhooks/{webhook_id}/deliveries': { webhook_id: WEBHOOK_ID },
 };
 
+/**
+ * The service's own text formats. A DTO property says `@format timestamp` (tsoa copies the word);
+ * the document gives the pattern instead, as OpenAPI has no such format.
+ */
+const TEXT_FORMATS: Record<string, string> = {
+  /** `restated_at`, `created_at`: not RFC 3339 (a space, no zone; UTC). */
+  timestamp: '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$',
+  /** An export's `generated_at`. */
+  'timestamp-minutes': '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$',
+  month: MONTH.source,
+};
+
+/** Closed sets tsoa cannot read from their TypeScript type: schema → property → the code's list. */
+const SCHEMA_ENUMS: Record<string, Record<string, readonly string[]>> = {
+  LedgerEntryResponse: { kind: LEDGER_EVENT_TYPES },
+};
+
+/** The operations' tags, in the order a reader meets them. */
+export const TAGS: readonly { name: string; description: string }[] = [
+  { name: 'Scores and history', description: 'A stock’s Main-Street and Wall-Street scores today, their daily history (point in time, incremental sync) and its live social heat.' },
+  { name: 'Discovery', description: 'Whole-universe reads: the screener, divergence extremes, research signals, theme baskets, upcoming earnings, and the tickers your key can see.' },
+  { name: 'Outcomes', description: 'What divergence extremes did next: closed events with their dated outcome, the ones still open, and the model portfolio built on them.' },
+  { name: 'Delivery', description: 'The nightly Backtest Pack: gzipped CSV files of the whole history, listed and downloaded with the same key.' },
+  { name: 'Webhooks', description: 'HTTPS callbacks for score moves and new divergence extremes, signed with a secret (see docs/webhooks.md).' },
+  { name: 'Account', description: 'Your plan, balances, credit ledger and the rate card; the dataset’s field dictionary.' },
+];
+
 /** The code an error response means when its description names none. */
 const DEFAULT_CODE: Record<number, ErrorCode> = {
   400: 'bad_request',
   401: 'unauthorized',
   403: 'key_forbidden',
   404: 'not_found',
+  405: 'method_not_allowed',
   422: 'limit_exceeded',
-  429: 'credits_exhausted',
+  431: 'headers_too_large',
 };
 
 /** Whether `word` is an error code answered with `status` (statusOf is undefined for any other word). */
@@ -83,7 +129,7 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
   for (const m of description.matchAll(/(.*?)\s*\((\w+)\)/g)) {
     const [, text, word] = m as unknown as [string, string, string];
     if (!isCode(word, status)) continue;
-    const detail = text.replace(/^(,\s*|\s*or\s+)/, '').trim();
+    const detail = text.replace(/^[,;]?\s*(or\s+)?/, '').trim();
     named.push({ code: word, detail: detail.charAt(0).toUpperCase() + detail.slice(1) });
   }
   if (named.length) return named;
@@ -91,42 +137,271 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
   return code ? [{ code, detail: description }] : [];
 }
 
+/** Texts of statuses every operation can answer, whatever its controller declares. */
+const UNKNOWN_QUERY = 'a query parameter this endpoint does not take';
+const HEADERS_TOO_LARGE = 'Request line and headers over 16 KiB (headers_too_large), refused before the key is read';
+
 /**
- * The document tsoa generated, completed where tsoa cannot know: query parameters parsed by the
- * controllers get their real types (`PARAMETER_SCHEMAS`), and error responses their media type.
- * tsoa describes every response as `application/json`. The service answers every error as
- * `application/problem+json` (RFC 9457): this gives each error response that media type, with one
- * example per problem its description names, built by the same `problemOf` the error handler
- * uses (so the examples' `type`, `title`, `status` and `code` are what a client receives).
+ * The 429 of an authenticated operation: `rate_limited` on every one (the key's request rate, or
+ * requests without a valid key from one address), `credits_exhausted` where a call costs credits.
+ */
+function tooManyRequests(key: RateKey): string {
+  const rate = 'Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds';
+  return RATE_CARD[key].credits > 0 ? `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}` : rate;
+}
+
+/**
+ * The headers of one response, as `$ref`s to `components.headers`. A header object's `required`
+ * cannot stand beside a `$ref`, so a header that some responses always carry and others only
+ * sometimes has two components: `CreditsRemaining` (required) and `CreditsRemainingOptional`.
+ */
+const headerRefs = (keys: readonly ResponseHeaderKey[], required: readonly ResponseHeaderKey[] = []): Json =>
+  Object.fromEntries(keys.map((k) => [RESPONSE_HEADERS[k].name, { $ref: `#/components/headers/${required.includes(k) ? k : `${k}${OPTIONAL}`}` }]));
+const OPTIONAL = 'Optional';
+
+/** components.headers: each header the responses name, required or optional (see `headerRefs`). */
+function headerComponents(paths: Json): Json {
+  const used = new Set(JSON.stringify(paths).match(/#\/components\/headers\/\w+/g) ?? []);
+  const out: Json = {};
+  for (const [k, h] of Object.entries(RESPONSE_HEADERS)) {
+    const header = { description: h.description, schema: h.schema };
+    if (used.has(`#/components/headers/${k}`)) out[k] = { ...header, required: true };
+    if (used.has(`#/components/headers/${k}${OPTIONAL}`)) out[`${k}${OPTIONAL}`] = header;
+  }
+  return out;
+}
+
+/** What an export download's answers carry besides the metering headers (commands/export-bundles/bulk-download.controller.ts sets them). */
+const DOWNLOAD_PATH = '/v1/bulk/exports/{bundle_id}/{name}';
+const DOWNLOAD_HEADERS: Record<string, readonly ResponseHeaderKey[]> = {
+  '200': ['DownloadETag', 'AcceptRanges', 'DownloadCacheControl', 'ContentDisposition', 'DownloadLength'],
+  '206': ['DownloadETag', 'AcceptRanges', 'DownloadCacheControl', 'ContentDisposition', 'DownloadLength', 'ContentRange'],
+  '304': ['DownloadETag', 'AcceptRanges', 'DownloadCacheControl'],
+  '416': ['UnsatisfiedRange'],
+};
+/** What a daily free body's 200 and 304 carry (fair-use.ts `dailyEtag`). */
+const DAILY_HEADERS: readonly ResponseHeaderKey[] = ['DailyETag', 'DailyCacheControl'];
+
+/**
+ * The headers a response declares. Every response names its request. A request whose key was
+ * read carries the balance and the rate budget (not a 401, and not the 431 node answers before
+ * any handler); they are sure only on a success, as an error can come before the key is checked
+ * (a revoked key, an unreadable path, the request rate of callers without a key).
+ */
+function responseHeaders(path: string, status: string, key: RateKey | undefined): Json {
+  const code = Number(status);
+  const keys: ResponseHeaderKey[] = ['RequestId'];
+  const required: ResponseHeaderKey[] = ['RequestId'];
+  if (key && code !== 401 && code !== 431) {
+    keys.push('CreditsRemaining', 'RateLimit', 'RateLimitPolicy');
+    if (code < 400) required.push('CreditsRemaining');
+  }
+  if (code === 429) {
+    keys.push('RetryAfter');
+    // Without a price, a 429 can only be `rate_limited`, which always says when to retry.
+    if (key && RATE_CARD[key].credits === 0) required.push('RetryAfter');
+  }
+  const own = path === DOWNLOAD_PATH ? DOWNLOAD_HEADERS[status] : DAILY_FREE_PATHS.includes(path) && (code === 200 || code === 304) ? DAILY_HEADERS : undefined;
+  if (own) {
+    keys.push(...own);
+    // A 206's Content-Range and every fixed header are always sent; so is a 416's Content-Range.
+    required.push(...own);
+  }
+  return headerRefs(keys, required);
+}
+
+/** An error response as problem+json, with one example per problem its description names. */
+function problemResponse(status: number, response: OpenApiResponse, baseUrl: string): OpenApiResponse {
+  const description = response.description ?? '';
+  const content = response.content ?? {};
+  const schema = (content['application/json'] ?? Object.values(content)[0])?.schema ?? { $ref: '#/components/schemas/ProblemDetails' };
+  const examples: Json = {};
+  for (const p of problemsOf(status, description)) examples[p.code] = { summary: p.detail, value: problemOf(p.code, p.detail, baseUrl) };
+  return { ...response, content: { [PROBLEM_JSON]: { schema, examples } } };
+}
+
+/** The operation's rate-card key: the scope tsoa's security hook reads (`@Security('api_key', [key])`). */
+function rateKeyOf(op: OpenApiOperation): RateKey | undefined {
+  const scope = op.security?.[0]?.['api_key']?.[0];
+  if (scope === undefined) return undefined;
+  if (!isRateKey(scope)) throw new Error(`security scope ${scope} is not a rate-card key`);
+  return scope;
+}
+
+/**
+ * The operation's responses: those its controller declares, and the statuses every operation can
+ * answer (400, 431; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
+ * headers.
+ */
+function completeResponses(path: string, method: string, op: OpenApiOperation, key: RateKey | undefined, baseUrl: string): Json {
+  const declared: Record<string, OpenApiResponse> = { ...op.responses };
+  const add = (status: string, description: string) => (declared[status] ??= { description });
+  const bad = declared['400'];
+  if (!bad) add('400', `${UNKNOWN_QUERY.charAt(0).toUpperCase()}${UNKNOWN_QUERY.slice(1)}`);
+  else if (!/query parameter/i.test(bad.description ?? '')) declared['400'] = { ...bad, description: `${bad.description}; or ${UNKNOWN_QUERY}` };
+  if (key) {
+    add('401', 'Missing or unknown API key');
+    add('403', 'Revoked key (key_forbidden)');
+    declared['429'] = { description: tooManyRequests(key) };
+  }
+  add('431', HEADERS_TOO_LARGE);
+  if (method === 'get' && DAILY_FREE_PATHS.includes(path)) add('304', 'Not modified: the ETag sent in If-None-Match is the body’s; no body');
+  const out: Json = {};
+  for (const status of Object.keys(declared).sort()) {
+    const code = Number(status);
+    const response = code >= 400 ? problemResponse(code, declared[status]!, baseUrl) : binaryBodies(declared[status]!);
+    out[status] = { ...response, headers: responseHeaders(path, status, key) };
+  }
+  return out;
+}
+
+/** The rate-card line of an operation's description, and its `x-` extensions, from src/domain/rate-card.ts. */
+function rateCardOf(key: RateKey): { text: string; extensions: Json } {
+  const { credits, unit, min_tier } = RATE_CARD[key];
+  return {
+    text: `**Rate card** \`${key}\`: ${describeCost(key)}, ${min_tier === 'free' ? 'on every plan' : `on the ${min_tier} plan or higher`}.`,
+    extensions: { 'x-rate-card': key, 'x-min-tier': min_tier, 'x-credits': { credits, unit } },
+  };
+}
+
+/**
+ * The document tsoa generated, completed where tsoa cannot know (the served document is
+ * `servedOpenApi`'s):
+ * - query parameters parsed by the controllers get their real types (`PARAMETER_SCHEMAS`);
+ * - every status an operation can answer is declared, with the headers the service sends
+ *   (`src/core/response-headers.ts`);
+ * - error responses get their media type: tsoa describes every response as `application/json`,
+ *   the service answers every error as `application/problem+json` (RFC 9457), with one example per
+ *   problem the description names, built by the same `problemOf` the error handler uses (so the
+ *   examples' `type`, `title`, `status` and `code` are what a client receives);
+ * - the security requirement carries no scopes (an `apiKey` scheme has none): the operation's
+ *   rate-card key, price and minimum tier are `x-rate-card`, `x-credits`, `x-min-tier` and a line
+ *   of its description, from the rate card;
+ * - schemas: a `$ref` with a description beside it goes into an `allOf` (OpenAPI 3.0 ignores
+ *   siblings of `$ref`), a nullable reference to an enum becomes the enum with null, the service's
+ *   text formats become patterns, and the closed sets tsoa cannot read become enums.
  */
 export function completeOpenApi(spec: Json, baseUrl: string): Json {
+  const source = spec['paths'] as Paths;
+  for (const path of [...Object.keys(PARAMETER_SCHEMAS), ...DAILY_FREE_PATHS, DOWNLOAD_PATH]) {
+    if (!source[path]) throw new Error(`openapi.ts names ${path}, which no controller serves`);
+  }
   const paths: Json = {};
-  for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
+  for (const [path, item] of Object.entries(source)) {
     const ops: Json = {};
     for (const [method, op] of Object.entries(item)) {
-      const responses: Json = {};
-      for (const [status, response] of Object.entries(op.responses ?? {})) {
-        const code = Number(status);
-        if (!(code >= 400)) {
-          responses[status] = binaryBodies(response);
-          continue;
-        }
-        const description = response.description ?? '';
-        const content = response.content ?? {};
-        const schema = (content['application/json'] ?? Object.values(content)[0])?.schema ?? { $ref: '#/components/schemas/ProblemDetails' };
-        const examples: Json = {};
-        for (const p of problemsOf(code, description)) {
-          examples[p.code] = { summary: p.detail, value: problemOf(p.code, p.detail, baseUrl) };
-        }
-        responses[status] = { ...response, content: { [PROBLEM_JSON]: { schema, examples } } };
-      }
-      const schemas = PARAMETER_SCHEMAS[path] ?? {};
-      const parameters = op.parameters?.map((prm) => ((prm.in === 'query' || prm.in === 'path') && schemas[prm.name] ? { ...prm, schema: schemas[prm.name] } : prm));
-      ops[method] = { ...op, ...(parameters ? { parameters } : {}), responses };
+      const key = rateKeyOf(op);
+      const overrides = PARAMETER_SCHEMAS[path] ?? {};
+      const parameters = op.parameters?.map((prm) => {
+        const o = overrides[prm.name];
+        if (!o || (prm.in !== 'query' && prm.in !== 'path')) return prm;
+        return 'style' in o ? { ...prm, ...o } : { ...prm, schema: o };
+      });
+      const card = key ? rateCardOf(key) : undefined;
+      ops[method] = {
+        ...op,
+        ...(card ? { description: [op.description, card.text].filter(Boolean).join('\n\n'), security: [{ api_key: [] }], ...card.extensions } : {}),
+        ...(parameters ? { parameters } : {}),
+        responses: completeResponses(path, method, op, key, baseUrl),
+      };
     }
     paths[path] = ops;
   }
-  return { ...spec, paths };
+  const components = spec['components'] as Json;
+  // What every path answers to a method it does not declare: no operation's, so it is named at the
+  // root. Written out whole rather than as components.responses: no linter follows a $ref inside an
+  // `x-` extension, so Redocly would call the component (and its Allow header) unused.
+  const methodNotAllowed = problemResponse(
+    405,
+    {
+      description: 'A method this path does not answer (HEAD included: it would be charged for data it does not deliver). `Allow` lists the methods it answers.',
+      content: { [PROBLEM_JSON]: { schema: { $ref: '#/components/schemas/ProblemDetails' } } },
+      headers: {
+        [HEADER.requestId]: { description: RESPONSE_HEADERS.RequestId.description, schema: RESPONSE_HEADERS.RequestId.schema, required: true },
+        [HEADER.allow]: { description: RESPONSE_HEADERS.Allow.description, schema: RESPONSE_HEADERS.Allow.schema, required: true },
+      },
+    },
+    baseUrl,
+  );
+  return {
+    ...spec,
+    tags: TAGS,
+    paths,
+    'x-method-not-allowed': methodNotAllowed,
+    components: {
+      ...components,
+      schemas: usedSchemas(completeSchemas(components['schemas'] as Record<string, Json>), [paths, methodNotAllowed]),
+      headers: headerComponents(paths),
+    },
+  };
+}
+
+/**
+ * The document `/openapi.json` serves: `completeOpenApi`'s, with the licence, the server and an
+ * introduction to the contract (the headers, the statuses and the `x-` extensions).
+ */
+export function servedOpenApi(spec: Json, baseUrl: string): Json {
+  const info = spec['info'] as { description?: string };
+  return {
+    ...completeOpenApi(spec, baseUrl),
+    info: {
+      ...info,
+      description: `${info.description ?? ''}\n\n${CONTRACT}`,
+      license: { name: 'Licence terms by plan tier', url: `${baseUrl}/license` },
+    },
+    servers: [{ url: baseUrl }],
+  };
+}
+
+const CONTRACT = [
+  '## The contract',
+  'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
+  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 431 for a request line and headers over 16 KiB.`,
+  'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
+  `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,
+].join('\n\n');
+
+/** components.schemas as the served document has them (see `completeOpenApi`). */
+function completeSchemas(schemas: Record<string, Json>): Record<string, Json> {
+  const fix = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(fix);
+    if (!node || typeof node !== 'object') return node;
+    const { $ref, allOf, ...rest } = node as Json;
+    const own = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, k === 'example' || k === 'enum' ? v : fix(v)]));
+    if (typeof own['format'] === 'string' && TEXT_FORMATS[own['format']]) {
+      own['pattern'] = TEXT_FORMATS[own['format']];
+      delete own['format'];
+    }
+    const single = typeof $ref === 'string' ? $ref : Array.isArray(allOf) && allOf.length === 1 ? ((allOf[0] as Json)['$ref'] as string | undefined) : undefined;
+    if (single === undefined) return allOf === undefined ? own : { ...own, allOf: fix(allOf) };
+    const target = schemas[single.replace('#/components/schemas/', '')];
+    // OpenAPI 3.0 reads `nullable` only beside `type`: a nullable enum is the enum, with null.
+    if (own['nullable'] === true && target && Array.isArray(target['enum'])) return { ...target, ...own, enum: [...(target['enum'] as unknown[]), null] };
+    return Object.keys(own).length === 0 ? { $ref: single } : { allOf: [{ $ref: single }], ...own };
+  };
+  const out: Record<string, Json> = {};
+  for (const [name, schema] of Object.entries(schemas)) {
+    const fixed = fix(schema) as Json;
+    for (const [prop, values] of Object.entries(SCHEMA_ENUMS[name] ?? {})) {
+      const props = fixed['properties'] as Record<string, Json> | undefined;
+      if (!props?.[prop]) throw new Error(`openapi.ts names ${name}.${prop}, which no schema has`);
+      props[prop] = { ...props[prop], enum: [...values] };
+    }
+    out[name] = fixed;
+  }
+  return out;
+}
+
+/** The schemas something still refers to: an enum inlined into its only (nullable) use is dropped. */
+function usedSchemas(schemas: Record<string, Json>, roots: unknown[]): Record<string, Json> {
+  const refsOf = (node: unknown) => new Set([...JSON.stringify(node).matchAll(/"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]!));
+  const used = new Set<string>();
+  let next = refsOf(roots);
+  while (next.size) {
+    for (const n of next) used.add(n);
+    next = new Set([...refsOf([...next].map((n) => schemas[n]))].filter((n) => !used.has(n)));
+  }
+  return Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name)));
 }
 
 /**
@@ -149,7 +424,7 @@ function binaryBodies(response: OpenApiResponse): OpenApiResponse {
  */
 export function methodsByRoute(spec: Json): Map<string, readonly string[]> {
   const out = new Map<string, readonly string[]>();
-  for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
+  for (const [path, item] of Object.entries(spec['paths'] as Paths)) {
     out.set(expressPath(path), Object.keys(item).map((m) => m.toUpperCase()));
   }
   return out;
@@ -163,7 +438,7 @@ const expressPath = (path: string): string => path.replace(/\{([^}]+)\}/g, ':$1'
  */
 export function queryParamsByRoute(spec: Json): Map<string, ReadonlySet<string>> {
   const out = new Map<string, ReadonlySet<string>>();
-  for (const [path, item] of Object.entries(spec['paths'] as Record<string, Record<string, OpenApiOperation>>)) {
+  for (const [path, item] of Object.entries(spec['paths'] as Paths)) {
     const names = new Set<string>();
     for (const op of Object.values(item)) for (const p of op.parameters ?? []) if (p.in === 'query') names.add(p.name);
     out.set(expressPath(path), names);

@@ -38,10 +38,9 @@ export const isBundleId = (id: string): boolean => /^[A-Za-z0-9_-]{1,100}$/.test
 export const BUNDLES_KEPT = 3;
 
 /** The spec's `note` of GET /v1/bulk/exports. */
+// One literal, not a concatenation: tsoa copies a constant into the OpenAPI example only then.
 export const BULK_EXPORTS_NOTE =
-  'The nightly Backtest Pack: the full score history, every divergence event and every published score version ' +
-  '(valid_from / valid_to, for point-in-time backtests) as gzipped CSV with a header row. The latest bundle per file ' +
-  'is listed; sha256 is over the gzipped bytes and is also the download\'s ETag. Downloads are free of credits and support Range.';
+  "The nightly Backtest Pack: the full score history, every divergence event and every published score version (valid_from / valid_to, for point-in-time backtests) as gzipped CSV with a header row. The latest bundle per file is listed; sha256 is over the gzipped bytes and is also the download's ETag. Downloads are free of credits and support Range.";
 
 /** `YYYY-MM-DD HH:MM` (UTC) of an ISO instant: the spec's `generated_at` format. */
 export function minuteStamp(iso: string): string {

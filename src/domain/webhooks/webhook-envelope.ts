@@ -10,7 +10,10 @@ export interface ScoreMoveEvent {
   type: 'score_move';
   /** Stock symbol. */
   ticker: string;
-  /** The scored day of the move, YYYY-MM-DD. */
+  /**
+   * The scored day of the move, YYYY-MM-DD.
+   * @format date
+   */
   date: string;
   /** service_score on `date`, 0-100, 1 decimal. */
   service_score: number;
@@ -30,7 +33,10 @@ export interface DivergenceFlagEvent {
   type: 'divergence_event';
   /** Stock symbol. */
   ticker: string;
-  /** The flag date, YYYY-MM-DD: `flag_date` in `/v1/divergence/open` and `/v1/divergence/events`. */
+  /**
+   * The flag date, YYYY-MM-DD: `flag_date` in `/v1/divergence/open` and `/v1/divergence/events`.
+   * @format date
+   */
   date: string;
   /** `bull` (main_street above wall_street) or `bear`. */
   direction: 'bull' | 'bear';
@@ -53,7 +59,10 @@ export type WebhookEvent = ScoreMoveEvent | DivergenceFlagEvent;
 /** The JSON body of every delivery. */
 export interface WebhookEnvelope {
   events: WebhookEvent[];
-  /** When the message was made, ISO 8601 UTC; retries resend the same body. */
+  /**
+   * When the message was made, ISO 8601 UTC; retries resend the same body.
+   * @format date-time
+   */
   sent_at: string;
   source: string;
   /** True for a test delivery, whose events are examples. */

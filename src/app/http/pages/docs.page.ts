@@ -39,6 +39,11 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
       'A parameter is malformed: a date that is not a real YYYY-MM-DD date, an entry of `tickers` that is not 1-12 letters, digits, "." or "-" (in a path, such a ticker names no stock: 404 not_found), or an unknown enum value. The problem\'s `errors` array names each parameter and what was wrong with it.',
     fix: 'Correct the parameter and send the request again. Dates outside your history window are not errors: they are clamped silently.',
   },
+  cursor_invalid: {
+    meaning:
+      'The `since` of GET /v1/scores/history is a sync cursor (a `next_since` value) that this service cannot continue from: it was altered or truncated, or it is ahead of the data served here (the service was rebuilt from another log).',
+    fix: 'Send back `next_since` exactly as received. To start over, make one call with a plain `since` (the latest `restated_at` you hold) and continue with its `next_since`.',
+  },
   unauthorized: {
     meaning: 'The X-API-Key header is missing, or the key is unknown.',
     fix: 'Send your key in the X-API-Key header. A free key needs only an email address.',
@@ -66,7 +71,7 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
   credits_exhausted: {
     meaning:
       'The call would cost more credits than are left of your monthly allowance and prepaid credits, and overage is off. Nothing was returned and nothing was charged. X-Credits-Remaining shows what is left.',
-    fix: 'Buy a credit pack, switch overage on (paid plans), upgrade, or wait for the allowance to reset at `resets_at` (GET /v1/usage).',
+    fix: 'The problem’s detail lists what your plan allows: buy a credit pack (any plan), switch overage on (hobbyist, builder, quant), upgrade, start the Pro membership (free), or wait for the allowance to reset at `resets_at` (GET /v1/usage).',
   },
   method_not_allowed: {
     meaning: 'The path exists, but not for this HTTP method (the MCP endpoint takes POST only: it is stateless, with no stream to GET and no session to DELETE).',
@@ -159,7 +164,7 @@ function intro(baseUrl: string): SafeHtml {
     (c, i) => html`${i > 0 ? ', ' : ''}<a href="/docs/errors#${c}"><code>${c}</code></a> ${statusOf(c)}`,
   )}. See <a href="/docs/errors">Errors</a>.</dd>
 <dt>Citing the data</dt>
-<dd>Data responses carry <code>as_of</code> and <code>citation_url</code>, the public page of the stock (for example <a href="/stocks/AAPL">/stocks/AAPL</a>). What each tier may do with the data: <a href="/license">licence terms</a>.</dd>
+<dd>Data responses carry <code>as_of</code> and <code>citation_url</code>, the public page of the stock dated with <code>as_of</code> (for example <code>/stocks/AAPL?as_of=2019-06-13</code>; <code>/docs?as_of=…</code> for a response about many stocks). That page shows the numbers of its date once the free tier's delay makes them public, and until then says that they are subscriber data. What each tier may do with the data: <a href="/license">licence terms</a>.</dd>
 <dt>Retired</dt>
 <dd><code>/charts/v1/companies/with-social-heat-score</code> is replaced by <code>GET /v1/coverage</code> and redirects there (308).</dd>
 </dl>

@@ -34,14 +34,14 @@ export function licenseUrl(baseUrl: string): string {
 
 /** The attribution line the Free and Quant terms ask for, as the citation page shows it. */
 export function attributionLine(baseUrl: string, asOf: string, ticker?: string): string {
-  return `Data: ${SERVICE_NAME} Main-Street/Wall-Street scores, as of ${asOf} — ${citationUrl(baseUrl, ticker)}`;
+  return `Data: ${SERVICE_NAME} Main-Street/Wall-Street scores, as of ${asOf} — ${citationUrl(baseUrl, { asOf, ticker })}`;
 }
 
 function licenceJson(baseUrl: string) {
   return {
     license: licenseUrl(baseUrl),
     tiers: TIERS.map((tier) => ({ tier, ...LICENCE_TERMS[tier] })),
-    attribution: `Data: ${SERVICE_NAME} Main-Street/Wall-Street scores, as of YYYY-MM-DD — ${baseUrl}/stocks/{TICKER}`,
+    attribution: `Data: ${SERVICE_NAME} Main-Street/Wall-Street scores, as of YYYY-MM-DD — ${baseUrl}/stocks/{TICKER}?as_of=YYYY-MM-DD`,
   };
 }
 
@@ -58,7 +58,7 @@ function licencePage(baseUrl: string) {
 </table>
 <h2 id="attribution">Attribution</h2>
 <p>Where the terms ask for attribution (Free and Quant), show this line next to the data, with the date the data is as of (the <code>as_of</code> field) and the page named by the response's <code>citation_url</code>:</p>
-<p class="attribution">Data: ${SERVICE_NAME} Main-Street/Wall-Street scores, as of YYYY-MM-DD — ${baseUrl}/stocks/{TICKER}</p>
+<p class="attribution">Data: ${SERVICE_NAME} Main-Street/Wall-Street scores, as of YYYY-MM-DD — ${baseUrl}/stocks/{TICKER}?as_of=YYYY-MM-DD</p>
 <p>Each stock's public page, for example <a href="/stocks/AAPL">${baseUrl}/stocks/AAPL</a>, shows the line ready to copy.</p>
 <p class="muted">This page is also available as JSON: send <code>Accept: application/json</code>.</p>`;
   return page({ title: `Licence terms — ${SERVICE_NAME}`, canonical: licenseUrl(baseUrl), description: `${SERVICE_NAME} licence terms by plan tier.`, body });

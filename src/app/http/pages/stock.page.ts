@@ -1,16 +1,18 @@
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
-import type { HistoryRow } from '../../../../projections/score-history/score-history.projection.js';
-import { citationUrl } from '../../../../queries/shared/provenance.js';
+import { gapOf, type HistoryRow, type ScoreVersion } from '../../../../projections/score-history/score-history.projection.js';
+import { SOURCE_STATEMENT, citationUrl } from '../../../../queries/shared/provenance.js';
+import { isCalendarDate, toDateString } from '../../../domain/trading-calendar.js';
 import { attributionLine } from './license.page.js';
 import { html, page, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
-import { loadStockPage, type StockPageData } from '../../../../queries/get-stock-page/get-stock-page.query.js';
+import { PUBLIC_ENTITLEMENTS, loadStockPage, type StockPageData } from '../../../../queries/get-stock-page/get-stock-page.query.js';
 
 /** Delayed data changes once a day; five minutes keeps a cited page cheap to serve. */
 const CACHE_OK = 'public, max-age=300';
 const CACHE_NOT_FOUND = 'public, max-age=60';
 const TABLE_ROWS = 10;
 const SYMBOL = /^[A-Z0-9.-]{1,12}$/;
+const PUBLIC_HISTORY_DAYS = PUBLIC_ENTITLEMENTS.history_days;
 
 // Scores carry one decimal; show it always so the columns line up (49.0, not 49).
 const score = (x: number) => (Math.round(x * 10) / 10 === x ? x.toFixed(1) : String(x));
@@ -59,12 +61,33 @@ function historyTable(rows: HistoryRow[]): SafeHtml {
 ${recent.some((r) => r.estimated) ? html`<p class="muted">* model-backfilled (estimated) row.</p>` : ''}`;
 }
 
-function stockPage(d: StockPageData, baseUrl: string): SafeHtml {
-  const { symbol, company, sector } = d.ticker;
-  const canonical = citationUrl(baseUrl, symbol);
-  const latest = d.latest;
-  const scores = latest
-    ? html`<h2>Scores as of ${latest.date}</h2>
+/** What the numbers are and how a citation works: linked from the notice of a subscriber-only date. */
+function methodology(delayDays: number): SafeHtml {
+  return html`<h2 id="methodology">Methodology</h2>
+<p>${SOURCE_STATEMENT}</p>
+<ul>
+<li>Main Street and Wall Street are 0-100; the service score is their composite, 0-100; the divergence gap is Main Street − Wall Street, positive when consumer demand runs ahead of analysts.</li>
+<li>Scores are published once a day after the close. A correction restates a row: the page shows its current values and, below them, the values it had before, each with the interval it was current. A row marked estimated was back-filled by a model.</li>
+<li>An API response about one stock names the page to cite with its date, <code>/stocks/{ticker}?as_of=YYYY-MM-DD</code>. That page shows the numbers of that date once they are public (${delayDays} days after publication, the free tier's delay); until then it says that the cited values are subscriber data, and shows no other numbers in their place.</li>
+</ul>`;
+}
+
+/** A restated row's earlier values: a response served while one of them was current cited it. */
+function earlierValues(versions: readonly ScoreVersion[], current: HistoryRow): SafeHtml {
+  return html`<p id="restated">These are the values of ${current.date} as restated at ${current.restated_at}. A response served before then showed the values it had then:</p>
+<table class="versions" aria-label="Earlier values">
+<thead><tr><th scope="col">Current from</th><th scope="col">until</th><th scope="col" class="num">Main Street</th><th scope="col" class="num">Wall Street</th><th scope="col" class="num">Service score</th><th scope="col" class="num">Gap</th></tr></thead>
+<tbody>${versions.map(
+    (v) =>
+      html`<tr><td>${v.valid_from}</td><td>${v.valid_to}</td><td class="num">${score(v.main_street)}</td><td class="num">${score(v.wall_street)}</td><td class="num">${score(v.service_score)}</td><td class="num">${signed(gapOf(v))}</td></tr>`,
+  )}</tbody>
+</table>`;
+}
+
+function scoresOf(d: StockPageData, latest: HistoryRow, baseUrl: string, symbol: string): SafeHtml {
+  const cited = d.cited ?? latest.date;
+  return html`<h2>Scores as of ${cited}</h2>
+${latest.date !== cited ? html`<p class="muted">${cited} has no row of its own: these are the scores of ${latest.date}, the latest on or before it.</p>` : ''}
 <div class="scores" aria-label="Scores">
 <div class="score"><div class="muted">Service score</div><div class="value" data-field="service_score">${score(latest.service_score)}</div></div>
 <div class="score"><div class="muted">Main Street (consumer demand)</div><div class="value" data-field="main_street">${score(latest.main_street)}</div></div>
@@ -72,26 +95,54 @@ function stockPage(d: StockPageData, baseUrl: string): SafeHtml {
 <div class="score"><div class="muted">Divergence gap</div><div class="value" data-field="divergence_gap">${signed(latest.divergence_gap)}</div></div>
 </div>
 ${latest.estimated ? html`<p class="muted">This row is model-backfilled (estimated).</p>` : ''}
+${d.earlier.length > 0 ? earlierValues(d.earlier, latest) : ''}
 <h2>Cite this data</h2>
-<p class="attribution" id="attribution">${attributionLine(baseUrl, latest.date, symbol)}</p>
-<h2>Service score, last ${d.history.length} trading days</h2>
+<p class="attribution" id="attribution">${attributionLine(baseUrl, cited, symbol)}</p>
+${
+  d.history.length > 0
+    ? html`<h2>Service score, last ${d.history.length} trading days</h2>
 ${sparkline(d.history)}
 <h2>Recent history</h2>
 ${historyTable(d.history)}`
-    : html`<p class="note">No scores for ${symbol} are public yet: this page shows data ${d.delayDays} days after it is published.</p>`;
+    : html`<p class="muted">${cited} is older than the ${PUBLIC_HISTORY_DAYS} days of history the free tier shows, so no chart or table goes with it.</p>`
+}`;
+}
+
+/** A cited date the free delay does not reach yet: the date and the citation, no numbers at all. */
+function subscriberNotice(d: StockPageData, baseUrl: string, symbol: string): SafeHtml {
+  const cited = d.cited!;
+  return html`<h2>Scores as of ${cited}</h2>
+<p class="note" id="subscriber-notice">The values cited with this page are <strong>subscriber data as of ${cited}</strong>, not shown publicly: subscribers (paid plans and the Pro membership) see scores the day they are published, and this public page shows them ${d.delayDays} days later, from <strong>${d.publicFrom}</strong>. How the scores are made: <a href="#methodology">methodology</a>.</p>
+<h2>Cite this data</h2>
+<p class="attribution" id="attribution">${attributionLine(baseUrl, cited, symbol)}</p>
+${d.asOf ? html`<p>The latest public scores of ${symbol} are on <a href="/stocks/${symbol}">its page</a>.</p>` : ''}`;
+}
+
+function stockPage(d: StockPageData, baseUrl: string): SafeHtml {
+  const { symbol, company, sector } = d.ticker;
+  const canonical = d.cited ? citationUrl(baseUrl, { asOf: d.cited, ticker: symbol }) : `${baseUrl}/stocks/${encodeURIComponent(symbol)}`;
+  const scores = d.subscriberOnly
+    ? subscriberNotice(d, baseUrl, symbol)
+    : d.latest
+      ? scoresOf(d, d.latest, baseUrl, symbol)
+      : html`<p class="note">No scores for ${symbol} are public yet: this page shows data ${d.delayDays} days after it is published.</p>`;
+  const shownAsOf = d.subscriberOnly ? null : (d.cited ?? d.asOf);
   const body = html`<p class="muted"><a href="/docs">${SERVICE_NAME}</a> · ${sector}</p>
 <h1>${company} <span class="muted">(${symbol})</span></h1>
 <p>Daily Main-Street (measured consumer demand) and Wall-Street (analyst sentiment) scores, 0-100, with their composite service score and the gap between them.</p>
 ${scores}
 <h2>Live data</h2>
-<p class="note">This public page shows the free tier's delayed data: it trails the current date by ${d.delayDays} days${d.asOf ? html`, so it is as of <strong>${d.asOf}</strong>` : ''}. Live scores, deeper history and the full universe need an API key: call <code>GET ${baseUrl}/v1/scores/${symbol}</code> with your key in the <code>X-API-Key</code> header.${
+<p class="note">This public page shows the free tier's delayed data: it trails the current date by ${d.delayDays} days${shownAsOf && !d.cited ? html`, so it is as of <strong>${shownAsOf}</strong>` : ''}. Live scores, deeper history and the full universe need an API key: call <code>GET ${baseUrl}/v1/scores/${symbol}</code> with your key in the <code>X-API-Key</code> header.${
     d.inFreeUniverse ? '' : html` Free keys cover the 100 largest stocks; ${symbol} needs a paid plan or the Pro membership.`
   }</p>
-<p>See the <a href="/docs">API reference</a> and the <a href="/license">licence terms</a> (the free tier asks for the attribution line above).</p>`;
+<p>See the <a href="/docs">API reference</a> and the <a href="/license">licence terms</a> (the free tier asks for the attribution line above).</p>
+${methodology(d.delayDays)}`;
   return page({
-    title: `${company} (${symbol}) scores — ${SERVICE_NAME}`,
+    title: `${company} (${symbol}) scores${d.cited ? ` as of ${d.cited}` : ''} — ${SERVICE_NAME}`,
     canonical,
-    description: `${company} (${symbol}) Main-Street and Wall-Street scores${d.asOf ? `, as of ${d.asOf}` : ''}.`,
+    description: d.subscriberOnly
+      ? `${company} (${symbol}) Main-Street and Wall-Street scores as of ${d.cited}: subscriber data, public from ${d.publicFrom}.`
+      : `${company} (${symbol}) Main-Street and Wall-Street scores${shownAsOf ? `, as of ${shownAsOf}` : ''}.`,
     body,
   });
 }
@@ -106,18 +157,59 @@ function notFoundPage(requested: string): SafeHtml {
   });
 }
 
+function noScoresPage(d: StockPageData): SafeHtml {
+  return page({
+    title: `No scores as of ${d.cited} — ${SERVICE_NAME}`,
+    body: html`<h1>No scores for ${d.ticker.symbol} as of ${d.cited}</h1>
+<p>${d.ticker.company} (${d.ticker.symbol}) has no scores on or before ${d.cited}. See <a href="/stocks/${d.ticker.symbol}">its page</a> for the latest public scores.</p>`,
+  });
+}
+
+function badDatePage(reason: string): SafeHtml {
+  return page({
+    title: `Bad date — ${SERVICE_NAME}`,
+    body: html`<h1>Bad date</h1>
+<p>${reason}</p>
+<p>A citation names its date as <code>?as_of=YYYY-MM-DD</code>, a real calendar date no later than today (UTC), as in the <code>citation_url</code> of an API response.</p>`,
+  });
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const isDate = (text: string) => {
+  const m = DATE.exec(text);
+  return m !== null && isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
+};
+
+/** The `as_of` of a citation: absent (or empty), a date, or why it is none. */
+function citedDate(query: unknown, today: string): { date: string | null } | { error: string } {
+  if (query === undefined || query === '') return { date: null };
+  if (typeof query !== 'string') return { error: 'as_of must be given once.' };
+  const shown = query.length > 40 ? `${query.slice(0, 40)}…` : query;
+  if (!isDate(query)) return { error: `as_of must be a date YYYY-MM-DD, not “${shown}”.` };
+  if (query > today) return { error: `as_of ${query} is after today (${today}): no scores are published for it yet.` };
+  return { date: query };
+}
+
 /**
- * `GET /stocks/{ticker}`: the canonical page every `citation_url` points at. Public (no key), so
- * it shows only what the free tier sees; lower-case symbols redirect to the canonical spelling.
+ * `GET /stocks/{ticker}`: the page every `citation_url` of one stock points at, dated by
+ * `?as_of=` (the latest public day without it). Public (no key), so it shows only what the free
+ * tier sees: a cited date the free delay does not reach yet gets a notice instead of numbers.
+ * Lower-case symbols redirect to the canonical spelling; a bad `as_of` is a 400 page, a ticker
+ * no stock has (or a cited date before its first scores) a 404 page.
  */
 export function registerStockPage(app: Express, services: Services): void {
   app.get('/stocks/:ticker', async (req, res) => {
     const requested = req.params.ticker;
     const symbol = requested.trim().toUpperCase();
     if (!SYMBOL.test(symbol)) return sendHtml(res, 404, notFoundPage(requested), { cacheControl: CACHE_NOT_FOUND });
-    if (symbol !== requested) return res.redirect(301, `/stocks/${encodeURIComponent(symbol)}`);
-    const data = await loadStockPage(services.reads, symbol, services.clock.now());
+    const query = req.url.indexOf('?');
+    if (symbol !== requested) return res.redirect(301, `/stocks/${encodeURIComponent(symbol)}${query < 0 ? '' : req.url.slice(query)}`);
+    const now = services.clock.now();
+    const cited = citedDate(req.query['as_of'], toDateString(now));
+    if ('error' in cited) return sendHtml(res, 400, badDatePage(cited.error), { cacheControl: CACHE_NOT_FOUND });
+    const data = await loadStockPage(services.reads, symbol, now, cited.date);
     if (!data) return sendHtml(res, 404, notFoundPage(requested), { cacheControl: CACHE_NOT_FOUND });
+    if (data.cited && !data.subscriberOnly && !data.latest) return sendHtml(res, 404, noScoresPage(data), { cacheControl: CACHE_NOT_FOUND });
     sendHtml(res, 200, stockPage(data, services.baseUrl()), { cacheControl: CACHE_OK });
   });
 }
