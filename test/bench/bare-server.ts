@@ -39,7 +39,7 @@ app.get('/v1/scores/:ticker', (req, res) => {
     estimated: r['estimated'],
     as_of: r['date'],
     source,
-    citation_url: `${base}/stocks/${ticker}`,
+    citation_url: `${base}/stocks/${ticker}?as_of=${String(r['date'])}`,
   });
 });
 const server = (process.env['BENCH_BARE_SERVER'] === 'prototyped' ? createExpressServer(app) : app).listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
