@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { readInstant } from '../../src/core/instants.js';
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
 
 const date = z
   .string()
@@ -12,6 +13,7 @@ const instant = z.string().transform((s, ctx) => {
   ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be ${read.reason}` });
   return z.NEVER;
 });
+const relationship = z.enum(THEME_RELATIONSHIPS, { errorMap: () => ({ message: `must be one of ${THEME_RELATIONSHIPS.join(', ')}` }) });
 const ticker = z
   .string()
   .trim()
@@ -60,25 +62,27 @@ export const ingestSchemas = {
     description: z.string().default(''),
     strength: number.pipe(z.number().min(0).max(100)),
     /** CSV: `AAPL:core;TSM:supplier`. */
-    constituents: z.union([
-      z.array(z.object({ ticker, relationship: z.string().min(1) })),
-      // An empty CSV cell: no constituents.
-      z.undefined().transform(() => []),
-      z.string().transform((s, ctx) =>
-        s
+    constituents: z.preprocess(
+      (v, ctx) => {
+        // An empty CSV cell: no constituents.
+        if (v === undefined) return [];
+        if (typeof v !== 'string') return v;
+        return v
           .split(';')
           .filter((x) => x.trim())
           .map((pair) => {
             const [t, rel] = pair.split(':').map((x) => x.trim());
             if (!t || !rel) ctx.addIssue({ code: 'custom', message: `constituent "${pair}" must be TICKER:relationship` });
-            return { ticker: (t ?? '').toUpperCase(), relationship: rel ?? '' };
-          }),
-      ),
-    ]),
+            return { ticker: t ?? '', relationship: rel ?? '' };
+          });
+      },
+      // One schema for both forms, so a bad relationship is named, not a union's "Invalid input".
+      z.array(z.object({ ticker, relationship })),
+    ),
   }),
   signal: z.object({
     id: wholeNumber.pipe(z.number().positive()),
-    alert_type: z.string().min(1),
+    alert_type: z.enum(SIGNAL_ALERT_TYPES, { errorMap: () => ({ message: `must be one of ${SIGNAL_ALERT_TYPES.join(', ')}` }) }),
     content: z.string().min(1),
     tickers: list(ticker),
     themes: list(z.string()),

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ReferenceEvent } from '../../src/events/reference.events.js';
+import type { ReferenceEvent, SignalAlertType, ThemeRelationship } from '../../src/events/reference.events.js';
 import { BatchBuckets, daysUpTo, insertAt, pad2 } from '../columns.js';
 
 export interface TickerDoc {
@@ -34,11 +34,11 @@ export interface ThemeDoc {
   name: string;
   description: string;
   strength: number;
-  constituents: { ticker: string; relationship: string }[];
+  constituents: { ticker: string; relationship: ThemeRelationship }[];
 }
 export interface SignalDoc {
   id: number;
-  alert_type: string;
+  alert_type: SignalAlertType;
   content: string;
   tickers: string[];
   themes: string[];

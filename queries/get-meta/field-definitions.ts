@@ -1,3 +1,5 @@
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
+
 /**
  * The data dictionary `GET /v1/meta` publishes: one definition for every field any endpoint
  * returns (spec "Resources and their fields" plus the fields this service adds). Kept in one
@@ -81,7 +83,7 @@ export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Obje
   current_percentile: f('number', 'percentile on the as-of date.'),
   // Discovery
   id: f('integer', 'Identifier of a signal or a webhook.'),
-  alert_type: f('string', 'Kind of research signal: `divergence_alert`, `demand_surge`, `sentiment_shift`, `earnings_watch`, `theme_rotation`.'),
+  alert_type: f('string', `Kind of research signal, one of: ${SIGNAL_ALERT_TYPES.map((t) => `\`${t}\``).join(', ')}.`),
   content: f('string', 'Text of a research signal.'),
   themes: f('array', 'Theme baskets (list response) or the theme slugs a signal concerns.'),
   created_at: f('timestamp', 'When a signal or a delivery attempt was created.'),
@@ -96,7 +98,7 @@ export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Obje
   avg_wall_street: f('number or null', 'Mean wall_street of a theme’s scored constituents, 1 decimal.'),
   avg_service_score: f('number or null', 'Mean service_score of a theme’s scored constituents, 1 decimal.'),
   constituents: f('array', 'A theme’s stocks with their relationship and as-of scores.'),
-  relationship: f('string', 'How a stock relates to a theme: `core`, `supplier`, `beneficiary`, `adjacent`, `headwind`.'),
+  relationship: f('string', `How a stock relates to a theme, one of: ${THEME_RELATIONSHIPS.map((r) => `\`${r}\``).join(', ')}.`),
   coverage: f('string', 'Coverage response: the universe your key sees, `all` or `top100`; meta: the universe statement.'),
   reporters: f('array', 'Stocks reporting earnings within the horizon.'),
   next_earnings_date: f('date', 'Next scheduled earnings report.'),

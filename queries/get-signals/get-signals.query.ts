@@ -1,4 +1,5 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
+import type { SignalAlertType } from '../../src/events/reference.events.js';
 import { signals as signalsCollection, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { toTimestamp } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
@@ -11,8 +12,8 @@ export interface SignalResponse {
    * @isInt
    */
   id: number;
-  /** Kind of signal, e.g. `divergence_alert`, `demand_surge`, `sentiment_shift`, `earnings_watch`, `theme_rotation`. */
-  alert_type: string;
+  /** Kind of signal. */
+  alert_type: SignalAlertType;
   /** The research note. */
   content: string;
   /** Symbols the signal is about (may be empty). */

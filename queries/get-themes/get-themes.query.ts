@@ -1,4 +1,5 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { ThemeRelationship } from '../../src/events/reference.events.js';
 import { AppError, notFound } from '../../src/core/errors.js';
 import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
 import { themes as themesCollection, type ThemeDoc } from '../../projections/reference/reference.projection.js';
@@ -44,8 +45,8 @@ export interface ThemeListItem extends ThemeAggregates {
 export interface ThemeConstituent {
   /** Stock symbol. */
   ticker: string;
-  /** How the stock relates to the theme: `core`, `supplier`, `beneficiary`, `adjacent`, `headwind`, … */
-  relationship: string;
+  /** How the stock relates to the theme. */
+  relationship: ThemeRelationship;
   /**
    * Date of the stock's latest score on or before your as-of date (the as-of date itself unless
    * the stock is late, halted or delisted); null when it has no score on or before it.
@@ -78,7 +79,7 @@ type MemberScore = Pick<LatestScore, 'ticker' | 'date' | 'main_street' | 'wall_s
 
 interface Member {
   ticker: string;
-  relationship: string;
+  relationship: ThemeRelationship;
   score: MemberScore | undefined;
 }
 

@@ -24,6 +24,17 @@ export interface EarningsDatesScheduled {
   data: { rows: { ticker: string; date: string }[] };
 }
 
+/**
+ * How a constituent relates to its theme: a closed set, so a client can switch on it (ingest
+ * refuses any other value, and the OpenAPI document lists these as the enum).
+ */
+export const THEME_RELATIONSHIPS = ['core', 'supplier', 'beneficiary', 'adjacent', 'headwind'] as const;
+export type ThemeRelationship = (typeof THEME_RELATIONSHIPS)[number];
+
+/** The kinds of research signal: a closed set, like THEME_RELATIONSHIPS. */
+export const SIGNAL_ALERT_TYPES = ['divergence_alert', 'demand_surge', 'sentiment_shift', 'earnings_watch', 'theme_rotation'] as const;
+export type SignalAlertType = (typeof SIGNAL_ALERT_TYPES)[number];
+
 export interface ThemeDefined {
   type: 'ThemeDefined';
   data: {
@@ -31,7 +42,7 @@ export interface ThemeDefined {
     name: string;
     description: string;
     strength: number;
-    constituents: { ticker: string; relationship: string }[];
+    constituents: { ticker: string; relationship: ThemeRelationship }[];
   };
 }
 
@@ -39,7 +50,7 @@ export interface SignalPublished {
   type: 'SignalPublished';
   data: {
     id: number;
-    alert_type: string;
+    alert_type: SignalAlertType;
     content: string;
     tickers: string[];
     themes: string[];

@@ -1,3 +1,4 @@
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { request } from 'node:http';
@@ -262,6 +263,8 @@ describe('The OpenAPI document', () => {
     expect(prop('LedgerEntryResponse', 'endpoint')['enum']).to.have.members([...RATE_KEYS, null]);
     expect(prop('LedgerEntryResponse', 'channel')['enum']).to.have.members(['rest', 'mcp', null]);
     expect(prop('OpenDivergenceTrade', 'direction')['enum']).to.have.members(['bull', 'bear']);
+    expect(prop('ThemeConstituent', 'relationship')['enum']).to.have.members([...THEME_RELATIONSHIPS]);
+    expect(prop('SignalResponse', 'alert_type')['enum']).to.have.members([...SIGNAL_ALERT_TYPES]);
     expect(prop('MultiTickerHistoryRow', 'restated_at')).to.include({ type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$' });
     expect(prop('MultiTickerHistoryRow', 'restated_at')).to.not.have.property('format');
     expect(Object.keys(schemas).filter((name) => !/^[A-Za-z0-9]+$/.test(name))).to.deep.equal([]);

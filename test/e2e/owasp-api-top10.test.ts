@@ -1512,7 +1512,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         ['close "Infinity"', '{"type":"price","ticker":"ACME","date":"2024-02-29","close":"Infinity"}'],
         ['visits 1e300', '{"type":"visits","ticker":"ACME","date":"2024-02-29","visits":1e300}'],
         ['size_rank 1e300', '{"type":"ticker","symbol":"ZZZ","company":"Z","sector":"Z","size_rank":1e300}'],
-        ['signal id 2^53+2', '{"type":"signal","id":9007199254740994,"alert_type":"a","content":"c","tickers":[],"themes":[],"created_at":"2024-02-29T00:00:00Z"}'],
+        ['signal id 2^53+2', '{"type":"signal","id":9007199254740994,"alert_type":"demand_surge","content":"c","tickers":[],"themes":[],"created_at":"2024-02-29T00:00:00Z"}'],
       ];
       const accepted: string[] = [];
       for (const [what, line] of cases) {

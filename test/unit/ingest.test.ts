@@ -71,6 +71,22 @@ describe('Ingest parsing', () => {
         /12 characters/,
       );
     });
+
+    it('refuses a relationship or a signal kind outside the closed sets the API declares as enums, in JSONL and CSV', () => {
+      const relationships = /relationship must be one of core, supplier, beneficiary, adjacent, headwind/;
+      expect(() => parseIngestFile('{"type":"theme","slug":"ai","name":"AI","strength":50,"constituents":[{"ticker":"AAPL","relationship":"partner"}]}', 'jsonl')).to.throw(
+        /must be one of core, supplier/,
+      );
+      expect(() => parseIngestFile('slug,name,description,strength,constituents\nai,AI,x,50,AAPL:core;TSM:partner\n', 'csv')).to.throw(relationships);
+      expect(() => parseIngestFile('{"type":"signal","id":1,"alert_type":"macro","content":"c","tickers":[],"themes":[],"created_at":"2024-01-02T00:00:00Z"}', 'jsonl')).to.throw(
+        /alert_type.*must be one of divergence_alert, demand_surge/,
+      );
+      const ok = parseIngestFile('slug,name,description,strength,constituents\nai,AI,x,50,AAPL:core;TSM:supplier\n', 'csv');
+      expect((ok[0]!.value as { constituents: unknown[] }).constituents).to.deep.equal([
+        { ticker: 'AAPL', relationship: 'core' },
+        { ticker: 'TSM', relationship: 'supplier' },
+      ]);
+    });
   });
 });
 

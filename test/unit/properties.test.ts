@@ -3,6 +3,7 @@
  * of every endpoint and the MCP tools' argument schemas, on generated input (fast-check), with a
  * fixed seed and a bounded number of runs (a few seconds in all).
  */
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -452,7 +453,7 @@ describe('Properties', function () {
           name: words,
           d: words,
           st: tenths(100),
-          cs: fc.array(fc.tuple(tickerText, listItem), { minLength: 1, maxLength: 4 }),
+          cs: fc.array(fc.tuple(tickerText, fc.constantFrom(...THEME_RELATIONSHIPS)), { minLength: 1, maxLength: 4 }),
         })
         .map(({ slug, name, d, st, cs }) => ({
           kind: 'theme' as const,
@@ -461,7 +462,7 @@ describe('Properties', function () {
           expected: { slug, name, description: d, strength: st, constituents: cs.map(([t, r]) => ({ ticker: t.toUpperCase(), relationship: r })) },
         })),
       signal: fc
-        .record({ id: fc.integer({ min: 1, max: 1e9 }), a: words, c: words, ts: fc.array(tickerText, { minLength: 1, maxLength: 3 }), th: fc.array(listItem, { minLength: 1, maxLength: 3 }), at: instant })
+        .record({ id: fc.integer({ min: 1, max: 1e9 }), a: fc.constantFrom(...SIGNAL_ALERT_TYPES), c: words, ts: fc.array(tickerText, { minLength: 1, maxLength: 3 }), th: fc.array(listItem, { minLength: 1, maxLength: 3 }), at: instant })
         .map(({ id, a, c, ts, th, at }) => ({
           kind: 'signal' as const,
           fields: { id, alert_type: a, content: c, tickers: ts, themes: th, created_at: at },
@@ -498,10 +499,10 @@ describe('Properties', function () {
       // never runs for CSV: the row is refused as missing a required field, while the same row in
       // JSONL is accepted.
       const theme = 'slug,name,description,strength,constituents\nai,AI,,50,\n';
-      const signal = 'id,alert_type,content,tickers,themes,created_at\n7,macro,Rates up,,,2024-01-02T00:00:00Z\n';
+      const signal = 'id,alert_type,content,tickers,themes,created_at\n7,demand_surge,Rates up,,,2024-01-02T00:00:00Z\n';
       const jsonl = [
         JSON.stringify({ type: 'theme', slug: 'ai', name: 'AI', strength: 50, constituents: [] }),
-        JSON.stringify({ type: 'signal', id: 7, alert_type: 'macro', content: 'Rates up', tickers: [], themes: [], created_at: '2024-01-02T00:00:00Z' }),
+        JSON.stringify({ type: 'signal', id: 7, alert_type: 'demand_surge', content: 'Rates up', tickers: [], themes: [], created_at: '2024-01-02T00:00:00Z' }),
       ].join('\n');
       const fromJsonl = parseIngestFile(jsonl, 'jsonl').map((r) => r.value);
       const fromCsv: unknown[] = [];

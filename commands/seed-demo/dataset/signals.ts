@@ -1,3 +1,4 @@
+import type { SignalAlertType } from '../../../src/events/reference.events.js';
 import { round1 } from '../../../src/domain/composite.js';
 import { addDays, dayOfWeek, tradingDaysBetween } from '../../../src/domain/trading-calendar.js';
 import type { EarningsCalendar } from './earnings-calendar.js';
@@ -88,11 +89,11 @@ export class SignalDesk {
   }
 
   private buildSignal(
-    type: string,
+    type: SignalAlertType,
     day: SimDay,
     t: number,
     rng: Rng,
-  ): { type: string; content: string; tickers: string[]; themes: string[] } | null {
+  ): { type: SignalAlertType; content: string; tickers: string[]; themes: string[] } | null {
     const sym = (i: number) => this.tickers[i]!.symbol;
     const gapOf = (d: SimDay, i: number) => round1(d.ms[i]! - d.ws[i]!);
     const back = (k: number) => this.simulation.days[Math.max(0, t - k)]!;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { THEME_RELATIONSHIPS } from '../../../src/events/reference.events.js';
 import { projectRoot } from '../../../src/core/paths.js';
 
 const themesSchema = z
@@ -14,7 +15,7 @@ const themesSchema = z
       constituents: z.array(
         z.object({
           ticker: z.string().min(1),
-          relationship: z.enum(['core', 'supplier', 'beneficiary', 'adjacent', 'headwind']),
+          relationship: z.enum(THEME_RELATIONSHIPS),
         }),
       ),
     }),
