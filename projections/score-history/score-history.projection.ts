@@ -173,6 +173,15 @@ export function rowsBetween(buckets: HistoryBucket[], start?: string, end?: stri
   return out;
 }
 
+/**
+ * A ticker's latest row on or before `date`, or null. Two month buckets: the month of `date` may
+ * hold only later days (an as-of date early in a month), and then the month before holds the row.
+ */
+export async function rowOnOrBefore(reads: Pick<ReadStore, 'find'>, ticker: string, date: string): Promise<HistoryRow | null> {
+  const page = await reads.find(scoreHistory, { ticker, month: { $lte: date.slice(0, 7) } }, { sort: [['month', -1]], limit: 2 });
+  return rowsBetween(page.items, undefined, date).at(-1) ?? null;
+}
+
 /** Score history with `restated_at`, and the point-in-time versions behind it. */
 export const scoreHistoryProjection: Projection = {
   // v4: each row's write sequence (the sync cursor). v3: a second restatement at the same instant

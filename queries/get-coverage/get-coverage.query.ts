@@ -1,6 +1,6 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
-import { rowsBetween, scoreHistory } from '../../projections/score-history/score-history.projection.js';
+import { rowOnOrBefore } from '../../projections/score-history/score-history.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import { crossSectionAsOf, inUniverse, type Visibility } from '../shared/visibility.js';
 
@@ -32,7 +32,5 @@ export async function coveredTickers(reads: ReadStore, v: Visibility, since?: st
 
 /** Rare path (a ticker not scored on the as-of date): look in its history buckets. */
 async function lastScoreOnOrBefore(reads: ReadStore, ticker: string, date: string): Promise<string | null> {
-  const page = await reads.find(scoreHistory, { ticker, month: { $lte: date.slice(0, 7) } }, { sort: [['month', -1]], limit: 2 });
-  const rows = rowsBetween(page.items, undefined, date);
-  return rows[rows.length - 1]?.date ?? null;
+  return (await rowOnOrBefore(reads, ticker, date))?.date ?? null;
 }

@@ -1,7 +1,7 @@
 import { notFound } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
-import { rowsBetween, scoreHistory } from '../../projections/score-history/score-history.projection.js';
+import { rowOnOrBefore } from '../../projections/score-history/score-history.projection.js';
 import { requireVisibleTicker } from '../shared/tickers.js';
 import type { Visibility } from '../shared/visibility.js';
 
@@ -14,14 +14,8 @@ export async function getScoreAsOf(reads: ReadStore, v: Visibility, ticker: stri
   const latest = await requireVisibleTicker(reads, v, ticker);
   if (v.asOf === null) throw notFound(`no scores published on or before ${v.cutoff} yet`);
   if (latest.date <= v.asOf) return latest;
-  // The delayed view: the newest row at or before as_of. Two buckets cover an as_of early in a
-  // month whose bucket already holds later days only.
-  const page = await reads.find(
-    scoreHistory,
-    { ticker, month: { $lte: v.asOf.slice(0, 7) } },
-    { sort: [['month', -1]], limit: 2 },
-  );
-  const row = rowsBetween(page.items, undefined, v.asOf).at(-1);
+  // The delayed view: the newest row at or before as_of.
+  const row = await rowOnOrBefore(reads, ticker, v.asOf);
   if (!row) throw notFound(`no scores for ticker ${ticker} on or before ${v.asOf}`);
   const { version: _version, ...score } = row;
   return score;

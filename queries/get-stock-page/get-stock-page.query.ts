@@ -2,7 +2,7 @@ import type { ReadStore } from '../../src/core/read-store.port.js';
 import { entitlementsOf, type Entitlements } from '../../src/domain/plans.js';
 import { addDays } from '../../src/domain/trading-calendar.js';
 import { tickers, type TickerDoc } from '../../projections/reference/reference.projection.js';
-import { rowsBetween, scoreHistory, scoreVersions, type HistoryRow, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
+import { rowOnOrBefore, rowsBetween, scoreHistory, scoreVersions, type HistoryRow, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
 import { inUniverse, visibilityFor } from '../shared/visibility.js';
 
 /**
@@ -49,12 +49,6 @@ async function rowsOf(reads: ReadStore, symbol: string, start: string, end: stri
     { sort: [['month', 1]] },
   );
   return rowsBetween(page.items, start, end);
-}
-
-/** The latest row of `symbol` on or before `date`; two buckets cover a month that holds later days only. */
-async function rowOnOrBefore(reads: ReadStore, symbol: string, date: string): Promise<HistoryRow | null> {
-  const page = await reads.find(scoreHistory, { ticker: symbol, month: { $lte: date.slice(0, 7) } }, { sort: [['month', -1]], limit: 2 });
-  return rowsBetween(page.items, undefined, date).at(-1) ?? null;
 }
 
 /** The superseded versions of `row` (1 … current − 1), oldest first: exact look-ups by key. */
