@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { readInstant } from '../../src/core/instants.js';
+import { isDateString } from '../../src/domain/trading-calendar.js';
 import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
 
 const date = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
-  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'is not a calendar date');
+  .refine(isDateString, 'is not a calendar date');
 /** An instant read by the service's one instant reader: a time without a zone is refused, as in a query and in SCORES_NOW. */
 const instant = z.string().transform((s, ctx) => {
   const read = readInstant(s);

@@ -26,6 +26,14 @@ export function isCalendarDate(year: number, month: number, day: number): boolea
   return d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
 }
 
+const DATE_STRING = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** Whether `text` is a date `YYYY-MM-DD` naming a real calendar day: what every date the service is given must be. */
+export function isDateString(text: string): boolean {
+  const m = DATE_STRING.exec(text);
+  return m !== null && isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
+}
+
 function parse(date: string): number {
   // Hand-rolled (no regex, no toISOString round trip): the demo generator calls this millions of times.
   if (date.length !== 10 || date.charCodeAt(4) !== 45 || date.charCodeAt(7) !== 45) {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import {
   addDays,
   easterSunday,
+  isDateString,
   isTradingDay,
   nextTradingDay,
   nyseHolidays,
@@ -101,6 +102,13 @@ describe('NYSE trading calendar', () => {
     it('rejects malformed dates', () => {
       expect(() => isTradingDay('2024-02-30')).to.throw(RangeError);
       expect(() => addDays('20240101', 1)).to.throw(RangeError);
+    });
+
+    it('tells a real YYYY-MM-DD date from text that only looks like one (the one check of API parameters, ingest and the stock page)', () => {
+      for (const ok of ['2024-02-29', '2019-01-02', '0050-06-30', '9999-12-31']) expect(isDateString(ok), ok).to.equal(true);
+      for (const bad of ['2023-02-29', '2024-02-30', '2024-13-01', '2024-00-10', '2024-1-01', '20240101', '2024-01-01T00:00:00Z', ' 2024-01-01', '']) {
+        expect(isDateString(bad), bad).to.equal(false);
+      }
     });
   });
 });

@@ -2,7 +2,7 @@ import type { Express } from 'express';
 import type { Services } from '../../container.js';
 import { gapOf, type HistoryRow, type ScoreVersion } from '../../../../projections/score-history/score-history.projection.js';
 import { SOURCE_STATEMENT, citationUrl } from '../../../../queries/shared/provenance.js';
-import { isCalendarDate, toDateString } from '../../../domain/trading-calendar.js';
+import { isDateString, toDateString } from '../../../domain/trading-calendar.js';
 import { attributionLine } from './license.page.js';
 import { html, page, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
 import { PUBLIC_ENTITLEMENTS, loadStockPage, type StockPageData } from '../../../../queries/get-stock-page/get-stock-page.query.js';
@@ -174,18 +174,12 @@ function badDatePage(reason: string): SafeHtml {
   });
 }
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const isDate = (text: string) => {
-  const m = DATE.exec(text);
-  return m !== null && isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]));
-};
-
 /** The `as_of` of a citation: absent (or empty), a date, or why it is none. */
 function citedDate(query: unknown, today: string): { date: string | null } | { error: string } {
   if (query === undefined || query === '') return { date: null };
   if (typeof query !== 'string') return { error: 'as_of must be given once.' };
   const shown = query.length > 40 ? `${query.slice(0, 40)}…` : query;
-  if (!isDate(query)) return { error: `as_of must be a date YYYY-MM-DD, not “${shown}”.` };
+  if (!isDateString(query)) return { error: `as_of must be a date YYYY-MM-DD, not “${shown}”.` };
   if (query > today) return { error: `as_of ${query} is after today (${today}): no scores are published for it yet.` };
   return { date: query };
 }
