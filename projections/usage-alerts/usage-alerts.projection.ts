@@ -16,7 +16,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import { PLANS, USAGE_ALERT_THRESHOLDS, isTier, type Tier, type UsageAlertThreshold } from '../../src/domain/plans.js';
-import { creditOptions, joinOr } from '../../src/domain/credit-options.js';
+import { count, creditOptions, credits, joinOr, plural, usd } from '../../src/domain/credit-options.js';
 import { LEDGER_STREAM_PREFIX, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { accounts } from '../api-keys/api-keys.projection.js';
 import { MAIL_STREAM_PREFIX, type UsageAlertEmailed } from '../../src/events/mail.events.js';
@@ -88,9 +88,6 @@ export interface UsageAlertFacts {
 
 const PERIOD = /^(\d{4})-(0[1-9]|1[0-2])$/;
 
-const credits = (n: number) => n.toLocaleString('en-US');
-const usd = (n: number) => `$${n.toFixed(2)}`;
-const plural = (n: number, word: string) => `${credits(n)} ${word}${n === 1 ? '' : 's'}`;
 
 /** 00:00 UTC on the 1st of the month after `period`. */
 export function resetsAtOf(period: string): Date {
@@ -142,11 +139,11 @@ export function usageAlertMessage(f: UsageAlertFacts): { subject: string; text: 
   const left = f.allowance - f.used;
   const planLabel = f.plan ? ` (${f.plan.tier} plan${f.plan.pro ? ' with Pro membership' : ''})` : '';
   const rows: [string, string][] = [
-    ['Used this month', plural(f.used, 'credit')],
-    ['Monthly allowance', `${plural(f.allowance, 'credit')}${planLabel}`],
-    ['Left this month', left >= 0 ? plural(left, 'credit') : `none: ${plural(-left, 'credit')} over, billed as overage`],
+    ['Used this month', credits(f.used)],
+    ['Monthly allowance', `${credits(f.allowance)}${planLabel}`],
+    ['Left this month', left >= 0 ? credits(left) : `none: ${credits(-left)} over, billed as overage`],
   ];
-  if (f.plan) rows.push(['Prepaid credits', credits(f.plan.prepaid)]);
+  if (f.plan) rows.push(['Prepaid credits', count(f.plan.prepaid)]);
   rows.push(['Allowance resets', `${resets} (${resetsAt.toISOString()})`]);
   const width = Math.max(...rows.map(([k]) => k.length)) + 2;
   const thresholds = USAGE_ALERT_THRESHOLDS.map((t) => `${t}%`);
@@ -166,7 +163,7 @@ export function usageAlertMessage(f: UsageAlertFacts): { subject: string; text: 
     '',
   ];
   return {
-    subject: `You have used ${f.threshold}% of your ${credits(f.allowance)} monthly credits`,
+    subject: `You have used ${f.threshold}% of your ${count(f.allowance)} monthly credits`,
     text: lines.join('\n'),
   };
 }

@@ -6,12 +6,19 @@
  */
 import { CREDIT_PACKS, PLANS, PRO_MONTHLY_PRICE_USD, PRO_OVERLAY, TIERS, moreOf, overageAllowed, selfServe, type Tier } from './plans.js';
 
-const count = (n: number) => n.toLocaleString('en-US');
-const usd = (n: number) => `$${n.toFixed(2)}`;
+/** `2,500`: a count as the messages write it. */
+export const count = (n: number) => n.toLocaleString('en-US');
+/** `$9.00`. */
+export const usd = (n: number) => `$${n.toFixed(2)}`;
+
+/** `1 prepaid credit`, `2,500 prepaid credits`. */
+export function plural(n: number, word: string): string {
+  return `${count(n)} ${word}${n === 1 ? '' : 's'}`;
+}
 
 /** `1 credit`, `0 credits`, `2,500 credits`. */
 export function credits(n: number): string {
-  return `${count(n)} credit${n === 1 ? '' : 's'}`;
+  return plural(n, 'credit');
 }
 
 /** `1 credit is left`, `0 credits are left`. */
