@@ -28,14 +28,13 @@ function loadOpenApi(): Record<string, unknown> {
 const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
 
 /**
- * The document's spelling of a /v1 path that express would route (it matches case-insensitively
- * and ignores one trailing slash): the path itself when it is canonical, the declared literal
- * segments with the request's parameter values when only the spelling differs, null when no
- * declared path matches at all (the 404 of an unknown path). Literal segments beat parameters, so
- * `/V1/Scores/History` is `/v1/scores/history`, not the ticker route.
+ * The document's spelling of a /v1 path no declared path matches as sent, which express would
+ * still route (it matches case-insensitively and ignores one trailing slash): the declared literal
+ * segments with the request's parameter values, or null when no declared path matches even so (an
+ * unknown path). Literal segments beat parameters, so `/V1/Scores/History` is
+ * `/v1/scores/history`, not the ticker route.
  */
-function canonicalV1Path(path: string, routes: readonly { route: string; exact: RegExp }[]): string | null {
-  if (routes.some((r) => r.exact.test(path))) return path;
+function canonicalV1Path(path: string, routes: readonly { route: string }[]): string | null {
   const given = path.replace(/\/$/, '').split('/');
   let best: { path: string; literals: number } | null = null;
   for (const { route } of routes) {
@@ -101,13 +100,14 @@ export function createApp(services: Services): Express {
     const path = req.originalUrl.split('?')[0]!;
     // One spelling per path, the document's: express would also serve `/V1/USAGE` and
     // `/v1/usage/`, so a client could depend on a spelling the document does not promise.
-    const canonical = canonicalV1Path(path, v1Routes);
-    if (canonical !== path) {
+    const matched = v1Routes.filter((r) => r.exact.test(path));
+    if (matched.length === 0) {
+      const canonical = canonicalV1Path(path, v1Routes);
       const hint = canonical ? `; the path is ${canonical} (paths are case-sensitive, without a trailing slash)` : '';
       return sendProblem(res, problemOf('not_found', `no route for ${req.method} ${path}${hint}`, services.baseUrl()));
     }
-    const allowed = [...new Set(v1Routes.filter((r) => r.exact.test(path)).flatMap((r) => r.methods))].sort();
-    if (allowed.length === 0 || (req.method !== 'HEAD' && allowed.includes(req.method))) return next();
+    const allowed = [...new Set(matched.flatMap((r) => r.methods))].sort();
+    if (req.method !== 'HEAD' && allowed.includes(req.method)) return next();
     res.setHeader(HEADER.allow, allowed.join(', '));
     const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
     sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; this /v1 endpoint answers ${allowed.join(', ')}${why}`, services.baseUrl()));
