@@ -12,7 +12,7 @@ import { isCalendarDate } from '../domain/trading-calendar.js';
 const INSTANT = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?$/;
 
 /** What every refusal says first: the form expected, with an example. */
-export const INSTANT_FORM = 'an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z';
+const INSTANT_FORM = 'an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z';
 
 export type InstantReading =
   /** `iso`: the instant in `toISOString()` form (milliseconds, UTC), the form the read models store. */

@@ -32,7 +32,7 @@ export function joinOr(options: readonly string[]): string {
 }
 
 /** The cheapest self-serve plan dearer than `tier`, if any (enterprise is sold by contract). */
-export function nextSelfServeTier(tier: Tier): Tier | null {
+function nextSelfServeTier(tier: Tier): Tier | null {
   const price = PLANS[tier].monthly_price_usd;
   if (price === null) return null;
   return TIERS.find((t) => selfServe(t) && PLANS[t].monthly_price_usd! > price) ?? null;

@@ -95,7 +95,7 @@ const SCHEMA_ENUMS: Record<string, Record<string, readonly string[]>> = {
 };
 
 /** The operations' tags, in the order a reader meets them. */
-export const TAGS: readonly { name: string; description: string }[] = [
+const TAGS: readonly { name: string; description: string }[] = [
   { name: 'Scores and history', description: 'A stock’s Main-Street and Wall-Street scores today, their daily history (point in time, incremental sync) and its live social heat.' },
   { name: 'Discovery', description: 'Whole-universe reads: the screener, divergence extremes, research signals, theme baskets, upcoming earnings, and the tickers your key can see.' },
   { name: 'Outcomes', description: 'What divergence extremes did next: closed events with their dated outcome, the ones still open, and the model portfolio built on them.' },

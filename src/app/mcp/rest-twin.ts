@@ -76,7 +76,7 @@ export function describeTool(key: RateKey, text: string): string {
  * overage), or null where the header says `unlimited` (an unmetered enterprise account), as
  * `/v1/usage` shows `credits_remaining` null there. The header keeps its text.
  */
-export function creditsNumber(header: string): number | null {
+function creditsNumber(header: string): number | null {
   const n = Number(header);
   return Number.isFinite(n) ? n : null;
 }
