@@ -4,6 +4,7 @@ import { readInstant } from '../core/instants.js';
 import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address-policy.js';
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
+import { parseTrustProxy, type TrustProxy } from './http/client-address.js';
 
 const optionalString = z
   .string()
@@ -72,6 +73,14 @@ const envSchema = z.object({
       return z.NEVER;
     }
   }),
+  TRUST_PROXY: optionalString.transform((text, ctx) => {
+    try {
+      return parseTrustProxy(text);
+    } catch (err) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
@@ -110,6 +119,8 @@ export interface Config {
   metricsAllowSubnets: AllowSubnets;
   /** `/readyz` answers 503 while a projection is more events than this behind the log. */
   readyMaxLagEvents: number;
+  /** The proxies whose `X-Forwarded-For` names the client (src/app/http/client-address.ts); false: none. */
+  trustProxy: TrustProxy;
 }
 
 export class ConfigError extends Error {}
@@ -143,5 +154,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookCaFile: e.WEBHOOK_CA_FILE ? resolve(e.WEBHOOK_CA_FILE) : null,
     metricsAllowSubnets: e.METRICS_ALLOW_SUBNETS,
     readyMaxLagEvents: e.READY_MAX_LAG_EVENTS,
+    trustProxy: e.TRUST_PROXY,
   };
 }

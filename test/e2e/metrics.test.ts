@@ -137,20 +137,23 @@ describe('Metrics, readiness and the access log', function () {
       expect(metricsCallerAllowed('192.168.1.5', tenNet)).to.equal(false);
     });
 
-    it('never lets X-Forwarded-For open it: a forwarded request passes only if every hop passes too', () => {
+    it('never lets a client header open it: a forwarded request passes only if every address it names passes too', () => {
       const none = parseAllowSubnets('');
-      expect(metricsCallerAllowed('8.8.8.8', none, { forwardedFor: '127.0.0.1' })).to.equal(false);
-      // A reverse proxy on loopback forwarding an outside caller.
-      expect(metricsCallerAllowed('127.0.0.1', none, { forwardedFor: '203.0.113.9' })).to.equal(false);
-      expect(metricsCallerAllowed('127.0.0.1', none, { forwardedFor: '127.0.0.1, ::1' })).to.equal(true);
+      expect(metricsCallerAllowed('8.8.8.8', none, { 'x-forwarded-for': '127.0.0.1' })).to.equal(false);
+      // A reverse proxy on loopback forwarding an outside caller, in X-Forwarded-For or X-Real-IP.
+      expect(metricsCallerAllowed('127.0.0.1', none, { 'x-forwarded-for': '203.0.113.9' })).to.equal(false);
+      expect(metricsCallerAllowed('127.0.0.1', none, { 'x-real-ip': '8.8.8.8' })).to.equal(false);
+      expect(metricsCallerAllowed('127.0.0.1', none, { 'x-forwarded-for': '127.0.0.1, ::1', 'x-real-ip': '::1' })).to.equal(true);
       expect(metricsCallerAllowed('127.0.0.1', none, { forwarded: 'for=127.0.0.1' })).to.equal(false);
     });
 
-    it('answers a loopback request that a proxy forwarded for an outside caller with the 404 of an unknown path', async () => {
-      const res = await fetch(`${server.url}/metrics`, { headers: { 'X-Forwarded-For': '203.0.113.9' } });
-      expect(res.status).to.equal(404);
-      expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
-      expect(((await res.json()) as { code: string }).code).to.equal('not_found');
+    it('answers a loopback request that a proxy forwarded for an outside caller (X-Forwarded-For, X-Real-IP) with the 404 of an unknown path', async () => {
+      for (const header of ['X-Forwarded-For', 'X-Real-IP']) {
+        const res = await fetch(`${server.url}/metrics`, { headers: { [header]: '203.0.113.9' } });
+        expect(res.status, header).to.equal(404);
+        expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
+        expect(((await res.json()) as { code: string }).code).to.equal('not_found');
+      }
     });
 
     it('refuses a caller on another interface with 404 not_found, and answers it once METRICS_ALLOW_SUBNETS names it', async function () {

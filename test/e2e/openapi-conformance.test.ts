@@ -114,7 +114,8 @@ describe('The API contract: every operation, called validly and invalidly, answe
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     const receiverUrl = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    server = await startTestServer({ now: NOW, env: { WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
+    // TRUST_PROXY: each key-less call names its own client in X-Forwarded-For (see `anonymous` below).
+    server = await startTestServer({ now: NOW, env: { WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8', TRUST_PROXY: 'loopback' } });
     const s = server.services;
 
     // A key per tier, its rate raised so that a few hundred calls in a row are never refused for

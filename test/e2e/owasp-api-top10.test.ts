@@ -65,7 +65,10 @@ interface CallOptions {
   headers?: Record<string, string> | [string, string][];
 }
 
-/** Each request without its own client address gets a new one: the per-address limit of key-less requests is not what most tests test. */
+/**
+ * Each request without its own client address gets a new one: the per-address limit of key-less
+ * requests is not what most tests test. The servers trust their loopback peer (TRUST_PROXY=loopback).
+ */
 let clients = 0;
 const nextClient = () => `10.77.${(++clients >> 8) & 255}.${clients & 255}`;
 
@@ -227,7 +230,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
 
     // startTestServer's steps, with the webhook sender given a resolver table before the server starts.
     const dataDir = tempDir('owasp-data-');
-    const services = await openServices(loadConfig(testEnv(dataDir, NOW, { WEBHOOK_ALLOW_SUBNETS: '127.0.0.2/32', WEBHOOK_CA_FILE: caFile })));
+    const services = await openServices(loadConfig(testEnv(dataDir, NOW, { WEBHOOK_ALLOW_SUBNETS: '127.0.0.2/32', WEBHOOK_CA_FILE: caFile, TRUST_PROXY: 'loopback' })));
     services.webhookSender = new HttpsWebhookSender({
       allow: services.config.webhookAllowSubnets,
       caFile,
@@ -391,7 +394,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
       const MAY = '2019-05-02T09:00:00Z';
 
       before(async () => {
-        acct = await startTestServer({ now: '2019-04-10T12:00:00Z' });
+        acct = await startTestServer({ now: '2019-04-10T12:00:00Z', env: { TRUST_PROXY: 'loopback' } });
         other = await createAccountWithKey(acct.services, { tier: 'quant', email: 'api1-other@example.test' });
         await setRateLimit(acct.services, other.account_id, 'unlimited');
         await acct.services.runner.waitForHead();

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 
 /**
  * A browser as far as the account pages need one: keeps the cookies the server sets and sends
- * them back, posts forms with their CSRF token, from a client address of its own (the server
- * trusts X-Forwarded-For from loopback, as behind a proxy).
+ * them back, posts forms with their CSRF token, from a client address of its own, named in
+ * X-Forwarded-For: the server must trust its loopback peer as a proxy (`TRUST_PROXY=loopback`).
  */
 export class FormBrowser {
   readonly jar = new Map<string, string>();

@@ -62,7 +62,7 @@ export function createApp(services: Services): Express {
   app.use(observeRequests(services)); // first: the access log and the request metrics see every request
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', 'loopback');
+  app.set('trust proxy', services.config.trustProxy); // TRUST_PROXY; read through clientAddress (client-address.ts)
   // Every parameter is parsed (node's default stops at 1,000 and drops the rest silently): an
   // unknown one is refused (see rejectUnknownQuery), so none is ignored.
   app.set('query parser', (text: string) => parseQuery(text, '&', '=', { maxKeys: 0 }));

@@ -6,6 +6,7 @@ import { KEY_PREFIX, SHOWN_PREFIX_LENGTH, shownPrefix } from '../../domain/api-k
 import type { Services } from '../container.js';
 import { projectionLags, type LagSources } from '../metrics/projection-lag.js';
 import { requestIdOf } from './authentication.js';
+import { clientAddress } from './client-address.js';
 import { PROBLEM_CODE_LOCAL } from './problem.js';
 
 /** The label of a request no route matched (a 404, or an answer from a middleware): never the raw URL. */
@@ -66,22 +67,22 @@ export function keyPrefixOf(header: string | undefined): string | null {
   return key.startsWith(KEY_PREFIX) && key.length >= 2 * SHOWN_PREFIX_LENGTH ? shownPrefix(key) : 'malformed';
 }
 
+/** Headers by which a proxy names the client it forwards: X-Forwarded-For and its one-address cousins. */
+const CLIENT_HEADERS = ['x-forwarded-for', 'x-real-ip', 'true-client-ip', 'cf-connecting-ip', 'x-client-ip', 'fastly-client-ip', 'x-cluster-client-ip'];
+
 /**
- * Whether `GET /metrics` answers a request: its socket's peer (never X-Forwarded-For, which
- * anyone can write) is a loopback address (127.0.0.0/8, ::1, their IPv4-mapped forms) or inside
- * `METRICS_ALLOW_SUBNETS`. A request a proxy forwarded must pass for every address its
- * X-Forwarded-For names too, so that a reverse proxy on loopback does not open the metrics to
- * whoever it forwards; one with a `Forwarded` header (not parsed here) is refused. A forged header
- * can only make a caller less allowed. Anything that does not parse as an IP address is refused.
+ * Whether `GET /metrics` answers a request: its client address (clientAddress: the socket's peer,
+ * or with `TRUST_PROXY` the address the trusted proxies name) is a loopback address (127.0.0.0/8,
+ * ::1, their IPv4-mapped forms) or inside `METRICS_ALLOW_SUBNETS`. A proxy nobody configured may
+ * stand on loopback too (nginx in front of the service on the same host, setting X-Real-IP), so
+ * every address a client header names must pass as well, and a request with a `Forwarded` header
+ * (not parsed here) is refused: a forged header can only make a caller less allowed. Anything that
+ * does not parse as an IP address is refused.
  */
-export function metricsCallerAllowed(
-  remoteAddress: string | undefined,
-  allow: AllowSubnets,
-  headers: { forwardedFor?: string | undefined; forwarded?: string | undefined } = {},
-): boolean {
-  if (headers.forwarded !== undefined) return false;
-  const hops = headers.forwardedFor === undefined ? [] : headers.forwardedFor.split(',').map((h) => h.trim());
-  return [remoteAddress, ...hops].every((address) => addressAllowed(address, allow));
+export function metricsCallerAllowed(client: string | undefined, allow: AllowSubnets, headers: Record<string, string | string[] | undefined> = {}): boolean {
+  if (headers['forwarded'] !== undefined) return false;
+  const named = CLIENT_HEADERS.flatMap((name) => [headers[name] ?? []].flat()).flatMap((value) => value.split(',').map((a) => a.trim()));
+  return [client, ...named].every((address) => addressAllowed(address, allow));
 }
 
 function addressAllowed(address: string | undefined, allow: AllowSubnets): boolean {
@@ -105,9 +106,8 @@ export function registerMetricsRoutes(app: Express, services: Services): void {
   const cap = () => config.readyMaxLagEvents + 1;
 
   app.get('/metrics', async (req, res, next) => {
-    const proxied = { forwardedFor: req.header('x-forwarded-for'), forwarded: req.header('forwarded') };
     // Answered as an unknown path is (404 not_found): a refusal would tell that the path exists.
-    if (!metricsCallerAllowed(req.socket.remoteAddress, config.metricsAllowSubnets, proxied)) return next();
+    if (!metricsCallerAllowed(clientAddress(req), config.metricsAllowSubnets, req.headers)) return next();
     try {
       const { lags } = await projectionLags(sources, { cap: cap(), seconds: true });
       for (const lag of lags) {

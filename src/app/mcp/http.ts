@@ -2,6 +2,7 @@ import express, { type Request, type RequestHandler } from 'express';
 import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCRequest, type JSONRPCResponse } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../container.js';
 import { requestIdOf, setRateHeaders } from '../http/authentication.js';
+import { clientAddress } from '../http/client-address.js';
 import { admit, CREDITS_HEADER, type AuthedRequest } from '../../core/meter.port.js';
 import { AppError } from '../../core/errors.js';
 import { problemOf } from '../../core/problem.js';
@@ -44,7 +45,7 @@ export function mcpRoute(services: Services): RequestHandler[] {
 function mcpAuthentication(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = await services.meter.authenticate(req.header('x-api-key'), requestIdOf(req, services.ids), req.ip);
+      const principal = await services.meter.authenticate(req.header('x-api-key'), requestIdOf(req, services.ids), clientAddress(req));
       (req as AuthedRequest).user = principal;
       const remaining = await services.meter.remaining(principal).catch(() => null);
       if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
