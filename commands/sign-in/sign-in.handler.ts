@@ -3,6 +3,8 @@
  *
  * - A link is sent to any well-formed address, whether or not it has an account: the page never
  *   tells (no account enumeration). It signs in once, within 15 minutes.
+ * - An address gets at most 3 links per 15 minutes; further requests mail nothing and are answered
+ *   the same, so that a stranger can neither flood the mailbox nor lock its owner out.
  * - The first sign-in of an address creates the developer account, its free key and its credit
  *   ledger, in the same atomic append that uses the link and claims the address.
  * - A session is an opaque random id in the browser's cookie; the log keeps its hash, when it
@@ -98,6 +100,63 @@ export async function sendSignInLink(deps: SignInDeps & { mailer: Mailer; baseUr
     ].join('\n'),
   });
   return { email, expires_at };
+}
+
+/** Sign-in mails one address may receive per window (a link's lifetime): see SignInMailBudget. */
+export const SIGN_IN_MAILS_PER_ADDRESS = 3;
+
+/**
+ * The sign-in mails each address has had in its current window, by the address's hash, in the
+ * process (each replica counts its own). The window starts at its first mail and lasts a link's
+ * lifetime, on the service clock that dates the links: so whenever the budget turns a request
+ * away, the last link mailed is still valid, and the owner signs in with it.
+ */
+export class SignInMailBudget {
+  private readonly windows = new Map<string, { ends: number; mailed: number }>();
+  private nextSweep = 0;
+  private readonly windowMs = SIGN_IN_LINK_MINUTES * 60_000;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly perWindow = SIGN_IN_MAILS_PER_ADDRESS,
+  ) {}
+
+  /** Counts one mail to `email` (normalised): false, counting nothing, when its window's mails are all sent. */
+  take(email: string): boolean {
+    const now = this.clock.now().getTime();
+    this.sweep(now);
+    const key = sha256Hex(email);
+    const window = this.windows.get(key);
+    if (!window || window.ends <= now) {
+      this.windows.set(key, { ends: now + this.windowMs, mailed: 1 });
+      return true;
+    }
+    if (window.mailed >= this.perWindow) return false;
+    window.mailed++;
+    return true;
+  }
+
+  /** Drops ended windows, at most once a window: the map holds the addresses of the last two windows at most. */
+  private sweep(now: number): void {
+    if (now < this.nextSweep) return;
+    for (const [key, window] of this.windows) if (window.ends <= now) this.windows.delete(key);
+    this.nextSweep = now + this.windowMs;
+  }
+}
+
+/**
+ * Asks a sign-in link for `email`: mails a new one while the address's budget allows, and nothing
+ * beyond it. The caller answers the same either way (`mailed` is for the log and the tests): the
+ * asker learns nothing, and the links already mailed keep working.
+ */
+export async function requestSignInLink(
+  deps: SignInDeps & { mailer: Mailer; baseUrl: string; budget: SignInMailBudget },
+  rawEmail: unknown,
+): Promise<{ email: string; mailed: boolean }> {
+  const email = normalizeEmail(rawEmail);
+  if (!deps.budget.take(email)) return { email, mailed: false };
+  await sendSignInLink(deps, email);
+  return { email, mailed: true };
 }
 
 export type LinkStatus = { status: 'valid'; email: string; expires_at: string } | { status: 'used' | 'expired' | 'unknown' };

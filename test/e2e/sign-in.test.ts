@@ -23,7 +23,8 @@ describe('Sign-in by emailed link', function () {
   const clock = () => server.services.clock as ReturnType<typeof fixedClock>;
 
   before(async () => {
-    server = await startTestServer({ now: NOW });
+    // Behind a proxy on loopback: each Browser is its own client, by X-Forwarded-For.
+    server = await startTestServer({ now: NOW, env: { TRUST_PROXY: 'loopback' } });
   });
   after(() => server.stop());
 
@@ -169,19 +170,82 @@ describe('Sign-in by emailed link', function () {
     }
   });
 
-  it('limits sign-in mails: 3 per address per 15 minutes (429 with Retry-After), and 10 per client per hour', async () => {
+  it('limits sign-in requests to 10 per client address per hour (429 with Retry-After); another client is not held back', async () => {
     const b = new Browser(server);
     const answers = [];
-    for (let i = 0; i < 4; i++) answers.push(await askLink(b, 'often@example.com'));
-    expect(answers.map((a) => a.status)).to.deep.equal([200, 200, 200, 429]);
-    expect(Number(answers[3]!.headers.get('retry-after'))).to.be.within(1, 900);
-    expect(answers[3]!.text).to.include('rate_limited');
-    expect(linksTo('often@example.com')).to.have.length(3);
-    // The client has asked 4 times; 6 more addresses are allowed this hour, the 7th is not.
-    const others = [];
-    for (let i = 0; i < 7; i++) others.push((await askLink(b, `other${i}@example.com`)).status);
-    expect(others).to.deep.equal([200, 200, 200, 200, 200, 200, 429]);
-    // Another client is not held back by this one.
-    expect((await askLink(new Browser(server), 'other7@example.com')).status).to.equal(200);
+    for (let i = 0; i < 11; i++) answers.push(await askLink(b, `other${i}@example.com`));
+    expect(answers.map((a) => a.status)).to.deep.equal([...Array<number>(10).fill(200), 429]);
+    expect(Number(answers[10]!.headers.get('retry-after'))).to.be.within(1, 3600);
+    expect(answers[10]!.text).to.include('rate_limited');
+    expect(linksTo('other10@example.com')).to.have.length(0);
+    expect((await askLink(new Browser(server), 'other10@example.com')).status).to.equal(200);
+  });
+
+  describe("When strangers ask links for someone else's address", () => {
+    /** What a page tells: its status, its headers but the ones every response varies, its text without the CSRF token. */
+    const told = (a: Awaited<ReturnType<typeof askLink>>) => ({
+      status: a.status,
+      headers: [...a.headers].filter(([name]) => !['date', 'x-request-id', 'set-cookie'].includes(name)),
+      text: a.text.replace(/name="_csrf" value="[^"]+"/, ''),
+    });
+
+    /** `requests` asks for `email`, each from its browser; the answers, and the links mailed in the order they went. */
+    async function flood(email: string, requests: Browser[]) {
+      const answers = [];
+      const mailed: string[] = [];
+      for (const b of requests) {
+        answers.push(await askLink(b, email));
+        mailed.push(...linksTo(email).filter((t) => !mailed.includes(t)));
+      }
+      return { answers, mailed };
+    }
+    const strangers = (n: number) => Array.from({ length: n }, () => new Browser(server));
+
+    it('mails the address at most 3 times, and answers every request the page of a request that mailed (no 429)', async () => {
+      // One stranger from one address, then strangers from many (a botnet).
+      const one = new Browser(server);
+      const { answers, mailed } = await flood('victim@example.com', [one, one, one, one, one, ...strangers(20)]);
+      expect(mailed).to.have.length(3);
+      const first = told(answers[0]!);
+      expect(first.status).to.equal(200);
+      expect(first.headers.map(([name]) => name)).to.not.include('retry-after');
+      for (const [i, a] of answers.entries()) expect(told(a), `request ${i + 1}`).to.deep.equal(first);
+    });
+
+    it('lets the owner sign in with the newest link mailed, after asking again from their own address', async () => {
+      const address = 'owner@example.com';
+      const { mailed } = await flood(address, strangers(10));
+      const owner = new Browser(server);
+      const asked = await askLink(owner, address);
+      expect(asked.status).to.equal(200);
+      expect(asked.text).to.include('at most 3 links in 15 minutes');
+      expect(linksTo(address), 'asking again mailed nothing').to.have.length(3);
+      const newest = mailed.at(-1)!;
+      const confirm = await owner.request(`/account/sign-in/${newest}`);
+      expect(confirm.status).to.equal(200);
+      const signed = await owner.submit(confirm.text, `/account/sign-in/${newest}`);
+      expect(signed.status).to.equal(200);
+      expect(signed.text).to.match(/id="new-key">sk_live_/);
+      expect((await owner.request('/account')).status).to.equal(200);
+    });
+
+    it('keeps the newest link valid for as long as requests are turned away, and mails again once 15 minutes have passed', async () => {
+      const address = 'flooded@example.com';
+      const { mailed } = await flood(address, strangers(6));
+      expect(mailed).to.have.length(3);
+      try {
+        clock().set(new Date(Date.parse(NOW) + 15 * 60_000 - 1000).toISOString());
+        await askLink(new Browser(server), address);
+        expect(linksTo(address), 'the last second of the window').to.have.length(3);
+        expect((await new Browser(server).request(`/account/sign-in/${mailed.at(-1)!}`)).status).to.equal(200);
+        clock().set(new Date(Date.parse(NOW) + 15 * 60_000).toISOString());
+        const owner = new Browser(server);
+        const token = await newLink(owner, address);
+        const confirm = await owner.request(`/account/sign-in/${token}`);
+        expect((await owner.submit(confirm.text, `/account/sign-in/${token}`)).status).to.equal(200);
+      } finally {
+        clock().set(NOW);
+      }
+    });
   });
 });
