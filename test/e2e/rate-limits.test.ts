@@ -109,15 +109,16 @@ describe('Rate limits per account', function () {
     expect(back.headers.get('ratelimit-policy')).to.equal(`"per-account";q=${PLANS.quant.rate_per_second * RATE_BURST_FACTOR};w=${RATE_BURST_FACTOR}`);
   });
 
-  it('counts REST and MCP calls of a key in one bucket: over it, an MCP call is refused 429 rate_limited too, charged nothing', async () => {
+  it("counts REST and MCP calls of an account's keys in one bucket: over it, an MCP call with its other key is refused 429 rate_limited too, charged nothing", async () => {
     const k = await newKey('quant');
+    const other = await issueKey(server.services, k.account_id);
     await setRateLimit(server.services, k.account_id, 1);
     await server.services.runner.waitForHead();
     const rest = await Promise.all([get('/v1/scores/AAPL', { 'X-API-Key': k.key }), get('/v1/scores/AAPL', { 'X-API-Key': k.key })]);
     expect(rest.map((r) => r.status)).to.deep.equal([200, 200]);
     const mcp = await fetch(`${server.url}/mcp/http`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'X-API-Key': k.key },
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'X-API-Key': other.key },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_scores', arguments: { ticker: 'AAPL' } } }),
     });
     expect(mcp.status).to.equal(429);
