@@ -1,12 +1,15 @@
 import { AppError, notFound } from '../../src/core/errors.js';
 import type { Stream } from '../../src/core/command-handler.js';
-import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
+import { accountStream, type AccountEvent, type ApiKeyRevoked } from '../../src/events/account.events.js';
 
 export interface KeyState {
   key_id: string;
   prefix: string;
   status: 'active' | 'revoked' | 'rotated';
   grace_until: string | null;
+  /** For a rotated key: the key that replaced it. */
+  replaced_by: string | null;
 }
 
 export interface AccountState {
@@ -33,7 +36,7 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
       return { ...state, exists: true, account_id: event.data.account_id, email: event.data.email };
     case 'ApiKeyIssued': {
       const keys = new Map(state.keys);
-      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, status: 'active', grace_until: null });
+      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, status: 'active', grace_until: null, replaced_by: null });
       return { ...state, keys };
     }
     case 'ApiKeyRevoked': {
@@ -45,7 +48,7 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
     case 'ApiKeyRotated': {
       const keys = new Map(state.keys);
       const k = keys.get(event.data.key_id);
-      if (k) keys.set(k.key_id, { ...k, status: 'rotated', grace_until: event.data.grace_until });
+      if (k) keys.set(k.key_id, { ...k, status: 'rotated', grace_until: event.data.grace_until, replaced_by: event.data.replaced_by });
       return { ...state, keys };
     }
     case 'RateLimitSet':
@@ -64,6 +67,25 @@ export type AccountCommand =
   | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: { key_id: string; key_hash: string; prefix: string } }
   | { type: 'SetRateLimit'; per_second: number | 'unlimited' | 'tier' };
 
+/**
+ * Revocations of the keys rotated into `keyId` (directly or through a chain of rotations) whose
+ * grace still runs: revoking or rotating a key ends its predecessors' grace, so an old key never
+ * outlives the key that replaced it.
+ */
+function endGraceBefore(state: AccountState, keyId: string, now: Date): ApiKeyRevoked[] {
+  const at = now.toISOString();
+  const out: ApiKeyRevoked[] = [];
+  let successors = new Set([keyId]);
+  while (successors.size > 0) {
+    const predecessors = [...state.keys.values()].filter((k) => k.status === 'rotated' && k.replaced_by !== null && successors.has(k.replaced_by));
+    for (const p of predecessors) {
+      if (p.grace_until !== null && p.grace_until > at) out.push({ type: 'ApiKeyRevoked', data: { key_id: p.key_id, at, grace_ended_by: keyId } });
+    }
+    successors = new Set(predecessors.map((p) => p.key_id));
+  }
+  return out;
+}
+
 /** Pure: what the command changes in the account, or why it cannot. */
 export function decideAccount(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
   const at = now.toISOString();
@@ -74,14 +96,21 @@ export function decideAccount(state: AccountState, command: AccountCommand, now:
         { type: 'AccountCreated', data: { account_id: command.account_id, email: command.email, at } },
         { type: 'ApiKeyIssued', data: { ...command.key, at } },
       ];
-    case 'IssueKey':
+    case 'IssueKey': {
       if (!state.exists) throw notFound('no such account');
+      const active = [...state.keys.values()].filter((k) => k.status === 'active').length;
+      if (active >= MAX_ACTIVE_KEYS_PER_ACCOUNT) {
+        throw new AppError('limit_exceeded', `an account has at most ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys (this one has ${active}); revoke one to create another`, {
+          maximum: MAX_ACTIVE_KEYS_PER_ACCOUNT,
+        });
+      }
       return [{ type: 'ApiKeyIssued', data: { ...command.key, at } }];
+    }
     case 'RevokeKey': {
       const k = state.keys.get(command.key_id);
       if (!k) throw notFound(`no key ${command.key_id} on this account`);
       if (k.status === 'revoked') return [];
-      return [{ type: 'ApiKeyRevoked', data: { key_id: k.key_id, at } }];
+      return [{ type: 'ApiKeyRevoked', data: { key_id: k.key_id, at } }, ...endGraceBefore(state, k.key_id, now)];
     }
     case 'RotateKey': {
       const k = state.keys.get(command.key_id);
@@ -94,6 +123,7 @@ export function decideAccount(state: AccountState, command: AccountCommand, now:
       return [
         { type: 'ApiKeyIssued', data: { ...command.key, at } },
         { type: 'ApiKeyRotated', data: { key_id: k.key_id, replaced_by: command.key.key_id, grace_until, at } },
+        ...endGraceBefore(state, k.key_id, now),
       ];
     }
     case 'SetRateLimit': {

@@ -40,7 +40,7 @@ export interface Principal {
 export function admit(principal: Principal): void {
   const r = principal.rate;
   if (r.allowed) return;
-  throw new AppError('rate_limited', `This key may send ${r.perSecond} request${r.perSecond === 1 ? '' : 's'} per second (bursts of ${r.capacity}); retry in ${r.retryAfterSeconds} s`, {
+  throw new AppError('rate_limited', `This account's keys may send ${r.perSecond} request${r.perSecond === 1 ? '' : 's'} per second together (bursts of ${r.capacity}); retry in ${r.retryAfterSeconds} s`, {
     retry_after_seconds: r.retryAfterSeconds,
     per_second: r.perSecond,
   });

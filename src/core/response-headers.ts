@@ -101,13 +101,13 @@ export const RESPONSE_HEADERS = {
   RateLimit: {
     name: HEADER.rateLimit,
     description:
-      'The key’s request-rate budget now (IETF draft-ietf-httpapi-ratelimit-headers): `r` requests left in the burst, `t` seconds until it is full again. On every response to a request with a valid key, except for a key without a rate limit.',
-    schema: { type: 'string', pattern: '^"per-key";r=[0-9]+;t=[0-9]+$', example: '"per-key";r=19;t=1' },
+      'The account’s request-rate budget now (all its keys share one) (IETF draft-ietf-httpapi-ratelimit-headers): `r` requests left in the burst, `t` seconds until it is full again. On every response to a request with a valid key, except for a key without a rate limit.',
+    schema: { type: 'string', pattern: '^"per-account";r=[0-9]+;t=[0-9]+$', example: '"per-account";r=19;t=1' },
   },
   RateLimitPolicy: {
     name: HEADER.rateLimitPolicy,
-    description: 'The key’s request-rate policy: a burst of `q` requests, refilled over `w` seconds. Sent with `RateLimit`.',
-    schema: { type: 'string', pattern: '^"per-key";q=[0-9]+;w=[0-9]+$', example: '"per-key";q=20;w=2' },
+    description: 'The account’s request-rate policy: a burst of `q` requests, refilled over `w` seconds. Sent with `RateLimit`.',
+    schema: { type: 'string', pattern: '^"per-account";q=[0-9]+;w=[0-9]+$', example: '"per-account";q=20;w=2' },
   },
   RetryAfter: {
     name: HEADER.retryAfter,

@@ -25,7 +25,7 @@ export interface TierPlan {
   overage_per_1k_usd: number | null;
   /** Subscription price per calendar month, USD; null = not sold self-serve (enterprise: by contract). */
   monthly_price_usd: number | null;
-  /** Requests per second per key (REST and MCP together), with a burst of RATE_BURST_FACTOR times that. */
+  /** Requests per second per account (all its keys, REST and MCP together), with a burst of RATE_BURST_FACTOR times that. */
   rate_per_second: number;
 }
 
@@ -80,7 +80,7 @@ export const CREDIT_PACKS: readonly Readonly<CreditPack>[] = Object.freeze([
   Object.freeze({ id: 'pack-1m', credits: 1_000_000, price_usd: 300 }),
 ]);
 
-/** A key's token bucket holds this many seconds of its rate: the burst it may send at once. */
+/** An account's token bucket holds this many seconds of its rate: the burst its keys may send at once. */
 export const RATE_BURST_FACTOR = 2;
 /** Requests per second per client address without a valid key (401s cost work too). */
 export const ANONYMOUS_RATE_PER_SECOND = 10;

@@ -10,7 +10,11 @@ export interface ApiKeyIssued {
 }
 export interface ApiKeyRevoked {
   type: 'ApiKeyRevoked';
-  data: { key_id: string; at: string };
+  /**
+   * `grace_ended_by`: set when the key was a rotated key in its grace period, revoked because the
+   * key that replaced it (`grace_ended_by`, or a later key in its chain) was revoked or rotated.
+   */
+  data: { key_id: string; at: string; grace_ended_by?: string };
 }
 export interface ApiKeyRotated {
   type: 'ApiKeyRotated';
@@ -19,7 +23,7 @@ export interface ApiKeyRotated {
 }
 /**
  * The operator's override of the account's request rate (`scores rate-limit set`): requests per
- * second per key, `unlimited`, or `tier` (back to the plan's own, src/domain/plans.ts).
+ * second shared by all the account's keys, `unlimited`, or `tier` (back to the plan's own, src/domain/plans.ts).
  */
 export interface RateLimitSet {
   type: 'RateLimitSet';

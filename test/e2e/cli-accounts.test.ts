@@ -1,5 +1,9 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
+import { issueKey } from '../../commands/manage-keys/keys.handler.js';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices } from '../../src/app/container.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
 import { runCli } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 
@@ -45,6 +49,32 @@ describe('The scores CLI for accounts and billing', function () {
 
     const audit = await json(['audit', '--account', account]);
     expect(audit).to.include({ ok: true });
+  });
+
+  it(`adds keys to an account up to ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active ones, refuses the next with limit_exceeded (exit 1), and revokes a key in its grace period`, async () => {
+    const first = await json(['keys', 'create', '--tier', 'free']);
+    const account = first['account_id'] as string;
+    // All but the last key the cap allows in this process, on the same store (a CLI run each would take minutes)…
+    const services = await openServices(loadConfig(env));
+    try {
+      for (let n = 2; n < MAX_ACTIVE_KEYS_PER_ACCOUNT; n++) await issueKey(services, account);
+    } finally {
+      await services.close();
+    }
+    // …the last one by the CLI, and one more is refused there.
+    expect(await json(['keys', 'create', '--account', account])).to.include({ account_id: account, tier: 'free' });
+    const refused = await runCli(['keys', 'create', '--account', account], env);
+    expect(refused.code, refused.stdout).to.equal(1);
+    expect(refused.stdout).not.to.match(/sk_live_/);
+    expect(`${refused.stdout}${refused.stderr}`).to.include('limit_exceeded').and.to.include(`at most ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys`);
+
+    const both = await runCli(['keys', 'create', '--account', account, '--tier', 'free'], env);
+    expect(both.code).to.not.equal(0);
+    expect(both.stderr).to.match(/--tier for a new account, or --account/);
+
+    // A rotation at the cap replaces a key; the old key, in its grace period, can be revoked.
+    await json(['keys', 'rotate', first['key_id'] as string, '--grace', '86400']);
+    expect(await json(['keys', 'revoke', first['key_id'] as string])).to.include({ key_id: first['key_id'], revoked: true });
   });
 
   it('refuses overage on a free account and an unknown tier with a clear message', async () => {

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { createAccountWithKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, issueKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import { PLANS, RATE_BURST_FACTOR } from '../../src/domain/plans.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
-/** Request-rate limits per key over real HTTP: the tier's token bucket, the operator's override, the headers. */
-describe('Rate limits per key', function () {
+/** Request-rate limits per account over real HTTP: the tier's token bucket, shared by the account's keys, the operator's override, the headers. */
+describe('Rate limits per account', function () {
   this.timeout(120_000);
   let server: TestServer;
   before(async () => {
@@ -28,12 +28,12 @@ describe('Rate limits per key', function () {
     const rate = PLANS.hobbyist.rate_per_second;
     const first = await get('/v1/scores/AAPL', { 'X-API-Key': k.key });
     expect(first.status).to.equal(200);
-    expect(first.headers.get('ratelimit-policy')).to.equal(`"per-key";q=${rate * RATE_BURST_FACTOR};w=${RATE_BURST_FACTOR}`);
-    expect(first.headers.get('ratelimit')).to.match(new RegExp(`^"per-key";r=${rate * RATE_BURST_FACTOR - 1};t=\\d+$`));
+    expect(first.headers.get('ratelimit-policy')).to.equal(`"per-account";q=${rate * RATE_BURST_FACTOR};w=${RATE_BURST_FACTOR}`);
+    expect(first.headers.get('ratelimit')).to.match(new RegExp(`^"per-account";r=${rate * RATE_BURST_FACTOR - 1};t=\\d+$`));
     // An error after authentication carries them too.
     const bad = await get('/v1/scores/AAPL/history?start=nope', { 'X-API-Key': k.key });
     expect(bad.status).to.equal(400);
-    expect(bad.headers.get('ratelimit')).to.match(/^"per-key";r=\d+;t=\d+$/);
+    expect(bad.headers.get('ratelimit')).to.match(/^"per-account";r=\d+;t=\d+$/);
   });
 
   it('refuses part of a flood of 400 concurrent calls from one hobbyist key with 429 rate_limited, and bills only the answered ones', async () => {
@@ -56,13 +56,47 @@ describe('Rate limits per key', function () {
     expect(charged.map((e) => e.type === 'CreditsDebited' && e.data.request_id).sort()).to.deep.equal([...ids].sort());
   });
 
+  /** `count` concurrent calls spread over `keys`, with the seconds they took (the bucket refills meanwhile). */
+  const spread = async (keys: string[], count: number) => {
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: count }, (_, i) => get('/v1/scores/AAPL', { 'X-API-Key': keys[i % keys.length]! })));
+    return { answers, seconds: (performance.now() - started) / 1000 };
+  };
+
+  it("shares one bucket among an account's keys: two keys of a free account together get one burst, not two", async () => {
+    const first = await newKey('free');
+    const second = await issueKey(server.services, first.account_id);
+    await server.services.runner.waitForHead();
+    const rate = PLANS.free.rate_per_second;
+    const burst = rate * RATE_BURST_FACTOR;
+    const { answers, seconds } = await spread([first.key, second.key], burst * 3);
+    const ok = answers.filter((r) => r.status === 200);
+    expect(ok.length + answers.filter((r) => r.status === 429).length).to.equal(answers.length);
+    // One bucket: its burst plus what it refilled while the calls ran (two buckets would answer twice the burst).
+    expect(ok.length, `${ok.length} answered in ${seconds.toFixed(2)} s`).to.be.at.least(burst).and.at.most(burst + Math.floor(seconds * rate));
+    expect(ok[0]!.headers.get('ratelimit-policy')).to.equal(`"per-account";q=${burst};w=${RATE_BURST_FACTOR}`);
+    expect(await debitsOf(first.account_id)).to.have.length(ok.length);
+  });
+
+  it("applies the operator's override to the account as a whole, however many keys it has", async () => {
+    const k = await newKey('quant');
+    const more = [await issueKey(server.services, k.account_id), await issueKey(server.services, k.account_id)];
+    await setRateLimit(server.services, k.account_id, 1);
+    await server.services.runner.waitForHead();
+    const { answers, seconds } = await spread([k.key, ...more.map((m) => m.key)], 9);
+    const ok = answers.filter((r) => r.status === 200).length;
+    expect(ok, `${ok} answered in ${seconds.toFixed(2)} s`).to.be.at.least(2).and.at.most(2 + Math.floor(seconds));
+    const limited = answers.find((r) => r.status === 429)!;
+    expect(((await limited.json()) as { code: string; detail: string }).detail).to.match(/^This account's keys may send 1 request per second together/);
+  });
+
   it("follows the operator's override: a lower rate, unlimited (no headers), back to the plan's", async () => {
     const k = await newKey('quant');
     await setRateLimit(server.services, k.account_id, 1);
     await server.services.runner.waitForHead();
     const burst = await Promise.all(Array.from({ length: 5 }, () => get('/v1/scores/AAPL', { 'X-API-Key': k.key })));
     expect(burst.filter((r) => r.status === 429)).to.have.length(3);
-    expect(burst[0]!.headers.get('ratelimit-policy')).to.equal('"per-key";q=2;w=2');
+    expect(burst[0]!.headers.get('ratelimit-policy')).to.equal('"per-account";q=2;w=2');
 
     await setRateLimit(server.services, k.account_id, 'unlimited');
     await server.services.runner.waitForHead();
@@ -73,23 +107,24 @@ describe('Rate limits per key', function () {
     await setRateLimit(server.services, k.account_id, 'tier');
     await server.services.runner.waitForHead();
     const back = await get('/v1/scores/AAPL', { 'X-API-Key': k.key });
-    expect(back.headers.get('ratelimit-policy')).to.equal(`"per-key";q=${PLANS.quant.rate_per_second * RATE_BURST_FACTOR};w=${RATE_BURST_FACTOR}`);
+    expect(back.headers.get('ratelimit-policy')).to.equal(`"per-account";q=${PLANS.quant.rate_per_second * RATE_BURST_FACTOR};w=${RATE_BURST_FACTOR}`);
   });
 
-  it('counts REST and MCP calls of a key in one bucket: over it, an MCP call is refused 429 rate_limited too, charged nothing', async () => {
+  it("counts REST and MCP calls of an account's keys in one bucket: over it, an MCP call with its other key is refused 429 rate_limited too, charged nothing", async () => {
     const k = await newKey('quant');
+    const other = await issueKey(server.services, k.account_id);
     await setRateLimit(server.services, k.account_id, 1);
     await server.services.runner.waitForHead();
     const rest = await Promise.all([get('/v1/scores/AAPL', { 'X-API-Key': k.key }), get('/v1/scores/AAPL', { 'X-API-Key': k.key })]);
     expect(rest.map((r) => r.status)).to.deep.equal([200, 200]);
     const mcp = await fetch(`${server.url}/mcp/http`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'X-API-Key': k.key },
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'X-API-Key': other.key },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_scores', arguments: { ticker: 'AAPL' } } }),
     });
     expect(mcp.status).to.equal(429);
     expect(((await mcp.json()) as { code: string }).code).to.equal('rate_limited');
-    expect(mcp.headers.get('ratelimit-policy')).to.equal('"per-key";q=2;w=2');
+    expect(mcp.headers.get('ratelimit-policy')).to.equal('"per-account";q=2;w=2');
     expect(Number(mcp.headers.get('retry-after'))).to.be.at.least(1);
     expect(await debitsOf(k.account_id)).to.have.length(2);
   });

@@ -62,8 +62,8 @@ describe('Refusal messages', () => {
     };
 
     it('says "1 request per second" and "10 requests per second"', () => {
-      expect(refusal(() => admit(principal(1, 2))).detail).to.equal('This key may send 1 request per second (bursts of 2); retry in 1 s');
-      expect(refusal(() => admit(principal(10, 20))).detail).to.equal('This key may send 10 requests per second (bursts of 20); retry in 1 s');
+      expect(refusal(() => admit(principal(1, 2))).detail).to.equal('This account\'s keys may send 1 request per second together (bursts of 2); retry in 1 s');
+      expect(refusal(() => admit(principal(10, 20))).detail).to.equal('This account\'s keys may send 10 requests per second together (bursts of 20); retry in 1 s');
     });
   });
 });

@@ -7,7 +7,8 @@ import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.s
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { dropLedgerSnapshots } from '../../../commands/ledger/drop-snapshots.handler.js';
-import { createAccountWithKey, revokeKey, rotateKey, setRateLimit } from '../../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, issueKey, revokeKey, rotateKey, setRateLimit } from '../../../commands/manage-keys/keys.handler.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../domain/api-keys.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
 import { AppError } from '../../core/errors.js';
@@ -309,25 +310,29 @@ async function ledgerCommand(
 }
 
 function addAccountCommands(program: Command): void {
-  const keys = program.command('keys').description('API keys: create (with a new account), revoke, rotate');
+  const keys = program.command('keys').description('API keys: create (with a new account, or on one), revoke, rotate');
   keys
     .command('create')
-    .description('Create an account on a tier and print its first API key (shown once)')
-    .addOption(tierOption().makeOptionMandatory())
+    .description(`Create an account on a tier and print its first API key (shown once), or with --account another key of that account (at most ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active)`)
+    .addOption(tierOption())
+    .option('--account <id>', 'add the key to this existing account instead (it keeps its plan)')
     .option('--pro', 'the account holds a consumer Pro membership (overlay)')
     .option('--email <email>', 'where usage alerts are sent')
     .option('--json', 'machine-readable output (the default for this command)')
-    .action(async (opts: { tier: Tier; pro?: boolean; email?: string }) => {
+    .action(async (opts: { tier?: Tier; account?: string; pro?: boolean; email?: string }) => {
       if (opts.email !== undefined && !/^[^@\s]+@[^@\s]+$/.test(opts.email)) throw new CliError(`--email ${opts.email} is not an email address`);
+      if ((opts.account === undefined) === (opts.tier === undefined)) throw new CliError('give --tier for a new account, or --account for another key of an existing one');
+      if (opts.account !== undefined && (opts.pro || opts.email !== undefined)) throw new CliError('--pro and --email describe a new account: give them with --tier');
+      const { account, tier } = opts;
       await withServices(async (s) => {
-        const issued = await createAccountWithKey(s, { tier: opts.tier, pro: Boolean(opts.pro), email: opts.email ?? null });
+        const issued = account !== undefined ? await issueKey(s, account) : await createAccountWithKey(s, { tier: tier!, pro: Boolean(opts.pro), email: opts.email ?? null });
         // Always JSON with `account_id` and `key` (a script stores the key, shown once).
         printer(true)('', issued);
       });
     });
   keys
     .command('revoke')
-    .description('Revoke a key at once (403 key_forbidden from then on)')
+    .description('Revoke a key at once, active or in its grace period (403 key_forbidden from then on); ends the grace of the key it replaced')
     .argument('<key_id>', 'the key id printed by `keys create`')
     .option('--json', 'machine-readable output')
     .action(async (keyId: string, opts: { json?: boolean }) => {
@@ -338,7 +343,7 @@ function addAccountCommands(program: Command): void {
     });
   keys
     .command('rotate')
-    .description('Issue a replacement key; the old one keeps working for the grace period')
+    .description('Issue a replacement key; the old one keeps working for the grace period (a key still in grace before it stops at once)')
     .argument('<key_id>', 'the key id to replace')
     .option('--grace <seconds>', 'how long the old key keeps working (0 = stops at once)', (v) => Number(v), 0)
     .option('--json', 'machine-readable output')
@@ -442,11 +447,11 @@ function addAccountCommands(program: Command): void {
 
   program
     .command('rate-limit')
-    .description("An account's request rate per key (REST and MCP together): an override of its plan's")
+    .description("An account's request rate (all its keys, REST and MCP together): an override of its plan's")
     .command('set')
-    .description('Set the rate: N requests per second per key (bursts of twice that), unlimited, or tier (the plan\'s own)')
+    .description('Set the rate: N requests per second per account (bursts of twice that), unlimited, or tier (the plan\'s own)')
     .addOption(accountOption())
-    .requiredOption('--per-second <n|unlimited|tier>', 'requests per second per key', (v: string) => {
+    .requiredOption('--per-second <n|unlimited|tier>', 'requests per second per account', (v: string) => {
       if (v === 'unlimited' || v === 'tier') return v;
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000, unlimited, or tier');
@@ -455,7 +460,7 @@ function addAccountCommands(program: Command): void {
     .action(async (opts: { account: string; perSecond: number | 'unlimited' | 'tier' }) => {
       await withServices(async (s) => {
         const { changed } = await setRateLimit(s, opts.account, opts.perSecond);
-        process.stdout.write(`rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per key`}${changed ? '' : ' (unchanged)'}\n`);
+        process.stdout.write(`rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per account`}${changed ? '' : ' (unchanged)'}\n`);
       });
     });
 

@@ -142,11 +142,12 @@ const UNKNOWN_QUERY = 'a query parameter this endpoint does not take';
 const HEADERS_TOO_LARGE = 'Request line and headers over 16 KiB (headers_too_large), refused before the key is read';
 
 /**
- * The 429 of an authenticated operation: `rate_limited` on every one (the key's request rate, or
- * requests without a valid key from one address), `credits_exhausted` where a call costs credits.
+ * The 429 of an authenticated operation: `rate_limited` on every one (the account's request rate,
+ * shared by its keys, or requests without a valid key from one address), `credits_exhausted`
+ * where a call costs credits.
  */
 function tooManyRequests(key: RateKey): string {
-  const rate = 'Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds';
+  const rate = 'Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds';
   return RATE_CARD[key].credits > 0 ? `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}` : rate;
 }
 

@@ -50,8 +50,16 @@ export class LedgerMeter implements Meter {
       pro: ledger.pro,
       entitlements: entitlementsOf(ledger.tier, ledger.pro),
       request_id: requestId,
-      rate: this.rates.take(doc.key_id, perSecond),
+      rate: this.takeRate(doc.account_id, perSecond),
     };
+  }
+
+  /**
+   * One request's token from its account's bucket, REST and MCP alike: every key of an account
+   * shares one bucket, so more keys never mean a higher rate (the override applies per account too).
+   */
+  private takeRate(accountId: string, perSecond: number | null) {
+    return this.rates.take(accountId, perSecond);
   }
 
   /** 401 for a request without a valid key, or 429 once its client address sent too many. */

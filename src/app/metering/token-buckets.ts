@@ -1,6 +1,7 @@
 /**
- * Request-rate limits as token buckets, one per key (or per client address for requests without a
- * valid key), kept in this process: with several processes each counts its own (docs/product.md).
+ * Request-rate limits as token buckets, one per account (all its keys share it), or per client
+ * address for requests without a valid key, kept in this process: with several processes each
+ * counts its own (docs/product.md).
  * A bucket holds RATE_BURST_FACTOR seconds of its rate and refills continuously; a request takes
  * one token or is refused. A dozen lines on the hot path, where a general limiter library's
  * promises and options cost more than the check itself.
@@ -47,10 +48,10 @@ export class TokenBuckets {
 /**
  * The IETF `RateLimit-Policy` and `RateLimit` headers (draft-ietf-httpapi-ratelimit-headers): the
  * quota is the burst, its window the seconds a full bucket takes to refill; `r` what is left, `t`
- * the seconds until it is full. Null for an unlimited key (no header).
+ * the seconds until it is full. Null for an unlimited account (no header).
  */
 export function rateLimitHeaders(d: RateDecision): { policy: string; state: string } | null {
   if (d.perSecond === null) return null;
   const window = d.capacity / d.perSecond;
-  return { policy: `"per-key";q=${d.capacity};w=${window}`, state: `"per-key";r=${d.remaining};t=${d.resetSeconds}` };
+  return { policy: `"per-account";q=${d.capacity};w=${window}`, state: `"per-account";r=${d.remaining};t=${d.resetSeconds}` };
 }

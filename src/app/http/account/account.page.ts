@@ -4,6 +4,7 @@
  * action is a plain form; only the chart needs JavaScript (uPlot, served by the service).
  */
 import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
 import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';
@@ -42,17 +43,24 @@ export interface AccountView {
 }
 
 function keysSection(v: AccountView): SafeHtml {
+  const now = v.now.toISOString();
+  const inGrace = (k: KeyState) => k.status === 'rotated' && k.grace_until !== null && k.grace_until > now;
+  const revoke = (k: KeyState) => html`<form method="post" action="/account/keys/${k.key_id}/revoke" class="inline">${csrfField(v.csrf)}<button type="submit">Revoke</button></form>`;
   const rows = v.keys.map(
-    (k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.key_id}</td><td>${k.status}${k.status === 'rotated' && k.grace_until ? html` (works until ${k.grace_until})` : ''}</td>
+    (k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.key_id}</td><td>${k.status}${k.status === 'rotated' && k.grace_until ? html` (${inGrace(k) ? 'works' : 'worked'} until ${k.grace_until})` : ''}</td>
 <td>${
       k.status === 'active'
         ? html`<form method="post" action="/account/keys/${k.key_id}/rotate" class="inline">${csrfField(v.csrf)}<label>grace <select name="grace_hours"><option value="0">none</option><option value="24" selected>24 h</option><option value="168">7 days</option></select></label> <button type="submit">Rotate</button></form>
-<form method="post" action="/account/keys/${k.key_id}/revoke" class="inline">${csrfField(v.csrf)}<button type="submit">Revoke</button></form>`
-        : ''
+${revoke(k)}`
+        : inGrace(k)
+          ? revoke(k)
+          : ''
     }</td></tr>`,
   );
+  const active = v.keys.filter((k) => k.status === 'active').length;
   return html`<section id="keys" aria-labelledby="keys-h"><h2 id="keys-h">API keys</h2>
 <table aria-label="API keys"><thead><tr><th>Prefix</th><th>Id</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>
+<p class="muted" id="key-count">${active} of ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys${active >= MAX_ACTIVE_KEYS_PER_ACCOUNT ? ': revoke one to create another' : ''}. All the keys of the account share its request rate. Rotating or revoking a key ends the grace of the key it replaced.</p>
 <form method="post" action="/account/keys">${csrfField(v.csrf)}<button type="submit">Create a key</button></form></section>`;
 }
 

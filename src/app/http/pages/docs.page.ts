@@ -65,8 +65,8 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     fix: 'Check the spelling (the detail names the documented path when only its case or a trailing slash differs); GET /v1/coverage lists the tickers and GET /v1/themes the theme slugs.',
   },
   limit_exceeded: {
-    meaning: 'A numeric parameter is above its maximum (a `limit` or `days`). Each maximum is given in the parameter\'s description in the API reference.',
-    fix: 'Ask for at most the maximum, and page through the data if you need more.',
+    meaning: 'A numeric parameter is above its maximum (a `limit` or `days`), or the account holds the most it may of something already (10 webhooks, 10 active API keys). Each maximum is given in the parameter\'s description in the API reference.',
+    fix: 'Ask for at most the maximum, and page through the data if you need more; delete a webhook or revoke a key to make room for another.',
   },
   credits_exhausted: {
     meaning:
@@ -94,7 +94,7 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     fix: 'Send fewer or shorter values: at most 50 tickers per history call, one X-API-Key header.',
   },
   rate_limited: {
-    meaning: 'Too many requests in a short time.',
+    meaning: 'Too many requests in a short time. The rate is per account: all its keys, REST and MCP, share it.',
     fix: 'Slow down and retry later; honour the Retry-After header when the response has one.',
   },
   conflict: {

@@ -1,0 +1,121 @@
+import { expect } from 'chai';
+import { decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from '../../commands/manage-keys/account.decider.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
+import type { AccountEvent } from '../../src/events/account.events.js';
+import { deciderSpec } from '../support/decider-spec.js';
+
+const spec = deciderSpec<AccountState, AccountCommand, AccountEvent>({ decide: decideAccount, evolve: evolveAccount, initialState: initialAccountState });
+
+const T0 = '2024-01-01T00:00:00.000Z';
+const NOW = new Date('2024-01-01T06:00:00.000Z');
+const AT = NOW.toISOString();
+const DAY_LATER = '2024-01-02T00:00:00.000Z';
+
+const material = (id: string) => ({ key_id: id, key_hash: `hash-${id}`, prefix: `sk_live_${id}` });
+const created: AccountEvent = { type: 'AccountCreated', data: { account_id: 'a1', email: null, at: T0 } };
+const issued = (id: string): AccountEvent => ({ type: 'ApiKeyIssued', data: { ...material(id), at: T0 } });
+const rotated = (id: string, by: string, graceUntil = DAY_LATER): AccountEvent => ({ type: 'ApiKeyRotated', data: { key_id: id, replaced_by: by, grace_until: graceUntil, at: T0 } });
+const revoked = (id: string): AccountEvent => ({ type: 'ApiKeyRevoked', data: { key_id: id, at: T0 } });
+/** Keys k1…kn issued on one account. */
+const keys = (n: number) => Array.from({ length: n }, (_, i) => issued(`k${i + 1}`));
+
+describe('The account decider', () => {
+  describe('caps the active keys of an account', () => {
+    it(`issues keys up to ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active ones`, () => {
+      spec
+        .given([created, ...keys(MAX_ACTIVE_KEYS_PER_ACCOUNT - 1)])
+        .when({ type: 'IssueKey', key: material('new') }, NOW)
+        .then([{ type: 'ApiKeyIssued', data: { ...material('new'), at: AT } }]);
+    });
+
+    it(`refuses the ${MAX_ACTIVE_KEYS_PER_ACCOUNT + 1}th active key with limit_exceeded, naming the maximum`, () => {
+      const err = spec.given([created, ...keys(MAX_ACTIVE_KEYS_PER_ACCOUNT)]).when({ type: 'IssueKey', key: material('new') }, NOW).thenThrows('limit_exceeded');
+      expect(err.status).to.equal(422);
+      expect(err.detail).to.match(new RegExp(`at most ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys.*revoke one`));
+      expect(err.extensions).to.deep.equal({ maximum: MAX_ACTIVE_KEYS_PER_ACCOUNT });
+    });
+
+    it('counts only active keys: a revoked key frees a place, a rotation at the cap replaces a key and is allowed', () => {
+      const full = [created, ...keys(MAX_ACTIVE_KEYS_PER_ACCOUNT)];
+      spec
+        .given([...full, revoked('k3')])
+        .when({ type: 'IssueKey', key: material('new') }, NOW)
+        .then([{ type: 'ApiKeyIssued', data: { ...material('new'), at: AT } }]);
+      spec
+        .given(full)
+        .when({ type: 'RotateKey', key_id: 'k1', grace_seconds: 3600, key: material('k1b') }, NOW)
+        .then([
+          { type: 'ApiKeyIssued', data: { ...material('k1b'), at: AT } },
+          { type: 'ApiKeyRotated', data: { key_id: 'k1', replaced_by: 'k1b', grace_until: '2024-01-01T07:00:00.000Z', at: AT } },
+        ]);
+      // …and after it the account is still at its cap: a rotated key in grace does not count, its successor does.
+      spec
+        .given([...full, issued('k1b'), rotated('k1', 'k1b')])
+        .when({ type: 'IssueKey', key: material('new') }, NOW)
+        .thenThrows('limit_exceeded');
+    });
+  });
+
+  describe('lets revocation win', () => {
+    it('revokes a rotated key in its grace period', () => {
+      spec
+        .given([created, issued('k1'), issued('k2'), rotated('k1', 'k2')])
+        .when({ type: 'RevokeKey', key_id: 'k1' }, NOW)
+        .then([{ type: 'ApiKeyRevoked', data: { key_id: 'k1', at: AT } }]);
+    });
+
+    it("ends the predecessor's grace when its successor is revoked", () => {
+      spec
+        .given([created, issued('k1'), issued('k2'), rotated('k1', 'k2')])
+        .when({ type: 'RevokeKey', key_id: 'k2' }, NOW)
+        .then([
+          { type: 'ApiKeyRevoked', data: { key_id: 'k2', at: AT } },
+          { type: 'ApiKeyRevoked', data: { key_id: 'k1', at: AT, grace_ended_by: 'k2' } },
+        ]);
+    });
+
+    it("ends the predecessor's grace when its successor is rotated in turn", () => {
+      spec
+        .given([created, issued('k1'), issued('k2'), rotated('k1', 'k2')])
+        .when({ type: 'RotateKey', key_id: 'k2', grace_seconds: 86_400, key: material('k3') }, NOW)
+        .then([
+          { type: 'ApiKeyIssued', data: { ...material('k3'), at: AT } },
+          { type: 'ApiKeyRotated', data: { key_id: 'k2', replaced_by: 'k3', grace_until: '2024-01-02T06:00:00.000Z', at: AT } },
+          { type: 'ApiKeyRevoked', data: { key_id: 'k1', at: AT, grace_ended_by: 'k2' } },
+        ]);
+    });
+
+    it('ends the grace of every key in grace up the chain of rotations, and leaves alone keys whose grace is over or that were revoked', () => {
+      spec
+        .given([
+          created,
+          ...keys(5),
+          // k1 → k2 → k3 in grace (a history from before a rotation ended the grace before it);
+          rotated('k1', 'k2'),
+          rotated('k2', 'k3'),
+          // k4's grace ended before now; k5 was revoked during its grace.
+          rotated('k4', 'k1', '2024-01-01T05:00:00.000Z'),
+          issued('k6'),
+          rotated('k5', 'k6'),
+          revoked('k5'),
+        ])
+        .when({ type: 'RevokeKey', key_id: 'k3' }, NOW)
+        .then([
+          { type: 'ApiKeyRevoked', data: { key_id: 'k3', at: AT } },
+          { type: 'ApiKeyRevoked', data: { key_id: 'k2', at: AT, grace_ended_by: 'k3' } },
+          { type: 'ApiKeyRevoked', data: { key_id: 'k1', at: AT, grace_ended_by: 'k3' } },
+        ]);
+    });
+
+    it("touches no other key's grace: an unrelated rotation keeps its grace", () => {
+      spec
+        .given([created, issued('k1'), issued('k2'), issued('k3'), rotated('k1', 'k2')])
+        .when({ type: 'RevokeKey', key_id: 'k3' }, NOW)
+        .then([{ type: 'ApiKeyRevoked', data: { key_id: 'k3', at: AT } }]);
+    });
+
+    it('revokes a key once: a revoked key again is no change', () => {
+      spec.given([created, issued('k1'), revoked('k1')]).when({ type: 'RevokeKey', key_id: 'k1' }, NOW).then([]);
+    });
+  });
+});
