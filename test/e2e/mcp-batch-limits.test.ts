@@ -10,6 +10,9 @@ import { startTestServer, type TestServer } from '../support/server.js';
  * rate-limit token (the same bucket as REST) and has its own request id on its ledger debit; a
  * batch's answer is bounded. Over real HTTP, as a client would send it.
  */
+/** A JSON-RPC answer as the tests read it. */
+type Answer = Record<string, any>;
+
 describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a request id per call', function () {
   this.timeout(120_000);
   let server: TestServer;
@@ -38,14 +41,14 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
       body: JSON.stringify(body),
     });
     const text = await r.text();
-    return { status: r.status, requestId: r.headers.get('x-request-id'), bytes: Buffer.byteLength(text), json: JSON.parse(text) as any };
+    return { status: r.status, requestId: r.headers.get('x-request-id'), bytes: Buffer.byteLength(text), json: JSON.parse(text) as Answer & Answer[] };
   }
   async function debits(accountId: string) {
     const events = (await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[];
     return events.flatMap(ledgerLines).flatMap((e) => (e.type === 'CreditsDebited' ? [e.data] : []));
   }
   /** The answers of several POSTs' batches, split into served results and refusals by code. */
-  function tally(answers: any[]) {
+  function tally(answers: Answer[]) {
     const served = answers.filter((a) => a.result && !a.result.isError);
     const refused = answers.filter((a) => a.result?.isError).map((a) => a.result.structuredContent.code as string);
     return { served, refused };
@@ -78,7 +81,7 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
     const started = performance.now();
     const posts = await Promise.all(Array.from({ length: 6 }, () => post(k.key, batchOf(10, 'get_track_record'))));
     const seconds = (performance.now() - started) / 1000;
-    const answers = posts.flatMap((p) => (p.status === 200 ? (p.json as any[]) : []));
+    const answers = posts.flatMap((p) => (p.status === 200 ? (p.json as Answer[]) : []));
     const limitedPosts = posts.filter((p) => p.status === 429);
     const { served, refused } = tally(answers);
     // The bucket holds the burst and refills at the rate while the POSTs are answered.
@@ -99,7 +102,7 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
   it('gives every served call of a batch its own request id on its ledger debit (the first the POST\'s), and refused calls none', async () => {
     const k = await freeKey('batch-ids@example.test');
     const posts = await Promise.all(Array.from({ length: 6 }, () => post(k.key, batchOf(10, 'get_scores', { ticker: 'AAPL' }))));
-    const answers = posts.flatMap((p) => (p.status === 200 ? (p.json as any[]) : []));
+    const answers = posts.flatMap((p) => (p.status === 200 ? (p.json as Answer[]) : []));
     const { served, refused } = tally(answers);
     expect(served.length).to.be.at.least(2);
     expect(served.length).to.be.at.most(FREE_BURST + 10);
@@ -111,7 +114,7 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
     expect(new Set(lines.map((d) => d.request_id)).size).to.equal(served.length);
     // The first call of each admitted POST is charged under the POST's X-Request-Id.
     const ids = new Set(lines.map((d) => d.request_id));
-    for (const p of posts.filter((x) => x.status === 200 && x.json[0].result && !x.json[0].result.isError)) expect(ids.has(p.requestId!), p.requestId!).to.equal(true);
+    for (const p of posts.filter((x) => x.status === 200 && x.json[0]!.result && !x.json[0]!.result.isError)) expect(ids.has(p.requestId!), p.requestId!).to.equal(true);
   });
 
   it('takes a token for every request of a batch, tools/list and ping included, from the same bucket as REST', async () => {
@@ -124,9 +127,9 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
     expect(rest.status).to.equal(200);
     const r = await post(k.key, [{ jsonrpc: '2.0', id: 1, method: 'ping' }, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, call(3, 'get_track_record'), call(4, 'get_track_record')]);
     expect(r.status).to.equal(200);
-    const answers = r.json as any[];
-    expect(answers.map((a) => a.id)).to.deep.equal([1, 2, 3, 4]);
-    expect(answers[0].result).to.deep.equal({});
+    const answers: Answer[] = r.json;
+    expect(answers.map((a): unknown => a.id)).to.deep.equal([1, 2, 3, 4]);
+    expect(answers[0]!.result).to.deep.equal({});
     const refused = answers.slice(1).filter((a) => a.error || a.result.isError);
     // The POST's token paid for the ping; the bucket (REST took the other) refills one a second.
     expect(refused.length).to.be.at.least(2);
@@ -136,7 +139,7 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
       if (a.error) expect(a.error).to.include({ code: -32000 }).and.have.property('message').that.match(/^rate_limited: /);
     }
     // A refused tools/list is a JSON-RPC error (no tool ran), a refused tool call a tool error.
-    if (answers[1].error) expect(answers[1].error.data.code).to.equal('rate_limited');
+    if (answers[1]!.error) expect(answers[1]!.error.data.code).to.equal('rate_limited');
     expect(answers.slice(2).every((a) => 'result' in a)).to.equal(true);
   });
 

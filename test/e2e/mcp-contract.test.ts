@@ -103,8 +103,8 @@ describe('Every MCP tool is as strict as its REST twin, from the one OpenAPI doc
         const params = ((op['parameters'] ?? []) as Json[]).filter((p) => p['in'] === 'path' || p['in'] === 'query');
         const input = tool().inputSchema as Json;
         expect(input['additionalProperties']).to.equal(false);
-        expect(Object.keys(input['properties'] ?? {}).sort()).to.deep.equal(params.map((p) => p['name']).sort());
-        expect((input['required'] ?? []).sort()).to.deep.equal(params.filter((p) => p['required']).map((p) => p['name']).sort());
+        expect(Object.keys(input['properties'] ?? {}).sort()).to.deep.equal(params.map((p) => String(p['name'])).sort());
+        expect((input['required'] ?? []).sort()).to.deep.equal(params.filter((p) => p['required']).map((p) => String(p['name'])).sort());
         for (const p of params) {
           const arg = input['properties'][p['name']] as Json;
           expect(arg['description'], p['name']).to.be.a('string').and.not.equal('');
