@@ -94,3 +94,99 @@ export async function benchMcp(runs: number, seconds = 8): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** A call every 25 ms for `ms`: each one's latency (ms); any answer but 200 fails the bench. */
+async function latencies(url: string, key: string, ms: number): Promise<number[]> {
+  const out: number[] = [];
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    const t0 = performance.now();
+    const r = await fetch(url, { headers: { 'X-API-Key': key } });
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`the other customer's call answered ${r.status}`);
+    const took = performance.now() - t0;
+    out.push(took);
+    if (took < 25) await new Promise((res) => setTimeout(res, 25 - took));
+  }
+  return out;
+}
+
+/** POSTs `body` to the MCP endpoint again and again until `until`; how many calls were served and refused. */
+async function attack(url: string, key: string, body: string, until: number, tally: { posts: number; served: number; refused: number }): Promise<void> {
+  const headers = { 'X-API-Key': key, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+  while (performance.now() < until) {
+    const r = await fetch(url, { method: 'POST', headers, body });
+    const answer = (await r.json());
+    tally.posts++;
+    for (const a of Array.isArray(answer) ? (answer as { result?: { isError?: boolean } }[]) : []) {
+      if (a.result && !a.result.isError) tally.served++;
+      else tally.refused++;
+    }
+    // A POST refused whole (429, or 400 for a batch over 10): the attacker sends the next at once.
+  }
+}
+
+/** GETs `url` again and again until `until` (the REST control of `attack`). */
+async function restAttack(url: string, key: string, until: number): Promise<void> {
+  while (performance.now() < until) await (await fetch(url, { headers: { 'X-API-Key': key } })).arrayBuffer();
+}
+
+/**
+ * Issue 28: one MCP POST held a batch of 100 `get_track_record` calls for one rate-limit token.
+ * Five free keys each send POSTs of 60 `get_track_record` calls back to back (refused whole: a
+ * batch holds at most 10), then POSTs of 10 (the most a batch may hold: each call takes its own
+ * token, so each key is served its rate), while another customer calls `GET /v1/scores/AAPL` one
+ * call after another: that customer's median latency in each case, and with no attack (same run).
+ */
+export async function benchMcpBatchFlood(runs: number, ms = 2000): Promise<void> {
+  const dir = tempDir('scores-bench-mcp-batch-');
+  const env = testEnv(dir, '2019-06-14T12:00:00Z', { PUBLIC_BASE_URL: 'http://localhost', LOG_LEVEL: 'silent' });
+  const seeded = await runCli(['seed', '--json'], env);
+  if (seeded.code !== 0) throw new Error(seeded.stderr);
+  const server = await start(env);
+  try {
+    const newKey = async (tier: string) => {
+      const r = await runCli(['keys', 'create', '--tier', tier, '--json'], env);
+      if (r.code !== 0) throw new Error(r.stderr);
+      return (JSON.parse(r.stdout) as { key: string }).key;
+    };
+    const attackers = [await newKey('free'), await newKey('free'), await newKey('free'), await newKey('free'), await newKey('free')];
+    const other = await newKey('builder');
+    await new Promise((r) => setTimeout(r, 1500));
+    const base = `http://127.0.0.1:${server.port}`;
+    const aapl = `${base}/v1/scores/AAPL`;
+    const batch = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'get_track_record', arguments: {} } })));
+    await latencies(aapl, other, 500);
+    const figures = { quiet: [] as number[], sixty: [] as number[], ten: [] as number[], rest: [] as number[] };
+    const tallies = { sixty: { posts: 0, served: 0, refused: 0 }, ten: { posts: 0, served: 0, refused: 0 } };
+    for (let i = 0; i < runs; i++) {
+      figures.quiet.push(median(await latencies(aapl, other, ms)));
+      for (const [name, size] of [['sixty', 60], ['ten', 10]] as const) {
+        const until = performance.now() + ms;
+        const during = latencies(aapl, other, ms);
+        await Promise.all(attackers.map((k) => attack(`${base}/mcp/http`, k, batch(size), until, tallies[name])));
+        figures[name].push(median(await during));
+        // The free keys' buckets refill between attacks.
+        await new Promise((r) => setTimeout(r, 2500));
+      }
+      // The control: the same five keys' back-to-back GET /v1/track-record over REST.
+      const until = performance.now() + ms;
+      const during = latencies(aapl, other, ms);
+      await Promise.all(attackers.map((k) => restAttack(`${base}/v1/track-record`, k, until)));
+      figures.rest.push(median(await during));
+      await new Promise((r) => setTimeout(r, 2500));
+    }
+    const [q, sixty, ten] = [median(figures.quiet), median(figures.sixty), median(figures.ten)];
+    const t = tallies;
+    report("another customer's GET /v1/scores/AAPL while five free keys POST 60-call MCP batches", `${fmt(sixty)} ms median`, '< 50 ms', sixty < 50);
+    info('  the POSTs', `${t.sixty.posts} POSTs`, `(${t.sixty.served} calls served, ${t.sixty.refused} refused; every POST refused whole)`);
+    report("  the same while they POST 10-call batches (the most one holds)", `${fmt(ten)} ms median`, '< 50 ms', ten < 50);
+    info('  the POSTs', `${t.ten.posts} POSTs`, `(${t.ten.served} calls served, ${t.ten.refused} refused rate_limited, over ${runs} runs)`);
+    info('  the same during the same keys\' REST GET /v1/track-record loop', `${fmt(median(figures.rest))} ms median`, '(control: the load of as many plain requests)');
+    info('  the same with no attack (baseline, same run)', `${fmt(q)} ms median`);
+  } finally {
+    server.child.kill('SIGTERM');
+    await new Promise((res) => setTimeout(res, 500));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

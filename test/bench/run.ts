@@ -4,7 +4,7 @@ import { benchExportServerMemory, benchExports } from './exports.bench.js';
 import { benchFlood } from './flood.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
-import { benchMcp } from './mcp.bench.js';
+import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
 import { benchSinceQuery } from './since.bench.js';
@@ -22,7 +22,10 @@ if (only.has('outcomes')) await benchOutcomesRebuild(runs, now);
 if (only.has('debit')) await benchDebits(runs);
 if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
-if (only.has('mcp')) await benchMcp(runs);
+if (only.has('mcp')) {
+  await benchMcp(runs);
+  await benchMcpBatchFlood(runs);
+}
 if (only.has('flood')) await benchFlood(runs);
 if (only.has('webhooks')) await benchWebhooks(runs);
 if (only.has('ledger')) await benchLedgerGrowth(runs);

@@ -113,11 +113,11 @@ describe('The MCP endpoint speaks JSON-RPC 2.0 on bad input', function () {
     expect(r.json[0].result.structuredContent).to.deep.equal(await rest('/v1/scores/AAPL'));
   });
 
-  it('answers a batch of more than 100 messages with one Invalid Request error, running none', async () => {
+  it('answers a batch of more than 10 messages with one Invalid Request error, running none', async () => {
     const k = await newQuant('jsonrpc-big@example.test');
-    const r = await post(JSON.stringify(Array.from({ length: 101 }, (_, i) => getScores(i))), {}, k.key);
+    const r = await post(JSON.stringify(Array.from({ length: 11 }, (_, i) => getScores(i))), {}, k.key);
     expect(r.status).to.equal(400);
-    expect(r.json).to.deep.equal({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: Batch must not exceed 100 messages' } });
+    expect(r.json).to.deep.equal({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: Batch must not exceed 10 messages' } });
     expect(await debits(k.account_id)).to.deep.equal([]);
   });
 

@@ -442,12 +442,13 @@ describe('The hosted MCP server at /mcp/http', function () {
       expect((await call(client, 'screen_stocks', { limit: '3' })).structuredContent).to.deep.equal(rest.body);
     });
 
-    it('leaves a missing required argument to the SDK: it is refused before the tool runs', async () => {
+    it('refuses a missing required argument with a bad_request problem, as it refuses any other bad argument', async () => {
       const client = await connect(demoKey(server.dir, 'builder'));
       const result = await call(client, 'get_scores', {});
       expect(result.isError).to.equal(true);
+      expect(result.structuredContent).to.include({ code: 'bad_request', status: 400, detail: 'ticker is required' });
       const text = result.content[0];
-      expect(text?.type === 'text' ? text.text : '').to.match(/Input validation error.*ticker/s);
+      expect(JSON.parse(text?.type === 'text' ? text.text : 'null')).to.deep.equal(result.structuredContent);
     });
 
     it('gives an exhausted account the same credits_exhausted problem and debits nothing more', async () => {

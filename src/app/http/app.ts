@@ -142,7 +142,7 @@ export function createApp(services: Services): Express {
   registerPages(app, services);
   registerAccount(app, services);
   // A body is read here and by the webhook commands (JSON, 16 KiB: commands/manage-webhooks/webhooks.controller.ts).
-  app.post('/mcp/http', ...mcpRoute(services));
+  app.post('/mcp/http', ...mcpRoute(services, openapi));
   app.all('/mcp/http', mcpMethodNotAllowed(services));
 
   app.use((req, res) => {

@@ -1,20 +1,22 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   CallToolResultSchema,
   ErrorCode,
-  ListToolsRequestSchema,
   McpError,
+  type CallToolRequest,
   type CallToolResult,
   type JSONRPCMessage,
   type JSONRPCRequest,
   type JSONRPCResponse,
-  type ListToolsResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
-import type { ToolContext, TwinTool } from './rest-twin.js';
-import { createMcpServer, TOOLS } from './server.js';
+import { INVALID_PARAMS, jsonRpcError, type JsonRpcError } from './json-rpc.js';
+import { callTwin, type ToolContext } from './rest-twin.js';
+import { createMcpServer, toolEntries, type ToolEntry } from './server.js';
+
+/** The answer to a `tools/call` the SDK's schema refuses (no name, say): what is wrong, without the validator's dump. */
+const NOT_A_TOOL_CALL = 'Invalid params: tools/call takes params.name, the name of a tool (a string), and params.arguments, an object of its arguments';
 
 /**
  * One MCP server for the whole process, and the transport through which every HTTP request's
@@ -26,10 +28,12 @@ import { createMcpServer, TOOLS } from './server.js';
  * SDK's protocol layer keys a request's state by id, and clients of different POSTs reuse the same
  * ids (every client's first call is `id: 1`). The answer goes back under the client's id.
  *
- * The server runs the requests exactly as the per-POST servers did: the SDK's own handlers
- * (`initialize`, `ping`, `tools/list`, `tools/call` with its input validation, unknown methods),
- * and the same tools. A tool finds its caller with `contextOf(extra)`: the context of the request
- * with that id. What is per request is the ToolContext and one promise.
+ * The server is the SDK's low-level one (./server.ts): its own handlers answer `initialize`, `ping`
+ * and unknown methods; `tools/list` and `tools/call` are the tools' (each tool checks its arguments
+ * against its REST twin's contract, ./contract.ts). A tool call finds its caller with
+ * `contextOf(extra)`: the context of the request with that id. What is per request is the
+ * ToolContext and one promise. A `tools/call` the SDK's request schema refuses (no tool name, say)
+ * is answered here with invalid params (-32602) and a sentence, not the validator's dump.
  *
  * One kind of request skips the SDK's protocol layer: a plain `tools/call` (see callDirectly), the
  * hot path. That layer classifies each incoming message by trying it against the two response
@@ -49,20 +53,20 @@ export class McpDispatcher implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
 
-  private readonly server: McpServer;
-  /** Each tool's input shape as the SDK parses it (a zod object of the shape; null without arguments). */
-  private readonly tools = new Map<string, { input: z.ZodObject<z.ZodRawShape> | null; run: TwinTool['run'] }>(
-    TOOLS.map((t) => [t.name, { input: t.inputSchema ? z.object(t.inputSchema) : null, run: t.run }]),
-  );
+  private readonly server: Server;
+  /** Each tool with its REST twin's contract (./contract.ts). */
+  private readonly tools: ReadonlyMap<string, ToolEntry>;
   private readonly ready: Promise<void>;
   private lastId = 0;
   /** The requests the server is running, by the id it knows them by; `ctx` null for the server's own. */
   private readonly pending = new Map<number, { ctx: ToolContext | null; settle(answer: JSONRPCResponse): void }>();
 
-  constructor(log: { error(obj: unknown, msg: string): void }) {
-    this.server = createMcpServer((extra) => this.contextOf(extra.requestId));
-    this.server.server.onerror = (err) => log.error({ err }, 'MCP server error');
-    this.ready = this.server.connect(this).then(() => this.listToolsOnce());
+  /** `spec`: the OpenAPI document tsoa generated, whose operations the tools mirror. */
+  constructor(log: { error(obj: unknown, msg: string): void }, spec: Record<string, unknown>) {
+    this.tools = toolEntries(spec);
+    this.server = createMcpServer(this.tools, (params, extra) => this.callTool(params, this.contextOf(extra.requestId)));
+    this.server.onerror = (err) => log.error({ err }, 'MCP server error');
+    this.ready = this.server.connect(this);
     // Each request awaits `ready` and fails with it; this only keeps a failure from going unhandled.
     this.ready.catch((err: unknown) => log.error({ err }, 'MCP server failed to start'));
   }
@@ -86,8 +90,9 @@ export class McpDispatcher implements Transport {
   }
 
   /** Runs one request; resolves with its answer under the client's id. */
-  async run(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse> {
+  async run(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse | JsonRpcError> {
     await this.ready;
+    if (request.method === 'tools/call' && !CallToolRequestSchema.safeParse(request).success) return jsonRpcError(request.id, INVALID_PARAMS, NOT_A_TOOL_CALL);
     const direct = this.callDirectly(request, ctx);
     if (direct) return direct;
     const answer = await this.handle(request, ctx);
@@ -96,40 +101,31 @@ export class McpDispatcher implements Transport {
 
   /**
    * A `tools/call` run as the SDK's server runs it, without its protocol layer, when the request is
-   * plain: a valid `tools/call` of one of the tools, with nothing but `name` and `arguments`, and
-   * arguments its input shape accepts. The steps are the SDK's (Server's and McpServer's tools/call
-   * handlers): the arguments parsed by the tool's input shape, the tool run, an exception turned
-   * into a tool error, the result checked and parsed by `CallToolResultSchema` (the SDK sends the
-   * parsed result), the response `{result, jsonrpc, id}`. Anything else (an unknown tool,
-   * arguments the shape refuses, `_meta`, `task`) is null: the SDK's server answers it.
-   * test/e2e/mcp-jsonrpc.test.ts compares the two paths.
+   * plain: a valid `tools/call` of one of the tools, with nothing but `name` and `arguments`. The
+   * steps are the SDK's: the tool run (callTool, the SDK's handler too), the result checked and
+   * parsed by `CallToolResultSchema` (the SDK sends the parsed result), the response `{result,
+   * jsonrpc, id}`. Anything else (an unknown tool, `_meta`, `task`) is null: the SDK's server
+   * answers it. test/e2e/mcp-jsonrpc.test.ts compares the two paths.
    */
   private callDirectly(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse> | null {
     if (request.method !== 'tools/call') return null;
     const parsed = CallToolRequestSchema.safeParse(request);
     if (!parsed.success) return null;
     const { name, arguments: args, ...more } = parsed.data.params;
-    const tool = this.tools.get(name);
-    if (!tool || Object.keys(more).length > 0) return null;
-    let input: Record<string, unknown> = {};
-    if (tool.input) {
-      const checked = tool.input.safeParse(args ?? {});
-      if (!checked.success) return null;
-      input = checked.data;
-    }
-    const toolError = (err: unknown): CallToolResult => ({
-      content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }],
-      isError: true,
+    if (!this.tools.has(name) || Object.keys(more).length > 0) return null;
+    return this.callTool({ name, arguments: args }, ctx).then((result): JSONRPCResponse => {
+      const checked = CallToolResultSchema.safeParse(result);
+      if (checked.success) return { result: checked.data, jsonrpc: '2.0', id: request.id };
+      const err = new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${checked.error.message}`);
+      return { jsonrpc: '2.0', id: request.id, error: { code: err.code, message: err.message } };
     });
-    return tool.run(input, ctx).then(
-      (result): JSONRPCResponse => {
-        const checked = CallToolResultSchema.safeParse(result);
-        if (checked.success) return { result: checked.data, jsonrpc: '2.0', id: request.id };
-        const err = new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${checked.error.message}`);
-        return { jsonrpc: '2.0', id: request.id, error: { code: err.code, message: err.message } };
-      },
-      (err: unknown) => ({ result: CallToolResultSchema.parse(toolError(err)), jsonrpc: '2.0', id: request.id }),
-    );
+  }
+
+  /** A tool call, on either path: an unknown tool is the SDK's invalid params error; the rest is the tool's result (./rest-twin.ts). */
+  private async callTool(params: CallToolRequest['params'], ctx: ToolContext): Promise<CallToolResult> {
+    const entry = this.tools.get(params.name);
+    if (!entry) throw new McpError(ErrorCode.InvalidParams, `Tool ${params.name} not found`);
+    return callTwin(ctx, entry.tool, entry.contract, params.arguments);
   }
 
   private handle(request: JSONRPCRequest, ctx: ToolContext | null): Promise<JSONRPCResponse> {
@@ -144,17 +140,5 @@ export class McpDispatcher implements Transport {
     const ctx = typeof id === 'number' ? this.pending.get(id)?.ctx : undefined;
     if (!ctx) throw new Error(`MCP tool call without a caller (id ${String(id)})`);
     return ctx;
-  }
-
-  /**
-   * `tools/list` from the list the SDK builds once: it converts each tool's zod schema to JSON
-   * Schema on every call otherwise. The tools never change while the process runs. The SDK still
-   * validates each `tools/list` request before this handler answers it.
-   */
-  private async listToolsOnce(): Promise<void> {
-    const first = await this.handle({ jsonrpc: '2.0', id: 0, method: 'tools/list' }, null);
-    if (!('result' in first)) throw new Error(`tools/list failed: ${JSON.stringify(first)}`);
-    const tools = first.result as ListToolsResult;
-    this.server.server.setRequestHandler(ListToolsRequestSchema, () => tools);
   }
 }

@@ -3,13 +3,14 @@ import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCRequest, 
 import type { Services } from '../container.js';
 import { requestIdOf, setRateHeaders } from '../http/authentication.js';
 import { clientAddress } from '../http/client-address.js';
-import { admit, CREDITS_HEADER, type AuthedRequest } from '../../core/meter.port.js';
+import { admit, CREDITS_HEADER, type AuthedRequest, type Principal } from '../../core/meter.port.js';
 import { AppError } from '../../core/errors.js';
 import { problemOf } from '../../core/problem.js';
+import { newRequestId } from '../../core/response-headers.js';
 import { sendProblem } from '../http/problem.js';
 import { McpDispatcher } from './dispatcher.js';
 import { INVALID_PARAMS, INVALID_REQUEST, JSON_RPC_PARSE_ERROR, jsonRpcError, readBody, type JsonRpcError, type Message } from './json-rpc.js';
-import type { ToolContext } from './rest-twin.js';
+import { errorResult, type ToolContext } from './rest-twin.js';
 
 /**
  * POST {base}/mcp/http: stateless streamable HTTP with JSON responses, in this order.
@@ -23,22 +24,31 @@ import type { ToolContext } from './rest-twin.js';
  *    `unsupported_media_type` problem.
  * 3. The body is read as JSON (at most 64 KiB): too large is a 413 problem, an unknown content
  *    encoding a 415 problem; a body that is not JSON is JSON-RPC's parse error (-32700, HTTP 400).
- * 4. JSON-RPC 2.0 (src/app/mcp/json-rpc.ts): one message or a batch of 1 to 100, each element on
- *    its own. A request is answered under its id; an element that is no valid message gets an
- *    Invalid Request error (-32600, its id if it has a usable one, else null); a notification or a
- *    response gets nothing. A batch is answered with an array; a body with nothing to answer is a
- *    202 without a body. An empty or oversized batch, or a single invalid message, is answered
- *    with one -32600 error and HTTP 400. An unsupported `MCP-Protocol-Version` header is a 400
- *    with a JSON-RPC error (-32000), as in the SDK.
- * 5. The requests run on the process's one MCP server (src/app/mcp/dispatcher.ts), at the same time.
+ * 4. JSON-RPC 2.0 (src/app/mcp/json-rpc.ts): one message, or for a client of a protocol before
+ *    2025-06-18 a batch of 1 to 10, each element on its own. A request is answered under its id;
+ *    an element that is no valid message gets an Invalid Request error (-32600, its id if it has a
+ *    usable one, else null); a notification or a response gets nothing. A batch is answered with
+ *    an array; a body with nothing to answer is a 202 without a body. An empty or oversized batch,
+ *    any batch from a 2025-06-18+ client, or a single invalid message, is answered with one -32600
+ *    error and HTTP 400. An unsupported `MCP-Protocol-Version` header is a 400 with a JSON-RPC
+ *    error (-32000), as in the SDK.
+ * 5. Each request pays its own way (see `callersOf`): the first rides on the POST's rate-limit
+ *    token and request id, every other takes a token of its own from the same bucket, under a
+ *    request id of its own (the ledger's `request_id` of its charge). A request over the rate is
+ *    refused without running: a tool call with a `rate_limited` tool error, anything else with a
+ *    JSON-RPC error carrying the same problem details.
+ * 6. The requests run on the process's one MCP server (src/app/mcp/dispatcher.ts), one after the
+ *    other, each answer kept as its JSON text; once a batch's answers hold MAX_ANSWER_BYTES, its
+ *    later requests are refused unrun (`limit_exceeded`). A POST so holds at most that plus one
+ *    answer, the most one REST call can hold.
  *
  * Every response to an authenticated key carries `X-Credits-Remaining`, as on REST: set in step 1
  * from the account's balance (so protocol errors carry it too), then replaced by each tool call
  * with the balance after it (after its charge, or as it stands after a refusal). The response is
  * written once every request of the POST has its answer, so the tools' value is the one sent.
  */
-export function mcpRoute(services: Services): RequestHandler[] {
-  const dispatcher = new McpDispatcher(services.log);
+export function mcpRoute(services: Services, spec: Record<string, unknown>): RequestHandler[] {
+  const dispatcher = new McpDispatcher(services.log, spec);
   return [mcpAuthentication(services), mediaTypes(services), jsonRpcBody(), mcpHandler(services, dispatcher)];
 }
 
@@ -125,7 +135,8 @@ function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandl
   return async (req, res) => {
     const principal = (req as AuthedRequest).user;
     if (!principal) throw new Error('MCP handler reached without authentication');
-    const body = readBody(req.body);
+    const sent = req.header('mcp-protocol-version');
+    const body = readBody(req.body, sent !== undefined && SUPPORTED_PROTOCOL_VERSIONS.includes(sent) ? sent : undefined);
     if (body.kind === 'refused') {
       res.status(400).json(body.answer);
       return;
@@ -143,17 +154,54 @@ function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandl
         if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
       },
     };
-    const answers = (await answer(body.messages, dispatcher, ctx)).filter((a) => a !== null);
+    const callers = await callersOf(body.messages, principal, req, services);
+    const last = callers.findLast((c) => c !== null && !(c instanceof AppError));
+    if (last && last !== principal) setRateHeaders(res, last as Principal);
+    const answers = (await answer(body.messages, callers, dispatcher, ctx)).filter((a) => a !== null);
     if (answers.length === 0) {
       res.status(202).end();
       return;
     }
-    if (body.batch) {
-      res.status(200).json(answers);
-      return;
-    }
-    res.status(body.messages[0]!.kind === 'invalid' ? 400 : 200).json(answers[0]);
+    const text = body.batch ? `[${answers.join(',')}]` : answers[0]!;
+    res.status(!body.batch && body.messages[0]!.kind === 'invalid' ? 400 : 200);
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(text));
+    res.end(text, 'utf8');
   };
+}
+
+/**
+ * Who each message's request runs as: the POST's principal for the first request (its token was
+ * taken when the key was checked), a principal of its own for every other, authenticated again
+ * under a new request id, which takes a token from the same bucket as any REST request of the key
+ * (the meter keys the bucket). A request the rate refuses gets its refusal instead; a message that
+ * is no request gets null. The tokens are taken before any request runs, as if each had come alone.
+ */
+async function callersOf(messages: Message[], principal: Principal, req: Request, services: Services): Promise<(Principal | AppError | null)[]> {
+  const out: (Principal | AppError | null)[] = [];
+  let first = true;
+  for (const m of messages) {
+    if (m.kind !== 'request') {
+      out.push(null);
+    } else if (first) {
+      first = false;
+      out.push(principal);
+    } else {
+      out.push(await ownCaller(req, services));
+    }
+  }
+  return out;
+}
+
+async function ownCaller(req: Request, services: Services): Promise<Principal | AppError> {
+  try {
+    const own = await services.meter.authenticate(req.header('x-api-key'), newRequestId(services.ids), clientAddress(req));
+    admit(own);
+    return own;
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
 }
 
 /** The SDK transport's check: a protocol version header it does not support, on anything but an initialize. */
@@ -169,28 +217,66 @@ function unsupportedVersion(req: Request, messages: Message[]): JsonRpcError | n
 }
 
 /**
- * Each message's answer, in order (null: none). A batch holding a `tools/call` with malformed
- * arguments runs none of its requests (see malformedArguments); otherwise every request runs.
+ * The most bytes of answers one batch gathers before its later requests are refused unrun: twice
+ * the largest free body (the track record, about 2.4 MB as JSON with the full universe, is sent
+ * twice in a result: structured and as text) with room to spare.
  */
-async function answer(messages: Message[], dispatcher: McpDispatcher, ctx: ToolContext): Promise<(JSONRPCResponse | JsonRpcError | null)[]> {
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Each message's answer as JSON text, in order (null: none). A batch holding a `tools/call` with
+ * malformed arguments runs none of its requests (see malformedArguments); otherwise each request
+ * runs as its caller (callersOf), one after the other, until the answers hold MAX_ANSWER_BYTES.
+ */
+async function answer(messages: Message[], callers: (Principal | AppError | null)[], dispatcher: McpDispatcher, ctx: ToolContext): Promise<(string | null)[]> {
   const problems = messages.map((m) => (m.kind === 'request' ? malformedArguments(m.request) : null));
   const runNone = problems.some((p) => p !== null);
-  return Promise.all(
-    messages.map(async (m, i) => {
-      switch (m.kind) {
-        case 'invalid':
-          return m.answer;
-        case 'unanswered':
-          return null;
-        case 'request': {
-          const problem = problems[i];
-          if (problem) return jsonRpcError(m.request.id, INVALID_PARAMS, problem);
-          if (runNone) return jsonRpcError(m.request.id, INVALID_REQUEST, 'not run: another message of this batch is malformed');
-          return dispatcher.run(m.request, ctx);
-        }
+  const out: (string | null)[] = [];
+  let held = 0;
+  for (const [i, m] of messages.entries()) {
+    const one = await answerOne(m, problems[i] ?? null, runNone, callers[i] ?? null, held, dispatcher, ctx);
+    const text = one === null ? null : JSON.stringify(one);
+    held += text?.length ?? 0;
+    out.push(text);
+  }
+  return out;
+}
+
+async function answerOne(
+  m: Message,
+  problem: string | null,
+  runNone: boolean,
+  caller: Principal | AppError | null,
+  held: number,
+  dispatcher: McpDispatcher,
+  ctx: ToolContext,
+): Promise<JSONRPCResponse | JsonRpcError | null> {
+  switch (m.kind) {
+    case 'invalid':
+      return m.answer;
+    case 'unanswered':
+      return null;
+    case 'request': {
+      if (problem) return jsonRpcError(m.request.id, INVALID_PARAMS, problem);
+      if (runNone) return jsonRpcError(m.request.id, INVALID_REQUEST, 'not run: another message of this batch is malformed');
+      if (caller instanceof AppError) return refusal(m.request, caller, ctx);
+      if (held >= MAX_ANSWER_BYTES) {
+        const detail = `not run: this batch's answers already hold ${held} bytes, the most one POST gathers is ${MAX_ANSWER_BYTES}; send this request in a POST of its own`;
+        return refusal(m.request, new AppError('limit_exceeded', detail, { maximum: MAX_ANSWER_BYTES }), ctx);
       }
-    }),
-  );
+      return dispatcher.run(m.request, caller ? { ...ctx, principal: caller } : ctx);
+    }
+  }
+}
+
+/** The JSON-RPC error code of a refusal that is no tool's result (the server-error range, as the SDK's transport errors). */
+const REFUSED = -32000;
+
+/** A request refused unrun: a tool call gets the tool error REST's problem would be, anything else a JSON-RPC error carrying that problem. */
+async function refusal(request: JSONRPCRequest, err: AppError, ctx: ToolContext): Promise<JSONRPCResponse | JsonRpcError> {
+  const result = await errorResult(ctx, err);
+  if (request.method === 'tools/call') return { jsonrpc: '2.0', id: request.id, result };
+  return jsonRpcError(request.id, REFUSED, `${err.code}: ${err.detail}`, result.structuredContent);
 }
 
 /** How deep tool arguments may nest: the tools take flat values; deeper input only costs stack. */

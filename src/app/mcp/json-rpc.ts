@@ -5,17 +5,34 @@ export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const INVALID_PARAMS = -32602;
 
-/** The most messages one batch may hold (the SDK's streamable HTTP transport's limit, kept). */
-export const MAX_BATCH = 100;
+/**
+ * The most messages one batch may hold, for the clients that may still send batches (see
+ * `batchesAllowed`): each request of a batch takes its own rate-limit token and runs after the one
+ * before it, so ten keep one POST's work and answer small.
+ */
+export const MAX_BATCH = 10;
+
+/** The first protocol version without JSON-RPC batching (MCP 2025-06-18 removed it). */
+export const BATCHLESS_SINCE = '2025-06-18';
+
+/**
+ * Whether a POST may hold a batch: not for a client that speaks MCP 2025-06-18 or later (its
+ * `MCP-Protocol-Version` header names one); yes, of at most MAX_BATCH messages, for one that speaks
+ * an earlier version (2025-03-26 had batches) or sends no header (which that version's clients
+ * need not send). Dates compare as text.
+ */
+export function batchesAllowed(version: string | undefined): boolean {
+  return version === undefined || version < BATCHLESS_SINCE;
+}
 
 export interface JsonRpcError {
   jsonrpc: '2.0';
   id: RequestId | null;
-  error: { code: number; message: string };
+  error: { code: number; message: string; data?: unknown };
 }
 
-export function jsonRpcError(id: RequestId | null, code: number, message: string): JsonRpcError {
-  return { jsonrpc: '2.0', id, error: { code, message } };
+export function jsonRpcError(id: RequestId | null, code: number, message: string, data?: unknown): JsonRpcError {
+  return { jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } };
 }
 
 /** JSON-RPC 2.0's answer to a body that is not JSON (its id cannot be known). */
@@ -31,12 +48,16 @@ export type Message = { kind: 'request'; request: JSONRPCRequest } | { kind: 'in
 /**
  * A parsed body: one message, or a batch (an array of 1 to MAX_BATCH messages), each classified
  * on its own; or `refused` with the one error object that answers the body as a whole (an empty
- * or oversized batch).
+ * or oversized batch, or any batch from a client whose protocol has none: see batchesAllowed).
  */
 export type Body = { kind: 'messages'; batch: boolean; messages: Message[] } | { kind: 'refused'; answer: JsonRpcError };
 
-export function readBody(body: unknown): Body {
+export function readBody(body: unknown, version?: string): Body {
   if (!Array.isArray(body)) return { kind: 'messages', batch: false, messages: [classify(body)] };
+  if (!batchesAllowed(version)) {
+    const why = `MCP ${BATCHLESS_SINCE} and later have no JSON-RPC batches (this request names ${version}): send one message per POST`;
+    return { kind: 'refused', answer: jsonRpcError(null, INVALID_REQUEST, `Invalid Request: ${why}`) };
+  }
   if (body.length === 0) return { kind: 'refused', answer: jsonRpcError(null, INVALID_REQUEST, 'Invalid Request: the batch is empty') };
   if (body.length > MAX_BATCH) {
     return { kind: 'refused', answer: jsonRpcError(null, INVALID_REQUEST, `Invalid Request: Batch must not exceed ${MAX_BATCH} messages`) };

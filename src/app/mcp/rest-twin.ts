@@ -1,11 +1,10 @@
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../../core/errors.js';
 import type { Principal } from '../../core/meter.port.js';
 import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain/rate-card.js';
 import { problemOf, type ProblemDetails } from '../../core/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
+import { queryOf, type ToolContract } from './contract.js';
 
 /** What a tool call of one MCP request works with: the read side of the app and the authenticated caller. */
 export interface ToolContext {
@@ -23,33 +22,29 @@ export interface ToolContext {
 }
 
 /**
- * The context of the request a tool call belongs to. The tools are registered once per process on
- * one server that serves every request (src/app/mcp/server.ts); what differs per request (the
- * caller, the HTTP response) is looked up by the SDK's `extra` of the call.
- */
-export type ContextOf = (extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => ToolContext;
-
-/**
- * A tool, defined once per process: what `tools/list` shows of it (its zod input shape becomes the
- * listed JSON Schema) and what a call runs, given the arguments as the input shape parses them and
- * the caller. No `inputSchema`: the tool takes no arguments (the SDK lists an empty object and
- * validates nothing).
+ * A tool, defined once per process: the twin of a REST read, named by its rate-card key. What it
+ * takes and answers is its twin's (./contract.ts reads both from the OpenAPI document); `run` is
+ * the twin's controller body, given the arguments in query-string form (absent stays absent).
+ * `nullable`: arguments that also take JSON null, meaning absent (`direction`, as the spec says).
  */
 export interface TwinTool {
   name: string;
+  key: RateKey;
   title: string;
   description: string;
-  inputSchema?: z.ZodRawShape;
+  nullable?: readonly string[];
   annotations: ToolAnnotations;
-  run: (args: Record<string, unknown>, ctx: ToolContext) => Promise<CallToolResult>;
+  run: (args: Record<string, string | undefined>, call: MeteredCall) => Promise<object>;
 }
 
-/** A TwinTool whose `run` receives its arguments typed by its input shape. */
-export function twinTool<S extends z.ZodRawShape = Record<never, never>>(
-  tool: Omit<TwinTool, 'inputSchema' | 'run'> & { inputSchema?: S; run: (args: z.infer<z.ZodObject<S>>, ctx: ToolContext) => Promise<CallToolResult> },
-): TwinTool {
-  // `run` receives what `inputSchema` parses, which the SDK and the dispatcher both ensure.
-  return tool as TwinTool;
+/** A TwinTool of a rate-card key: its name and the cost line of its description come from the rate card. */
+export function twinTool(tool: Omit<TwinTool, 'name' | 'annotations'> & { annotations?: ToolAnnotations }): TwinTool {
+  return {
+    ...tool,
+    name: toolNameOf(tool.key),
+    description: describeTool(tool.key, tool.description),
+    annotations: tool.annotations ?? { readOnlyHint: true, openWorldHint: false },
+  };
 }
 
 /** The tool name the rate card gives an endpoint: names are defined once, next to the costs. */
@@ -82,47 +77,18 @@ function creditsNumber(header: string): number | null {
 }
 
 /**
- * A tool argument as REST receives it: the text a client would put in the URL for it. A string is
- * itself, a number or boolean as written (1.5 → "1.5"), null → "null" (as `?direction=null`), an
- * array or object its JSON; absent stays absent.
+ * Runs a tool as its REST twin, in REST's order: the tier gate, the arguments (./contract.ts:
+ * unknown or missing ones refused, the rest handed on as the query), then the twin's `run` (the
+ * controller's body), so both faces share the query, the validation and the metering by
+ * construction; the charge is recorded with channel `mcp`. The REST body becomes the result
+ * (structured and as JSON text); an AppError becomes an `isError` result carrying the same problem
+ * details REST would send.
  */
-export function asQuery(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value === 'string') return value;
-  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return JSON.stringify(value);
-}
-
-/**
- * A tool argument judged by its REST twin. tools/list shows `listed` (the JSON type the twin
- * expects and its description), but any JSON value gets past the SDK's input check and reaches the
- * twin in query-string form (see asQuery). So an argument of the wrong type (`{"limit":
- * "abc"}`, `{"limit": 1.5}`) is refused by the same parser as the equivalent query (`?limit=abc`):
- * a tool error with REST's 400 problem and the credits left, not the SDK's bare -32602 text.
- */
-export function restArg(listed: z.ZodTypeAny): z.ZodType<string | undefined, z.ZodTypeDef, unknown> {
-  // `catch` hands a value `listed` rejects on unchanged; JSON Schema generation sees through
-  // catch and transform to `listed`.
-  const anyValue: z.ZodType<unknown, z.ZodTypeDef, unknown> = listed.catch((ctx: { input: unknown }) => ctx.input);
-  return anyValue.transform(asQuery);
-}
-
-/** A required argument judged by its REST twin (see restArg): listed as required; only leaving it out is refused by the SDK. */
-export function requiredRestArg(listed: z.ZodTypeAny): z.ZodType<string, z.ZodTypeDef, unknown> {
-  return restArg(listed).refine((v): v is string => v !== undefined, { message: 'Required' });
-}
-
-/**
- * Runs a tool as its REST twin: the twin's `run` (the controller's body), so both faces share the
- * query, the validation, the tier gate and the metering by construction; the charge is recorded
- * with channel `mcp`. The REST body becomes the result (structured and as JSON text); an AppError
- * becomes an `isError` result carrying the same problem details REST would send.
- */
-export async function callTwin<T extends object>(ctx: ToolContext, key: RateKey, run: (call: MeteredCall) => Promise<T>): Promise<CallToolResult> {
+export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolContract, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
   const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp');
   try {
-    requireTier(ctx.principal.tier, key);
-    const body = await run(call);
+    requireTier(ctx.principal.tier, tool.key);
+    const body = await tool.run(queryOf(tool.name, contract, args), call);
     const remaining = call.remaining;
     if (remaining !== null) ctx.creditsRemaining(remaining);
     return {
@@ -135,7 +101,8 @@ export async function callTwin<T extends object>(ctx: ToolContext, key: RateKey,
   }
 }
 
-async function errorResult(ctx: ToolContext, err: unknown): Promise<CallToolResult> {
+/** A tool error: the problem details REST would send for `err` (in structuredContent and as text), with the balance. */
+export async function errorResult(ctx: ToolContext, err: unknown): Promise<CallToolResult> {
   const base = ctx.queries.baseUrl();
   let problem: ProblemDetails;
   if (err instanceof AppError) {

@@ -1,5 +1,16 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { ContextOf, TwinTool } from './rest-twin.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolRequest,
+  type CallToolResult,
+  type ListToolsResult,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { contractOf, toolDocument, type ToolContract } from './contract.js';
+import type { TwinTool } from './rest-twin.js';
 import { getScoresTool } from './tools/get-scores.tool.js';
 import { getScoreHistoryTool } from './tools/get-score-history.tool.js';
 import { screenStocksTool } from './tools/screen-stocks.tool.js';
@@ -19,6 +30,8 @@ import { getUsageTool } from './tools/get-usage.tool.js';
 import { getUsageLedgerTool } from './tools/get-usage-ledger.tool.js';
 import { listBulkExportsTool } from './tools/list-bulk-exports.tool.js';
 import { listWebhooksTool } from './tools/list-webhooks.tool.js';
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /**
  * The tools, each the twin of a REST read (module constants: built once per process): the spec's
@@ -46,23 +59,54 @@ export const TOOLS: readonly TwinTool[] = [
   listWebhooksTool,
 ];
 
+/** A tool with its contract, as the server lists and runs it. */
+export interface ToolEntry {
+  tool: TwinTool;
+  contract: ToolContract;
+}
+
+/**
+ * Each tool with the contract of its REST twin, read from the OpenAPI document tsoa generated (the
+ * same completed document /openapi.json serves): once per process.
+ */
+export function toolEntries(spec: Record<string, unknown>): ReadonlyMap<string, ToolEntry> {
+  const doc = toolDocument(spec);
+  return new Map(TOOLS.map((tool) => [tool.name, { tool, contract: contractOf(doc, tool.key, tool.nullable) }]));
+}
+
+/** What `tools/list` answers: built once, the tools never change while the process runs. */
+function listed(entries: ReadonlyMap<string, ToolEntry>): ListToolsResult {
+  return {
+    tools: [...entries.values()].map(({ tool, contract }) => ({
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: contract.inputSchema,
+      outputSchema: contract.outputSchema,
+      annotations: tool.annotations,
+    })),
+  };
+}
+
 /**
  * The MCP server of the process: built once, with the tools, and serving every request of every
  * caller (see ./dispatcher.ts). Every tool is the twin of a REST endpoint and runs its query;
- * `contextOf` gives a tool call the caller and the HTTP response of the request it came in
- * (`creditsRemaining` sets that response's `X-Credits-Remaining`).
+ * `call` runs a `tools/call` for the caller of the request it came in (found by the SDK's
+ * `extra`). The SDK's low-level server: it answers `initialize`, `ping` and unknown methods, and
+ * declares only the `tools` capability, without `listChanged`: the tools of this stateless server
+ * never change, and it has no session to notify.
  */
-export function createMcpServer(contextOf: ContextOf): McpServer {
-  const server = new McpServer(
+export function createMcpServer(entries: ReadonlyMap<string, ToolEntry>, call: (params: CallToolRequest['params'], extra: Extra) => Promise<CallToolResult>): Server {
+  const server = new Server(
     { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: '0.1.0' },
     {
+      capabilities: { tools: {} },
       instructions:
-        'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint and draws the same credits from your account; its description says what it costs. Every result carries your balance afterwards as _meta.credits_remaining (a number; null when unmetered), and get_usage shows the whole account.',
+        'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint, takes its parameters (and no others) and draws the same credits from your account; its description says what it costs. Every result carries your balance afterwards as _meta.credits_remaining (a number; null when unmetered), and get_usage shows the whole account. A refusal is a tool error whose structuredContent is problem details with a stable code.',
     },
   );
-  for (const { name, inputSchema, run, ...config } of TOOLS) {
-    if (inputSchema) server.registerTool(name, { ...config, inputSchema }, (args, extra) => run(args, contextOf(extra)));
-    else server.registerTool(name, config, (extra) => run({}, contextOf(extra)));
-  }
+  const tools = listed(entries);
+  server.setRequestHandler(ListToolsRequestSchema, () => tools);
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => call(request.params, extra));
   return server;
 }

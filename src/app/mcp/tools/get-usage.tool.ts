@@ -1,14 +1,11 @@
 import { run as getUsage } from '../../../../queries/get-usage/get-usage.controller.js';
-import { callTwin, describeTool, toolNameOf, twinTool } from '../rest-twin.js';
+import { twinTool } from '../rest-twin.js';
 
 /** `get_usage`, the twin of GET /v1/usage: how an agent reads its own balance and prices. */
 export const getUsageTool = twinTool({
-  name: toolNameOf('usage'),
+  key: 'usage',
   title: 'Your plan, credit balance and rate card',
-  description: describeTool(
-    'usage',
+  description:
     'Your plan, this month\'s usage, what is left (credits_remaining of the allowance, null when unmetered, plus prepaid_credits), overage, when the allowance resets, your entitlements, and the live credit cost of every endpoint (rate_card, keyed by rate key). Every tool result also carries the balance as _meta.credits_remaining.',
-  ),
-  annotations: { readOnlyHint: true, openWorldHint: false },
-  run: (_args, ctx) => callTwin(ctx, 'usage', getUsage),
+  run: (_args, call) => getUsage(call),
 });
