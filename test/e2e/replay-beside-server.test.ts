@@ -13,7 +13,8 @@ const NOW = '2019-02-15T12:00:00Z';
 
 /** A separate process that takes the replay's locks (as `scores replay` does) and holds them until killed. */
 async function replayHolder(dir: string): Promise<ChildProcess> {
-  const code = "const m = await import('./src/app/store-users.ts'); m.beginReplay(process.argv[1]); console.log('held'); setInterval(() => {}, 1e6);";
+  // The release is kept: a lock object the garbage collector takes closes its file, and the lock with it.
+  const code = "const m = await import('./src/app/store-users.ts'); globalThis.release = m.beginReplay(process.argv[1]); console.log('held'); setInterval(() => {}, 1e6);";
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, dir], { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
