@@ -8,9 +8,10 @@ import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { fmt, info, median, report } from './stats.js';
 
 function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, args, { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, args, { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  // The service's start banner is on stderr (its stdout is the JSON log stream); the bare server's on stdout.
+  for (const stream of [child.stdout, child.stderr]) stream.on('data', (d: Buffer) => (out += d.toString()));
   // `pattern` captures the port in its first group.
   return until(() => pattern.test(out), 120_000).then(() => ({ child, port: Number(pattern.exec(out)![1]) }));
 }

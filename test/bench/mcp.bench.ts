@@ -7,9 +7,10 @@ import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { fmt, info, median, report } from './stats.js';
 
 function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  // The start banner is on stderr (stdout is the JSON log stream).
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const pattern = /listening on http:\/\/localhost:(\d+)/;
   return until(() => pattern.test(out), 120_000).then(() => ({ child, port: Number(pattern.exec(out)![1]) }));
 }

@@ -1,9 +1,11 @@
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEMO_DEFAULT_SEED } from '../../commands/seed-demo/dataset/generate.js';
 import { DEMO_KEY_FILE, readDemoKeys } from '../../src/app/server.js';
+import { projectRoot } from '../../src/core/paths.js';
 import { KEY_PREFIX, hashApiKey } from '../../src/domain/api-keys.js';
 import { TIERS } from '../../src/domain/plans.js';
 import { spawnCli, until } from '../support/processes.js';
@@ -18,17 +20,39 @@ const oldDerivation = (seed: number, tier: string) => KEY_PREFIX + createHmac('s
 const storeBytes = (dir: string) =>
   Buffer.concat(['scores.sqlite', 'scores.sqlite-wal'].filter((f) => existsSync(join(dir, f))).map((f) => readFileSync(join(dir, f))));
 
-/** `scores serve` on `dir` until it has printed its start-up message; that message. */
-async function startUpMessage(dir: string): Promise<string> {
-  const { child, done } = spawnCli(['serve'], testEnv(dir, NOW));
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  try {
-    await until(() => out.includes('listening on') && /\n(try: curl .*| {2}npx scores keys rotate <key_id>)\n/.test(out), 120_000);
-  } finally {
-    child.kill('SIGTERM');
+/**
+ * `scores serve` on `dir` until it listens, then stopped; what it printed at start-up: its stderr,
+ * or on a terminal (a pseudo-terminal from `script`) all of its output. The banner is written
+ * before the process handles the stop, so the output at exit holds all of it.
+ */
+async function startUpMessage(dir: string, terminal = false): Promise<string> {
+  if (!terminal) {
+    const { child, done } = spawnCli(['serve'], testEnv(dir, NOW));
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    try {
+      await until(() => err.includes('listening on'), 120_000);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect((await done).code).to.equal(0);
+    return err;
   }
-  expect((await done).code).to.equal(0);
+  const command = [process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', 'serve'].map((w) => `'${w}'`).join(' ');
+  const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: projectRoot(), env: testEnv(dir, NOW, { LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString().replace(/\r\n/g, '\n')));
+  // The server runs under the pseudo-terminal's shell: stopped by its own pid, from its log line.
+  const listening = /^\{.*"msg":"listening".*\}$/m;
+  try {
+    await until(() => listening.test(out), 120_000);
+  } finally {
+    const line = listening.exec(out)?.[0];
+    if (line) process.kill((JSON.parse(line) as { pid: number }).pid, 'SIGTERM');
+    else child.kill('SIGKILL');
+  }
+  expect(await exited).to.equal(0);
   return out;
 }
 
@@ -71,7 +95,7 @@ describe('Demo keys: random per store, kept in a file of the data directory', fu
     for (const tier of TIERS) expect(shown[0]![tier], tier).to.not.equal(shown[1]![tier]);
   });
 
-  it('a restart shows the same keys from the file, and prints them', async () => {
+  it('a restart shows the same keys from the file, and prints them on a terminal only', async () => {
     const [dir] = dirs as [string];
     const before = readDemoKeys(dir);
     const server = await startTestServer({ now: NOW, dir });
@@ -80,10 +104,18 @@ describe('Demo keys: random per store, kept in a file of the data directory', fu
     } finally {
       await server.stop();
     }
-    const out = await startUpMessage(dir);
-    for (const k of before) expect(out).to.include(`  ${k.tier.padEnd(10)} ${k.key}\n`);
-    expect(out).to.include(`kept in ${join(dir, DEMO_KEY_FILE)}, readable by its owner only`);
-    expect(out).to.match(/try: curl -H 'X-API-Key: sk_live_/);
+    const onTerminal = await startUpMessage(dir, true);
+    for (const k of before) expect(onTerminal).to.include(`  ${k.tier.padEnd(10)} ${k.key}\n`);
+    expect(onTerminal).to.include(`kept in ${join(dir, DEMO_KEY_FILE)}, readable by its owner only`);
+    expect(onTerminal).to.match(/try: curl -H 'X-API-Key: sk_live_/);
+    // Elsewhere (a pipe, a log collector): the file and the key ids, never a key.
+    const piped = await startUpMessage(dir);
+    for (const k of before) {
+      expect(piped).to.include(`  ${k.tier.padEnd(10)} ${k.key_id} (${k.account_id})\n`);
+      expect(piped).to.not.include(k.key.slice(KEY_PREFIX.length + 6));
+    }
+    expect(piped).to.include(`kept in ${join(dir, DEMO_KEY_FILE)}, readable by its owner only; shown on a terminal only`);
+    expect(piped).to.not.include('try: curl');
   });
 
   it('with the file lost, the keys cannot be shown again: the start-up says so and offers `scores keys rotate`; the old keys still work', async () => {

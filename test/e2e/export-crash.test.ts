@@ -354,7 +354,7 @@ describe('Bulk exports across processes and kill -9', function () {
         expect(exit.signal, 'it exits by itself').to.equal(null);
         expect(exit.code).to.not.equal(0);
         expect(exit.stderr).to.match(/SCORES_EXPORTS_SCHEDULE/);
-        expect(exit.stdout).to.not.match(/listening on/);
+        expect(exit.stderr).to.not.match(/listening on/);
       } finally {
         clearTimeout(guard);
         rmSync(empty, { recursive: true, force: true });

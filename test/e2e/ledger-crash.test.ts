@@ -20,7 +20,7 @@ describe('Credit ledger under kill -9', function () {
   it('keeps the debit of every 200 response, and the audit passes for every account, ledger snapshots included', async () => {
     const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    server.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise((r) => server.on('exit', r));
     await until(() => /listening on (http:\/\/\S+)/.test(out), 90_000);
     const url = /listening on (http:\/\/\S+)/.exec(out)![1]!;

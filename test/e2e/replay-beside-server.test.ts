@@ -13,7 +13,8 @@ const NOW = '2019-02-15T12:00:00Z';
 
 /** A separate process that takes the replay's locks (as `scores replay` does) and holds them until killed. */
 async function replayHolder(dir: string): Promise<ChildProcess> {
-  const code = "const m = await import('./src/app/store-users.ts'); m.beginReplay(process.argv[1]); console.log('held'); setInterval(() => {}, 1e6);";
+  // The release is kept: a lock object the garbage collector takes closes its file, and the lock with it.
+  const code = "const m = await import('./src/app/store-users.ts'); globalThis.release = m.beginReplay(process.argv[1]); console.log('held'); setInterval(() => {}, 1e6);";
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, dir], { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -80,16 +81,16 @@ describe('scores replay and a running server', function () {
     // Killed with -9: the operating system released its locks, and the server starts.
     const { child, done } = spawnCli(['serve'], env);
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     await until(() => out.includes('listening on'), 120_000);
     child.kill('SIGTERM');
     expect((await done).code).to.equal(0);
   });
 
   it('a server killed with -9 leaves nothing that blocks the replay', async () => {
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
     let out = '';
-    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    server.stderr.on('data', (d: Buffer) => (out += d.toString()));
     await until(() => out.includes('listening on'), 120_000);
     expect((await runCli(['replay'], env)).code, 'refused while it runs').to.equal(1);
     server.kill('SIGKILL');
@@ -112,7 +113,7 @@ describe('scores replay and a running server', function () {
       writeFileSync(join(run, 'replay'), JSON.stringify({ pid: sleeper.pid, since }));
       const { child, done } = spawnCli(['serve'], env);
       let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
       await until(() => out.includes('listening on'), 120_000);
       child.kill('SIGTERM');
       expect((await done).code).to.equal(0);

@@ -37,11 +37,11 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: n
   }
 }
 
-/** `npm start` (src/app/main.ts from source) as a separate process: resolves once it listens. */
+/** `npm start` (src/app/main.ts from source) as a separate process: resolves once its start banner (stderr) says it listens. */
 export async function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  server.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise((r) => server.on('exit', r));
   const stop = async () => {
     server.kill('SIGTERM');

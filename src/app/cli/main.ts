@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { extname } from 'node:path';
+import { extname, join } from 'node:path';
 import { ingestRows } from '../../../commands/ingest/ingest.handler.js';
 import { IngestValidationError, parseIngestFile } from '../../../commands/ingest/ingest.parser.js';
 import { INGEST_KINDS, type IngestKind } from '../../../commands/ingest/ingest.schema.js';
@@ -12,6 +13,7 @@ import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../domain/api-keys.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
 import { AppError } from '../../core/errors.js';
+import { projectRoot } from '../../core/paths.js';
 import { TIERS, type Tier } from '../../domain/plans.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { openServices, type Services } from '../container.js';
@@ -43,14 +45,25 @@ async function replayAll(out: ReturnType<typeof printer>): Promise<void> {
 }
 
 /**
- * The demo keys at start-up, from `<SCORES_DATA_DIR>/demo-keys.json`: the demo accounts got random
- * keys on their first start and the store keeps only hashes, so a key the file no longer holds
- * (the file lost, the key rotated or revoked) cannot be shown again.
+ * The start banner, on stderr: stdout is the JSON log stream (a log shipper stores it), and a
+ * demo key's value is shown only on a terminal, where a person reads it; elsewhere the banner names
+ * `<SCORES_DATA_DIR>/demo-keys.json`. The demo accounts got random keys on their first start and
+ * the store keeps only hashes, so a key the file no longer holds cannot be shown again.
  */
-function printDemoKeys(running: Awaited<ReturnType<typeof startServer>>): void {
-  const w = (line: string) => process.stdout.write(`${line}\n`);
-  w(`\ndemo API keys (one per tier; send as X-API-Key; kept in ${running.demoKeyFile}, readable by its owner only):`);
-  for (const k of running.demoKeys) w(`  ${k.tier.padEnd(10)} ${k.key}`);
+function printStartBanner(running: Awaited<ReturnType<typeof startServer>>, json: boolean): void {
+  const terminal = Boolean(process.stderr.isTTY);
+  const demoKeys = running.demoKeys.map(({ key, ...k }) => (terminal ? { ...k, key } : k));
+  const openapi = `${running.baseUrl}/openapi.json`;
+  if (json) {
+    const banner = { listening: running.url, base_url: running.baseUrl, openapi, demo_key_file: running.demoKeyFile, demo_keys: demoKeys, demo_keys_unknown: running.demoKeysUnknown };
+    process.stderr.write(`${JSON.stringify(banner)}\n`);
+    return;
+  }
+  const w = (line: string) => process.stderr.write(`${line}\n`);
+  w(`\nscores service listening on ${running.url}\n  base URL: ${running.baseUrl}\n  OpenAPI:  ${openapi}`);
+  if (!running.demoKeyFile) return;
+  w(`\ndemo API keys (one per tier; send as X-API-Key; kept in ${running.demoKeyFile}, readable by its owner only${terminal ? '' : '; shown on a terminal only'}):`);
+  for (const k of running.demoKeys) w(`  ${k.tier.padEnd(10)} ${terminal ? k.key : `${k.key_id} (${k.account_id})`}`);
   for (const u of running.demoKeysUnknown) w(`  ${u.tier.padEnd(10)} not in the file, cannot be shown again (active: ${u.key_ids.join(', ') || 'none'})`);
   if (running.demoKeysUnknown.length) {
     w('  Demo keys are random and written only to that file, on their first start; the store keeps their hashes.');
@@ -58,7 +71,7 @@ function printDemoKeys(running: Awaited<ReturnType<typeof startServer>>): void {
     w('  npx scores keys rotate <key_id>');
   }
   const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0];
-  if (example) w(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL`);
+  if (example && terminal) w(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL`);
 }
 
 /** `--month`: a calendar month YYYY-MM. */
@@ -90,6 +103,7 @@ async function withServices<T>(fn: (s: Services) => Promise<T>, options: { readM
 export function buildCli(): Command {
   const program = new Command('scores')
     .description('Operate the scores service: serve, seed, replay, ingest.')
+    .version(packageVersion())
     .showHelpAfterError()
     .exitOverride();
 
@@ -97,7 +111,7 @@ export function buildCli(): Command {
     .command('serve')
     .description('Serve REST and MCP on PORT; seeds the demo into an empty store first')
     .option('--port <port>', 'override PORT (0-65535; 0 picks a free one)', parsePort)
-    .action(async (opts: { port?: number }) => {
+    .action(async (opts: { port?: number; json?: boolean }) => {
       const services = await openServices(loadConfig());
       let running: Awaited<ReturnType<typeof startServer>>;
       try {
@@ -115,9 +129,8 @@ export function buildCli(): Command {
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
-      process.stdout.write(`\nscores service listening on ${running.url}\n`);
-      process.stdout.write(`  base URL: ${running.baseUrl}\n  OpenAPI:  ${running.baseUrl}/openapi.json\n`);
-      if (running.demoKeyFile) printDemoKeys(running);
+      services.log.info({ url: running.url, base_url: running.baseUrl, demo_key_file: running.demoKeyFile }, 'listening');
+      printStartBanner(running, Boolean(opts.json));
     });
 
   program
@@ -170,7 +183,7 @@ export function buildCli(): Command {
         text = await readFile(file, 'utf8');
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message}`);
+        throw new CliError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message}`, 'file_unreadable');
       }
       const rows = parseIngestFile(text, format, opts.type ?? null);
       await withServices(async (s) => {
@@ -184,7 +197,28 @@ export function buildCli(): Command {
 
   addAccountCommands(program);
   addExportCommands(program);
+  everyCommandTakesJson(program);
   return program;
+}
+
+/** The package's version (package.json), for `--version`. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The commands that run (no subcommands), with their names from the program down. */
+function leafCommands(command: Command, path: string[] = []): { path: string[]; command: Command }[] {
+  return command.commands.flatMap((c) => (c.commands.length ? leafCommands(c, [...path, c.name()]) : [{ path: [...path, c.name()], command: c }]));
+}
+
+/**
+ * Every command takes `--json` (a command that declares none gets it here, so a new command cannot
+ * forget the option; test/e2e/cli-operators.test.ts runs each one with it to check it is honoured).
+ */
+function everyCommandTakesJson(program: Command): void {
+  for (const { command } of leafCommands(program)) {
+    if (!command.options.some((o) => o.long === '--json')) command.option('--json', 'machine-readable output');
+  }
 }
 
 function addExportCommands(program: Command): void {
@@ -204,7 +238,7 @@ function addExportCommands(program: Command): void {
           } finally {
             bar.stop();
           }
-          if (result.status !== 'completed') throw new CliError('another export run holds the lock (a server\'s nightly run or another `scores exports run`); try again when it has finished');
+          if (result.status !== 'completed') throw new CliError('another export run holds the lock (a server\'s nightly run or another `scores exports run`); try again when it has finished', 'busy');
           out(
             `bundle ${result.run_id} written in ${result.seconds.toFixed(1)} s\n` +
               result.files.map((f) => `  ${f.name.padEnd(26)} ${String(f.row_count).padStart(9)} rows  ${String(f.bytes).padStart(10)} bytes  sha256 ${f.sha256}`).join('\n') +
@@ -397,19 +431,19 @@ function addAccountCommands(program: Command): void {
           if (opts.month) {
             const report = await auditMonth({ ...deps, accountId: opts.account!, month: opts.month });
             printer(Boolean(opts.json))(formatMonthAudit(report), report);
-            if (!report.ok) process.exitCode = 2;
+            if (!report.ok) process.exitCode = EXIT.auditDiffers;
             return;
           }
           if (opts.all) {
             const all = await auditAll(deps);
             printer(Boolean(opts.json))(formatAuditSummary(all), all);
-            if (!all.ok) process.exitCode = 2;
+            if (!all.ok) process.exitCode = EXIT.auditDiffers;
             return;
           }
           const report = await auditAccount({ ...deps, accountId: opts.account! });
-          if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`);
+          if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`, 'not_found');
           printer(Boolean(opts.json))(formatAuditReport(report), report);
-          if (!report.ok) process.exitCode = 2;
+          if (!report.ok) process.exitCode = EXIT.auditDiffers;
         },
         { readModels: true },
       );
@@ -421,12 +455,14 @@ function addAccountCommands(program: Command): void {
     .description('Print the ledger (or one month of it) from the log as JSON lines, with the hashes: verify it with the recipe in docs/ledger.md')
     .addOption(accountOption())
     .option('--month <YYYY-MM>', 'only that month (its first prev_hash is the previous month\'s last hash)', parseMonth)
-    .action(async (opts: { account: string; month?: string }) => {
+    .action(async (opts: { account: string; month?: string; json?: boolean }) => {
       await withServices(
         async (s) => {
           const lines = await exportLedger({ events: s.events, reads: s.reads, accountId: opts.account, month: opts.month });
-          if (lines.length === 0 && opts.month === undefined) throw new CliError(`account ${opts.account} has no credit ledger`);
-          for (const line of lines) process.stdout.write(`${JSON.stringify(line)}\n`);
+          if (lines.length === 0 && opts.month === undefined) throw new CliError(`account ${opts.account} has no credit ledger`, 'not_found');
+          // JSON lines are the export's own format; `--json` makes it one document like every command's.
+          if (opts.json) process.stdout.write(`${JSON.stringify({ account_id: opts.account, month: opts.month ?? null, lines })}\n`);
+          else for (const line of lines) process.stdout.write(`${JSON.stringify(line)}\n`);
         },
         { readModels: true },
       );
@@ -437,11 +473,11 @@ function addAccountCommands(program: Command): void {
     .description("Drop an account's ledger snapshot (a cache, e.g. one the audit reports as differing): the next start folds its stream from the log")
     .option('--account <id>', 'the account')
     .option('--all', 'every account')
-    .action(async (opts: { account?: string; all?: boolean }) => {
+    .action(async (opts: { account?: string; all?: boolean; json?: boolean }) => {
       if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
       await withServices(async (s) => {
         const dropped = await dropLedgerSnapshots(s.reads, opts.account ?? null);
-        process.stdout.write(`${dropped} ledger snapshot${dropped === 1 ? '' : 's'} dropped\n`);
+        printer(Boolean(opts.json))(`${dropped} ledger snapshot${dropped === 1 ? '' : 's'} dropped`, { dropped, account_id: opts.account ?? null });
       });
     });
 
@@ -457,10 +493,13 @@ function addAccountCommands(program: Command): void {
       if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000, unlimited, or tier');
       return n;
     })
-    .action(async (opts: { account: string; perSecond: number | 'unlimited' | 'tier' }) => {
+    .action(async (opts: { account: string; perSecond: number | 'unlimited' | 'tier'; json?: boolean }) => {
       await withServices(async (s) => {
         const { changed } = await setRateLimit(s, opts.account, opts.perSecond);
-        process.stdout.write(`rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per account`}${changed ? '' : ' (unchanged)'}\n`);
+        printer(Boolean(opts.json))(
+          `rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per account`}${changed ? '' : ' (unchanged)'}`,
+          { account_id: opts.account, per_second: opts.perSecond, changed },
+        );
       });
     });
 
@@ -512,29 +551,90 @@ function onOff(state: string): boolean {
   throw new CliError(`expected "on" or "off", got "${state}"`);
 }
 
-/** A usage error the CLI reports in one line. */
-class CliError extends Error {}
+/**
+ * Exit codes: 1 a runtime error, 2 a usage error (an unknown command or option, a missing argument,
+ * a bad value: as POSIX utilities and commander's own conventions have it), 3 `audit` found a
+ * difference (a finding, neither of the two).
+ */
+const EXIT = { runtime: 1, usage: 2, auditDiffers: 3 } as const;
 
-/** Runs the CLI; errors print a clear message and set a non-zero exit code. */
-export async function runCli(argv: string[]): Promise<void> {
-  try {
-    await buildCli().parseAsync(argv);
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      process.exitCode = err.exitCode;
-      return;
-    }
-    if (err instanceof AppError) {
-      process.stderr.write(`error (${err.code}): ${err.detail}\n`);
-      process.exitCode = 1;
-      return;
-    }
-    if (err instanceof IngestValidationError || err instanceof ConfigError || err instanceof CliError || err instanceof ListenError || err instanceof StoreBusyError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exitCode = 1;
-      return;
-    }
-    process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
+/** The stable codes of the CLI's own errors (besides the service's error codes, src/core/errors.ts). */
+const CLI_ERRORS = {
+  usage: 'Usage error',
+  file_unreadable: 'File cannot be read',
+  invalid_file: 'File not valid',
+  config_invalid: 'Configuration not valid',
+  cannot_listen: 'Cannot listen',
+  busy: 'Another process holds the store',
+  not_found: 'Not found',
+  internal: 'Internal error',
+} as const;
+type CliErrorCode = keyof typeof CLI_ERRORS;
+
+/** An error the CLI reports in one line: a usage error unless `code` says otherwise. */
+class CliError extends Error {
+  constructor(
+    message: string,
+    readonly code: CliErrorCode = 'usage',
+  ) {
+    super(message);
   }
+}
+
+/** What `--json` prints on stderr for an error: a problem-like object with a stable `code`. */
+interface CliProblem {
+  code: string;
+  title: string;
+  detail: string;
+  exit_code: number;
+  [extension: string]: unknown;
+}
+
+function problemOfError(err: unknown): CliProblem {
+  const own = (code: CliErrorCode, detail: string): CliProblem => ({ code, title: CLI_ERRORS[code], detail, exit_code: code === 'usage' ? EXIT.usage : EXIT.runtime });
+  if (err instanceof CommanderError) return own('usage', err.code === 'commander.help' ? 'no command given: `scores --help` lists them' : err.message.replace(/^error: /, ''));
+  if (err instanceof AppError) return { ...err.extensions, code: err.code, title: err.title, status: err.status, detail: err.detail, exit_code: EXIT.runtime };
+  if (err instanceof CliError) return own(err.code, err.message);
+  if (err instanceof IngestValidationError) return own('invalid_file', err.message);
+  if (err instanceof ConfigError) return own('config_invalid', err.message);
+  if (err instanceof ListenError) return own('cannot_listen', err.message);
+  if (err instanceof StoreBusyError) return own('busy', err.message);
+  return own('internal', err instanceof Error ? err.message : String(err));
+}
+
+/** Whether the command line asks for JSON (before a `--`, after which words are arguments). */
+function wantsJson(argv: string[]): boolean {
+  const words = argv.slice(2);
+  const end = words.indexOf('--');
+  return (end === -1 ? words : words.slice(0, end)).includes('--json');
+}
+
+/**
+ * Runs the CLI. An error sets exit code 2 (usage) or 1 (runtime) and prints one line on stderr:
+ * the message, or under `--json` the problem object (commander's own text and help left out).
+ */
+export async function runCli(argv: string[]): Promise<void> {
+  const json = wantsJson(argv);
+  const program = buildCli();
+  if (json) {
+    for (const c of [program, ...allCommands(program)]) c.configureOutput({ outputError: () => undefined, writeErr: () => undefined });
+  }
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    // --help and --version end by an exception too.
+    if (err instanceof CommanderError && err.exitCode === 0) return;
+    const problem = problemOfError(err);
+    process.exitCode = problem.exit_code;
+    if (json) process.stderr.write(`${JSON.stringify(problem)}\n`);
+    // Commander has printed its message (and the help) already.
+    else if (err instanceof CommanderError) return;
+    else if (err instanceof AppError) process.stderr.write(`error (${err.code}): ${err.detail}\n`);
+    else if (problem.code === 'internal') process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    else process.stderr.write(`${problem.detail}\n`);
+  }
+}
+
+function allCommands(command: Command): Command[] {
+  return command.commands.flatMap((c) => [c, ...allCommands(c)]);
 }
