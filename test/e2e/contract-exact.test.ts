@@ -1,9 +1,14 @@
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 type Json = Record<string, any>;
+
+// ajv-formats is CommonJS: under ESM its default export is the module object on some loaders.
+const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: Ajv) => Ajv;
 
 // 12:00 UTC on Monday 2019-04-01: live keys see Friday 2019-03-29.
 const NOW = '2019-04-01T12:00:00Z';
@@ -32,7 +37,11 @@ describe('The contract says exactly what is served', function () {
     }
     return { status: res.status, headers: res.headers, body, text };
   };
-  const newKey = async (tier: Tier) => (await createAccountWithKey(server.services, { tier })).key;
+  const newKey = async (tier: Tier) => {
+    const { key } = await createAccountWithKey(server.services, { tier });
+    await server.services.runner.waitForHead();
+    return key;
+  };
   /** The key's balance, from a free call (`X-Credits-Remaining`). */
   const balance = async (key: string) => (await call('GET', '/v1/usage', key)).headers.get('x-credits-remaining');
 
@@ -83,6 +92,58 @@ describe('The contract says exactly what is served', function () {
       for (const path of ['/openapi.json', '/healthz', '/docs', '/docs/errors', '/license', '/stocks/AAPL', '/account/sign-in']) {
         expect((await call('GET', path)).status, path).to.equal(200);
       }
+    });
+  });
+
+  describe('as_known_at: declared as the parser reads it', () => {
+    // Accepted by the service (a date, RFC 3339 date-times in their variants, a restated_at value)
+    // and refused (no zone, no date, not a calendar day, a time past 23:59).
+    const ACCEPTED = [
+      '2019-03-25',
+      '2019-03-25T22:00:00Z',
+      '2019-03-25t22:00:00z',
+      '2019-03-25 22:00:00Z',
+      '2019-03-26T00:00:00+02:00',
+      '2019-03-26T00:00:00+0200',
+      '2019-03-26T00:00:00+02',
+      '2019-03-25T22:00:00.123456789012Z',
+      '2016-12-31T23:59:60Z',
+      '2019-03-25 22:00:00',
+    ];
+    const REFUSED = ['yesterday', '2019-03-25T22:00:00', '2019-02-30', '2019-03-25T24:00:00Z', '20190325', '2019-03-25T22:00Z+01:00'];
+    const OPERATIONS = [
+      ['/v1/scores/{ticker}/history', (v: string) => `/v1/scores/MSFT/history?start=2019-03-18&as_known_at=${encodeURIComponent(v)}`],
+      ['/v1/scores/history', (v: string) => `/v1/scores/history?tickers=MSFT&start=2019-03-18&as_known_at=${encodeURIComponent(v)}`],
+    ] as const;
+
+    it('declares a date or a date-time (or a restated_at value) on both history operations, and serves exactly what it declares', async () => {
+      const key = await newKey('quant');
+      const ajv = new Ajv({ strict: false });
+      addFormats(ajv);
+      for (const [path, url] of OPERATIONS) {
+        const parameter = (doc['paths'][path]['get'].parameters as Json[]).find((p) => p['name'] === 'as_known_at')!;
+        const valid = ajv.compile(parameter['schema'] as Json);
+        for (const value of ACCEPTED) {
+          expect(valid(value), `${path}: the document refuses ${value}`).to.equal(true);
+          const r = await call('GET', url(value), key);
+          expect(r.status, `${path} as_known_at=${value}: ${r.text.slice(0, 200)}`).to.equal(200);
+        }
+        for (const value of REFUSED) {
+          expect(valid(value), `${path}: the document allows ${value}`).to.equal(false);
+          const r = await call('GET', url(value), key);
+          expect(r.status, `${path} as_known_at=${value}`).to.equal(400);
+          expect(r.body['errors'], value).to.deep.equal([{ parameter: 'as_known_at', message: r.body['errors'][0].message }]);
+        }
+      }
+    });
+
+    it('reads a bare date as 00:00 UTC that day, and echoes the instant used', async () => {
+      const key = await newKey('quant');
+      const byDate = await call('GET', '/v1/scores/MSFT/history?start=2019-03-18&as_known_at=2019-03-25', key);
+      const byInstant = await call('GET', '/v1/scores/MSFT/history?start=2019-03-18&as_known_at=2019-03-25T00:00:00Z', key);
+      expect(byDate.status, byDate.text).to.equal(200);
+      expect(byDate.body['as_known_at']).to.equal('2019-03-25T00:00:00.000Z');
+      expect(byDate.body['rows']).to.deep.equal(byInstant.body['rows']);
     });
   });
 });

@@ -13,6 +13,7 @@ import { PLANS, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, isRateKey } from '../../src/domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../src/events/ledger.events.js';
 import { FIELD_DEFINITIONS } from '../../queries/get-meta/field-definitions.js';
+import { INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
 
@@ -304,7 +305,8 @@ describe('The OpenAPI document', () => {
     expect(param('/v1/divergence', 'limit').schema).to.include({ type: 'integer', maximum: 100, default: 25 });
     expect(param('/v1/earnings', 'days').schema).to.deep.equal({ type: 'integer', minimum: 0, maximum: 60, default: 14 });
     expect(param('/v1/scores/{ticker}/history', 'start').schema).to.deep.equal({ type: 'string', format: 'date' });
-    expect(param('/v1/scores/history', 'as_known_at').schema).to.deep.equal({ type: 'string', format: 'date-time' });
+    // A date or a date-time (or a restated_at value), as parseInstantParam reads it.
+    for (const path of ['/v1/scores/history', '/v1/scores/{ticker}/history']) expect(param(path, 'as_known_at').schema, path).to.deep.equal(INSTANT_PARAM_SCHEMA);
     // A list as one comma-separated value: the same text on the wire, an array for a generated client.
     const tickers = param('/v1/scores/history', 'tickers');
     expect(tickers).to.include({ style: 'form', explode: false });

@@ -10,6 +10,7 @@ import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
 import { MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
 type Json = Record<string, unknown>;
@@ -62,12 +63,12 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source } },
   '/v1/coverage': { since: DATE },
   '/v1/divergence/events': { since: DATE },
-  '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
+  '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: INSTANT_PARAM_SCHEMA },
   '/v1/scores/history': {
     tickers: commaList({ type: 'string', pattern: SYMBOL.source, maxLength: MAX_TICKER_LENGTH }, MAX_TICKERS_PER_CALL),
     start: DATE,
     end: DATE,
-    as_known_at: { type: 'string', format: 'date-time' },
+    as_known_at: INSTANT_PARAM_SCHEMA,
   },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
   // Path parameters: the controllers parse `webhook_id` themselves too (a 400 naming it).
