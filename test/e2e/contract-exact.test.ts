@@ -146,4 +146,41 @@ describe('The contract says exactly what is served', function () {
       expect(byDate.body['rows']).to.deep.equal(byInstant.body['rows']);
     });
   });
+
+  describe('operation ids', () => {
+    it('names every operation with a unique verb-and-object id a generated SDK can use as its function name', () => {
+      const ids: Record<string, string> = {};
+      for (const [path, item] of Object.entries<Json>(doc['paths'])) for (const [method, op] of Object.entries<Json>(item)) ids[`${method.toUpperCase()} ${path}`] = op['operationId'];
+      expect(ids).to.deep.equal({
+        'GET /v1/scores/{ticker}': 'getScore',
+        'GET /v1/scores/{ticker}/history': 'getScoreHistory',
+        'GET /v1/scores/history': 'getMultiTickerHistory',
+        'GET /v1/scores/social-heat/{ticker}': 'getSocialHeat',
+        'GET /v1/screener': 'screenStocks',
+        'GET /v1/divergence': 'getDivergences',
+        'GET /v1/divergence/events': 'getDivergenceEvents',
+        'GET /v1/divergence/open': 'getOpenDivergences',
+        'GET /v1/signals': 'getSignals',
+        'GET /v1/themes': 'listThemes',
+        'GET /v1/themes/{slug}': 'getTheme',
+        'GET /v1/earnings': 'getUpcomingEarnings',
+        'GET /v1/coverage': 'getCoverage',
+        'GET /v1/track-record': 'getTrackRecord',
+        'GET /v1/meta': 'getMeta',
+        'GET /v1/usage': 'getUsage',
+        'GET /v1/usage/ledger': 'getUsageLedger',
+        'GET /v1/bulk/exports': 'listBulkExports',
+        'GET /v1/bulk/exports/{bundle_id}/{name}': 'downloadBulkExportFile',
+        'GET /v1/webhooks': 'listWebhooks',
+        'POST /v1/webhooks': 'createWebhook',
+        'DELETE /v1/webhooks/{webhook_id}': 'deleteWebhook',
+        'POST /v1/webhooks/{webhook_id}/test': 'testWebhook',
+        'POST /v1/webhooks/{webhook_id}/enable': 'enableWebhook',
+        'GET /v1/webhooks/{webhook_id}/deliveries': 'listWebhookDeliveries',
+      });
+      // camelCase, a verb and at least one word naming what it acts on; none twice.
+      for (const id of Object.values(ids)) expect(id).to.match(/^[a-z]+(?:[A-Z][a-z]+)+$/);
+      expect(new Set(Object.values(ids)).size).to.equal(Object.keys(ids).length);
+    });
+  });
 });
