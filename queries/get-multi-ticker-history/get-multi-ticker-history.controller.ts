@@ -134,8 +134,8 @@ export class GetMultiTickerHistoryController extends MeteredController {
    * date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value
    * (YYYY-MM-DD HH:MM:SS, UTC).
    * @param asKnownAt An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
-   * YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above). Echoed as
-   * `as_known_at`.
+   * YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
+   * as it was published at that instant (see above). Echoed as `as_known_at`.
    */
   @Get('history')
   @Example<MultiTickerHistoryResponse>({
