@@ -2,7 +2,9 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
 import type { Tier } from '../../src/domain/plans.js';
+import { ContractChecker, operationsOf, type OpenApiDocument } from '../support/openapi-contract.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 type Json = Record<string, any>;
@@ -181,6 +183,42 @@ describe('The contract says exactly what is served', function () {
       // camelCase, a verb and at least one word naming what it acts on; none twice.
       for (const id of Object.values(ids)) expect(id).to.match(/^[a-z]+(?:[A-Z][a-z]+)+$/);
       expect(new Set(Object.values(ids)).size).to.equal(Object.keys(ids).length);
+    });
+  });
+
+  describe('500', () => {
+    /** A request for the operation: its path with parameter values, and an empty JSON body for a POST. */
+    const concrete = (path: string) => path.replace('{ticker}', 'AAPL').replace('{slug}', 'ai-infrastructure').replace('{webhook_id}', '1').replace('{bundle_id}', 'b').replace('{name}', 'n.csv.gz');
+
+    it('declares a 500 problem on every operation, and a failing service answers each with one that matches it', async () => {
+      const key = await newKey('enterprise');
+      const checker = new ContractChecker(doc as OpenApiDocument, TRANSPORT_HEADERS);
+      const operations = operationsOf(doc as OpenApiDocument);
+      expect(operations.length).to.be.greaterThan(20);
+      for (const op of operations) {
+        const examples = doc['paths'][op.path][op.method.toLowerCase()].responses['500']?.content?.['application/problem+json']?.examples;
+        expect(Object.keys(examples ?? {}), `${op.id} declares no 500`).to.deep.equal(['internal']);
+      }
+      // A fault where every operation passes (the key check): what the caller gets is the document's 500.
+      const meter = server.services.meter;
+      const authenticate = meter.authenticate.bind(meter);
+      meter.authenticate = () => Promise.reject(new Error('injected: the key store is unreachable'));
+      try {
+        for (const op of operations) {
+          const res = await fetch(`${server.url}${concrete(op.path)}`, {
+            method: op.method,
+            headers: { 'X-API-Key': key, ...(op.method === 'POST' ? { 'Content-Type': 'application/json' } : {}) },
+            body: op.method === 'POST' ? '{}' : undefined,
+          });
+          const body = Buffer.from(await res.arrayBuffer());
+          expect(res.status, op.id).to.equal(500);
+          const headers = Object.fromEntries([...res.headers]);
+          expect(checker.check(op, { status: res.status, headers, body }), op.id).to.deep.equal([]);
+          expect(JSON.parse(body.toString())).to.include({ code: 'internal', status: 500 });
+        }
+      } finally {
+        meter.authenticate = authenticate;
+      }
     });
   });
 });

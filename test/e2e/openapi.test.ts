@@ -152,15 +152,16 @@ describe('The OpenAPI document', () => {
     expect(Object.keys(score403.content['application/problem+json'].examples)).to.deep.equal(['key_forbidden', 'coverage']);
   });
 
-  it('declares on every operation the statuses every request can get: 400 and 431, and 401, 403 and 429 with a key; 304 on the daily bodies', () => {
+  it('declares on every operation the statuses every request can get: 400, 431 and 500, and 401, 403 and 429 with a key; 304 on the daily bodies', () => {
     const ops = operationsOf(doc);
     expect(ops.length).to.be.greaterThan(20);
     for (const { method, path, op } of ops) {
       const where = `${method.toUpperCase()} ${path}`;
       const statuses = Object.keys(op['responses']);
-      expect(statuses, where).to.include.members(['400', '401', '403', '429', '431']);
+      expect(statuses, where).to.include.members(['400', '401', '403', '429', '431', '500']);
       const examples = (status: string) => Object.keys(op['responses'][status].content['application/problem+json'].examples);
       expect(examples('431'), where).to.deep.equal(['headers_too_large']);
+      expect(examples('500'), where).to.deep.equal(['internal']);
       // Waiting cures a request rate, not an empty balance: credits_exhausted only where a call costs credits.
       const key = op['x-rate-card'] as string;
       expect(examples('429'), where).to.deep.equal(RATE_CARD[key as keyof typeof RATE_CARD].credits > 0 ? ['credits_exhausted', 'rate_limited'] : ['rate_limited']);

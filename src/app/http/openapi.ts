@@ -141,6 +141,7 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
 /** Texts of statuses every operation can answer, whatever its controller declares. */
 const UNKNOWN_QUERY = 'a query parameter this endpoint does not take';
 const HEADERS_TOO_LARGE = 'Request line and headers over 16 KiB (headers_too_large), refused before the key is read';
+const INTERNAL = 'The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support';
 
 /**
  * The 429 of an authenticated operation: `rate_limited` on every one (the key's request rate, or
@@ -231,7 +232,7 @@ function rateKeyOf(op: OpenApiOperation): RateKey | undefined {
 
 /**
  * The operation's responses: those its controller declares, and the statuses every operation can
- * answer (400, 431; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
+ * answer (400, 431, 500; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
  * headers.
  */
 function completeResponses(path: string, method: string, op: OpenApiOperation, key: RateKey | undefined, baseUrl: string): Json {
@@ -246,6 +247,7 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
     declared['429'] = { description: tooManyRequests(key) };
   }
   add('431', HEADERS_TOO_LARGE);
+  add('500', INTERNAL);
   if (method === 'get' && DAILY_FREE_PATHS.includes(path)) add('304', 'Not modified: the ETag sent in If-None-Match is the body’s; no body');
   const out: Json = {};
   for (const status of Object.keys(declared).sort()) {
@@ -357,7 +359,7 @@ export function servedOpenApi(spec: Json, baseUrl: string): Json {
 const CONTRACT = [
   '## The contract',
   'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
-  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 431 for a request line and headers over 16 KiB.`,
+  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
   'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
   `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,
 ].join('\n\n');
