@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
+import { API_KEY_CHALLENGE, TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { ContractChecker, operationsOf, type OpenApiDocument } from '../support/openapi-contract.js';
 import { startTestServer, type TestServer } from '../support/server.js';
@@ -219,6 +219,41 @@ describe('The contract says exactly what is served', function () {
       } finally {
         meter.authenticate = authenticate;
       }
+    });
+  });
+
+  describe('401 names its challenge', () => {
+    it('declares WWW-Authenticate on every 401, naming the document’s own API key header', () => {
+      const scheme = doc['components']['securitySchemes']['api_key'];
+      expect(scheme).to.include({ type: 'apiKey', in: 'header' });
+      expect(API_KEY_CHALLENGE).to.equal(`ApiKey realm="scores", header="${scheme['name']}"`);
+      for (const op of operationsOf(doc as OpenApiDocument)) {
+        const ref = doc['paths'][op.path][op.method.toLowerCase()].responses['401'].headers['WWW-Authenticate']?.['$ref'] as string | undefined;
+        expect(ref, op.id).to.equal('#/components/headers/WwwAuthenticate');
+      }
+      expect(doc['components']['headers']['WwwAuthenticate']).to.deep.include({ required: true, schema: { type: 'string', enum: [API_KEY_CHALLENGE] } });
+    });
+
+    it('sends it with every 401 of REST and of MCP, for a missing and an unknown key', async () => {
+      const rpc = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+      const mcpHeaders = { Accept: 'application/json, text/event-stream' };
+      for (const key of [null, 'sk_live_not-a-key']) {
+        // Eight requests without a valid key in all: within the per-address burst.
+        const answers = [
+          ['GET /v1/usage', await call('GET', '/v1/usage', key)],
+          ['GET /v1/scores/AAPL', await call('GET', '/v1/scores/AAPL', key)],
+          ['POST /v1/webhooks', await call('POST', '/v1/webhooks', key, { json: { event_type: 'score_move', url: 'https://hooks.example.com/x' } })],
+          ['POST /mcp/http', await call('POST', '/mcp/http', key, { json: rpc, headers: mcpHeaders })],
+        ] as const;
+        for (const [what, r] of answers) {
+          expect(r.status, `${what} ${key}`).to.equal(401);
+          expect(r.body, what).to.include({ code: 'unauthorized' });
+          expect(r.headers.get('www-authenticate'), `${what} ${key}`).to.equal(API_KEY_CHALLENGE);
+        }
+      }
+      // Only a 401 carries it.
+      const k = await newKey('free');
+      expect((await call('GET', '/v1/usage', k)).headers.get('www-authenticate')).to.equal(null);
     });
   });
 });

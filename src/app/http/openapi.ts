@@ -198,6 +198,10 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
     keys.push('CreditsRemaining', 'RateLimit', 'RateLimitPolicy');
     if (code < 400) required.push('CreditsRemaining');
   }
+  if (code === 401) {
+    keys.push('WwwAuthenticate');
+    required.push('WwwAuthenticate');
+  }
   if (code === 429) {
     keys.push('RetryAfter');
     // Without a price, a 429 can only be `rate_limited`, which always says when to retry.
