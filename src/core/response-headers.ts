@@ -44,6 +44,8 @@ export const API_KEY_CHALLENGE = `ApiKey realm="scores", header="${API_KEY_HEADE
 
 /** `Cache-Control` of the daily free bodies (their 200 and 304): keep the body, revalidate it with its ETag. */
 export const DAILY_CACHE_CONTROL = 'private, no-cache';
+/** `Cache-Control` of an account's own data (its usage, ledger and webhooks; the account pages): never stored. */
+export const NO_STORE = 'no-store';
 /** `Cache-Control` of an export file: its URL names one bundle's file, which never changes (private: a paid download). */
 export const DOWNLOAD_CACHE_CONTROL = 'private, max-age=86400, immutable';
 /** `Accept-Ranges` of an export file. */
@@ -142,6 +144,11 @@ export const RESPONSE_HEADERS = {
     name: HEADER.cacheControl,
     description: 'Keep the body, but check it with its ETag before each use: it changes at most once a day, with a new publication.',
     schema: { type: 'string', enum: [DAILY_CACHE_CONTROL] },
+  },
+  PrivateCacheControl: {
+    name: HEADER.cacheControl,
+    description: 'Your account’s own data (a webhook’s signing secret among it): no cache, the browser’s or one on the way, may store it.',
+    schema: { type: 'string', enum: [NO_STORE] },
   },
   DownloadETag: {
     name: HEADER.etag,

@@ -2,8 +2,11 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import type { fixedClock } from '../../src/core/clock.js';
 import { API_KEY_CHALLENGE, TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
 import type { Tier } from '../../src/domain/plans.js';
+import { invoicesStream } from '../../src/events/billing.events.js';
+import { FormBrowser, linksTo } from '../support/form-browser.js';
 import { ContractChecker, operationsOf, type OpenApiDocument } from '../support/openapi-contract.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
@@ -254,6 +257,94 @@ describe('The contract says exactly what is served', function () {
       // Only a 401 carries it.
       const k = await newKey('free');
       expect((await call('GET', '/v1/usage', k)).headers.get('www-authenticate')).to.equal(null);
+    });
+  });
+
+  // Last: it moves the service's clock to May, for an invoice of April.
+  describe('Cache-Control: no-store on every private answer', () => {
+    const PUBLIC_IP = '93.184.215.14'; // registered as an IP literal, never contacted
+    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/deliveries'];
+
+    it('declares it on every response of the usage, ledger and webhook operations (but the 431 node answers first), and on no other', () => {
+      for (const op of operationsOf(doc as OpenApiDocument)) {
+        for (const [status, response] of Object.entries<Json>(doc['paths'][op.path][op.method.toLowerCase()].responses)) {
+          const ref = response['headers']?.['Cache-Control']?.['$ref'] as string | undefined;
+          const expected = PRIVATE.includes(op.path) && status !== '431' ? '#/components/headers/PrivateCacheControl' : undefined;
+          if (expected || ref === '#/components/headers/PrivateCacheControl') expect(ref, `${op.id} ${status}`).to.equal(expected);
+        }
+      }
+      expect(doc['components']['headers']['PrivateCacheControl']).to.deep.include({ required: true, schema: { type: 'string', enum: ['no-store'] } });
+    });
+
+    it('sends it on the usage, the ledger and every webhook answer, the 201 with the secret and the refusals included', async () => {
+      const key = await newKey('quant');
+      const created = await call('POST', '/v1/webhooks', key, { json: { event_type: 'score_move', url: `https://${PUBLIC_IP}/hook` } });
+      expect(created.status, created.text).to.equal(201);
+      expect(created.body['secret']).to.be.a('string');
+      const id = created.body['id'] as number;
+      const answers = [
+        ['POST /v1/webhooks 201', created],
+        ['GET /v1/usage', await call('GET', '/v1/usage', key)],
+        ['GET /v1/usage/ledger', await call('GET', '/v1/usage/ledger?limit=5', key)],
+        ['GET /v1/webhooks', await call('GET', '/v1/webhooks', key)],
+        ['GET deliveries', await call('GET', `/v1/webhooks/${id}/deliveries`, key)],
+        ['POST enable', await call('POST', `/v1/webhooks/${id}/enable`, key)],
+        ['GET /v1/usage 401', await call('GET', '/v1/usage', null)],
+        ['GET /v1/usage/ledger 400', await call('GET', '/v1/usage/ledger?limit=abc', key)],
+        ['POST test 404', await call('POST', '/v1/webhooks/999999/test', key)],
+        ['DELETE', await call('DELETE', `/v1/webhooks/${id}`, key)],
+      ] as const;
+      for (const [what, r] of answers) {
+        expect(r.status, `${what}: ${r.text.slice(0, 200)}`).to.be.oneOf([200, 201, 400, 401, 404]);
+        expect(r.headers.get('cache-control'), what).to.equal('no-store');
+      }
+      // A public read is not private.
+      expect((await call('GET', '/v1/scores/AAPL', key)).headers.get('cache-control')).to.equal(null);
+    });
+
+    it('sends it on the account pages and the invoices', async () => {
+      const email = 'no-store@example.test';
+      const { key } = await createAccountWithKey(server.services, { tier: 'quant', email });
+      await server.services.runner.waitForHead();
+      const signIn = async () => {
+        const b = new FormBrowser(() => server.url, '10.28.0.1');
+        const before = new Set(linksTo(server.dir, email));
+        const form = await b.request('/account/sign-in');
+        expect(form.headers.get('cache-control'), 'the sign-in page').to.equal('no-store');
+        await b.submit(form.text, '/account/sign-in', { email });
+        const token = linksTo(server.dir, email).find((t) => !before.has(t))!;
+        const confirm = await b.request(`/account/sign-in/${token}`);
+        expect(confirm.headers.get('cache-control'), 'the sign-in link').to.equal('no-store');
+        const answer = await b.submit(confirm.text, `/account/sign-in/${token}`);
+        expect(answer.headers.get('cache-control'), 'the signed-in answer').to.equal('no-store');
+        return b;
+      };
+      let b = await signIn();
+      const hook = await call('POST', '/v1/webhooks', key, { json: { event_type: 'score_move', url: `https://${PUBLIC_IP}/page` } });
+      await server.services.runner.waitForHead();
+      for (const path of ['/account', `/account/webhooks/${hook.body['id']}`, '/account/invoices/NO-SUCH-2019-04.pdf']) {
+        const r = await b.request(path);
+        expect(r.status, path).to.equal(path.includes('NO-SUCH') ? 404 : 200);
+        expect(r.headers.get('cache-control'), path).to.equal('no-store');
+      }
+      // No delivery to the address once the clock moves: the hook goes first.
+      expect((await call('DELETE', `/v1/webhooks/${hook.body['id']}`, key)).status).to.equal(200);
+      // April closes with the first call of May; its invoice follows.
+      (server.services.clock as ReturnType<typeof fixedClock>).set('2019-05-02T09:00:00Z');
+      expect((await call('GET', '/v1/scores/AAPL', key)).status).to.equal(200);
+      await server.services.runner.waitForHead();
+      await server.running.invoices.drain();
+      await server.services.runner.waitForHead();
+      b = await signIn();
+      const page = await b.request('/account');
+      const accountId = /Signed in as[\s\S]*?<code>([^<]+)<\/code>/.exec(page.text)?.[1] ?? '';
+      const invoice = ((await server.services.events.readStream(invoicesStream(accountId)))[0]?.data as { invoice: { number: string } } | undefined)?.invoice.number;
+      expect(invoice, 'an invoice of April').to.be.a('string');
+      for (const file of [`${invoice}.pdf`, `${invoice}.json`]) {
+        const r = await b.request(`/account/invoices/${file}`);
+        expect(r.status, file).to.equal(200);
+        expect(r.headers.get('cache-control'), file).to.equal('no-store');
+      }
     });
   });
 });

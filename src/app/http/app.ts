@@ -13,6 +13,7 @@ import { useLeanJson } from './json-response.js';
 import { methodsByRoute, queryParamsByRoute, servedOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { compressBodies, dailyEtag, DAILY_FREE_PATHS } from './fair-use.js';
+import { noStore, PRIVATE_PATH_PREFIXES } from './private-responses.js';
 import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
 import { registerAccount } from './account/index.js';
@@ -121,6 +122,7 @@ export function createApp(services: Services): Express {
   });
   app.use(compressBodies());
   app.get(DAILY_FREE_PATHS, dailyEtag);
+  app.use(PRIVATE_PATH_PREFIXES, noStore);
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.
   RegisterRoutes(app);
 

@@ -5,6 +5,7 @@ import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } f
 import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../events/ledger.events.js';
 import { DAILY_FREE_PATHS } from './fair-use.js';
+import { isPrivatePath } from './private-responses.js';
 import { DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
@@ -206,6 +207,11 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
     keys.push('RetryAfter');
     // Without a price, a 429 can only be `rate_limited`, which always says when to retry.
     if (key && RATE_CARD[key].credits === 0) required.push('RetryAfter');
+  }
+  // Set before the route runs (private-responses.ts): on all but the 431 node answers first.
+  if (isPrivatePath(path) && code !== 431) {
+    keys.push('PrivateCacheControl');
+    required.push('PrivateCacheControl');
   }
   const own = path === DOWNLOAD_PATH ? DOWNLOAD_HEADERS[status] : DAILY_FREE_PATHS.includes(path) && (code === 200 || code === 304) ? DAILY_HEADERS : undefined;
   if (own) {
