@@ -1,10 +1,10 @@
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { expect } from 'chai';
-import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
 import type { fixedClock } from '../../src/core/clock.js';
 import { API_KEY_CHALLENGE, TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
-import type { Tier } from '../../src/domain/plans.js';
+import { PLANS, TIERS, type Tier } from '../../src/domain/plans.js';
 import { invoicesStream } from '../../src/events/billing.events.js';
 import { FormBrowser, linksTo } from '../support/form-browser.js';
 import { ContractChecker, operationsOf, type OpenApiDocument } from '../support/openapi-contract.js';
@@ -257,6 +257,64 @@ describe('The contract says exactly what is served', function () {
       // Only a 401 carries it.
       const k = await newKey('free');
       expect((await call('GET', '/v1/usage', k)).headers.get('www-authenticate')).to.equal(null);
+    });
+  });
+
+  describe('problem fields typed per code', () => {
+    const schemaOf = (name: string) => doc['components']['schemas'][name] as Json;
+
+    it('types each code’s own fields in the document: a schema per code, the union told apart by code', () => {
+      expect(schemaOf('ProblemDetails')['discriminator']['propertyName']).to.equal('code');
+      expect(schemaOf('TierProblem')['properties']).to.deep.include({ required_tier: { type: 'string', enum: [...TIERS], description: schemaOf('TierProblem')['properties']['required_tier']['description'] } });
+      const required = (name: string) => schemaOf(name)['required'] as string[];
+      expect(required('TierProblem')).to.include.members(['required_tier', 'tier']);
+      expect(required('LimitExceededProblem')).to.include('maximum');
+      expect(schemaOf('LimitExceededProblem')['properties']['maximum']).to.include({ type: 'integer' });
+      expect(required('CoverageProblem')).to.include.members(['coverage', 'outside_coverage']);
+      expect(required('RateLimitedProblem')).to.include('retry_after_seconds');
+      expect(required('CreditsExhaustedProblem')).to.include.members(['credits_remaining', 'prepaid_credits', 'cost', 'resets_at']);
+      expect(schemaOf('NotFoundProblem')['properties']).to.have.property('unknown_tickers');
+      for (const name of ['TierProblem', 'BadRequestProblem', 'UnauthorizedProblem', 'InternalProblem']) expect(schemaOf(name)['additionalProperties'], name).to.equal(false);
+    });
+
+    it('sends each problem with exactly the fields its code declares, valid against its schema', async () => {
+      const checker = new ContractChecker(doc as OpenApiDocument, TRANSPORT_HEADERS);
+      const ops = operationsOf(doc as OpenApiDocument);
+      const free = await newKey('free');
+      const quant = await createAccountWithKey(server.services, { tier: 'quant' });
+      const throttled = await createAccountWithKey(server.services, { tier: 'quant' });
+      await setRateLimit(server.services, throttled.account_id, 1);
+      const broke = await createAccountWithKey(server.services, { tier: 'quant' });
+      await server.services.ledger.debit(broke.account_id, { request_id: 'contract-exact-setup', endpoint: 'history', channel: 'rest', cost: PLANS.quant.monthly_allowance! });
+      await server.services.runner.waitForHead();
+      for (let i = 0; i < 10; i++) await call('POST', '/v1/webhooks', quant.key, { json: { event_type: 'score_move', url: `https://93.184.215.14/n${i}` } });
+      const universe = async (key: string) => (await call('GET', '/v1/coverage', key)).body['tickers'] as string[];
+      const freeUniverse = new Set(await universe(free));
+      const hidden = (await universe(quant.key)).find((t) => !freeUniverse.has(t))!;
+      const burst = await Promise.all(Array.from({ length: 4 }, () => call('GET', '/v1/usage', throttled.key)));
+
+      const cases: [string, string, Awaited<ReturnType<typeof call>>, Json][] = [
+        ['GET /v1/earnings', 'tier', await call('GET', '/v1/earnings', free), { required_tier: 'builder', tier: 'free' }],
+        ['GET /v1/screener', 'limit_exceeded', await call('GET', '/v1/screener?limit=651', quant.key), { maximum: 650 }],
+        ['GET /v1/usage/ledger', 'limit_exceeded', await call('GET', '/v1/usage/ledger?limit=100000', quant.key), { maximum: 1000 }],
+        ['POST /v1/webhooks', 'limit_exceeded', await call('POST', '/v1/webhooks', quant.key, { json: { event_type: 'score_move', url: 'https://93.184.215.14/x' } }), { maximum: 10 }],
+        ['GET /v1/scores/{ticker}', 'coverage', await call('GET', `/v1/scores/${hidden}`, free), { coverage: 'top100', outside_coverage: [hidden] }],
+        ['GET /v1/scores/history', 'not_found', await call('GET', '/v1/scores/history?tickers=AAPL,ZZZZZ&start=2019-03-25', quant.key), { unknown_tickers: ['ZZZZZ'] }],
+        ['GET /v1/usage/ledger', 'bad_request', await call('GET', '/v1/usage/ledger?cursor=zzz', quant.key), { errors: [{ parameter: 'cursor', message: 'is not valid for this query' }] }],
+        ['GET /v1/usage/ledger', 'bad_request', await call('GET', '/v1/usage/ledger?month=2026-13', quant.key), { errors: [{ parameter: 'month', message: 'must be YYYY-MM' }] }],
+        ['GET /v1/usage', 'rate_limited', burst.find((r) => r.status === 429)!, { per_second: 1 }],
+        ['GET /v1/scores/{ticker}', 'credits_exhausted', await call('GET', '/v1/scores/AAPL', broke.key), { prepaid_credits: 0, cost: 2 }],
+      ];
+      for (const [id, code, r, fields] of cases) {
+        const where = `${id} ${code}`;
+        expect(r, `${where}: no such answer`).to.not.equal(undefined);
+        expect(r.body['code'], `${where}: ${r.text.slice(0, 200)}`).to.equal(code);
+        expect(r.body, where).to.deep.include(fields);
+        // Exactly the standard fields and the code's own (the schema has additionalProperties: false).
+        const op = ops.find((o) => o.id === id)!;
+        const violations = checker.check(op, { status: r.status, headers: Object.fromEntries([...r.headers]), body: Buffer.from(r.text) }).filter((v) => v.kind === 'schema');
+        expect(violations, where).to.deep.equal([]);
+      }
     });
   });
 

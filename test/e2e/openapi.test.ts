@@ -255,8 +255,14 @@ describe('The OpenAPI document', () => {
   it('closes the closed sets with the code’s own lists, and names every schema in letters and digits', () => {
     const schemas = doc['components']['schemas'] as Record<string, Json>;
     const prop = (schema: string, name: string) => resolved(doc, schemas[schema]!['properties'][name]);
-    expect(prop('ProblemDetails', 'code')['enum']).to.have.members(ERROR_CODES);
-    expect(prop('ProblemDetails', 'status')['type']).to.equal('integer');
+    // A problem is one schema per code (told apart by `code`), each with its own status.
+    const problems = schemas['ProblemDetails']!['discriminator']['mapping'] as Record<string, string>;
+    expect(Object.keys(problems)).to.have.members(ERROR_CODES);
+    for (const [code, ref] of Object.entries(problems)) {
+      const problem = schemas[ref.replace('#/components/schemas/', '')]!;
+      expect(problem['properties']['code']['enum'], code).to.deep.equal([code]);
+      expect(problem['properties']['status'], code).to.include({ type: 'integer' });
+    }
     expect(prop('UsageResponse', 'tier')['enum']).to.have.members([...TIERS]);
     expect(prop('EntitlementsResponse', 'coverage')['enum']).to.have.members([...new Set(Object.values(PLANS).map((p) => p.coverage))]);
     expect(prop('LedgerEntryResponse', 'kind')['enum']).to.have.members([...LEDGER_EVENT_TYPES]);
