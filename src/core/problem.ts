@@ -70,7 +70,7 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
   key_forbidden: {},
   coverage: {
     coverage: { schema: { type: 'string', enum: [...new Set(Object.values(PLANS).map((p) => p.coverage))], description: 'Your plan’s coverage.' }, required: true, example: 'top100' },
-    outside_coverage: { schema: { type: 'array', items: { type: 'string' }, description: 'The tickers asked for that it does not include.' }, required: true, example: ['TSLA'] },
+    outside_coverage: { schema: { type: 'array', items: { type: 'string' }, description: 'The tickers asked for that your coverage does not include.' }, required: true, example: ['TSLA'] },
   },
   tier: {
     required_tier: tierField('The lowest plan that may make the call.', 'quant'),
