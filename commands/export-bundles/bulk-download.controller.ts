@@ -41,7 +41,7 @@ export class BulkDownloadController extends CommandController {
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
   @Response<ProblemDetails>(404, 'No such bundle or file, or a bundle no longer kept (not_found)')
   @Response<ProblemDetails>(416, 'A range starting at or beyond the end of the file (range_not_satisfiable)')
-  public async downloadExportFile(@Request() req: AuthedRequest, @Path() bundle_id: string, @Path() name: string): Promise<Readable> {
+  public async downloadBulkExportFile(@Request() req: AuthedRequest, @Path() bundle_id: string, @Path() name: string): Promise<Readable> {
     return this.serve(req, (caller) => this.download(req, caller, bundle_id, name));
   }
 

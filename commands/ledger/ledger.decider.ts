@@ -67,8 +67,8 @@ export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOve
 export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {
   const from = monthlyPriceCents(s.tier);
   const to = monthlyPriceCents(tier);
-  if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`, { tier });
-  if (to <= from) throw badRequest(`${tier} is not an upgrade from ${s.tier}: a cheaper plan starts at the end of the month`, { tier });
+  if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`);
+  if (to <= from) throw badRequest(`${tier} is not an upgrade from ${s.tier}: a cheaper plan starts at the end of the month`);
   return prorate(to - from, now);
 }
 
@@ -181,7 +181,7 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
     case 'SwitchOverage':
       if (command.data.on === s.allow_overage) return;
       if (command.data.on && !overageAllowed(s.tier)) {
-        throw badRequest(`Overage is not available on the ${s.tier} tier`, { tier: s.tier });
+        throw badRequest(`Overage is not available on the ${s.tier} tier`);
       }
       rec.emit('OverageSwitched', { allow_overage: command.data.on });
       return;
@@ -220,8 +220,8 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
       const { tier } = command.data;
       const from = monthlyPriceCents(s.tier);
       const to = monthlyPriceCents(tier);
-      if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`, { tier });
-      if (to >= from) throw badRequest(`${tier} is not a downgrade from ${s.tier}`, { tier });
+      if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`);
+      if (to >= from) throw badRequest(`${tier} is not a downgrade from ${s.tier}`);
       if (s.cancellation_effective_at !== null && (s.scheduled_tier ?? 'free') === tier) return;
       rec.emit('PlanDowngradeScheduled', { tier, effective_at: s.resets_at ?? '' });
       return;

@@ -250,7 +250,7 @@ export function decideRegistration(
   const url = checkWebhookUrl(command.url, command.allow_subnets).href;
   if (liveCount(registry, account_id) >= MAX_WEBHOOKS_PER_ACCOUNT) {
     throw new AppError('limit_exceeded', `an account has at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one to register another`, {
-      max_webhooks: MAX_WEBHOOKS_PER_ACCOUNT,
+      maximum: MAX_WEBHOOKS_PER_ACCOUNT,
     });
   }
   const webhook_id = registry.given + 1;

@@ -126,7 +126,7 @@ export class ManageWebhooksController extends CommandController {
   @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
   @Response<ProblemDetails>(415, 'Body not application/json, or its charset or content encoding not supported (unsupported_media_type)')
   @Response<ProblemDetails>(422, 'The account has 10 webhooks already (limit_exceeded)')
-  public async register(@Request() req: AuthedRequest, @Body() body: RegisterWebhookRequest): Promise<RegisteredWebhookResponse> {
+  public async createWebhook(@Request() req: AuthedRequest, @Body() body: RegisterWebhookRequest): Promise<RegisteredWebhookResponse> {
     const registered = await this.serve(req, (caller) =>
       registerWebhook(
         { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, allowSubnets: this.ctx.webhookAllowSubnets, sender: this.ctx.webhookSender },
@@ -150,7 +150,7 @@ export class ManageWebhooksController extends CommandController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
   @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
-  public async remove(@Request() req: AuthedRequest, @Path() webhook_id: string): Promise<WebhookOkResponse> {
+  public async deleteWebhook(@Request() req: AuthedRequest, @Path() webhook_id: string): Promise<WebhookOkResponse> {
     const id = parseWebhookId(webhook_id);
     return this.serve(req, (caller) => deleteWebhook(this.ctx, caller.account_id, id));
   }
@@ -186,7 +186,7 @@ export class ManageWebhooksController extends CommandController {
   @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
   @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
   @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
-  public async test(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: NoFieldsRequest): Promise<TestDeliveryResponse> {
+  public async testWebhook(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: NoFieldsRequest): Promise<TestDeliveryResponse> {
     void body;
     const id = parseWebhookId(webhook_id);
     return this.serve(req, (caller) => sendTestDelivery({ ...this.ctx, sender: this.ctx.webhookSender }, caller.account_id, id));
@@ -210,7 +210,7 @@ export class ManageWebhooksController extends CommandController {
   @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
   @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
   @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
-  public async enable(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: NoFieldsRequest): Promise<EnabledWebhookResponse> {
+  public async enableWebhook(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: NoFieldsRequest): Promise<EnabledWebhookResponse> {
     void body;
     const id = parseWebhookId(webhook_id);
     return this.serve(req, async (caller) => {

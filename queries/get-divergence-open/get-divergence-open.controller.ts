@@ -56,7 +56,7 @@ export class GetDivergenceOpenController extends MeteredController {
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
-  public async getDivergenceOpen(@Request() req: AuthedRequest): Promise<OpenDivergenceResponse> {
+  public async getOpenDivergences(@Request() req: AuthedRequest): Promise<OpenDivergenceResponse> {
     return this.serve(req, run);
   }
 }

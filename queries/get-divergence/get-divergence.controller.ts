@@ -66,7 +66,7 @@ export class GetDivergenceController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(422, 'limit above 100 (limit_exceeded)')
-  public async getDivergence(@Request() req: AuthedRequest, @Query() direction?: string, @Query() limit?: string): Promise<DivergenceResponse> {
+  public async getDivergences(@Request() req: AuthedRequest, @Query() direction?: string, @Query() limit?: string): Promise<DivergenceResponse> {
     return this.serve(req, (call) => run(call, direction, limit));
   }
 }

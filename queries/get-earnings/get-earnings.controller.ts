@@ -50,7 +50,7 @@ export class GetEarningsController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below builder (tier)')
   @Response<ProblemDetails>(422, 'days above 60 (limit_exceeded)')
-  public async getEarnings(@Request() req: AuthedRequest, @Query() days?: string): Promise<EarningsResponse> {
+  public async getUpcomingEarnings(@Request() req: AuthedRequest, @Query() days?: string): Promise<EarningsResponse> {
     return this.serve(req, (call) => run(call, days));
   }
 }

@@ -1,3 +1,4 @@
+import { PROBLEM_FIELDS } from '../../src/core/problem.js';
 import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
 
 /**
@@ -14,7 +15,7 @@ export interface FieldDefinition {
 
 const f = (type: string, description: string): FieldDefinition => ({ type, description });
 
-export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Object.freeze({
+const DEFINED: Record<string, FieldDefinition> = {
   // Scores
   ticker: f('string', 'Stock symbol, upper case (at most 12 characters).'),
   date: f('date', 'The trading day a score row belongs to.'),
@@ -192,4 +193,20 @@ export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Obje
   detail: f('string', 'Errors: what went wrong in this request; ledger entries: a readable summary.'),
   code: f('string', 'Stable error code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, limit_exceeded, credits_exhausted, rate_limited.'),
   errors: f('array', 'Validation errors: {parameter, message} per bad parameter.'),
-});
+};
+
+/** The fields of the error codes (src/core/problem.ts) the table does not define already, in its words. */
+function problemFields(): Record<string, FieldDefinition> {
+  const out: Record<string, FieldDefinition> = {};
+  for (const [code, fields] of Object.entries(PROBLEM_FIELDS)) {
+    for (const [name, { schema }] of Object.entries(fields)) {
+      if (name in DEFINED || name in out) continue;
+      const items = schema['items'] as { type?: string } | undefined;
+      const type = `${schema['type'] === 'array' ? `array of ${items?.type ?? 'values'}` : String(schema['type'])}${schema['nullable'] ? ' or null' : ''}`;
+      out[name] = f(type, `Errors (${code}): ${String(schema['description'])}`);
+    }
+  }
+  return out;
+}
+
+export const FIELD_DEFINITIONS: Readonly<Record<string, FieldDefinition>> = Object.freeze({ ...DEFINED, ...problemFields() });

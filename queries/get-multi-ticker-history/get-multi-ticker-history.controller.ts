@@ -133,9 +133,9 @@ export class GetMultiTickerHistoryController extends MeteredController {
    * window after it (see above). Or a plain lower bound on when rows were written (inclusive): a
    * date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value
    * (YYYY-MM-DD HH:MM:SS, UTC).
-   * @param asKnownAt An instant (ISO 8601 with a zone such as 2024-05-01T21:00:00Z, or YYYY-MM-DD
-   * for 00:00 UTC): return each row as it was published at that instant (see above). Echoed as
-   * `as_known_at`.
+   * @param asKnownAt An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
+   * YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
+   * as it was published at that instant (see above). Echoed as `as_known_at`.
    */
   @Get('history')
   @Example<MultiTickerHistoryResponse>({

@@ -145,7 +145,7 @@ export async function getMultiTickerHistory(
       throw new AppError(
         'limit_exceeded',
         `this query returns more than ${maxRows.toLocaleString('en-US')} rows, the most one call returns: narrow it with tickers or start and end, or sync changes with since`,
-        { max_rows: maxRows },
+        { maximum: maxRows },
       );
     }
     // A cursor's change set comes in pages: this one ends at the last row it holds.

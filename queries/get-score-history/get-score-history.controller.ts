@@ -91,8 +91,9 @@ export class GetScoreHistoryController extends MeteredController {
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
    * @param end Last date (YYYY-MM-DD); clamped to your as-of date.
-   * @param asKnownAt An instant (ISO 8601 with a zone such as 2024-05-01T21:00:00Z, or YYYY-MM-DD
-   * for 00:00 UTC): return each row as it was published at that instant (see above).
+   * @param asKnownAt An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
+   * YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
+   * as it was published at that instant (see above).
    * @example ticker "AAPL"
    */
   @Get('{ticker}/history')
@@ -113,7 +114,7 @@ export class GetScoreHistoryController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')
-  public async getHistory(
+  public async getScoreHistory(
     @Path() ticker: string,
     @Request() req: AuthedRequest,
     @Query() start?: string,

@@ -53,7 +53,7 @@ export class GetScreenerController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(422, 'limit above 650 (limit_exceeded)')
-  public async getScreener(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
+  public async screenStocks(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
     return this.serve(req, (call) => run(call, min_score, limit));
   }
 }

@@ -63,7 +63,7 @@ export class GetThemeDetailController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(404, 'Unknown theme (not_found)')
-  public async getThemeDetail(@Path() slug: string, @Request() req: AuthedRequest): Promise<ThemeDetailResponse> {
+  public async getTheme(@Path() slug: string, @Request() req: AuthedRequest): Promise<ThemeDetailResponse> {
     return this.serve(req, (call) => run(call, slug));
   }
 }

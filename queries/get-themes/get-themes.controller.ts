@@ -61,7 +61,7 @@ export class GetThemesController extends MeteredController {
   })
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
-  public async getThemes(@Request() req: AuthedRequest): Promise<ThemesResponse> {
+  public async listThemes(@Request() req: AuthedRequest): Promise<ThemesResponse> {
     return this.serve(req, run);
   }
 }

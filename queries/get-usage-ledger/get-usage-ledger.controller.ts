@@ -26,7 +26,7 @@ export class GetUsageLedgerController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key')
   @Response<ProblemDetails>(422, 'limit above 1000 (limit_exceeded)')
-  public async getLedger(
+  public async getUsageLedger(
     @Request() req: AuthedRequest,
     @Query() month?: string,
     @Query() limit?: string,

@@ -114,11 +114,14 @@ function toEntry(d: LedgerLine): LedgerEntryResponse {
   };
 }
 
+/** 400 naming the parameter, as every parameter error does. */
+const invalidParameter = (parameter: string, message: string) => badRequest(`${parameter} ${message}`, { errors: [{ parameter, message }] });
+
 /** A page's cursor: the seq of the newest line it shows. */
 function parseCursor(cursor: string | null | undefined): number | null {
   if (cursor === undefined || cursor === null || cursor === '') return null;
   const seq = /^[0-9]{1,15}$/.test(cursor) ? Number(cursor) : NaN;
-  if (!Number.isSafeInteger(seq)) throw badRequest('cursor is not valid for this query', { cursor });
+  if (!Number.isSafeInteger(seq)) throw invalidParameter('cursor', 'is not valid for this query');
   return seq;
 }
 
@@ -129,11 +132,12 @@ function parseCursor(cursor: string | null | undefined): number | null {
  */
 export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 'readStream'>, params: UsageLedgerParams): Promise<LedgerPageResponse> {
   const month = params.month ?? null;
-  if (month !== null && !MONTH.test(month)) throw badRequest('month must be YYYY-MM', { month });
+  if (month !== null && !MONTH.test(month)) throw invalidParameter('month', 'must be YYYY-MM');
   const limit = params.limit ?? USAGE_LEDGER_DEFAULT_LIMIT;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw badRequest('limit must be a whole number of at least 1', { limit });
+  if (!Number.isSafeInteger(limit) || limit < 1) throw invalidParameter('limit', 'must be a whole number of at least 1');
   if (limit > USAGE_LEDGER_MAX_LIMIT) {
-    throw new AppError('limit_exceeded', `limit is at most ${USAGE_LEDGER_MAX_LIMIT}`, { limit, max: USAGE_LEDGER_MAX_LIMIT });
+    const message = `is at most ${USAGE_LEDGER_MAX_LIMIT}`;
+    throw new AppError('limit_exceeded', `limit ${message}`, { maximum: USAGE_LEDGER_MAX_LIMIT, errors: [{ parameter: 'limit', message }] });
   }
   const before = parseCursor(params.cursor);
   const filter: Filter<LedgerEntryDoc> = { account_id: params.accountId };

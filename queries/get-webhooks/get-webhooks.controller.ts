@@ -32,7 +32,7 @@ export class GetWebhooksController extends MeteredController {
   @Response<ProblemDetails>(400, 'A query parameter (this endpoint takes none)')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
-  public async list(@Request() req: AuthedRequest): Promise<WebhooksResponse> {
+  public async listWebhooks(@Request() req: AuthedRequest): Promise<WebhooksResponse> {
     return this.serve(req, (call) => runList(call));
   }
 
@@ -52,7 +52,7 @@ export class GetWebhooksController extends MeteredController {
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
   @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
-  public async deliveries(@Request() req: AuthedRequest, @Path() webhook_id: string): Promise<WebhookDeliveriesResponse> {
+  public async listWebhookDeliveries(@Request() req: AuthedRequest, @Path() webhook_id: string): Promise<WebhookDeliveriesResponse> {
     return this.serve(req, (call) => runDeliveries(call, webhook_id));
   }
 }

@@ -8,6 +8,16 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 const SPACED_OFFSET = /^(\d{4}-\d{2}-\d{2}T[\d:.]+) (\d{2}:?\d{2})$/i;
 
 /**
+ * What `parseInstantParam` reads, as the OpenAPI document declares it (`as_known_at`): a date, an
+ * RFC 3339 date-time, or a `restated_at` timestamp. A client that validates its input against the
+ * document sends each of them.
+ */
+export const INSTANT_PARAM_SCHEMA = {
+  type: 'string',
+  anyOf: [{ format: 'date' }, { format: 'date-time' }, { pattern: TIMESTAMP.source.replaceAll('\\d', '[0-9]') }],
+} as const;
+
+/**
  * An instant query parameter (`since`, `as_known_at`) as a canonical ISO string
  * (`toISOString()` form, the form the read models store), or undefined when absent.
  *

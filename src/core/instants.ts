@@ -6,10 +6,13 @@ import { isCalendarDate } from '../domain/trading-calendar.js';
  * only a query takes: a bare date, the service's own `restated_at` timestamp).
  *
  * An instant is RFC 3339 / ISO 8601: a real calendar date, `T` (or a space), `HH:MM[:SS[.f…]]`,
- * and a zone, `Z` or an offset `±HH:MM` (`±HHMM`). A time without a zone is refused: read as UTC
- * here and in the host's zone elsewhere (`Date.parse`), the same text would name two instants.
+ * and a zone, `Z` or an offset `±HH:MM` (`±HHMM`, `±HH`). Every RFC 3339 `date-time` is read (the
+ * OpenAPI document declares the query parameters so), a leap second `:60` as the last millisecond
+ * of its minute, or the next minute for a lower bound (a Date has no leap seconds). A time
+ * without a zone is refused: read as UTC here and in the host's zone elsewhere (`Date.parse`),
+ * the same text would name two instants.
  */
-const INSTANT = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|z|[+-]\d{2}:?\d{2})?$/;
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
 
 /** What every refusal says first: the form expected, with an example. */
 const INSTANT_FORM = 'an ISO 8601 instant with a zone, e.g. 2024-03-15T12:00:00Z';
@@ -31,17 +34,20 @@ export function readInstant(text: string, round: 'up' | 'down' = 'down'): Instan
   const [, y, mo, d, h, mi, s = '00', frac = '', zone] = m as unknown as [string, string, string, string, string, string, string?, string?, string?];
   if (zone === undefined) return refused(`${text} has no zone (add Z for UTC, or an offset such as +01:00)`);
   const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [number, number, number, number, number, number];
-  if (hour > 23 || minute > 59 || second > 59 || !isCalendarDate(year, month, day)) return refused();
+  if (hour > 23 || minute > 59 || second > 60 || !isCalendarDate(year, month, day)) return refused();
   let offsetMinutes = 0;
   if (zone.toUpperCase() !== 'Z') {
-    const [, sign, oh, om] = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
+    const [, sign, oh, om = '00'] = /^([+-])(\d{2})(?::?(\d{2}))?$/.exec(zone)!;
     if (Number(oh) > 23 || Number(om) > 59) return refused();
     offsetMinutes = (sign === '-' ? -1 : 1) * (Number(oh) * 60 + Number(om));
   }
   // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
   const midnight = new Date(0).setUTCFullYear(year, month - 1, day);
   const finer = round === 'up' && /[1-9]/.test(frac.slice(3)) ? 1 : 0;
-  const local = midnight + ((hour * 60 + minute) * 60 + second) * 1000 + Number(frac.slice(0, 3).padEnd(3, '0')) + finer;
+  // A leap second lies between the minute's last millisecond and the next minute.
+  const leap = round === 'up' ? 60_000 : 59_999;
+  const millis = second === 60 ? leap : second * 1000 + Number(frac.slice(0, 3).padEnd(3, '0')) + finer;
+  const local = midnight + (hour * 60 + minute) * 60_000 + millis;
   const instant = new Date(local - offsetMinutes * 60_000);
   // An offset can carry 9999-12-31T23:59-00:01 into year 10000, whose ISO form (+010000-…) no
   // longer sorts with the stored instants.

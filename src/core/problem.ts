@@ -1,3 +1,4 @@
+import { PLANS, TIERS, type Tier } from '../domain/plans.js';
 import { type ErrorCode, statusOf, titleOf } from './errors.js';
 
 /** RFC 9457 problem details, as REST sends them and MCP tools return them. */
@@ -31,3 +32,76 @@ export function problemOf(code: ErrorCode, detail: string, baseUrl: string, exte
     ...extensions,
   };
 }
+
+type Schema = Record<string, unknown>;
+
+/** A field a problem of some code carries besides RFC 9457's and `code`. */
+export interface ProblemField {
+  schema: Schema;
+  /** Sent with every problem of the code (else only with some). */
+  required: boolean;
+  /** The value the OpenAPI document's examples show. */
+  example: unknown;
+}
+
+const PARAMETER_ERRORS: Schema = {
+  type: 'array',
+  description: 'What was wrong with each parameter.',
+  items: {
+    type: 'object',
+    required: ['parameter', 'message'],
+    additionalProperties: false,
+    properties: { parameter: { type: 'string' }, message: { type: 'string' } },
+  },
+};
+const errorsOf = (required: boolean): ProblemField => ({ schema: PARAMETER_ERRORS, required, example: [{ parameter: 'limit', message: 'must be an integer (got "ten")' }] });
+const count = (minimum: number, description: string): Schema => ({ type: 'integer', minimum, description });
+const tierField = (description: string, example: Tier): ProblemField => ({ schema: { type: 'string', enum: [...TIERS], description }, required: true, example });
+
+/**
+ * The fields each code's problems carry besides the standard ones, and no others: the one list the
+ * error sites keep to and the OpenAPI document types each code's problem from (`<Code>Problem`,
+ * `additionalProperties: false`), so a client reads `required_tier` of a `tier` problem as a tier.
+ */
+export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
+  bad_request: { errors: errorsOf(false) },
+  cursor_invalid: { errors: errorsOf(true) },
+  unauthorized: {},
+  key_forbidden: {},
+  coverage: {
+    coverage: { schema: { type: 'string', enum: [...new Set(Object.values(PLANS).map((p) => p.coverage))], description: 'Your plan’s coverage.' }, required: true, example: 'top100' },
+    outside_coverage: { schema: { type: 'array', items: { type: 'string' }, description: 'The tickers asked for that your coverage does not include.' }, required: true, example: ['TSLA'] },
+  },
+  tier: {
+    required_tier: tierField('The lowest plan that may make the call.', 'quant'),
+    tier: tierField('The key’s plan.', 'builder'),
+  },
+  not_found: {
+    unknown_tickers: { schema: { type: 'array', items: { type: 'string' }, description: 'The tickers of a list that name no stock.' }, required: false, example: ['ZZZZZ'] },
+  },
+  method_not_allowed: {},
+  payload_too_large: {},
+  unsupported_media_type: {},
+  range_not_satisfiable: {},
+  headers_too_large: {},
+  limit_exceeded: {
+    maximum: { schema: count(0, 'The most the call takes: of the parameter named in `errors`, or of the rows, webhooks, … the detail names.'), required: true, example: 100 },
+    errors: errorsOf(false),
+  },
+  credits_exhausted: {
+    credits_remaining: { schema: { type: 'integer', nullable: true, description: 'Credits left of the monthly allowance (as `GET /v1/usage` says).' }, required: true, example: 0 },
+    prepaid_credits: { schema: count(0, 'Prepaid pack credits left.'), required: true, example: 0 },
+    cost: { schema: count(1, 'The credits the call would have cost.'), required: true, example: 2 },
+    resets_at: { schema: { type: 'string', format: 'date-time', nullable: true, description: 'When the allowance resets.' }, required: true, example: '2026-12-01T00:00:00.000Z' },
+  },
+  rate_limited: {
+    retry_after_seconds: { schema: count(1, 'Seconds to wait, as `Retry-After` says.'), required: true, example: 1 },
+    per_second: { schema: count(1, 'The key’s request rate (not sent for requests without a valid key).'), required: false, example: 10 },
+  },
+  conflict: {
+    amount_cents: { schema: count(0, 'The prorated amount now due, in cents.'), required: false, example: 4_000 },
+    pack_id: { schema: { type: 'string', description: 'The purchase reference.' }, required: false, example: 'pack-1' },
+    credits: { schema: count(0, 'The credits that purchase bought.'), required: false, example: 500 },
+  },
+  internal: {},
+};

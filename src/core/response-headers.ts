@@ -20,6 +20,7 @@ export const HEADER = {
   contentDisposition: 'Content-Disposition',
   contentRange: 'Content-Range',
   contentLength: 'Content-Length',
+  wwwAuthenticate: 'WWW-Authenticate',
 } as const;
 
 export type HeaderName = (typeof HEADER)[keyof typeof HEADER];
@@ -33,8 +34,18 @@ export function newRequestId(ids: Ids): string {
   return ids.next(REQUEST_ID_PREFIX, REQUEST_ID_BYTES);
 }
 
+/** The request header that carries the API key (the document's `api_key` security scheme). */
+export const API_KEY_HEADER = 'X-API-Key';
+/**
+ * `WWW-Authenticate` of a 401 (RFC 9110 §11.6.1: a 401 names how to authenticate). No registered
+ * scheme sends a key in a header of its own; `ApiKey` with the header's name is the usual way to say so.
+ */
+export const API_KEY_CHALLENGE = `ApiKey realm="scores", header="${API_KEY_HEADER}"`;
+
 /** `Cache-Control` of the daily free bodies (their 200 and 304): keep the body, revalidate it with its ETag. */
 export const DAILY_CACHE_CONTROL = 'private, no-cache';
+/** `Cache-Control` of an account's own data (its usage, ledger and webhooks; the account pages): never stored. */
+export const NO_STORE = 'no-store';
 /** `Cache-Control` of an export file: its URL names one bundle's file, which never changes (private: a paid download). */
 export const DOWNLOAD_CACHE_CONTROL = 'private, max-age=86400, immutable';
 /** `Accept-Ranges` of an export file. */
@@ -114,6 +125,11 @@ export const RESPONSE_HEADERS = {
     description: 'Seconds to wait before the next request. Sent with a 429 `rate_limited` (never with `credits_exhausted`, which waiting does not cure).',
     schema: { ...integer(1), example: 1 },
   },
+  WwwAuthenticate: {
+    name: HEADER.wwwAuthenticate,
+    description: 'How to authenticate: send your API key in the `X-API-Key` header (the `api_key` security scheme). On every 401.',
+    schema: { type: 'string', enum: [API_KEY_CHALLENGE] },
+  },
   Allow: {
     name: HEADER.allow,
     description: 'The methods this path answers, comma-separated.',
@@ -128,6 +144,11 @@ export const RESPONSE_HEADERS = {
     name: HEADER.cacheControl,
     description: 'Keep the body, but check it with its ETag before each use: it changes at most once a day, with a new publication.',
     schema: { type: 'string', enum: [DAILY_CACHE_CONTROL] },
+  },
+  PrivateCacheControl: {
+    name: HEADER.cacheControl,
+    description: 'Your account’s own data (a webhook’s signing secret among it): no cache, the browser’s or one on the way, may store it.',
+    schema: { type: 'string', enum: [NO_STORE] },
   },
   DownloadETag: {
     name: HEADER.etag,

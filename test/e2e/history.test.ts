@@ -476,7 +476,7 @@ describe('History windows two years into the demo', function () {
     const r = await get('/v1/scores/history', issued.key);
     expect(r.status).to.equal(422);
     expect(r.body.code).to.equal('limit_exceeded');
-    expect(r.body.max_rows).to.equal(MAX_ROWS_PER_CALL);
+    expect(r.body.maximum).to.equal(MAX_ROWS_PER_CALL);
     expect(credits(r)).to.equal(2_500_000);
     const narrowed = await get('/v1/scores/history?start=2021-06-01', issued.key);
     expect(narrowed.status).to.equal(200);

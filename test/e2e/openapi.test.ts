@@ -13,6 +13,7 @@ import { PLANS, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, isRateKey } from '../../src/domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../src/events/ledger.events.js';
 import { FIELD_DEFINITIONS } from '../../queries/get-meta/field-definitions.js';
+import { INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
 
@@ -151,15 +152,16 @@ describe('The OpenAPI document', () => {
     expect(Object.keys(score403.content['application/problem+json'].examples)).to.deep.equal(['key_forbidden', 'coverage']);
   });
 
-  it('declares on every operation the statuses every request can get: 400 and 431, and 401, 403 and 429 with a key; 304 on the daily bodies', () => {
+  it('declares on every operation the statuses every request can get: 400, 431 and 500, and 401, 403 and 429 with a key; 304 on the daily bodies', () => {
     const ops = operationsOf(doc);
     expect(ops.length).to.be.greaterThan(20);
     for (const { method, path, op } of ops) {
       const where = `${method.toUpperCase()} ${path}`;
       const statuses = Object.keys(op['responses']);
-      expect(statuses, where).to.include.members(['400', '401', '403', '429', '431']);
+      expect(statuses, where).to.include.members(['400', '401', '403', '429', '431', '500']);
       const examples = (status: string) => Object.keys(op['responses'][status].content['application/problem+json'].examples);
       expect(examples('431'), where).to.deep.equal(['headers_too_large']);
+      expect(examples('500'), where).to.deep.equal(['internal']);
       // Waiting cures a request rate, not an empty balance: credits_exhausted only where a call costs credits.
       const key = op['x-rate-card'] as string;
       expect(examples('429'), where).to.deep.equal(RATE_CARD[key as keyof typeof RATE_CARD].credits > 0 ? ['credits_exhausted', 'rate_limited'] : ['rate_limited']);
@@ -253,8 +255,14 @@ describe('The OpenAPI document', () => {
   it('closes the closed sets with the code’s own lists, and names every schema in letters and digits', () => {
     const schemas = doc['components']['schemas'] as Record<string, Json>;
     const prop = (schema: string, name: string) => resolved(doc, schemas[schema]!['properties'][name]);
-    expect(prop('ProblemDetails', 'code')['enum']).to.have.members(ERROR_CODES);
-    expect(prop('ProblemDetails', 'status')['type']).to.equal('integer');
+    // A problem is one schema per code (told apart by `code`), each with its own status.
+    const problems = schemas['ProblemDetails']!['discriminator']['mapping'] as Record<string, string>;
+    expect(Object.keys(problems)).to.have.members(ERROR_CODES);
+    for (const [code, ref] of Object.entries(problems)) {
+      const problem = schemas[ref.replace('#/components/schemas/', '')]!;
+      expect(problem['properties']['code']['enum'], code).to.deep.equal([code]);
+      expect(problem['properties']['status'], code).to.include({ type: 'integer' });
+    }
     expect(prop('UsageResponse', 'tier')['enum']).to.have.members([...TIERS]);
     expect(prop('EntitlementsResponse', 'coverage')['enum']).to.have.members([...new Set(Object.values(PLANS).map((p) => p.coverage))]);
     expect(prop('LedgerEntryResponse', 'kind')['enum']).to.have.members([...LEDGER_EVENT_TYPES]);
@@ -304,7 +312,8 @@ describe('The OpenAPI document', () => {
     expect(param('/v1/divergence', 'limit').schema).to.include({ type: 'integer', maximum: 100, default: 25 });
     expect(param('/v1/earnings', 'days').schema).to.deep.equal({ type: 'integer', minimum: 0, maximum: 60, default: 14 });
     expect(param('/v1/scores/{ticker}/history', 'start').schema).to.deep.equal({ type: 'string', format: 'date' });
-    expect(param('/v1/scores/history', 'as_known_at').schema).to.deep.equal({ type: 'string', format: 'date-time' });
+    // A date or a date-time (or a restated_at value), as parseInstantParam reads it.
+    for (const path of ['/v1/scores/history', '/v1/scores/{ticker}/history']) expect(param(path, 'as_known_at').schema, path).to.deep.equal(INSTANT_PARAM_SCHEMA);
     // A list as one comma-separated value: the same text on the wire, an array for a generated client.
     const tickers = param('/v1/scores/history', 'tickers');
     expect(tickers).to.include({ style: 'form', explode: false });

@@ -288,7 +288,7 @@ describe('Webhooks over HTTP', function () {
       expect(r.status, JSON.stringify(r.body)).to.equal(201);
     }
     const body = expectProblem(await call('POST', '/v1/webhooks', { key: other, json: { event_type: 'score_move', url: receiverUrl } }), 422, 'limit_exceeded');
-    expect(body['max_webhooks']).to.equal(10);
+    expect(body['maximum']).to.equal(10);
   });
 
   it('deletes a webhook: { ok: true }, then 404 and no longer listed', async () => {

@@ -13,6 +13,15 @@ describe('Instant query parameters (since, as_known_at)', () => {
     expect(p('2019-06-14T22:00:00 02:00')).to.equal('2019-06-14T20:00:00.000Z');
   });
 
+  it('reads every RFC 3339 date-time (the form the OpenAPI document declares): any fraction, an hour-only offset, a leap second', () => {
+    expect(p('2019-06-14T22:00:00.123456789012Z')).to.equal('2019-06-14T22:00:00.123Z');
+    expect(p('2019-06-15T00:00:00+02')).to.equal('2019-06-14T22:00:00.000Z');
+    // A leap second lies between the minute's last millisecond and the next minute.
+    expect(p('2016-12-31T23:59:60Z', 'down')).to.equal('2016-12-31T23:59:59.999Z');
+    expect(p('2016-12-31T23:59:60Z', 'up')).to.equal('2017-01-01T00:00:00.000Z');
+    expect(() => p('2016-12-31T23:59:61Z')).to.throw(/since must be/);
+  });
+
   it('keeps milliseconds, rounding a finer value up for a lower bound and down for an upper one', () => {
     expect(p('2019-06-14T22:00:46.0009Z', 'up')).to.equal('2019-06-14T22:00:46.001Z');
     expect(p('2019-06-14T22:00:46.0009Z', 'down')).to.equal('2019-06-14T22:00:46.000Z');

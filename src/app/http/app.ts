@@ -13,6 +13,7 @@ import { useLeanJson } from './json-response.js';
 import { methodsByRoute, queryParamsByRoute, servedOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { compressBodies, dailyEtag, DAILY_FREE_PATHS } from './fair-use.js';
+import { noStore, PRIVATE_PATH_PREFIXES } from './private-responses.js';
 import { problemOf } from '../../core/problem.js';
 import { registerPages } from './pages/index.js';
 import { registerAccount } from './account/index.js';
@@ -28,11 +29,11 @@ function loadOpenApi(): Record<string, unknown> {
 const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
 
 /**
- * The document's spelling of a /v1 path no declared path matches as sent, which express would
- * still route (it matches case-insensitively and ignores one trailing slash): the declared literal
- * segments with the request's parameter values, or null when no declared path matches even so (an
- * unknown path). Literal segments beat parameters, so `/V1/Scores/History` is
- * `/v1/scores/history`, not the ticker route.
+ * The document's spelling of a /v1 path, read case-insensitively and without a trailing slash:
+ * the declared literal segments with the request's parameter values, or null when no declared
+ * path matches even so (an unknown path). Literal segments beat parameters, so `/v1/scores/HISTORY`
+ * is `/v1/scores/history`, not the ticker route (which it matches as sent); between two equally
+ * literal readings, the one spelt as sent.
  */
 function canonicalV1Path(path: string, routes: readonly { route: string }[]): string | null {
   const given = path.replace(/\/$/, '').split('/');
@@ -51,7 +52,8 @@ function canonicalV1Path(path: string, routes: readonly { route: string }[]): st
         literals++;
       } else break;
     }
-    if (out.length === declared.length && (!best || literals > best.literals)) best = { path: out.join('/'), literals };
+    const candidate = out.join('/');
+    if (out.length === declared.length && (!best || literals > best.literals || (literals === best.literals && candidate === path))) best = { path: candidate, literals };
   }
   return best?.path ?? null;
 }
@@ -59,6 +61,10 @@ function canonicalV1Path(path: string, routes: readonly { route: string }[]): st
 /** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
 export function createApp(services: Services): Express {
   const app = express();
+  // One spelling per path, everywhere: express would also serve `/OpenAPI.json` and `/docs/`.
+  // Set before the first route, when express makes its router.
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
   app.use(observeRequests(services)); // first: the access log and the request metrics see every request
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -96,13 +102,15 @@ export function createApp(services: Services): Express {
   // would run (and charge) the whole call for headers alone; other methods would fall through to
   // a 404 for a path that exists.
   const v1Routes = [...methodsByRoute(openapi)].map(([p, methods]) => ({ route: p, exact: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}$`), methods }));
-  app.use('/v1', (req, res, next) => {
+  // Mounted without a path, which would match case-sensitively: `/V1/USAGE` is a /v1 path spelt otherwise.
+  app.use((req, res, next) => {
     const path = req.originalUrl.split('?')[0]!;
-    // One spelling per path, the document's: express would also serve `/V1/USAGE` and
-    // `/v1/usage/`, so a client could depend on a spelling the document does not promise.
+    if (!/^\/v1(\/|$)/i.test(path)) return next();
+    // One spelling per path, the document's, named in the 404. A case variant of a literal segment
+    // can match a parameter as sent (`/v1/scores/HISTORY`, the ticker route): refused as well.
     const matched = v1Routes.filter((r) => r.exact.test(path));
-    if (matched.length === 0) {
-      const canonical = canonicalV1Path(path, v1Routes);
+    const canonical = canonicalV1Path(path, v1Routes);
+    if (matched.length === 0 || canonical !== path) {
       const hint = canonical ? `; the path is ${canonical} (paths are case-sensitive, without a trailing slash)` : '';
       return sendProblem(res, problemOf('not_found', `no route for ${req.method} ${path}${hint}`, services.baseUrl()));
     }
@@ -114,6 +122,7 @@ export function createApp(services: Services): Express {
   });
   app.use(compressBodies());
   app.get(DAILY_FREE_PATHS, dailyEtag);
+  app.use(PRIVATE_PATH_PREFIXES, noStore);
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.
   RegisterRoutes(app);
 

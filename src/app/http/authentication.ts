@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { AppError, badRequest } from '../../core/errors.js';
 import type { Ids } from '../../core/ids.port.js';
-import { HEADER, newRequestId } from '../../core/response-headers.js';
+import { API_KEY_HEADER, HEADER, newRequestId } from '../../core/response-headers.js';
 import { admit, type Principal } from '../../core/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
 import { isRateKey, requireTier } from '../../domain/rate-card.js';
@@ -26,7 +26,7 @@ export async function expressAuthentication(request: Request, securityName: stri
   const req = request as AuthedRequest;
   let principal: Principal;
   try {
-    principal = await ctx.meter.authenticate(request.header('x-api-key'), requestIdOf(req, ctx.ids), clientAddress(request));
+    principal = await ctx.meter.authenticate(request.header(API_KEY_HEADER), requestIdOf(req, ctx.ids), clientAddress(request));
   } catch (err) {
     if (err instanceof AppError && err.code === 'rate_limited') request.res?.setHeader(HEADER.retryAfter, String(Number(err.extensions['retry_after_seconds'] ?? 1)));
     throw err;

@@ -1,15 +1,18 @@
-import { ERROR_CODES, statusOf, type ErrorCode } from '../../core/errors.js';
+import { ERROR_CODES, statusOf, titleOf, type ErrorCode } from '../../core/errors.js';
 import { PROBLEM_JSON } from './problem.js';
-import { problemOf } from '../../core/problem.js';
+import { PROBLEM_FIELDS, problemOf } from '../../core/problem.js';
 import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } from '../../core/response-headers.js';
+import { PLANS, TIERS } from '../../domain/plans.js';
 import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../events/ledger.events.js';
 import { DAILY_FREE_PATHS } from './fair-use.js';
+import { isPrivatePath } from './private-responses.js';
 import { DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
 import { MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
 type Json = Record<string, unknown>;
@@ -62,12 +65,12 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source } },
   '/v1/coverage': { since: DATE },
   '/v1/divergence/events': { since: DATE },
-  '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: { type: 'string', format: 'date-time' } },
+  '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: INSTANT_PARAM_SCHEMA },
   '/v1/scores/history': {
     tickers: commaList({ type: 'string', pattern: SYMBOL.source, maxLength: MAX_TICKER_LENGTH }, MAX_TICKERS_PER_CALL),
     start: DATE,
     end: DATE,
-    as_known_at: { type: 'string', format: 'date-time' },
+    as_known_at: INSTANT_PARAM_SCHEMA,
   },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
   // Path parameters: the controllers parse `webhook_id` themselves too (a 400 naming it).
@@ -140,6 +143,7 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
 /** Texts of statuses every operation can answer, whatever its controller declares. */
 const UNKNOWN_QUERY = 'a query parameter this endpoint does not take';
 const HEADERS_TOO_LARGE = 'Request line and headers over 16 KiB (headers_too_large), refused before the key is read';
+const INTERNAL = 'The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support';
 
 /**
  * The 429 of an authenticated operation: `rate_limited` on every one (the account's request rate,
@@ -197,10 +201,19 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
     keys.push('CreditsRemaining', 'RateLimit', 'RateLimitPolicy');
     if (code < 400) required.push('CreditsRemaining');
   }
+  if (code === 401) {
+    keys.push('WwwAuthenticate');
+    required.push('WwwAuthenticate');
+  }
   if (code === 429) {
     keys.push('RetryAfter');
     // Without a price, a 429 can only be `rate_limited`, which always says when to retry.
     if (key && RATE_CARD[key].credits === 0) required.push('RetryAfter');
+  }
+  // Set before the route runs (private-responses.ts): on all but the 431 node answers first.
+  if (isPrivatePath(path) && code !== 431) {
+    keys.push('PrivateCacheControl');
+    required.push('PrivateCacheControl');
   }
   const own = path === DOWNLOAD_PATH ? DOWNLOAD_HEADERS[status] : DAILY_FREE_PATHS.includes(path) && (code === 200 || code === 304) ? DAILY_HEADERS : undefined;
   if (own) {
@@ -211,14 +224,58 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
   return headerRefs(keys, required);
 }
 
-/** An error response as problem+json, with one example per problem its description names. */
-function problemResponse(status: number, response: OpenApiResponse, baseUrl: string): OpenApiResponse {
+/**
+ * An error response as problem+json, with one example per problem its description names, each
+ * with the fields its code always carries (`PROBLEM_FIELDS`; `shown` gives an operation's own values).
+ */
+function problemResponse(status: number, response: OpenApiResponse, baseUrl: string, shown: Json = {}): OpenApiResponse {
   const description = response.description ?? '';
   const content = response.content ?? {};
   const schema = (content['application/json'] ?? Object.values(content)[0])?.schema ?? { $ref: '#/components/schemas/ProblemDetails' };
   const examples: Json = {};
-  for (const p of problemsOf(status, description)) examples[p.code] = { summary: p.detail, value: problemOf(p.code, p.detail, baseUrl) };
+  for (const p of problemsOf(status, description)) {
+    const fields = Object.entries(PROBLEM_FIELDS[p.code]).filter(([, f]) => f.required);
+    examples[p.code] = { summary: p.detail, value: problemOf(p.code, p.detail, baseUrl, Object.fromEntries(fields.map(([name, f]) => [name, name in shown ? shown[name] : f.example]))) };
+  }
   return { ...response, content: { [PROBLEM_JSON]: { schema, examples } } };
+}
+
+/** `bad_request` → `BadRequestProblem`: the schema of one code's problems. */
+const problemSchemaName = (code: ErrorCode): string => `${code.replace(/(^|_)([a-z])/g, (_m, _s, c: string) => c.toUpperCase())}Problem`;
+
+/**
+ * The problems, typed per code: `<Code>Problem` holds the standard fields (its own `code`,
+ * `status` and `title`) and exactly the fields of `PROBLEM_FIELDS`, and `ProblemDetails`, the
+ * schema every error response names, is their union told apart by `code`. `standard` is tsoa's
+ * ProblemDetails (the interface of src/core/problem.ts), whose texts are kept.
+ */
+function problemSchemas(standard: Json): Record<string, Json> {
+  const props = standard['properties'] as Record<string, Json>;
+  const out: Record<string, Json> = {};
+  for (const code of ERROR_CODES) {
+    const fields = PROBLEM_FIELDS[code];
+    out[problemSchemaName(code)] = {
+      type: 'object',
+      description: `A \`${code}\` problem (${statusOf(code)} ${titleOf(code)}); \`/docs/errors#${code}\` says what to do.`,
+      required: ['type', 'title', 'status', 'detail', 'code', ...Object.keys(fields).filter((name) => fields[name]!.required)],
+      additionalProperties: false,
+      properties: {
+        type: props['type'],
+        title: { type: 'string', enum: [titleOf(code)] },
+        status: { type: 'integer', enum: [statusOf(code)], description: props['status']?.['description'] },
+        detail: props['detail'],
+        code: { type: 'string', enum: [code], description: 'Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.' },
+        ...Object.fromEntries(Object.entries(fields).map(([name, f]) => [name, f.schema])),
+      },
+    };
+  }
+  const refs = Object.fromEntries(ERROR_CODES.map((code) => [code, `#/components/schemas/${problemSchemaName(code)}`]));
+  out['ProblemDetails'] = {
+    description: `${(standard['description'] as string | undefined) ?? ''} One schema per \`code\`, with the fields that code carries.`,
+    oneOf: Object.values(refs).map(($ref) => ({ $ref })),
+    discriminator: { propertyName: 'code', mapping: refs },
+  };
+  return out;
 }
 
 /** The operation's rate-card key: the scope tsoa's security hook reads (`@Security('api_key', [key])`). */
@@ -231,7 +288,7 @@ function rateKeyOf(op: OpenApiOperation): RateKey | undefined {
 
 /**
  * The operation's responses: those its controller declares, and the statuses every operation can
- * answer (400, 431; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
+ * answer (400, 431, 500; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
  * headers.
  */
 function completeResponses(path: string, method: string, op: OpenApiOperation, key: RateKey | undefined, baseUrl: string): Json {
@@ -246,14 +303,22 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
     declared['429'] = { description: tooManyRequests(key) };
   }
   add('431', HEADERS_TOO_LARGE);
+  add('500', INTERNAL);
   if (method === 'get' && DAILY_FREE_PATHS.includes(path)) add('304', 'Not modified: the ETag sent in If-None-Match is the body’s; no body');
   const out: Json = {};
   for (const status of Object.keys(declared).sort()) {
     const code = Number(status);
-    const response = code >= 400 ? problemResponse(code, declared[status]!, baseUrl) : binaryBodies(declared[status]!);
+    const response = code >= 400 ? problemResponse(code, declared[status]!, baseUrl, tierShown(key)) : binaryBodies(declared[status]!);
     out[status] = { ...response, headers: responseHeaders(path, status, key) };
   }
   return out;
+}
+
+/** A `tier` example's values for the operation: its minimum plan, asked for by the plan below it. */
+function tierShown(key: RateKey | undefined): Json {
+  const min = key ? RATE_CARD[key].min_tier : undefined;
+  const below = min ? TIERS[PLANS[min].rank - 1] : undefined;
+  return min && below ? { required_tier: min, tier: below } : {};
 }
 
 /** The rate-card line of an operation's description, and its `x-` extensions, from src/domain/rate-card.ts. */
@@ -275,6 +340,8 @@ function rateCardOf(key: RateKey): { text: string; extensions: Json } {
  *   the service answers every error as `application/problem+json` (RFC 9457), with one example per
  *   problem the description names, built by the same `problemOf` the error handler uses (so the
  *   examples' `type`, `title`, `status` and `code` are what a client receives);
+ * - a problem is typed per code (`problemSchemas`, from `PROBLEM_FIELDS`): `required_tier` of a
+ *   `tier` problem is a tier, `maximum` of a `limit_exceeded` an integer;
  * - the security requirement carries no scopes (an `apiKey` scheme has none): the operation's
  *   rate-card key, price and minimum tier are `x-rate-card`, `x-credits`, `x-min-tier` and a line
  *   of its description, from the rate card;
@@ -331,7 +398,7 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
     'x-method-not-allowed': methodNotAllowed,
     components: {
       ...components,
-      schemas: usedSchemas(completeSchemas(components['schemas'] as Record<string, Json>), [paths, methodNotAllowed]),
+      schemas: usedSchemas(completeWithProblems(components['schemas'] as Record<string, Json>), [paths, methodNotAllowed]),
       headers: headerComponents(paths),
     },
   };
@@ -357,7 +424,7 @@ export function servedOpenApi(spec: Json, baseUrl: string): Json {
 const CONTRACT = [
   '## The contract',
   'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
-  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 431 for a request line and headers over 16 KiB.`,
+  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
   'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
   `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,
 ].join('\n\n');
@@ -391,6 +458,13 @@ function completeSchemas(schemas: Record<string, Json>): Record<string, Json> {
     out[name] = fixed;
   }
   return out;
+}
+
+/** `completeSchemas`, with `ProblemDetails` typed per code (`problemSchemas`). */
+function completeWithProblems(schemas: Record<string, Json>): Record<string, Json> {
+  const out = completeSchemas(schemas);
+  if (!out['ProblemDetails']) throw new Error('openapi.ts types ProblemDetails, which no controller declares');
+  return { ...out, ...problemSchemas(out['ProblemDetails']) };
 }
 
 /** The schemas something still refers to: an enum inlined into its only (nullable) use is dropped. */

@@ -5,6 +5,7 @@ import { problemOf, type ProblemDetails } from '../../core/problem.js';
 import type { Meter } from '../../core/meter.port.js';
 import type { AuthedRequest } from '../../core/meter.port.js';
 import { CREDITS_HEADER } from '../../core/meter.port.js';
+import { API_KEY_CHALLENGE, HEADER } from '../../core/response-headers.js';
 
 export const PROBLEM_JSON = 'application/problem+json';
 
@@ -13,6 +14,8 @@ export const PROBLEM_CODE_LOCAL = 'problem_code';
 
 export function sendProblem(res: Response, problem: ProblemDetails): void {
   res.locals[PROBLEM_CODE_LOCAL] = problem.code;
+  // Every 401, REST's and MCP's, says how to authenticate (RFC 9110 §11.6.1).
+  if (problem.status === 401) res.setHeader(HEADER.wwwAuthenticate, API_KEY_CHALLENGE);
   res.status(problem.status).type(PROBLEM_JSON).send(JSON.stringify(problem));
 }
 

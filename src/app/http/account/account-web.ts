@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import type { Services } from '../../container.js';
 import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js';
 import { AppError } from '../../../core/errors.js';
+import { HEADER, NO_STORE } from '../../../core/response-headers.js';
 import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
 
 export const SESSION_COOKIE = '__Host-scores.sid';
@@ -98,7 +99,7 @@ export function accountWeb(services: Services): AccountWeb {
       helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }),
       (_req, res, next) => {
         // Pages with a signed-in account's data are never cached, by the browser or on the way.
-        res.setHeader('Cache-Control', 'no-store');
+        res.setHeader(HEADER.cacheControl, NO_STORE);
         next();
       },
       cookieParser(),
@@ -124,7 +125,7 @@ export function accountWeb(services: Services): AccountWeb {
 
 /** An account page: the shared layout, the account pages' policy, never cached. */
 export function sendAccountPage(res: Response, status: number, title: string, body: SafeHtml, head?: SafeHtml): void {
-  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head }), { cacheControl: 'no-store', csp: ACCOUNT_CSP });
+  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head }), { cacheControl: NO_STORE, csp: ACCOUNT_CSP });
 }
 
 /** The hidden field every state-changing form carries. */
