@@ -35,7 +35,13 @@ import { InstrumentedEventStore } from './metrics/instrumented-event-store.js';
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
   config: Config;
+  /** The data clock: what is published, visible, billed and decided now (`SCORES_NOW` pins it). */
   clock: Clock;
+  /**
+   * Transport time (src/core/clock.ts): webhook timestamps and retry schedules. The wall clock
+   * even when `SCORES_NOW` pins the data clock; a test that injects `clock` gets it here too.
+   */
+  transportClock: Clock;
   /** New ids (accounts, keys, packs, requests), as the clock gives time. */
   ids: Ids;
   log: Logger;
@@ -67,6 +73,8 @@ export interface Services {
 
 export interface OpenOptions {
   clock?: Clock;
+  /** Default: `clock` when one is given, else the wall clock. */
+  transportClock?: Clock;
   ids?: Ids;
   log?: Logger;
 }
@@ -74,6 +82,7 @@ export interface OpenOptions {
 /** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
+  const transportClock = options.transportClock ?? options.clock ?? systemClock;
   const log = options.log ?? pino({ level: config.logLevel });
   // Two connections to the one file: the log commits with a full fsync, read models without.
   const connections: SqliteDb[] = [];
@@ -140,6 +149,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   return {
     config,
     clock,
+    transportClock,
     ids: options.ids ?? randomIds(),
     log,
     events,
