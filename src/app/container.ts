@@ -22,6 +22,7 @@ import type { EventBus } from '../core/event-bus.port.js';
 import type { EventStore } from '../core/event-store.port.js';
 import { ProjectorRunner } from '../core/projector-runner.js';
 import { CachedReadStore } from '../core/cached-read-store.js';
+import { ReadModelMemo } from '../core/read-model-memo.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import type { ReadStore } from '../core/read-store.port.js';
 import type { Config } from './config.js';
@@ -127,11 +128,13 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   // Queries read through a cache of the latest scores (one read per metered score call).
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
   const visibility = new VisibilityCache(queryReads);
+  const memo = new ReadModelMemo();
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
   const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost));
   runner.onBatch((batch) => {
     queryReads.invalidate(batch);
+    memo.invalidate(batch);
     // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
     if (batch.some((e) => e.streamId.startsWith('account-'))) meter.forgetKeys();
     if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
@@ -164,6 +167,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     meter,
     queries: {
       reads: queryReads,
+      memo,
       events,
       meter,
       visibility: (entitlements) => visibility.get(entitlements, clock.now()),
