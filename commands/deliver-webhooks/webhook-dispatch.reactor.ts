@@ -29,15 +29,16 @@
  *
  * Sending goes through the bus (`WEBHOOK_DELIVER_TOPIC`, consumer group `WEBHOOK_DISPATCH_GROUP`).
  * A message just queued, and every message a timer (every `intervalMs`, `unref`'d) finds due by
- * the clock in `webhook_retries` (a failed attempt's retry, or one queued before a crash), is
- * published as `{ webhook_id, message_id }` keyed by the webhook id: with Kafka all of a webhook's
- * messages land on one partition, hence one consumer of the group at a time, in order, and the
- * replicas share the webhooks; with the in-memory bus the one process receives them all. The bus
- * handler only hands the message to its webhook's lane and returns (both buses run one handler at
- * a time per member): each webhook's messages go one after the other; different webhooks' go
- * concurrently, at most `concurrency` sends at once per process, so one slow receiver holds one
- * slot, not the others. `deliverMessage` reads the webhook's stream before each attempt, so a
- * message published twice (the timer of each replica, a read model behind the log) is sent once.
+ * the transport clock in `webhook_retries` (a failed attempt's retry, or one queued before a
+ * crash), is published as `{ webhook_id, message_id }` keyed by the webhook id: with Kafka all of
+ * a webhook's messages land on one partition, hence one consumer of the group at a time, in
+ * order, and the replicas share the webhooks; with the in-memory bus the one process receives
+ * them all. The bus handler only hands the message to its webhook's lane and returns (both buses
+ * run one handler at a time per member): each webhook's messages go one after the other;
+ * different webhooks' go concurrently, at most `concurrency` sends at once per process, so one
+ * slow receiver holds one slot, not the others. `deliverMessage` reads the webhook's stream before
+ * each attempt, so a message published twice (the timer of each replica, a read model behind the
+ * log) is sent once.
  * A bus message that fails (malformed, or a publish that failed) is reported and dropped: the
  * message is still owed in `webhook_retries`, and the timer publishes it again.
  */
@@ -85,6 +86,12 @@ export interface WebhookDispatcherOptions {
   /** Started and caught up: the first start begins at its position. */
   runner: DispatchRunner;
   clock: Clock;
+  /**
+   * Transport time (src/core/clock.ts): each message's `sent_at`, its signature's timestamp and
+   * its retry schedule; the wall clock in the service even when `SCORES_NOW` pins `clock`.
+   * Default `clock`.
+   */
+  transportClock?: Clock;
   sender: WebhookSender;
   /** Carries the messages to send (`WEBHOOK_DELIVER_TOPIC`): in-memory, or Kafka shared by the replicas. */
   bus: EventBus;
@@ -126,11 +133,12 @@ const CHECKPOINT_ID = 'dispatch';
 
 export async function startWebhookDispatcher(options: WebhookDispatcherOptions): Promise<WebhookDispatcher> {
   const { events, reads, runner, clock, sender, bus } = options;
+  const transport = options.transportClock ?? clock;
   const group = options.group ?? WEBHOOK_DISPATCH_GROUP;
   const interval = options.intervalMs ?? DEFAULT_DISPATCH_INTERVAL_MS;
   const limit = Math.max(1, options.concurrency ?? DEFAULT_DISPATCH_CONCURRENCY);
   const report = (err: unknown, context: { webhookId?: number; messageId?: string } = {}) => options.onError?.(err, context);
-  const deps = { events, clock, sender };
+  const deps = { events, clock, transportClock: transport, sender };
 
   await reads.register([webhookDispatchCheckpoint]);
   const stored = await reads.get(webhookDispatchCheckpoint, CHECKPOINT_ID);
@@ -237,7 +245,7 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
       if (moves.length) types.push('score_move');
       if (flags.length) types.push('divergence_event');
       const hooks = (await Promise.all(types.map(activeWebhooks))).flat();
-      const planned = planMessages(hooks, { score_move: moves, divergence_event: flags }, last, clock.now());
+      const planned = planMessages(hooks, { score_move: moves, divergence_event: flags }, last, transport.now());
       let queued: Due[] = [];
       await eachLimited(planned, limit, async (m) => {
         const id = await queueMessage(deps, m.webhook_id, m.envelope, { messageId: m.message_id, onlyNewEvents: true });
@@ -376,9 +384,9 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
     throw err;
   }
 
-  /** Publishes every message `webhook_retries` says is due by the clock. */
+  /** Publishes every message `webhook_retries` says is due by the transport clock. */
   async function handDue(): Promise<void> {
-    const now = clock.now().toISOString();
+    const now = transport.now().toISOString();
     let cursor: string | null = null;
     do {
       const page: { items: { webhook_id: number; message_id: string }[]; nextCursor: string | null } = await reads.find(

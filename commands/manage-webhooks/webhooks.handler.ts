@@ -2,6 +2,12 @@
  * Webhooks' commands through the one command handler: ids from the ids port, time from the
  * clock, secrets from `newWebhookSecret`, deliveries through the `WebhookSender` port. What is
  * decided, and why, is in `webhook.decider.ts`.
+ *
+ * Two clocks. Registration and deletion are decided on the data clock (`clock`, which
+ * `SCORES_NOW` pins). Everything about sending is transport time (`transportClock`, the wall
+ * clock in the service): the signed `webhook-timestamp`, the envelope's `sent_at`, when a message
+ * is queued and attempted, when its next attempt is due. A receiver checks the timestamp against
+ * its own clock, and a pinned clock never reaches a retry's time.
  */
 import type { Clock } from '../../src/core/clock.js';
 import { badRequest } from '../../src/core/errors.js';
@@ -28,8 +34,13 @@ import {
 export interface WebhookDeps {
   events: EventStore;
   clock: Clock;
+  /** When messages are made and sent (see above); default `clock`. */
+  transportClock?: Clock;
   ids: Ids;
 }
+
+/** The clock of sending: the transport clock, or the one clock a caller gave. */
+const sendingTime = (deps: Pick<WebhookDeps, 'clock' | 'transportClock'>): Date => (deps.transportClock ?? deps.clock).now();
 
 /**
  * Every registration and deletion is decided on the one registry stream: concurrent ones conflict
@@ -97,12 +108,13 @@ export async function deleteWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: s
 }
 
 export async function reactivateWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: string, id: number): Promise<{ id: number; is_active: true; reactivated: boolean }> {
-  const { result } = await runOnWebhook(deps, id, { type: 'ReactivateWebhook', account_id: accountId, webhook_id: id });
+  const { result } = await runOnWebhook(deps, id, { type: 'ReactivateWebhook', account_id: accountId, webhook_id: id }, () => deps.clock.now());
   return { id, is_active: true, reactivated: result.length > 0 };
 }
 
-function runOnWebhook(deps: Omit<WebhookDeps, 'ids'>, id: number, command: Parameters<typeof decideWebhook>[1]) {
-  return handleCommand(deps.events, webhookOf(id), (state) => decideWebhook(state, command, deps.clock.now()));
+/** Decides `command` on the webhook's stream at `now()`, read again on each round. */
+function runOnWebhook(deps: Pick<WebhookDeps, 'events'>, id: number, command: Parameters<typeof decideWebhook>[1], now: () => Date) {
+  return handleCommand(deps.events, webhookOf(id), (state) => decideWebhook(state, command, now()));
 }
 
 export interface TestDelivery {
@@ -121,7 +133,8 @@ async function attempt(
   hook: WebhookState & { webhook_id: number; url: string; secret: string },
   message: { id: string; kind: 'live' | 'test'; event_type: WebhookEventType; envelope: WebhookEnvelope; body: string },
 ): Promise<AttemptResult> {
-  const headers = deliveryHeaders(hook.secret, message.id, deps.clock.now(), message.body);
+  // Signed at the instant it leaves: the receiver checks this time against its own clock.
+  const headers = deliveryHeaders(hook.secret, message.id, sendingTime(deps), message.body);
   const sent = await deps.sender.send({ url: hook.url, body: message.body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
   await runOnWebhook(deps, hook.webhook_id, {
@@ -132,7 +145,7 @@ async function attempt(
     event_type: message.event_type,
     event_count: message.envelope.events.length,
     result,
-  });
+  }, () => sendingTime(deps));
   return result;
 }
 
@@ -148,7 +161,7 @@ const usable = (s: WebhookState): s is Usable => s.exists && !s.deleted && s.web
 export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSender }, accountId: string, id: number): Promise<TestDelivery> {
   const hook = ownedBy(await readWebhook(deps.events, id), accountId, id);
   if (!usable(hook)) throw new Error(`webhook ${id} is registered without its url, type or secret`);
-  const envelope = testEnvelope(hook.event_type, deps.clock.now());
+  const envelope = testEnvelope(hook.event_type, sendingTime(deps));
   const body = JSON.stringify(envelope);
   const result = await attempt(deps, hook, { id: deps.ids.next('msg_', 16), kind: 'test', event_type: hook.event_type, envelope, body });
   return { ...result, delivered_to: hook.url, signature_header: SIGNATURE_HEADER, payload: envelope };
@@ -169,7 +182,7 @@ export async function queueMessage(
   const messageId = options.messageId ?? deps.ids?.next('msg_', 16);
   if (!messageId) throw new Error('queueMessage needs a message id or the ids port');
   const command = { type: 'QueueMessage', webhook_id: id, message_id: messageId, envelope, only_new_events: options.onlyNewEvents } satisfies WebhookCommand;
-  const { result } = await runOnWebhook(deps, id, command);
+  const { result } = await runOnWebhook(deps, id, command, () => sendingTime(deps));
   return result.length > 0 ? messageId : null;
 }
 
@@ -184,7 +197,7 @@ export async function deliverMessage(deps: Omit<WebhookDeps, 'ids'> & { sender: 
   const message = hook.messages.get(messageId);
   if (!usable(hook) || !hook.is_active || !message) return null;
   // Not due yet (a read model behind the log may still show an earlier time).
-  if (Date.parse(message.next_attempt_at) > deps.clock.now().getTime()) return null;
+  if (Date.parse(message.next_attempt_at) > sendingTime(deps).getTime()) return null;
   const body = JSON.stringify(message.envelope);
   return attempt(deps, hook, { id: messageId, kind: 'live', event_type: message.event_type, envelope: message.envelope, body });
 }

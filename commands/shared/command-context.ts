@@ -15,6 +15,8 @@ import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 export interface CommandContext {
   events: EventStore;
   clock: Clock;
+  /** When a test delivery is made and signed: the wall clock even when `SCORES_NOW` pins `clock`. */
+  transportClock: Clock;
   ids: Ids;
   /** The read models a command decides with (an export download finds its bundle there). */
   reads: ReadStore;

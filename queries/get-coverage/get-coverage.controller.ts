@@ -64,7 +64,7 @@ export class GetCoverageController extends MeteredController {
 export async function run(call: MeteredCall, since: string | undefined): Promise<CoverageResponse> {
   const from = parseDateParam('since', since);
   const v = await call.visibility();
-  const tickers = await coveredTickers(call.ctx.reads, v, from);
+  const tickers = await coveredTickers(call.ctx.reads, call.ctx.memo, v, from);
   await call.charge('coverage');
   return {
     tickers,

@@ -1,22 +1,39 @@
+import { eventTypesOf, type ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
-import { rowOnOrBefore } from '../../projections/score-history/score-history.projection.js';
+import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
+import { referenceProjection } from '../../projections/reference/reference.projection.js';
+import { rowOnOrBefore, scoreHistoryProjection } from '../../projections/score-history/score-history.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import { crossSectionAsOf, inUniverse, type Visibility } from '../shared/visibility.js';
+
+/** Each ticker of a universe with the last score date a caller may see, sorted by ticker. */
+type LastSeen = readonly (readonly [ticker: string, date: string])[];
+
+/** What `lastSeenDates` reads is written by these projections' events only. */
+const DEPENDS_ON = eventTypesOf(referenceProjection, dailyScoresProjection, latestScoresProjection, scoreHistoryProjection);
 
 /**
  * The tickers of the caller's universe that it can see scores for, sorted; with `since`, only
  * those with a score dated on or after it (and on or before the caller's as-of date).
  *
+ * The endpoint is free: the dates are built once per as-of date, universe and position of the
+ * read models they come from (`memo`), and a call only filters them.
+ */
+export async function coveredTickers(reads: ReadStore, memo: ReadModelMemo, v: Visibility, since?: string): Promise<string[]> {
+  if (v.asOf === null) return [];
+  const seen = await memo.get(`coverage:${v.asOf}:${v.coverage}`, DEPENDS_ON, () => lastSeenDates(reads, v, v.asOf!));
+  return seen.filter(([, date]) => since === undefined || date >= since).map(([ticker]) => ticker);
+}
+
+/**
  * A ticker's last visible score date is its latest score date, capped at the as-of date: a
  * delayed (free) key does not see a ticker whose scores only began after its as-of date.
  */
-export async function coveredTickers(reads: ReadStore, v: Visibility, since?: string): Promise<string[]> {
-  if (v.asOf === null) return [];
-  const asOf = v.asOf;
+async function lastSeenDates(reads: ReadStore, v: Visibility, asOf: string): Promise<LastSeen> {
   const latest = await reads.find(latestScores, {});
   let scoredAsOf: Set<string> | undefined;
-  const out: string[] = [];
+  const out: [string, string][] = [];
   for (const row of latest.items) {
     if (!inUniverse(v, row.ticker)) continue;
     let lastSeen: string | null = row.date;
@@ -25,9 +42,9 @@ export async function coveredTickers(reads: ReadStore, v: Visibility, since?: st
       scoredAsOf ??= new Set((await crossSectionAsOf(reads, v))?.tickers);
       lastSeen = scoredAsOf.has(row.ticker) ? asOf : await lastScoreOnOrBefore(reads, row.ticker, asOf);
     }
-    if (lastSeen !== null && (since === undefined || lastSeen >= since)) out.push(row.ticker);
+    if (lastSeen !== null) out.push([row.ticker, lastSeen]);
   }
-  return out.sort(compareText);
+  return out.sort((a, b) => compareText(a[0], b[0]));
 }
 
 /** Rare path (a ticker not scored on the as-of date): look in its history buckets. */

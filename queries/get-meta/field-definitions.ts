@@ -1,3 +1,4 @@
+import { ERROR_CODES } from '../../src/core/errors.js';
 import { PROBLEM_FIELDS } from '../../src/core/problem.js';
 import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
 
@@ -191,7 +192,7 @@ const DEFINED: Record<string, FieldDefinition> = {
   title: f('string', 'Short summary of an error type.'),
   status: f('integer', 'HTTP status of an error.'),
   detail: f('string', 'Errors: what went wrong in this request; ledger entries: a readable summary.'),
-  code: f('string', 'Stable error code: bad_request, unauthorized, key_forbidden, coverage, tier, not_found, limit_exceeded, credits_exhausted, rate_limited.'),
+  code: f('string', `Stable error code, one of: ${ERROR_CODES.join(', ')}.`),
   errors: f('array', 'Validation errors: {parameter, message} per bad parameter.'),
 };
 

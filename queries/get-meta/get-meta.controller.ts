@@ -4,7 +4,7 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { FIELD_DEFINITIONS, type FieldDefinition } from './field-definitions.js';
-import { DATASET_STATEMENT, RESTATEMENT_POLICY, coverageStatement, datasetStats, type HistoryDepth, type VintageStats } from './get-meta.query.js';
+import { DATASET_STATEMENT, RESTATEMENT_POLICY, cachedDatasetStats, coverageStatement, type HistoryDepth, type VintageStats } from './get-meta.query.js';
 
 /** Every field any endpoint returns, by name. */
 export interface FieldDefinitions {
@@ -65,7 +65,7 @@ export class GetMetaController extends MeteredController {
 }
 
 export async function run(call: MeteredCall): Promise<MetaResponse> {
-  const stats = await datasetStats(call.ctx.reads);
+  const stats = await cachedDatasetStats(call.ctx.reads, call.ctx.memo);
   await call.charge('meta');
   const base = call.ctx.baseUrl();
   return {

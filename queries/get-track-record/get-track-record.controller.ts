@@ -63,7 +63,7 @@ export class GetTrackRecordController extends MeteredController {
 
 export async function run(call: MeteredCall): Promise<TrackRecordResponse> {
   const v = await call.visibility();
-  const record = await trackRecord(call.ctx.reads, v);
+  const record = await trackRecord(call.ctx.reads, call.ctx.memo, v);
   await call.charge('track_record');
   return { ...record, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -1,3 +1,4 @@
+import { eventTypesOf, type ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { round1, round2 } from '../../src/domain/composite.js';
 import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
@@ -95,37 +96,22 @@ export function aggregate(trades: Trade[]): Omit<TrackRecord, 'trades'> {
   };
 }
 
+/** What the record reads is written by the divergence projection's events only. */
+const DEPENDS_ON = eventTypesOf(divergenceProjection);
+
 /**
  * The public model portfolio: long every bull event, short every bear event, from flag to close.
  * Every event closed on or before the caller's as-of date counts (free keys trail 7 days); the
  * record is the whole universe's whatever the caller's coverage, since it is a public record of
  * the signal, not data about individual stocks beyond entry and exit.
- */
-export function trackRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
-  return cachedRecord(reads, v);
-}
-
-/**
+ *
  * The record is the same for every caller with one as-of date until the divergence read models
- * change (a publication, a restatement): it is built once per as-of date and projection position,
- * so a free call, however often repeated, costs a cache lookup and the body's serialisation, not a
- * scan of every closed event.
+ * change (a publication, a restatement, a close price): it is built once per as-of date and
+ * position of those read models (`memo`), so a free call, however often repeated, costs a lookup
+ * and the body's serialisation, not a scan of every closed event.
  */
-const built = new WeakMap<ReadStore, Map<string, Promise<TrackRecord>>>();
-
-async function cachedRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {
-  const key = `${v.asOf ?? ''}|${(await reads.checkpoint(divergenceProjection.name)) ?? ''}`;
-  let records = built.get(reads);
-  if (!records) built.set(reads, (records = new Map<string, Promise<TrackRecord>>()));
-  let record = records.get(key);
-  if (!record) {
-    // Older keys are of positions the read models have left behind.
-    if (records.size >= 8) records.clear();
-    record = buildRecord(reads, v);
-    records.set(key, record);
-    record.catch(() => records.delete(key));
-  }
-  return record;
+export function trackRecord(reads: ReadStore, memo: ReadModelMemo, v: Visibility): Promise<TrackRecord> {
+  return memo.get(`track-record:${v.asOf ?? ''}`, DEPENDS_ON, () => buildRecord(reads, v));
 }
 
 async function buildRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord> {

@@ -1,6 +1,7 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Meter, Principal } from '../../src/core/meter.port.js';
+import type { ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
 import type { Channel } from '../../src/events/ledger.events.js';
@@ -9,6 +10,11 @@ import type { Visibility } from './visibility.js';
 /** What the read side needs of the app serving it, for REST controllers and MCP tools alike. */
 export interface QueryContext {
   reads: ReadStore;
+  /**
+   * Answers built once per read-model position that matters to them (the free endpoints' bodies:
+   * meta, track record, coverage), dropped when a projected batch changes what they read.
+   */
+  memo: ReadModelMemo;
   /** The log, read where a read model points into it (the ledger's lines are stored there once). */
   events: Pick<EventStore, 'readStream'>;
   meter: Meter;

@@ -22,6 +22,7 @@ import type { EventBus } from '../core/event-bus.port.js';
 import type { EventStore } from '../core/event-store.port.js';
 import { ProjectorRunner } from '../core/projector-runner.js';
 import { CachedReadStore } from '../core/cached-read-store.js';
+import { ReadModelMemo } from '../core/read-model-memo.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import type { ReadStore } from '../core/read-store.port.js';
 import type { Config } from './config.js';
@@ -35,7 +36,13 @@ import { InstrumentedEventStore } from './metrics/instrumented-event-store.js';
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
   config: Config;
+  /** The data clock: what is published, visible, billed and decided now (`SCORES_NOW` pins it). */
   clock: Clock;
+  /**
+   * Transport time (src/core/clock.ts): webhook timestamps and retry schedules. The wall clock
+   * even when `SCORES_NOW` pins the data clock; a test that injects `clock` gets it here too.
+   */
+  transportClock: Clock;
   /** New ids (accounts, keys, packs, requests), as the clock gives time. */
   ids: Ids;
   log: Logger;
@@ -67,6 +74,8 @@ export interface Services {
 
 export interface OpenOptions {
   clock?: Clock;
+  /** Default: `clock` when one is given, else the wall clock. */
+  transportClock?: Clock;
   ids?: Ids;
   log?: Logger;
 }
@@ -74,6 +83,7 @@ export interface OpenOptions {
 /** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
+  const transportClock = options.transportClock ?? options.clock ?? systemClock;
   const log = options.log ?? pino({ level: config.logLevel });
   // Two connections to the one file: the log commits with a full fsync, read models without.
   const connections: SqliteDb[] = [];
@@ -118,11 +128,13 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   // Queries read through a cache of the latest scores (one read per metered score call).
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
   const visibility = new VisibilityCache(queryReads);
+  const memo = new ReadModelMemo();
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
   const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost));
   runner.onBatch((batch) => {
     queryReads.invalidate(batch);
+    memo.invalidate(batch);
     // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
     if (batch.some((e) => e.streamId.startsWith('account-'))) meter.forgetKeys();
     if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
@@ -140,6 +152,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   return {
     config,
     clock,
+    transportClock,
     ids: options.ids ?? randomIds(),
     log,
     events,
@@ -154,6 +167,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     meter,
     queries: {
       reads: queryReads,
+      memo,
       events,
       meter,
       visibility: (entitlements) => visibility.get(entitlements, clock.now()),

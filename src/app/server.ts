@@ -140,6 +140,7 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     reads: services.reads,
     runner: services.runner,
     clock: services.clock,
+    transportClock: services.transportClock,
     sender: services.webhookSender,
     // Sending is a consumer group on it: with Kafka the replicas share the webhooks.
     bus: services.bus,

@@ -3,6 +3,12 @@ export interface Clock {
   now(): Date;
 }
 
+/**
+ * The wall clock. The data clock is this one unless `SCORES_NOW` pins it; the transport clock
+ * (`Services.transportClock`: when a message really leaves the process, such as a webhook's
+ * `webhook-timestamp`, its envelope's `sent_at` and its retry schedule) is always this one outside
+ * tests, because a receiver checks those times against its own clock.
+ */
 export const systemClock: Clock = { now: () => new Date() };
 
 export function fixedClock(at: Date | string): Clock & { set(to: Date | string): void; advance(ms: number): void } {

@@ -91,7 +91,7 @@ export class ConcurrencyError extends Error {
   }
 }
 
-/** Every error code, in the table's order: the OpenAPI document's enum of `ProblemDetails.code`. */
+/** Every error code, in the table's order: the OpenAPI document's enum of `ProblemDetails.code`, and meta's `code` field. */
 export const ERROR_CODES = Object.keys(STATUS) as ErrorCode[];
 
 export function statusOf(code: ErrorCode): number {

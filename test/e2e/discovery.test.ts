@@ -472,5 +472,14 @@ describe('Discovery and account endpoints over HTTP', function () {
         expect(meta.fields[name], name).to.have.all.keys('type', 'description');
       }
     });
+
+    it('lists every error code of the OpenAPI document under the field code', async () => {
+      const { body: meta } = await get('/v1/meta', demoKey(server.dir, 'quant'));
+      const { body: openapi } = await get('/openapi.json');
+      const codes = openapi.components.schemas.ErrorCode.enum as string[];
+      expect(codes.length).to.be.at.least(17);
+      const listed = /one of: ([a-z_, ]+)\.$/.exec(meta.fields.code.description)![1]!.split(', ');
+      expect(listed).to.have.members(codes);
+    });
   });
 });

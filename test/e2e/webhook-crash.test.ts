@@ -44,8 +44,6 @@ interface ServerChild {
  */
 describe('Webhooks: nothing lost or doubled across kill -9', function () {
   this.timeout(120_000);
-  // The receiver verifies signatures against its own clock: pin the service to now.
-  const now = new Date().toISOString();
   const dir = tempDir('scores-webhook-crash-');
   let env: NodeJS.ProcessEnv;
   let receiver: Server;
@@ -130,6 +128,9 @@ describe('Webhooks: nothing lost or doubled across kill -9', function () {
     receiver.listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     const port = (receiver.address() as AddressInfo).port;
+    // The data clock a week back, as the demo runs: signatures carry the real sending instant
+    // (transport time), which the receiver checks against its own clock.
+    const now = new Date(Date.now() - 7 * 86_400_000).toISOString();
     env = testEnv(dir, now, { SCORES_DEMO: 'off', WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' });
 
     // The webhook and a first day of scores, before the server's first start (history: not sent).

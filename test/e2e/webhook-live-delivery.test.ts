@@ -12,14 +12,19 @@ import { runCli, until } from '../support/processes.js';
 import { getJson, startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
 import { receiverCertificate } from '../support/receiver-certificate.js';
 
+const WEEK_MS = 7 * 86_400_000;
+
 /**
  * A score move ingested by `scores ingest` (another process) reaches a real HTTPS receiver of the
- * running server, signed so that the Standard Webhooks library verifies it.
+ * running server, signed so that the Standard Webhooks library verifies it with its default
+ * tolerance (5 minutes from the receiver's clock). The service's data clock is pinned a week back
+ * (`SCORES_NOW`, the demo set-up): the signature's time is transport time, the real sending
+ * instant, whatever the data clock says and however long the suite took to get here.
  */
-describe('Live webhook delivery end to end', function () {
+describe('Live webhook delivery end to end, SCORES_NOW a week back', function () {
   this.timeout(120_000);
-  // The receiver checks the signature's time against its own clock: pin the service to now.
-  const now = new Date().toISOString();
+  /** The pinned data clock, taken when the tests run. */
+  let now: string;
   let dir: string;
   let server: TestServer;
   let receiver: Server;
@@ -28,6 +33,7 @@ describe('Live webhook delivery end to end', function () {
   let env: NodeJS.ProcessEnv;
 
   before(async () => {
+    now = new Date(Date.now() - WEEK_MS).toISOString();
     dir = tempDir('scores-live-webhook-');
     const pems = await receiverCertificate(dir);
     receiver = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
@@ -75,8 +81,10 @@ describe('Live webhook delivery end to end', function () {
     await until(() => received.length > 0, 2_000);
     expect(received[0]!.at - ingestedAt).to.be.below(2_000);
 
+    // The library's default tolerance, against this machine's real clock.
     const envelope = new Webhook(hook.secret).verify(received[0]!.body, received[0]!.headers as Record<string, string>) as WebhookEnvelope;
     expect(envelope.events.map((e) => [e.type, e.ticker, e.date])).to.deep.equal([['score_move', 'AAA', '2024-03-04']]);
+    expectSendingInstant(received[0]!, envelope);
     await new Promise((r) => setTimeout(r, 500));
     expect(received).to.have.length(1);
 
@@ -87,4 +95,33 @@ describe('Live webhook delivery end to end', function () {
     }, 2_000);
     expect(deliveries[0]).to.include({ kind: 'live', event_type: 'score_move', event_count: 1, ok: true, status_code: 204, error: null });
   });
+
+  it('signs a test delivery at the sending instant too, verifiable with the default tolerance', async () => {
+    const s = server.services;
+    const { key } = await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids }, { tier: 'quant' });
+    await s.runner.waitForHead();
+    const registered = await fetch(`${server.url}/v1/webhooks`, {
+      method: 'POST',
+      headers: { 'X-API-Key': key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ event_type: 'divergence_event', url: `https://localhost:${port}/hooks/test` }),
+    });
+    expect(registered.status).to.equal(201);
+    const hook = (await registered.json()) as { id: number; secret: string };
+    const before = received.length;
+    const answer = await fetch(`${server.url}/v1/webhooks/${hook.id}/test`, { method: 'POST', headers: { 'X-API-Key': key } });
+    expect(answer.status).to.equal(200);
+    expect(received).to.have.length(before + 1);
+    const got = received[before]!;
+    const envelope = new Webhook(hook.secret).verify(got.body, got.headers as Record<string, string>) as WebhookEnvelope;
+    expect(envelope).to.include({ test: true });
+    expectSendingInstant(got, envelope);
+  });
+
+  /** `webhook-timestamp` and `sent_at` are the real sending instant, not the pinned data clock. */
+  function expectSendingInstant(got: { headers: IncomingHttpHeaders; at: number }, envelope: WebhookEnvelope): void {
+    const stamp = Number(got.headers['webhook-timestamp']) * 1000;
+    expect(got.at - stamp, 'webhook-timestamp: seconds before the arrival').to.be.within(0, 60_000);
+    expect(got.at - Date.parse(envelope.sent_at), 'sent_at: before the arrival, by seconds').to.be.within(0, 60_000);
+    expect(Date.parse(now), 'the data clock is a week back').to.be.below(stamp - WEEK_MS + 60_000);
+  }
 });

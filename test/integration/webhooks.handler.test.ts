@@ -182,6 +182,35 @@ describe('Webhook commands over the SQLite store', function () {
     ]);
   });
 
+  it('signs, dates and retries on the transport clock while the data clock stays pinned a week back', async () => {
+    const transport = fixedClock('2024-03-08T12:00:00.000Z');
+    const two = () => ({ ...deps(), transportClock: transport });
+    const registeredAt = clock.now().toISOString();
+    const hook = await registerWebhook(two(), { accountId: 'acct_clocks', eventType: 'score_move', url: 'https://hooks.example.com/clocks' });
+    const test = await sendTestDelivery(two(), 'acct_clocks', hook.id);
+    expect(test.payload.sent_at).to.equal('2024-03-08T12:00:00.000Z');
+    expect(sender.received.at(-1)!.headers['webhook-timestamp']).to.equal(String(Date.parse('2024-03-08T12:00:00Z') / 1000));
+
+    const envelope = liveEnvelope([scoreMoveEvent({ ticker: 'NVDA', date: '2024-02-29', service_score: 80, prior_score: 60 })], transport.now());
+    const messageId = (await queueMessage(two(), hook.id, envelope))!;
+    sender.answers.push({ ok: false, status_code: 503, error: 'receiver answered 503' });
+    transport.advance(1_000);
+    await deliverMessage(two(), hook.id, messageId);
+    expect(sender.received.at(-1)!.headers['webhook-timestamp']).to.equal(String(Date.parse('2024-03-08T12:00:01Z') / 1000));
+    await services.runner.waitForHead();
+    expect(await services.reads.get(webhookRetries, messageId)).to.include({ attempts: 1, next_attempt_at: '2024-03-08T12:00:06.000Z' });
+    // The retry comes due as real time passes, the data clock never moving.
+    expect(await deliverMessage(two(), hook.id, messageId)).to.equal(null);
+    transport.advance(5_000);
+    expect(await deliverMessage(two(), hook.id, messageId)).to.deep.include({ ok: true });
+    expect(sender.received.at(-1)!.headers['webhook-timestamp']).to.equal(String(Date.parse('2024-03-08T12:00:06Z') / 1000));
+    await services.runner.waitForHead();
+    const doc = (await services.reads.get(webhooks, String(hook.id)))!;
+    expect(doc.last_fired_at).to.equal('2024-03-08T12:00:06.000Z');
+    // What the customer did (the registration) is on the data clock.
+    expect(doc.created_at).to.equal(registeredAt);
+  });
+
   it('reactivates a webhook a 410 deactivated', async () => {
     const hook = await registerWebhook(deps(), { accountId: 'acct_gone', eventType: 'score_move', url: 'https://hooks.example.com/gone' });
     const envelope = liveEnvelope([scoreMoveEvent({ ticker: 'MSFT', date: '2024-02-29', service_score: 40, prior_score: 52 })], clock.now());

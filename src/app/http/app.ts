@@ -87,6 +87,7 @@ export function createApp(services: Services): Express {
       events: services.events,
       reads: services.reads,
       clock: services.clock,
+      transportClock: services.transportClock,
       ids: services.ids,
       meter: services.meter,
       exportFiles: services.exportFiles,
