@@ -19,6 +19,7 @@ import { getUsageTool } from './tools/get-usage.tool.js';
 import { getUsageLedgerTool } from './tools/get-usage-ledger.tool.js';
 import { listBulkExportsTool } from './tools/list-bulk-exports.tool.js';
 import { listWebhooksTool } from './tools/list-webhooks.tool.js';
+import { SERVICE_VERSION } from '../version.js';
 
 /**
  * The tools, each the twin of a REST read (module constants: built once per process): the spec's
@@ -54,7 +55,7 @@ export const TOOLS: readonly TwinTool[] = [
  */
 export function createMcpServer(contextOf: ContextOf): McpServer {
   const server = new McpServer(
-    { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: '0.1.0' },
+    { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: SERVICE_VERSION },
     {
       instructions:
         'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint and draws the same credits from your account; its description says what it costs. Every result carries your balance afterwards as _meta.credits_remaining (a number; null when unmetered), and get_usage shows the whole account.',
