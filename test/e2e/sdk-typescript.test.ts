@@ -33,6 +33,12 @@ import { demoKey, startTestServer, type TestServer } from '../support/server.js'
 // so a whole-history sync takes two pages and can be stopped between them.
 const NOW = '2020-06-30T23:00:00Z';
 const key = (r: { ticker: string; date: string }) => `${r.ticker}|${r.date}`;
+/** By ticker, then date. */
+const byTickerThenDate = (a: string, b: string) => {
+  const [ta = '', da = ''] = a.split(',');
+  const [tb = '', db = ''] = b.split(',');
+  return ta === tb ? (da < db ? -1 : da > db ? 1 : 0) : ta < tb ? -1 : 1;
+};
 
 /**
  * The mirror's local store: the rows by ticker and date and the cursor, saved together (one file,
@@ -156,8 +162,9 @@ describe('The TypeScript SDK (clients/typescript) against a live server', functi
       const { data: gz } = await second.GET('/v1/bulk/exports/{bundle_id}/{name}', { params: { path: { bundle_id: bundle, name: 'scores_history.csv.gz' } }, parseAs: 'arrayBuffer' });
       const lines = gunzipSync(Buffer.from(gz as ArrayBuffer)).toString('utf8').trimEnd().split('\n');
       expect(lines[0]).to.equal('ticker,date,main_street,wall_street,service_score,divergence_gap,estimated,restated_at');
-      const exported = lines.slice(1).map(apiSpelling);
-      const mirrored = [...store2.rows.values()].sort((a, b) => (key(a) < key(b) ? -1 : 1)).map(rowSpelling);
+      // Both by ticker, then date (the file's own order is by its month buckets' keys).
+      const exported = lines.slice(1).map(apiSpelling).sort(byTickerThenDate);
+      const mirrored = [...store2.rows.values()].map(rowSpelling).sort(byTickerThenDate);
       expect(exported.length).to.equal(history.row_count);
       expect(mirrored.length, 'rows held').to.equal(exported.length);
       expect(received, 'rows received: each once').to.equal(exported.length);
