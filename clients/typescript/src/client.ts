@@ -1,9 +1,9 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import { errorOf, retryAfterSeconds, type ErrorCode } from './errors.js';
 import type { paths } from './generated/schema.js';
-import { syncHistory, type SyncOptions, type SyncPage } from './sync.js';
+import { syncHistory, type Credits, type SyncOptions, type SyncPage } from './sync.js';
 
-export type Credits = number | 'unlimited';
+export type { Credits };
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 4). */

@@ -1,5 +1,14 @@
-import type { Credits, ScoresClient } from './client.js';
-import type { components } from './generated/schema.js';
+import type { Client } from 'openapi-fetch';
+import type { components, paths } from './generated/schema.js';
+
+/** `X-Credits-Remaining`: a number, or `unlimited` on an unmetered plan. */
+export type Credits = number | 'unlimited';
+
+/** What a sync needs of a ScoresClient (its typed GET and the latest credits). */
+export interface HistoryClient {
+  GET: Client<paths>['GET'];
+  credits: Credits | null;
+}
 
 export type HistoryPage = components['schemas']['MultiTickerHistoryResponse'];
 export type HistoryRow = components['schemas']['MultiTickerHistoryRow'];
@@ -48,7 +57,7 @@ const BEFORE_ANY_DATA = '1970-01-01';
  * the rows that entered it, in pages of at most 200,000 rows (`has_more`), where a plain first
  * call over more than 200,000 rows would be refused with 422 `limit_exceeded`.
  */
-export async function* syncHistory(client: ScoresClient, options: SyncOptions): AsyncGenerator<SyncPage, void, undefined> {
+export async function* syncHistory(client: HistoryClient, options: SyncOptions): AsyncGenerator<SyncPage, void, undefined> {
   const query = {
     ...(options.tickers ? { tickers: options.tickers } : {}),
     ...(options.asKnownAt ? { as_known_at: options.asKnownAt } : {}),
