@@ -30,6 +30,7 @@ import { getUsageTool } from './tools/get-usage.tool.js';
 import { getUsageLedgerTool } from './tools/get-usage-ledger.tool.js';
 import { listBulkExportsTool } from './tools/list-bulk-exports.tool.js';
 import { listWebhooksTool } from './tools/list-webhooks.tool.js';
+import { SERVICE_VERSION } from '../version.js';
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -98,7 +99,7 @@ function listed(entries: ReadonlyMap<string, ToolEntry>): ListToolsResult {
  */
 export function createMcpServer(entries: ReadonlyMap<string, ToolEntry>, call: (params: CallToolRequest['params'], extra: Extra) => Promise<CallToolResult>): Server {
   const server = new Server(
-    { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: '0.1.0' },
+    { name: 'scores-service', title: 'Main-Street / Wall-Street scores', version: SERVICE_VERSION },
     {
       capabilities: { tools: {} },
       instructions:

@@ -3,13 +3,14 @@ import type { Services } from '../../container.js';
 import { registerDocsPages } from './docs.page.js';
 import { registerHomePage } from './home.page.js';
 import { registerLicencePage } from './license.page.js';
+import { registerLlmsTxt } from './llms-txt.page.js';
 import { registerRetiredRoutes } from './retired.routes.js';
 import { registerStockPage } from './stock.page.js';
 
 /**
  * The public, key-less pages: the home page (what the data is, an example, the prices), each
  * stock's citation page, the licence terms, the docs (Redoc on /openapi.json, and the error
- * reference problem `type`s link to), and the redirect of the retired charts path. Registered
+ * reference problem `type`s link to), /llms.txt (the map for agents), and the redirect of the retired charts path. Registered
  * before the tsoa routes.
  */
 export function registerPages(app: Express, services: Services): void {
@@ -17,5 +18,6 @@ export function registerPages(app: Express, services: Services): void {
   registerStockPage(app, services);
   registerLicencePage(app, services);
   registerDocsPages(app, services);
+  registerLlmsTxt(app, services);
   registerRetiredRoutes(app, services);
 }

@@ -1,0 +1,69 @@
+"""Python client for the Scores API: httpx sync and async clients, pydantic v2 models generated
+from the OpenAPI document (``models``), retries honouring ``Retry-After``, a typed error per problem
+``code``, incremental sync over ``next_since``, webhook verification and pandas frames."""
+
+from ._core import Credits, RetryEvent, RetryPolicy, SyncPage
+from .async_client import AsyncScoresClient
+from .client import ScoresClient
+from .errors import (
+    ERROR_CLASSES,
+    BadRequestError,
+    ConflictError,
+    CoverageError,
+    CreditsExhaustedError,
+    CursorInvalidError,
+    HeadersTooLargeError,
+    InternalError,
+    KeyForbiddenError,
+    LimitExceededError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RangeNotSatisfiableError,
+    RateLimitedError,
+    ScoresApiError,
+    ScoresHttpError,
+    TierError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
+from .frames import DivergenceEvents, MultiTickerHistory, Screener, ScoreHistory, history_frame
+from .webhooks import WebhookVerificationError, verify_webhook
+
+__version__ = "1.0.0"
+
+__all__ = [
+    "ERROR_CLASSES",
+    "AsyncScoresClient",
+    "BadRequestError",
+    "ConflictError",
+    "CoverageError",
+    "Credits",
+    "CreditsExhaustedError",
+    "CursorInvalidError",
+    "DivergenceEvents",
+    "HeadersTooLargeError",
+    "InternalError",
+    "KeyForbiddenError",
+    "LimitExceededError",
+    "MethodNotAllowedError",
+    "MultiTickerHistory",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "RangeNotSatisfiableError",
+    "RateLimitedError",
+    "RetryEvent",
+    "RetryPolicy",
+    "ScoreHistory",
+    "ScoresApiError",
+    "ScoresClient",
+    "ScoresHttpError",
+    "Screener",
+    "SyncPage",
+    "TierError",
+    "UnauthorizedError",
+    "UnsupportedMediaTypeError",
+    "WebhookVerificationError",
+    "history_frame",
+    "verify_webhook",
+]

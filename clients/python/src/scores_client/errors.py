@@ -1,0 +1,125 @@
+"""The typed errors: one class per problem ``code`` of the API (``ErrorCode`` in the document)."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from typing import Any
+
+import httpx
+
+from .models import ErrorCode, ProblemDetails
+
+
+class ScoresApiError(Exception):
+    """A problem+json answer. Catch the subclass of its ``code`` to handle one case."""
+
+    def __init__(self, problem: ProblemDetails, response: httpx.Response) -> None:
+        super().__init__(f"{problem.status} {problem.code.root}: {problem.detail}")
+        self.problem = problem
+        self.status: int = problem.status
+        self.code: str = problem.code.root
+        self.title: str = problem.title
+        self.detail: str = problem.detail
+        self.request_id: str | None = response.headers.get("x-request-id")
+        self.retry_after: float | None = retry_after_seconds(response.headers.get("retry-after"))
+
+    @property
+    def extensions(self) -> dict[str, Any]:
+        """The problem's extension members (``unknown_tickers``, ``required_tier``, ...)."""
+        return dict(self.problem.model_extra or {})
+
+
+class BadRequestError(ScoresApiError): ...
+class CursorInvalidError(ScoresApiError): ...
+class UnauthorizedError(ScoresApiError): ...
+class KeyForbiddenError(ScoresApiError): ...
+class CoverageError(ScoresApiError): ...
+class TierError(ScoresApiError): ...
+class NotFoundError(ScoresApiError): ...
+class MethodNotAllowedError(ScoresApiError): ...
+class PayloadTooLargeError(ScoresApiError): ...
+class UnsupportedMediaTypeError(ScoresApiError): ...
+class RangeNotSatisfiableError(ScoresApiError): ...
+class HeadersTooLargeError(ScoresApiError): ...
+class LimitExceededError(ScoresApiError): ...
+
+
+class CreditsExhaustedError(ScoresApiError):
+    """429: the account's credits are spent. Never retried: waiting brings no credits."""
+
+
+class RateLimitedError(ScoresApiError):
+    """429: too many requests per second. The client retries it after ``Retry-After``."""
+
+
+class ConflictError(ScoresApiError): ...
+class InternalError(ScoresApiError): ...
+
+
+ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
+    "bad_request": BadRequestError,
+    "cursor_invalid": CursorInvalidError,
+    "unauthorized": UnauthorizedError,
+    "key_forbidden": KeyForbiddenError,
+    "coverage": CoverageError,
+    "tier": TierError,
+    "not_found": NotFoundError,
+    "method_not_allowed": MethodNotAllowedError,
+    "payload_too_large": PayloadTooLargeError,
+    "unsupported_media_type": UnsupportedMediaTypeError,
+    "range_not_satisfiable": RangeNotSatisfiableError,
+    "headers_too_large": HeadersTooLargeError,
+    "limit_exceeded": LimitExceededError,
+    "credits_exhausted": CreditsExhaustedError,
+    "rate_limited": RateLimitedError,
+    "conflict": ConflictError,
+    "internal": InternalError,
+}
+
+
+class ScoresHttpError(Exception):
+    """A failure that is not problem+json (a proxy's HTML 502, say)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:200]}")
+        self.status = status
+        self.body = body
+
+
+def problem_code(response: httpx.Response) -> str | None:
+    """The ``code`` of a problem+json body, or None."""
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return None
+    code = body.get("code") if isinstance(body, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def error_of(response: httpx.Response) -> ScoresApiError | ScoresHttpError:
+    """The typed error of a failed response (its body read)."""
+    try:
+        problem = ProblemDetails.model_validate_json(response.content)
+    except ValueError:
+        return ScoresHttpError(response.status_code, response.text)
+    return ERROR_CLASSES.get(problem.code.root, ScoresApiError)(problem, response)
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` as seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        at = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, at.timestamp() - time.time())
+
+
+# ErrorCode is the document's enum: a code added there and missing here is caught by the tests.
+_ = ErrorCode

@@ -1,0 +1,72 @@
+"""Webhook signature verification (docs/webhooks.md): ``X-Service-Signature`` and Standard Webhooks."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+import time
+from collections.abc import Mapping
+
+from .models import WebhookEnvelope
+
+
+class WebhookVerificationError(Exception):
+    pass
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+def verify_webhook(
+    secret: str,
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    tolerance_seconds: float = 300,
+    now: float | None = None,
+) -> WebhookEnvelope:
+    """Checks a delivery's signatures against the raw body and returns the parsed envelope.
+
+    Every signature present must hold, and at least one must be present:
+    ``X-Service-Signature`` (lowercase hex HMAC-SHA256 of the body, keyed with the secret's UTF-8
+    text) and the Standard Webhooks ``webhook-signature`` (``v1,<base64>``, space-separated, over
+    ``{webhook-id}.{webhook-timestamp}.{body}``, keyed with the bytes after ``whsec_``) with a
+    ``webhook-timestamp`` within ``tolerance_seconds`` of ``now``. Keep the ``webhook-id``s you
+    processed to drop a replay. Raises ``WebhookVerificationError`` otherwise.
+    """
+    raw = body.encode() if isinstance(body, str) else body
+    service = _header(headers, "x-service-signature")
+    signatures = _header(headers, "webhook-signature")
+    if service is None and signatures is None:
+        raise WebhookVerificationError("no signature header (X-Service-Signature or webhook-signature)")
+    if service is not None:
+        expected = hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+        if not re.fullmatch(r"[0-9a-f]{64}", service) or not hmac.compare_digest(service, expected):
+            raise WebhookVerificationError("X-Service-Signature does not match the body")
+    if signatures is not None:
+        msg_id = _header(headers, "webhook-id")
+        timestamp = _header(headers, "webhook-timestamp")
+        if msg_id is None or timestamp is None or not timestamp.isdigit():
+            raise WebhookVerificationError("webhook-id or webhook-timestamp missing or malformed")
+        skew = abs((time.time() if now is None else now) - int(timestamp))
+        if skew > tolerance_seconds:
+            raise WebhookVerificationError(f"webhook-timestamp is {round(skew)} s from now")
+        try:
+            key = base64.b64decode(secret.removeprefix("whsec_"))
+        except binascii.Error as e:
+            raise WebhookVerificationError("the secret is not a whsec_ secret") from e
+        digest = hmac.new(key, f"{msg_id}.{timestamp}.".encode() + raw, hashlib.sha256).digest()
+        expected_b64 = base64.b64encode(digest).decode()
+        if not any(s.startswith("v1,") and hmac.compare_digest(s[3:], expected_b64) for s in signatures.split(" ")):
+            raise WebhookVerificationError("webhook-signature does not match the body")
+    try:
+        return WebhookEnvelope.model_validate_json(raw)
+    except ValueError as e:
+        raise WebhookVerificationError("the signed body is not a webhook envelope") from e

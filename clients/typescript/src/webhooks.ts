@@ -1,0 +1,71 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { components } from './generated/schema.js';
+
+export type WebhookEnvelope = components['schemas']['WebhookEnvelope'];
+
+export interface VerifyWebhookOptions {
+  /** The webhook's secret as shown at registration (`whsec_…`). */
+  secret: string;
+  /** The raw request body, before any JSON parsing. */
+  body: string | Uint8Array;
+  /** The request's headers (a Headers, or node's IncomingHttpHeaders). */
+  headers: Headers | Record<string, string | string[] | undefined>;
+  /** Largest accepted distance of `webhook-timestamp` from now, in seconds (default 300). */
+  toleranceSeconds?: number;
+  /** Now, in milliseconds (default Date.now()). */
+  now?: number;
+}
+
+export class WebhookVerificationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookVerificationError';
+  }
+}
+
+const header = (headers: VerifyWebhookOptions['headers'], name: string): string | null => {
+  if (headers instanceof Headers) return headers.get(name);
+  const v = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
+};
+const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+
+/**
+ * Checks a webhook delivery's signatures against the raw body (docs/webhooks.md) and returns the
+ * parsed envelope. Every signature present must hold, and at least one must be present:
+ * - `X-Service-Signature`: lowercase hex HMAC-SHA256 of the body, keyed with the secret's UTF-8 text;
+ * - Standard Webhooks: `webhook-signature` (`v1,<base64>`, space-separated) over
+ *   `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the bytes after `whsec_`, and a
+ *   `webhook-timestamp` within `toleranceSeconds` of now (keep the `webhook-id`s you processed to
+ *   drop a replay).
+ * Throws `WebhookVerificationError` otherwise.
+ */
+export function verifyWebhook(options: VerifyWebhookOptions): WebhookEnvelope {
+  const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body);
+  const service = header(options.headers, 'x-service-signature');
+  const id = header(options.headers, 'webhook-id');
+  const timestamp = header(options.headers, 'webhook-timestamp');
+  const signatures = header(options.headers, 'webhook-signature');
+  if (service === null && signatures === null) throw new WebhookVerificationError('no signature header (X-Service-Signature or webhook-signature)');
+  if (service !== null) {
+    const expected = createHmac('sha256', Buffer.from(options.secret, 'utf8')).update(body).digest();
+    if (!/^[0-9a-f]{64}$/.test(service) || !same(Buffer.from(service, 'hex'), expected)) throw new WebhookVerificationError('X-Service-Signature does not match the body');
+  }
+  if (signatures !== null) {
+    if (id === null || timestamp === null || !/^\d+$/.test(timestamp)) throw new WebhookVerificationError('webhook-id or webhook-timestamp missing or malformed');
+    const skew = Math.abs((options.now ?? Date.now()) / 1000 - Number(timestamp));
+    if (skew > (options.toleranceSeconds ?? 300)) throw new WebhookVerificationError(`webhook-timestamp is ${Math.round(skew)} s from now`);
+    const key = Buffer.from(options.secret.replace(/^whsec_/, ''), 'base64');
+    const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
+    const matches = signatures
+      .split(' ')
+      .filter((s) => s.startsWith('v1,'))
+      .some((s) => same(Buffer.from(s.slice(3), 'base64'), expected));
+    if (!matches) throw new WebhookVerificationError('webhook-signature does not match the body');
+  }
+  try {
+    return JSON.parse(body.toString('utf8')) as WebhookEnvelope;
+  } catch {
+    throw new WebhookVerificationError('the signed body is not JSON');
+  }
+}
