@@ -5,7 +5,7 @@
 //   npm run engines [-- start] [kafka|postgresql|ferretdb…]  install if needed, start what is not running,
 //                                                            print the environment (stdout) that points the service at them
 //   npm run engines -- stop [names…]                          stop them (data is kept for the next start)
-//   npm run engines -- status                                 what runs, on which port
+//   npm run engines -- status                                 what runs, on which port (exit 0: all of them)
 //   npm run engines -- run -- CMD ARGS…                       start them, then run CMD with that environment
 //
 // `eval "$(npm run --silent engines)"` exports the environment into a shell; it is also written
@@ -52,12 +52,16 @@ async function stop(engines) {
   }
 }
 
+/** Exits 0 when every engine runs, 3 otherwise. */
 async function status() {
+  let all = true;
   for (const engine of ENGINES) {
-    const state = (await engine.running()) ? 'running' : 'stopped';
-    process.stdout.write(`${engine.label.padEnd(34)} ${state.padEnd(8)} 127.0.0.1:${PORTS[engine.name]}\n`);
+    const running = await engine.running();
+    all &&= running;
+    process.stdout.write(`${engine.label.padEnd(34)} ${(running ? 'running' : 'stopped').padEnd(8)} 127.0.0.1:${PORTS[engine.name]}\n`);
   }
   process.stdout.write(`(installed under ${HOME})\n`);
+  return all ? 0 : 3;
 }
 
 function printExports(env) {
@@ -76,8 +80,7 @@ async function main(argv) {
       await stop(select(words));
       return 0;
     case 'status':
-      await status();
-      return 0;
+      return status();
     case 'env':
       printExports(environment(select(words)));
       return 0;
