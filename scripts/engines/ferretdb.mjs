@@ -21,7 +21,7 @@ export const ferretdb = {
 
   missing() {
     if (existsSync(installed())) return [];
-    if (!has('go')) return ['go 1.21+ to build FerretDB from the Go module proxy (https://go.dev/dl, or Debian backports: golang-1.24)'];
+    if (!has('go')) return ['go 1.21+ to build FerretDB from the Go module proxy (https://go.dev/dl; the golang of Debian 12 is 1.19, too old)'];
     const v = /go(\d+)\.(\d+)/.exec(spawnSync('go', ['version'], { encoding: 'utf8' }).stdout ?? '');
     if (!v || Number(v[1]) < 1 || (Number(v[1]) === 1 && Number(v[2]) < 21)) {
       return [`go 1.21+ to build FerretDB (found ${v ? v[0] : 'an unknown version'}; 1.21+ fetches the 1.24 toolchain FerretDB asks for)`];
