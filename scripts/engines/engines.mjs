@@ -21,12 +21,13 @@ import { ferretdb } from './ferretdb.mjs';
 /** In start-up order: FerretDB stores its data in PostgreSQL. */
 const ENGINES = [postgresql, ferretdb, kafka];
 
-function select(names) {
+/** The engines named (all when none is), with those they need when `withNeeds` (to start them). */
+function select(names, withNeeds = true) {
   for (const n of names) {
     if (!ENGINES.some((e) => e.name === n)) throw new EngineError(`unknown engine ${n} (known: ${ENGINES.map((e) => e.name).join(', ')})`);
   }
   if (names.length === 0) return ENGINES;
-  const wanted = new Set(names.flatMap((n) => [n, ...(ENGINES.find((e) => e.name === n).needs ?? [])]));
+  const wanted = new Set(names.flatMap((n) => [n, ...(withNeeds ? (ENGINES.find((e) => e.name === n).needs ?? []) : [])]));
   return ENGINES.filter((e) => wanted.has(e.name));
 }
 
@@ -77,7 +78,7 @@ async function main(argv) {
       printExports(await start(select(words)));
       return 0;
     case 'stop':
-      await stop(select(words));
+      await stop(select(words, false));
       return 0;
     case 'status':
       return status();
