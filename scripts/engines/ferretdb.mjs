@@ -1,6 +1,6 @@
 // FerretDB v1 (the MongoDB wire protocol over PostgreSQL), built from the Go module proxy's source.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EngineError, HOST, PORTS, alive, assertPortFree, daemon, dir, has, log, portOpen, readPid, run, seconds, stopPid, waitHealthy } from './lib.mjs';
 import { DATABASES, url } from './postgresql.mjs';
@@ -76,9 +76,10 @@ function install() {
   const src = join(home(), `src-${VERSION}`);
   rmSync(src, { recursive: true, force: true });
   cpSync(Dir, src, { recursive: true });
-  chmodSync(join(src, 'build', 'version'), 0o755); // the module cache is read-only
+  run('chmod', ['-R', 'u+w', src]); // copied read-only from the module cache
   writeFileSync(join(src, 'build', 'version', 'version.txt'), `${VERSION}\n`);
   run('go', ['install', '-trimpath', '-buildvcs=false', './cmd/ferretdb'], { cwd: src, env: { ...process.env, GOBIN: join(home(), 'bin'), GOFLAGS: '-mod=readonly' } });
+  rmSync(src, { recursive: true, force: true }); // the binary is all that is needed
   writeFileSync(installed(), `${new Date().toISOString()}\n`);
   log(`ferretdb: built in ${seconds(started)}`);
 }
