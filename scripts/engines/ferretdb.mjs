@@ -34,8 +34,8 @@ export const ferretdb = {
   },
 
   async start() {
-    install();
     await assertPortFree(PORTS.ferretdb, 'FerretDB', 'ENGINES_FERRETDB_PORT');
+    install();
     const f = files();
     const started = Date.now();
     const args = [

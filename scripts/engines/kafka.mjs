@@ -38,9 +38,9 @@ export const kafka = {
 
   async start() {
     const f = files();
-    install();
     await assertPortFree(PORTS.kafka, 'Kafka broker', 'ENGINES_KAFKA_PORT');
     await assertPortFree(PORTS.kafkaController, 'Kafka controller', 'ENGINES_KAFKA_PORT');
+    install();
     writeFileSync(f.config, serverProperties(f.data));
     if (!existsSync(join(f.data, 'meta.properties'))) {
       const started = Date.now();
