@@ -232,7 +232,9 @@ async function waitForLeaders(admin: Admin, topic: string, timeoutMs = 30_000): 
       const partitions = topics[0]?.partitions ?? [];
       if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
     } catch (err) {
-      const type = (err as { type?: string }).type;
+      // kafkajs retries LEADER_NOT_AVAILABLE itself and may then wrap it, the type in its cause.
+      const e = err as { type?: string; cause?: { type?: string } };
+      const type = e.type ?? e.cause?.type;
       if (type !== 'UNKNOWN_TOPIC_OR_PARTITION' && type !== 'LEADER_NOT_AVAILABLE') throw err;
     }
     if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after ${timeoutMs} ms`);
