@@ -145,20 +145,19 @@ export class KafkaEventBus implements EventBus {
   private ensureTopic(topic: string): Promise<void> {
     let ready = this.topics.get(topic);
     if (!ready) {
-      ready = this.getAdmin()
-        .then((admin) =>
-          admin.createTopics({
-            waitForLeaders: true,
-            topics: [
-              {
-                topic,
-                numPartitions: this.options.partitions ?? 3,
-                replicationFactor: this.options.replicationFactor ?? -1,
-              },
-            ],
-          }),
-        )
-        .then(() => undefined); // false = it existed already: fine
+      ready = this.getAdmin().then(async (admin) => {
+        // Resolves false when it existed already: fine.
+        await admin.createTopics({
+          topics: [
+            {
+              topic,
+              numPartitions: this.options.partitions ?? 3,
+              replicationFactor: this.options.replicationFactor ?? -1,
+            },
+          ],
+        });
+        await waitForLeaders(admin, topic);
+      });
       ready.catch(() => this.topics.delete(topic));
       this.topics.set(topic, ready);
     }
@@ -217,6 +216,29 @@ export class KafkaEventBus implements EventBus {
     } catch {
       // A failing error reporter must not stop the consumer.
     }
+  }
+}
+
+/**
+ * Waits until every partition of a topic has a leader. kafkajs's own `waitForLeaders` retries
+ * only LEADER_NOT_AVAILABLE, but a KRaft broker may answer UNKNOWN_TOPIC_OR_PARTITION for a topic
+ * its controller has just created (seen on Kafka 4.3 under load): both mean "not yet".
+ */
+async function waitForLeaders(admin: Admin, topic: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      const partitions = topics[0]?.partitions ?? [];
+      if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return;
+    } catch (err) {
+      // kafkajs retries LEADER_NOT_AVAILABLE itself and may then wrap it, the type in its cause.
+      const e = err as { type?: string; cause?: { type?: string } };
+      const type = e.type ?? e.cause?.type;
+      if (type !== 'UNKNOWN_TOPIC_OR_PARTITION' && type !== 'LEADER_NOT_AVAILABLE') throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`topic ${topic} has no leader after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

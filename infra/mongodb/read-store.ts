@@ -86,11 +86,16 @@ export class MongoReadStore implements ReadStore {
   private async ensureCollection(def: AnyDef): Promise<void> {
     await this.ensureCollectionNamed(collectionName(def.name));
     if (def.indexes.length === 0) return;
+    // Only the missing ones: FerretDB 1.24 drops the connection when one createIndexes names two
+    // indexes that exist already (a second `register`), and MongoDB is spared a no-op.
+    const existing = new Set(((await this.coll(def.name).listIndexes().toArray()) as { name?: unknown }[]).map((ix) => String(ix.name)));
+    const missing = def.indexes.filter((fields) => !existing.has(indexName(fields)));
+    if (missing.length === 0) return;
     // `_id` last: it is the tiebreak of every sort, so a declared index also serves the keyset.
     await this.coll(def.name).createIndexes(
-      def.indexes.map((fields) => ({
+      missing.map((fields) => ({
         key: { ...Object.fromEntries(fields.map((f) => [f, 1])), _id: 1 },
-        name: `ix_${fields.join('__')}`,
+        name: indexName(fields),
       })),
     );
   }
@@ -289,6 +294,10 @@ export class MongoReadStore implements ReadStore {
 
 function collectionName(name: string): string {
   return `rm_${name}`;
+}
+
+function indexName(fields: readonly string[]): string {
+  return `ix_${fields.join('__')}`;
 }
 
 function toBulkOp(w: Write): AnyBulkWriteOperation<StoredDoc> {

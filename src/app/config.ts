@@ -38,6 +38,7 @@ const envSchema = z.object({
   SCORES_DEMO_SEED: z.preprocess(unsetIfBlank, z.coerce.number().int().default(20190102)),
   LOG_LEVEL: z.preprocess(unsetIfBlank, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
   ESDB_URL: optionalString,
+  POSTGRES_URL: optionalString,
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
@@ -103,6 +104,8 @@ export interface Config {
   demoSeed: number;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   esdbUrl: string | null;
+  /** Event log on PostgreSQL (`postgres://user@host:port/db`); `npm run engines` prints one. */
+  postgresUrl: string | null;
   mongodbUri: string | null;
   mongodbDb: string;
   kafkaBrokers: string[] | null;
@@ -144,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demoSeed: e.SCORES_DEMO_SEED,
     logLevel: e.LOG_LEVEL,
     esdbUrl: e.ESDB_URL ?? null,
+    postgresUrl: e.POSTGRES_URL ?? null,
     mongodbUri: e.MONGODB_URI ?? null,
     mongodbDb: e.MONGODB_DB,
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,

@@ -167,7 +167,7 @@ describe('SQLite adapter, sharing the file with the log writer', () => {
 describe('MongoDB adapter', function () {
   const uri = process.env['MONGODB_URI'];
   if (!uri) {
-    it('runs when MONGODB_URI is set');
+    it('runs when MONGODB_URI is set (npm run engines starts FerretDB)');
     return;
   }
   readStoreContract('MongoDB', async () => {

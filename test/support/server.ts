@@ -37,10 +37,18 @@ export function tempDir(prefix = 'scores-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/**
+ * The variables that move a port to a real engine. `.ci/run` exports them (from `npm run engines`)
+ * for the adapters' contract suites; a service under test stays on the embedded store unless the
+ * test names them in `extra`.
+ */
+const ENGINE_VARIABLES = ['ESDB_URL', 'MONGODB_URI', 'MONGODB_DB', 'KAFKA_BROKERS', 'POSTGRES_URL'];
+
 /** Environment for a service process on a temp data dir with a pinned clock. */
 export function testEnv(dir: string, now: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !ENGINE_VARIABLES.includes(name)));
   // The nightly export would run at each start (no bundle yet): only the export tests want it.
-  return { ...process.env, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', SCORES_EXPORTS_SCHEDULE: 'off', ...extra };
+  return { ...inherited, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', SCORES_EXPORTS_SCHEDULE: 'off', ...extra };
 }
 
 /** A real HTTP server on a random port over a real SQLite file, seeded with the demo up to `now`. */

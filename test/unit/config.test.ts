@@ -12,6 +12,11 @@ describe('Configuration', () => {
     expect(loadConfig({ PORT: '0' }).port).to.equal(0);
   });
 
+  it('reads POSTGRES_URL, the PostgreSQL event log that `npm run engines` prints', () => {
+    expect(loadConfig({ POSTGRES_URL: 'postgres://scores@127.0.0.1:35432/scores' }).postgresUrl).to.equal('postgres://scores@127.0.0.1:35432/scores');
+    expect(loadConfig({ POSTGRES_URL: ' ' }).postgresUrl).to.equal(null);
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [

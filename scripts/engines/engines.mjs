@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+// `npm run engines`: Apache Kafka, PostgreSQL and FerretDB on loopback, installed on first use into
+// .engines/ (git-ignored). docs/operations.md#engines has the versions, ports and what was verified.
+//
+//   npm run engines [-- start] [kafka|postgresql|ferretdb…]  install if needed, start what is not running,
+//                                                            print the environment (stdout) that points the service at them
+//   npm run engines -- stop [names…]                          stop them (data is kept for the next start)
+//   npm run engines -- status                                 what runs, on which port (exit 0: all of them)
+//   npm run engines -- run -- CMD ARGS…                       start them, then run CMD with that environment
+//
+// `eval "$(npm run --silent engines)"` exports the environment into a shell; it is also written
+// to .engines/env (KEY=value lines, for `node --env-file`). Progress and errors go to stderr.
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EngineError, HOME, PORTS, dir, log } from './lib.mjs';
+import { kafka } from './kafka.mjs';
+import { postgresql } from './postgresql.mjs';
+import { ferretdb } from './ferretdb.mjs';
+
+/** In start-up order: FerretDB stores its data in PostgreSQL. */
+const ENGINES = [postgresql, ferretdb, kafka];
+
+/** The engines named (all when none is), with those they need when `withNeeds` (to start them). */
+function select(names, withNeeds = true) {
+  for (const n of names) {
+    if (!ENGINES.some((e) => e.name === n)) throw new EngineError(`unknown engine ${n} (known: ${ENGINES.map((e) => e.name).join(', ')})`);
+  }
+  if (names.length === 0) return ENGINES;
+  const wanted = new Set(names.flatMap((n) => [n, ...(withNeeds ? (ENGINES.find((e) => e.name === n).needs ?? []) : [])]));
+  return ENGINES.filter((e) => wanted.has(e.name));
+}
+
+async function start(engines) {
+  const missing = engines.flatMap((e) => e.missing().map((m) => `  - ${m}`));
+  if (missing.length > 0) throw new EngineError(`cannot start the engines; missing:\n${missing.join('\n')}`);
+  for (const engine of engines) {
+    if (await engine.running()) log(`${engine.name}: already running, reused`);
+    else await engine.start();
+  }
+  return environment(engines);
+}
+
+function environment(engines) {
+  const env = Object.assign({}, ...engines.map((e) => e.env()));
+  writeFileSync(join(dir(), 'env'), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(''));
+  return env;
+}
+
+async function stop(engines) {
+  for (const engine of [...engines].reverse()) {
+    log(`${engine.name}: ${(await engine.stop()) ? 'stopped' : 'was not running'}`);
+  }
+}
+
+/** Exits 0 when every engine runs, 3 otherwise. */
+async function status() {
+  let all = true;
+  for (const engine of ENGINES) {
+    const running = await engine.running();
+    all &&= running;
+    process.stdout.write(`${engine.label.padEnd(34)} ${(running ? 'running' : 'stopped').padEnd(8)} 127.0.0.1:${PORTS[engine.name]}\n`);
+  }
+  process.stdout.write(`(installed under ${HOME})\n`);
+  return all ? 0 : 3;
+}
+
+function printExports(env) {
+  for (const [k, v] of Object.entries(env)) process.stdout.write(`export ${k}='${v}'\n`);
+}
+
+async function main(argv) {
+  const dashes = argv.indexOf('--');
+  const words = dashes === -1 ? argv : argv.slice(0, dashes);
+  const command = ['start', 'stop', 'status', 'env', 'run'].includes(words[0]) ? words.shift() : 'start';
+  switch (command) {
+    case 'start':
+      printExports(await start(select(words)));
+      return 0;
+    case 'stop':
+      await stop(select(words, false));
+      return 0;
+    case 'status':
+      return status();
+    case 'env':
+      printExports(environment(select(words)));
+      return 0;
+    case 'run': {
+      const [cmd, ...args] = dashes === -1 ? [] : argv.slice(dashes + 1);
+      if (!cmd) throw new EngineError('usage: engines.mjs run [names…] -- COMMAND ARGS…');
+      const env = await start(select(words));
+      const child = spawnSync(cmd, args, { stdio: 'inherit', env: { ...process.env, ...env }, shell: false });
+      if (child.error) throw child.error;
+      return child.status ?? 1;
+    }
+  }
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    log(err instanceof EngineError ? err.message : (err.stack ?? String(err)));
+    process.exitCode = 1;
+  },
+);
