@@ -46,7 +46,7 @@ const COLUMNS = `position, tx::text AS tx, id, stream_id, revision, type, data, 
  * Only transactions older than every transaction still running are certain never to be followed
  * by an earlier one: reads of a fenced log stop below the oldest running transaction id.
  */
-const FENCE = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
+const FENCE = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
 
 export function statements(schema: string) {
   return {
@@ -67,10 +67,11 @@ export function statements(schema: string) {
       RETURNING position, tx::text AS tx`,
     readStream: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
     readAllSerialised: `SELECT ${COLUMNS} FROM ${schema}.events WHERE position > $1 ORDER BY position LIMIT $2`,
-    readAllFenced: `SELECT ${COLUMNS} FROM ${schema}.events
-      WHERE (tx, position) > ($1::xid8, $2::bigint) AND ${FENCE} ORDER BY tx, position LIMIT $3`,
+    // `e.tx`, not `tx`: in ORDER BY a bare name is the output column, the transaction id as text.
+    readAllFenced: `SELECT ${COLUMNS} FROM ${schema}.events e
+      WHERE (e.tx, e.position) > ($1::xid8, $2::bigint) AND ${FENCE} ORDER BY e.tx, e.position LIMIT $3`,
     headSerialised: `SELECT head FROM ${schema}.log`,
-    headFenced: `SELECT tx::text AS tx, position FROM ${schema}.events WHERE ${FENCE} ORDER BY tx DESC, position DESC LIMIT 1`,
+    headFenced: `SELECT e.tx::text AS tx, e.position FROM ${schema}.events e WHERE ${FENCE} ORDER BY e.tx DESC, e.position DESC LIMIT 1`,
   };
 }
 

@@ -93,6 +93,28 @@ describe('PostgreSQL event log', function () {
     });
   }
 
+  describe('When transaction ids gain a digit (fenced positions)', function () {
+    it('orders events by transaction id as a number, not as text', async function () {
+      const store = open({ positions: 'fenced' });
+      await store.append('before', [{ type: 'Earlier', data: {} }]);
+      const [row] = await admin.query<{ tx: string }>(`SELECT tx::text AS tx FROM ${schema}.events`);
+      const boundary = 10 ** row!.tx.length;
+      const [now] = await admin.query<{ tx: string }>('SELECT pg_current_xact_id()::text AS tx');
+      const burn = boundary - Number(now!.tx);
+      if (burn > 3_000_000) this.skip(); // a long-lived cluster: too many ids to use up here
+      // Use up transaction ids until the next one has one more digit than the first event's.
+      await admin.query('SET synchronous_commit = off');
+      await admin.query(`DO $$ BEGIN FOR i IN 1..${burn} LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP; END $$`);
+      await store.append('after', [{ type: 'Later', data: {} }]);
+
+      const log = await store.readAll();
+
+      expect(log.map((e) => e.type)).to.deep.equal(['Earlier', 'Later']);
+      expect(await store.headPosition()).to.equal(log[1]!.position);
+      expect(await store.readAll({ after: log[0]!.position })).to.have.length(1);
+    });
+  });
+
   describe('When writers share one group commit', function () {
     it('keeps each multi-stream append whole: a conflict on one stream writes none of its streams, the others commit', async function () {
       const store = open();
