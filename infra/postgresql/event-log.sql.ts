@@ -1,9 +1,7 @@
 /**
  * The event log's tables and statements, for one schema.
  *
- * `events` holds every event. `log` is one row: how this log numbers its events (`positions`) and,
- * for serialised logs, the last position given out (`head`), whose row lock every append holds
- * until it commits.
+ * `events` holds every event. `log` is one row: how this log orders its events (`positions`).
  */
 
 /** How a log orders its events; fixed when the log is created (docs/architecture.md compares the two). */
@@ -26,8 +24,7 @@ export function eventLogDdl(schema: string): string {
     );
     CREATE TABLE IF NOT EXISTS ${schema}.log (
       singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-      positions text    NOT NULL CHECK (positions IN ('serialised', 'fenced')),
-      head      bigint  NOT NULL DEFAULT 0
+      positions text    NOT NULL CHECK (positions IN ('serialised', 'fenced'))
     );`;
 }
 
@@ -50,9 +47,18 @@ const FENCE = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
 
 export function statements(schema: string) {
   return {
-    lockHead: `SELECT head FROM ${schema}.log FOR UPDATE`,
-    /** One index probe per stream: the revision of its last event (null for a new stream). */
-    streamHeads: `SELECT s.stream_id, (SELECT e.revision FROM ${schema}.events e WHERE e.stream_id = s.stream_id ORDER BY e.revision DESC LIMIT 1) AS revision
+    /**
+     * Serialised: every append holds this lock until it has committed, so positions become
+     * visible in the order they were given. Only then is the head read, by the next statement.
+     */
+    lockAppends: `SELECT pg_advisory_xact_lock(hashtext('scores.event-log.appends.${schema}'))`,
+    /**
+     * One index probe per stream: the revision of its last event (null for a new stream); and the
+     * log's last position, which a serialised append numbers on from.
+     */
+    streamHeads: `SELECT s.stream_id,
+        (SELECT e.revision FROM ${schema}.events e WHERE e.stream_id = s.stream_id ORDER BY e.revision DESC LIMIT 1) AS revision,
+        (SELECT max(position) FROM ${schema}.events) AS last_position
       FROM unnest($1::text[]) AS s(stream_id)`,
     /** Serialised: positions given by the writer, which holds the head's lock. */
     insertNumbered: `INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, recorded_at)
@@ -70,7 +76,7 @@ export function statements(schema: string) {
     // `e.tx`, not `tx`: in ORDER BY a bare name is the output column, the transaction id as text.
     readAllFenced: `SELECT ${COLUMNS} FROM ${schema}.events e
       WHERE (e.tx, e.position) > ($1::xid8, $2::bigint) AND ${FENCE} ORDER BY e.tx, e.position LIMIT $3`,
-    headSerialised: `SELECT head FROM ${schema}.log`,
+    headSerialised: `SELECT max(position) AS position FROM ${schema}.events`,
     headFenced: `SELECT e.tx::text AS tx, e.position FROM ${schema}.events e WHERE ${FENCE} ORDER BY e.tx DESC, e.position DESC LIMIT 1`,
   };
 }

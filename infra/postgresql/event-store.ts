@@ -211,34 +211,23 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * One transaction: lock the head (serialised), read each stream's last revision, decide every
-   * writer in order against them, insert the accepted events with one statement, notify, commit.
+   * One transaction: take the append lock (serialised), read each stream's last revision (and the
+   * log's last position), decide every writer in order against them, insert the accepted events
+   * with one statement, notify, commit.
    */
   private async commit(groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[]> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     try {
-      let head = 0n;
-      if (this.mode === 'serialised') {
-        const [, locked] = (await client.query(`BEGIN; ${this.sql.lockHead}`)) as unknown as pg.QueryResult<{ head: string }>[];
-        head = BigInt(locked!.rows[0]!.head);
-      } else {
-        await client.query('BEGIN');
-      }
+      await client.query(this.mode === 'serialised' ? `BEGIN; ${this.sql.lockAppends}` : 'BEGIN');
       const streamIds = [...new Set(groups.flatMap((g) => g.map((a) => a.streamId)))];
-      const heads = new Map<string, number | null>();
-      for (const r of (await client.query<{ stream_id: string; revision: number | null }>(this.sql.streamHeads, [streamIds])).rows) {
-        heads.set(r.stream_id, r.revision);
-      }
+      const found = (await client.query<{ stream_id: string; revision: number | null; last_position: string | null }>(this.sql.streamHeads, [streamIds])).rows;
+      const heads = new Map(found.map((r) => [r.stream_id, r.revision]));
+      const head = BigInt(found[0]?.last_position ?? 0);
       const plan = planInserts(groups, heads);
       let positions: { position: string; tx: string }[] = [];
       if (plan.rows.length > 0) positions = await this.insert(client, plan.rows, head, recordedAt);
-      const end =
-        plan.rows.length === 0
-          ? 'COMMIT'
-          : `${this.mode === 'serialised' ? `UPDATE ${this.schema}.log SET head = ${head + BigInt(plan.rows.length)};` : ''}
-             SELECT pg_notify('${this.channel}', ''); COMMIT`;
-      await client.query(end);
+      await client.query(plan.rows.length === 0 ? 'COMMIT' : `SELECT pg_notify('${this.channel}', ''); COMMIT`);
       return plan.outcomes.map((o) =>
         o.ok
           ? {
@@ -308,8 +297,8 @@ export class PostgresEventStore implements EventStore {
   async headPosition(): Promise<string | null> {
     await this.ready;
     if (this.mode === 'serialised') {
-      const head = (await this.pool.query<{ head: string }>(this.sql.headSerialised)).rows[0]?.head ?? '0';
-      return head === '0' ? null : encodePosition(this.mode, { position: head, tx: '' });
+      const head = (await this.pool.query<{ position: string | null }>(this.sql.headSerialised)).rows[0]?.position ?? null;
+      return head === null ? null : encodePosition(this.mode, { position: head, tx: '' });
     }
     const [row] = (await this.pool.query<{ tx: string; position: string }>(this.sql.headFenced)).rows;
     return row ? encodePosition(this.mode, row) : null;

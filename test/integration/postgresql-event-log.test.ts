@@ -75,8 +75,8 @@ describe('PostgreSQL event log', function () {
           expect(committed).to.have.length(1);
           expect(Number(committed[0]!.position)).to.equal(Number(inFlight!.last_value));
         } else {
-          // The later transaction waits for the head's lock: nothing commits out of order.
-          await waitFor(admin, `SELECT 1 FROM pg_locks WHERE locktype IN ('transactionid', 'tuple') AND NOT granted`);
+          // The later transaction waits for the append lock: nothing commits out of order.
+          await waitFor(admin, `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted HAVING count(*) = 2`);
         }
         expect(await reader.readAll({ after: head })).to.deep.equal([]);
 
@@ -101,7 +101,7 @@ describe('PostgreSQL event log', function () {
       const boundary = 10 ** row!.tx.length;
       const [now] = await admin.query<{ tx: string }>('SELECT pg_current_xact_id()::text AS tx');
       const burn = boundary - Number(now!.tx);
-      if (burn > 3_000_000) this.skip(); // a long-lived cluster: too many ids to use up here
+      if (burn > 1_000_000) this.skip(); // a long-lived cluster: too many ids to use up here (a fresh one, as in CI, has few)
       // Use up transaction ids until the next one has one more digit than the first event's.
       await admin.query('SET synchronous_commit = off');
       await admin.query(`DO $$ BEGIN FOR i IN 1..${burn} LOOP PERFORM pg_current_xact_id(); COMMIT; END LOOP; END $$`);
