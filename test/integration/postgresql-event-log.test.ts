@@ -93,6 +93,33 @@ describe('PostgreSQL event log', function () {
     });
   }
 
+  describe('When an unrelated transaction stays open on the same server', function () {
+    it('a serialised log shows new events at once; a fenced log only once that transaction ends', async function () {
+      const serialised = open({ positions: 'serialised' });
+      const fenced = new PostgresEventStore(url, systemClock, { schema: `${schema}_f`, positions: 'fenced' });
+      stores.push(fenced);
+      await Promise.all([serialised.headPosition(), fenced.headPosition()]);
+      // Another application's write transaction, left open (an idle-in-transaction session).
+      const other = await pgSession(url);
+      try {
+        await other.query('BEGIN');
+        await other.query('SELECT pg_current_xact_id()');
+        await serialised.append('s', [{ type: 'Appended', data: {} }]);
+        await fenced.append('s', [{ type: 'Appended', data: {} }]);
+
+        expect(await serialised.readAll()).to.have.length(1);
+        expect(await fenced.readAll()).to.deep.equal([]);
+        expect(await fenced.readStream('s')).to.have.length(1);
+
+        await other.query('COMMIT');
+        expect(await fenced.readAll()).to.have.length(1);
+      } finally {
+        await other.end();
+        await admin.query(`DROP SCHEMA IF EXISTS ${schema}_f CASCADE`);
+      }
+    });
+  });
+
   describe('When transaction ids gain a digit (fenced positions)', function () {
     it('orders events by transaction id as a number, not as text', async function () {
       const store = open({ positions: 'fenced' });
