@@ -22,17 +22,16 @@ export function eventLogDdl(schema: string): string {
       recorded_at timestamptz NOT NULL,
       CONSTRAINT events_stream_revision UNIQUE (stream_id, revision)
     );
+    CREATE SEQUENCE IF NOT EXISTS ${schema}.event_position;
     CREATE TABLE IF NOT EXISTS ${schema}.log (
       singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
       positions text    NOT NULL CHECK (positions IN ('serialised', 'fenced'))
     );`;
 }
 
-/** What only a fenced log needs: positions from a sequence, read in (transaction, position) order. */
+/** What only a fenced log needs: reads in (transaction, position) order. */
 export function fencedDdl(schema: string): string {
-  return `
-    CREATE SEQUENCE IF NOT EXISTS ${schema}.event_position;
-    CREATE INDEX IF NOT EXISTS events_tx_position ON ${schema}.events (tx, position);`;
+  return `CREATE INDEX IF NOT EXISTS events_tx_position ON ${schema}.events (tx, position);`;
 }
 
 /** Columns of a read, with the instant as the port's ISO text (sessions run in UTC). */
@@ -46,31 +45,32 @@ const COLUMNS = `position, tx::text AS tx, id, stream_id, revision, type, data, 
 const FENCE = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
 
 export function statements(schema: string) {
+  const channel = `${schema}_events`;
   return {
-    /**
-     * Serialised: every append holds this lock until it has committed, so positions become
-     * visible in the order they were given. Only then is the head read, by the next statement.
-     */
-    lockAppends: `SELECT pg_advisory_xact_lock(hashtext('scores.event-log.appends.${schema}'))`,
-    /**
-     * One index probe per stream: the revision of its last event (null for a new stream); and the
-     * log's last position, which a serialised append numbers on from.
-     */
+    /** Appends notify it; subscriptions LISTEN on it. */
+    channel,
+    /** One index probe per stream: the revision of its last event (null for a new stream). */
     streamHeads: `SELECT s.stream_id,
-        (SELECT e.revision FROM ${schema}.events e WHERE e.stream_id = s.stream_id ORDER BY e.revision DESC LIMIT 1) AS revision,
-        (SELECT max(position) FROM ${schema}.events) AS last_position
+        (SELECT e.revision FROM ${schema}.events e WHERE e.stream_id = s.stream_id ORDER BY e.revision DESC LIMIT 1) AS revision
       FROM unnest($1::text[]) AS s(stream_id)`,
-    /** Serialised: positions given by the writer, which holds the head's lock. */
-    insertNumbered: `INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, recorded_at)
-      SELECT u.position, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, $8
-      FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::json[], $7::json[])
-        AS u(position, stream_id, revision, id, type, data, metadata)`,
-    /** Fenced: positions from the sequence, in the order of the arrays (a function scan keeps it). */
-    insertSequenced: `INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, recorded_at)
-      SELECT nextval('${schema}.event_position'), u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, $7
-      FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[])
-        AS u(stream_id, revision, id, type, data, metadata)
-      RETURNING position, tx::text AS tx`,
+    /**
+     * A group commit in one statement, so in one round trip and one transaction: the rows in the
+     * order of the arrays, numbered by the sequence, and the notification (sent at commit). In a
+     * serialised log the statement first takes the append lock, which it holds until it has
+     * committed: numbers are drawn under it (`+ l.zero` makes each draw wait for it), so they
+     * become visible in the order they were drawn.
+     */
+    append: (mode: PositionMode) => `
+      WITH ${mode === 'serialised' ? `l AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('scores.event-log.appends.${schema}')) AS locked, 0 AS zero),` : ''}
+      written AS (
+        INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, recorded_at)
+        SELECT nextval('${schema}.event_position')${mode === 'serialised' ? ' + l.zero' : ''}, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, $7
+        FROM ${mode === 'serialised' ? 'l, ' : ''}unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[])
+          AS u(stream_id, revision, id, type, data, metadata)
+        RETURNING stream_id, revision, position, tx
+      ),
+      notified AS (SELECT pg_notify('${channel}', '') AS sent)
+      SELECT w.stream_id, w.revision, w.position, w.tx::text AS tx FROM written w, notified`,
     readStream: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
     readAllSerialised: `SELECT ${COLUMNS} FROM ${schema}.events WHERE position > $1 ORDER BY position LIMIT $2`,
     // `e.tx`, not `tx`: in ORDER BY a bare name is the output column, the transaction id as text.

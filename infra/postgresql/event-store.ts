@@ -62,7 +62,7 @@ function holds(expected: ExpectedRevision, current: number | null): boolean {
   );
 }
 
-/** A commit lost a race on a stream's revision to another process (fenced logs only). */
+/** A commit lost a race on a stream's revision to another process. */
 class RevisionRace extends Error {}
 
 const RACE_RETRIES = 10;
@@ -84,7 +84,6 @@ export class PostgresEventStore implements EventStore {
   private readonly schema: string;
   private readonly mode: PositionMode;
   private readonly sql: ReturnType<typeof statements>;
-  private readonly channel: string;
   private readonly codec: EventCodec;
   private readonly notifications: Notifications;
   private readonly ready: Promise<void>;
@@ -105,10 +104,9 @@ export class PostgresEventStore implements EventStore {
     if (this.schema.length > 50) throw new Error(`schema name too long for its notification channel: ${this.schema}`);
     this.mode = options.positions ?? 'serialised';
     this.sql = statements(this.schema);
-    this.channel = `${this.schema}_events`;
     this.codec = options.codec ?? plainEncoding;
     this.pool = openPool(url, { max: options.poolSize ?? 8 });
-    this.notifications = new Notifications(url, this.channel, () => this.wake(), options.pollMs ?? 500);
+    this.notifications = new Notifications(url, this.sql.channel, () => this.wake(), options.pollMs ?? 500);
     this.ready = this.migrate();
     this.ready.catch(() => undefined); // reported by the first operation that awaits it
   }
@@ -199,7 +197,7 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  /** A fenced log's writers race without a lock: the loser reads the revisions again. */
+  /** Writers in other processes may append to the same streams: the loser decides again. */
   private async commitRetrying(groups: PreparedAppend[][]): Promise<Outcome[]> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -211,63 +209,47 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * One transaction: take the append lock (serialised), read each stream's last revision (and the
-   * log's last position), decide every writer in order against them, insert the accepted events
-   * with one statement, notify, commit.
+   * Reads each stream's last revision, decides every writer in order against them, and writes
+   * the accepted events with one statement (its own transaction). The revisions are read outside
+   * that transaction: if another process appends to one of the streams in between, the unique
+   * (stream, revision) index refuses the statement and the batch is decided again.
    */
   private async commit(groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[]> {
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query(this.mode === 'serialised' ? `BEGIN; ${this.sql.lockAppends}` : 'BEGIN');
-      const streamIds = [...new Set(groups.flatMap((g) => g.map((a) => a.streamId)))];
-      const found = (await client.query<{ stream_id: string; revision: number | null; last_position: string | null }>(this.sql.streamHeads, [streamIds])).rows;
-      const heads = new Map(found.map((r) => [r.stream_id, r.revision]));
-      const head = BigInt(found[0]?.last_position ?? 0);
-      const plan = planInserts(groups, heads);
-      let positions: { position: string; tx: string }[] = [];
-      if (plan.rows.length > 0) positions = await this.insert(client, plan.rows, head, recordedAt);
-      await client.query(plan.rows.length === 0 ? 'COMMIT' : `SELECT pg_notify('${this.channel}', ''); COMMIT`);
-      return plan.outcomes.map((o) =>
-        o.ok
-          ? {
-              ok: true,
-              results: o.lastRows.map((row, i) => ({
-                nextExpectedRevision: o.revisions[i]!,
-                position: row === null ? '' : encodePosition(this.mode, positions[row]!),
-              })),
-            }
-          : o,
-      );
-    } catch (err) {
-      await client.query('ROLLBACK').catch((e: Error) => (broken = e));
-      if ((err as { code?: string; constraint?: string }).code === UNIQUE_VIOLATION && (err as { constraint?: string }).constraint === 'events_stream_revision') {
-        throw new RevisionRace('another writer appended to the same stream');
+    const streamIds = [...new Set(groups.flatMap((g) => g.map((a) => a.streamId)))];
+    const found = await this.pool.query<{ stream_id: string; revision: number | null }>({
+      name: `${this.schema}.streamHeads`,
+      text: this.sql.streamHeads,
+      values: [streamIds],
+    });
+    const plan = planInserts(groups, new Map(found.rows.map((r) => [r.stream_id, r.revision])));
+    const positions = new Map<string, string>();
+    if (plan.rows.length > 0) {
+      const col = <K extends keyof PlannedRow>(k: K) => plan.rows.map((r) => r[k]);
+      let written;
+      try {
+        written = await this.pool.query<{ stream_id: string; revision: number; position: string; tx: string }>({
+          name: `${this.schema}.append`,
+          text: this.sql.append(this.mode),
+          values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt],
+        });
+      } catch (err) {
+        const e = err as { code?: string; constraint?: string };
+        if (e.code === UNIQUE_VIOLATION && e.constraint === 'events_stream_revision') throw new RevisionRace('another writer appended to the same stream');
+        throw err;
       }
-      throw err;
-    } finally {
-      client.release(broken);
+      for (const r of written.rows) positions.set(`${r.revision}:${r.stream_id}`, encodePosition(this.mode, r));
     }
-  }
-
-  /** Inserts the rows in order; their positions, as `encodePosition` takes them. */
-  private async insert(client: pg.PoolClient, rows: PlannedRow[], head: bigint, recordedAt: string): Promise<{ position: string; tx: string }[]> {
-    const col = <K extends keyof PlannedRow>(k: K) => rows.map((r) => r[k]);
-    if (this.mode === 'serialised') {
-      const numbers = rows.map((_, i) => (head + BigInt(i + 1)).toString());
-      await client.query(this.sql.insertNumbered, [numbers, col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt]);
-      return numbers.map((position) => ({ position, tx: '' }));
-    }
-    const res = await client.query<{ position: string; tx: string }>(this.sql.insertSequenced, [
-      col('streamId'),
-      col('revision'),
-      col('id'),
-      col('type'),
-      col('data'),
-      col('metadata'),
-      recordedAt,
-    ]);
-    return res.rows;
+    return plan.outcomes.map((o) =>
+      o.ok
+        ? {
+            ok: true,
+            results: o.lastRows.map((row, i) => ({
+              nextExpectedRevision: o.revisions[i]!,
+              position: row === null ? '' : positions.get(`${plan.rows[row]!.revision}:${plan.rows[row]!.streamId}`)!,
+            })),
+          }
+        : o,
+    );
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

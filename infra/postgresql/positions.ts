@@ -5,9 +5,9 @@ const pad = (n: string | number | bigint) => n.toString().padStart(WIDTH, '0');
 
 /**
  * Positions as the port wants them: fixed-width text whose string order is log order.
- * Serialised logs number their events (1, 2, 3…: the same form as the embedded store, so the
- * projection lag is a subtraction); fenced logs order by (transaction id, sequence number), written
- * `tx:position`.
+ * Serialised logs number their events (1, 2, 3…, the same form as the embedded store, so the
+ * projection lag is a subtraction; a refused append leaves a gap, which only over-counts the lag);
+ * fenced logs order by (transaction id, sequence number), written `tx:position`.
  */
 export function encodePosition(mode: PositionMode, row: { position: string | number; tx: string }): string {
   return mode === 'serialised' ? pad(row.position) : `${pad(row.tx)}:${pad(row.position)}`;

@@ -176,6 +176,29 @@ describe('PostgreSQL event log', function () {
     });
   });
 
+  for (const positions of ['serialised', 'fenced'] as const satisfies PositionMode[]) {
+    describe(`When two processes append to the same stream at once (${positions} positions)`, function () {
+      it('takes every append with any revision once, and refuses a stale expected revision', async function () {
+        const [a, b] = [open({ positions }), open({ positions })];
+        await a.append('usage', [{ type: 'Opened', data: {} }]);
+
+        const anyRevision = await Promise.allSettled(
+          Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).append('usage', [{ type: 'Used', data: { i } }])),
+        );
+        const sameExpected = await Promise.allSettled([a, b].map((s) => s.append('usage', [{ type: 'Closed', data: {} }], 60)));
+
+        expect(anyRevision.filter((o) => o.status === 'rejected')).to.deep.equal([]);
+        expect(sameExpected.map((o) => o.status).sort()).to.deep.equal(['fulfilled', 'rejected']);
+        expect((sameExpected.find((o) => o.status === 'rejected') as PromiseRejectedResult).reason).to.be.instanceOf(ConcurrencyError);
+        const stream = await a.readStream('usage');
+        expect(stream.map((e) => e.revision)).to.deep.equal(Array.from({ length: 62 }, (_, i) => i));
+        expect(stream.filter((e) => e.type === 'Used').map((e) => (e.data as { i: number }).i).sort((x, y) => x - y)).to.deep.equal(
+          Array.from({ length: 60 }, (_, i) => i),
+        );
+      });
+    });
+  }
+
   describe('When another process appends', function () {
     it('a subscriber is woken by the notification, not by its poll', async function () {
       const subscriber = open({ pollMs: 10 * 60_000 });
