@@ -53,7 +53,7 @@ module.exports = {
       comment: 'Only infra/ (and the bench baseline server, test/bench/bare-server.ts) may import a store or bus client; everything else talks to the ports in src/core.',
       severity: 'error',
       from: { pathNot: '^(infra|test/bench)/' },
-      to: { path: 'node_modules/(@eventstore/db-client|mongodb|kafkajs|better-sqlite3)/' },
+      to: { path: 'node_modules/(@eventstore/db-client|mongodb|kafkajs|better-sqlite3|pg)/' },
     },
     {
       name: 'no-circular',

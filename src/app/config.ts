@@ -38,7 +38,12 @@ const envSchema = z.object({
   SCORES_DEMO_SEED: z.preprocess(unsetIfBlank, z.coerce.number().int().default(20190102)),
   LOG_LEVEL: z.preprocess(unsetIfBlank, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
   ESDB_URL: optionalString,
-  POSTGRES_URL: optionalString,
+  POSTGRES_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL (postgres://user:password@host:5432/database)')
+      .optional(),
+  ),
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
@@ -104,7 +109,7 @@ export interface Config {
   demoSeed: number;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   esdbUrl: string | null;
-  /** Event log on PostgreSQL (`postgres://user@host:port/db`); `npm run engines` prints one. */
+  /** The event log in PostgreSQL (schema `scores` of that database); exclusive with `esdbUrl`. */
   postgresUrl: string | null;
   mongodbUri: string | null;
   mongodbDb: string;
@@ -135,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid environment:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  if (e.ESDB_URL && e.POSTGRES_URL) throw new ConfigError('invalid environment:\n  ESDB_URL, POSTGRES_URL: the event log is in one place; set one of them');
   const dataDir = resolve(e.SCORES_DATA_DIR);
   return {
     port: e.PORT,

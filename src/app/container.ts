@@ -98,6 +98,9 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   if (config.esdbUrl) {
     const { EventStoreDbEventStore } = await import('../../infra/eventstoredb/event-store.js');
     events = new EventStoreDbEventStore(config.esdbUrl, { codec: logEncoding });
+  } else if (config.postgresUrl) {
+    const { PostgresEventStore } = await import('../../infra/postgresql/event-store.js');
+    events = new PostgresEventStore(config.postgresUrl, clock, { codec: logEncoding });
   } else {
     events = new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
   }

@@ -1,6 +1,6 @@
 /**
  * EventStore port: an append-only log of streams with optimistic concurrency.
- * Adapters: infra/sqlite (embedded default), infra/eventstoredb (EventStoreDB / KurrentDB).
+ * Adapters: infra/sqlite (embedded default), infra/postgresql (PostgreSQL), infra/eventstoredb (EventStoreDB / KurrentDB).
  */
 
 /** An event as a writer proposes it. `type` is past tense (`ScoresPublished`). */
@@ -93,7 +93,7 @@ export interface EventStore {
   /** Atomic for one stream. Throws ConcurrencyError when `expectedRevision` does not hold. */
   append(streamId: string, events: NewEvent[], expectedRevision?: ExpectedRevision): Promise<AppendResult>;
   /**
-   * Several streams at once. Atomic on the embedded store (all or nothing); engines without
+   * Several streams at once. Atomic on the embedded store and PostgreSQL (all or nothing); engines without
    * multi-stream transactions apply them in order, each stream atomically.
    */
   appendMany(appends: StreamAppend[]): Promise<AppendResult[]>;

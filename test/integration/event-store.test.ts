@@ -5,6 +5,9 @@ import { systemClock } from '../../src/core/clock.js';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { EventStoreDbEventStore } from '../../infra/eventstoredb/event-store.js';
+import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
+import type { PositionMode } from '../../infra/postgresql/event-log.sql.js';
+import { pgSession } from '../../infra/postgresql/database.js';
 import { eventStoreContract } from './event-store.contract.js';
 import { expect } from 'chai';
 import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
@@ -157,6 +160,47 @@ describe('EventStoreDB adapter', function () {
     },
     async () => {
       for (const s of opened) await s.close();
+    },
+  );
+});
+
+describe('PostgreSQL adapter', function () {
+  const url = process.env['POSTGRES_URL'];
+  if (!url) {
+    it('runs when POSTGRES_URL is set (npm run engines starts a PostgreSQL and prints it)');
+    return;
+  }
+  // Each test gets a schema of its own: an empty log, as the embedded store's fresh file.
+  const freshLog = async (positions: PositionMode) => {
+    const schema = `t_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+    const stores: PostgresEventStore[] = [];
+    const open = (codec?: EventCodec) => {
+      const store = new PostgresEventStore(url, systemClock, { schema, positions, codec });
+      stores.push(store);
+      return store;
+    };
+    const cleanup = async () => {
+      for (const s of stores) await s.close();
+      const admin = await pgSession(url);
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    };
+    return { open, cleanup };
+  };
+  for (const positions of ['serialised', 'fenced'] as const) {
+    eventStoreContract(`PostgreSQL (${positions} positions)`, async () => {
+      const log = await freshLog(positions);
+      return { store: log.open(), isolated: true, atomicAppendMany: true, another: async () => log.open(), cleanup: log.cleanup };
+    });
+  }
+  let encoded: Awaited<ReturnType<typeof freshLog>> | null = null;
+  logEncodingSuite(
+    async (codec) => {
+      encoded ??= await freshLog('serialised');
+      return encoded.open(codec);
+    },
+    async () => {
+      await encoded?.cleanup();
     },
   );
 });

@@ -37,4 +37,17 @@ describe('Configuration', () => {
       }
     });
   });
+
+  describe('POSTGRES_URL', () => {
+    it('puts the event log in PostgreSQL when it is a postgres:// URL, and refuses anything else', () => {
+      expect(loadConfig({ POSTGRES_URL: ' postgres://scores@db:5432/scores ' }).postgresUrl).to.equal('postgres://scores@db:5432/scores');
+      expect(loadConfig({ POSTGRES_URL: 'postgresql://localhost/x' }).postgresUrl).to.equal('postgresql://localhost/x');
+      expect(loadConfig({ POSTGRES_URL: '' }).postgresUrl).to.equal(null);
+      expect(() => loadConfig({ POSTGRES_URL: 'localhost:5432' })).to.throw(ConfigError, /POSTGRES_URL: must be a postgres:\/\/ URL/);
+    });
+
+    it('refuses it beside ESDB_URL: the log is in one place', () => {
+      expect(() => loadConfig({ POSTGRES_URL: 'postgres://localhost/x', ESDB_URL: 'esdb://localhost:2113' })).to.throw(ConfigError, /ESDB_URL, POSTGRES_URL/);
+    });
+  });
 });

@@ -1,0 +1,61 @@
+import pg from 'pg';
+
+/** The SQLSTATE of a unique-constraint violation. */
+export const UNIQUE_VIOLATION = '23505';
+
+/** A schema name the adapter puts in its SQL text: letters, digits and underscores only. */
+export function checkSchemaName(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`not a usable PostgreSQL schema name: ${JSON.stringify(schema)}`);
+  return schema;
+}
+
+/**
+ * A pool on the server a `postgres://` URL names. Every session works in UTC, so that the text
+ * forms of instants the adapters read are the same whatever the server's own zone.
+ */
+export function openPool(url: string, options: { max?: number; applicationName?: string } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 8,
+    application_name: options.applicationName ?? 'scores',
+    options: '-c TimeZone=UTC',
+  });
+  // An idle client that loses its connection emits on the pool; without a listener the process
+  // would crash. The next checkout opens a new connection.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** One connection outside any pool, for LISTEN (a pooled client may be handed to anyone). */
+export async function openClient(url: string, applicationName = 'scores'): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: applicationName, options: '-c TimeZone=UTC' });
+  await client.connect();
+  return client;
+}
+
+export interface PgSession {
+  query<Row extends Record<string, unknown> = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+  end(): Promise<void>;
+}
+
+/**
+ * A single connection for administration: creating a database or a schema for a test run,
+ * holding a lock while a test watches what waits behind it. Tools and tests use it so that they
+ * never import the driver themselves.
+ */
+export async function pgSession(url: string): Promise<PgSession> {
+  const client = await openClient(url, 'scores-admin');
+  client.on('error', () => undefined);
+  return {
+    query: async <Row extends Record<string, unknown>>(text: string, params?: unknown[]) =>
+      (await client.query<Row>(text, params)).rows,
+    end: () => client.end(),
+  };
+}
+
+/** `url` with its database replaced by `database` (a test or bench run's own database). */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${encodeURIComponent(database)}`;
+  return u.toString();
+}

@@ -1,0 +1,436 @@
+import type pg from 'pg';
+import type { Clock } from '../../src/core/clock.js';
+import { ConcurrencyError } from '../../src/core/errors.js';
+import { plainEncoding } from '../../src/core/event-store.port.js';
+import type {
+  AppendResult,
+  EventCodec,
+  EventStore,
+  ExpectedRevision,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StreamAppend,
+  SubscribeOptions,
+  Subscription,
+} from '../../src/core/event-store.port.js';
+import { uuidV7 } from '../sqlite/uuid-v7.js';
+import { checkSchemaName, openPool, UNIQUE_VIOLATION } from './database.js';
+import { eventLogDdl, fencedDdl, statements, type EventRow, type PositionMode } from './event-log.sql.js';
+import { decodePosition, encodePosition } from './positions.js';
+import { Notifications } from './notifications.js';
+
+export interface PostgresEventStoreOptions {
+  /** The schema of the log's tables (default `scores`); created when missing. */
+  schema?: string;
+  /**
+   * How a new log orders its events (default `serialised`); an existing log keeps the mode it
+   * was created with, and opening it with the other one fails. docs/architecture.md compares them.
+   */
+  positions?: PositionMode;
+  /** How often a subscription reads anyway when no notification came (the LISTEN fallback). */
+  pollMs?: number;
+  /** How event data is stored (default: as given). */
+  codec?: EventCodec;
+  /** Connections for appends and reads (LISTEN has one more of its own). */
+  poolSize?: number;
+}
+
+/** One writer's appends, ready to insert. */
+interface PreparedAppend {
+  streamId: string;
+  expectedRevision: ExpectedRevision;
+  events: { id: string; type: string; data: string; metadata: string }[];
+}
+
+interface Pending {
+  appends: PreparedAppend[];
+  resolve(results: AppendResult[]): void;
+  reject(err: unknown): void;
+}
+
+type Outcome = { ok: true; results: AppendResult[] } | { ok: false; error: ConcurrencyError };
+
+/** A writer's expectation against the stream's current last revision (null: no stream). */
+function holds(expected: ExpectedRevision, current: number | null): boolean {
+  return (
+    expected === 'any' ||
+    (expected === 'no_stream' && current === null) ||
+    (expected === 'stream_exists' && current !== null) ||
+    (typeof expected === 'number' && expected === current)
+  );
+}
+
+/** A commit lost a race on a stream's revision to another process. */
+class RevisionRace extends Error {}
+
+const RACE_RETRIES = 10;
+
+/**
+ * The event log in PostgreSQL (`pg`): one `events` table, appends in transactions.
+ *
+ * - Appends that arrive while a commit is in flight go together into the next transaction (group
+ *   commit), each checked against its own expected revisions and failing alone; `appendMany` is
+ *   atomic across its streams (one transaction).
+ * - Positions never let a catch-up reader skip an event, even when transactions commit out of
+ *   order: a `serialised` log numbers events under a lock held until commit, so numbers become
+ *   visible in order; a `fenced` log reads only below the oldest running transaction id.
+ * - Subscriptions wake on LISTEN/NOTIFY (appends notify in their transaction, so at commit) and
+ *   poll every `pollMs` when notifications are lost.
+ */
+export class PostgresEventStore implements EventStore {
+  private readonly pool: pg.Pool;
+  private readonly schema: string;
+  private readonly mode: PositionMode;
+  private readonly sql: ReturnType<typeof statements>;
+  private readonly codec: EventCodec;
+  private readonly notifications: Notifications;
+  private readonly ready: Promise<void>;
+  private queue: Pending[] = [];
+  private flushScheduled = false;
+  private inFlight: Promise<void> | null = null;
+  private closed = false;
+  private readonly wakers = new Set<() => void>();
+  /** Commits made here plus notifications received: a reader that saw it change reads again at once. */
+  private wakes = 0;
+
+  constructor(
+    url: string,
+    private readonly clock: Clock,
+    private readonly options: PostgresEventStoreOptions = {},
+  ) {
+    this.schema = checkSchemaName(options.schema ?? 'scores');
+    if (this.schema.length > 50) throw new Error(`schema name too long for its notification channel: ${this.schema}`);
+    this.mode = options.positions ?? 'serialised';
+    this.sql = statements(this.schema);
+    this.codec = options.codec ?? plainEncoding;
+    this.pool = openPool(url, { max: options.poolSize ?? 8 });
+    this.notifications = new Notifications(url, this.sql.channel, () => this.wake(), options.pollMs ?? 500);
+    this.ready = this.migrate();
+    this.ready.catch(() => undefined); // reported by the first operation that awaits it
+  }
+
+  /** Creates the tables once (concurrent processes wait on an advisory lock) and checks the mode. */
+  private async migrate(): Promise<void> {
+    const mode = this.mode;
+    const results = (await this.pool.query(
+      `BEGIN;
+       SELECT pg_advisory_xact_lock(hashtext('scores.event-log.${this.schema}'));
+       ${eventLogDdl(this.schema)}
+       ${mode === 'fenced' ? fencedDdl(this.schema) : ''}
+       INSERT INTO ${this.schema}.log (positions) VALUES ('${mode}') ON CONFLICT DO NOTHING;
+       SELECT positions FROM ${this.schema}.log;
+       COMMIT;`,
+    )) as unknown as pg.QueryResult<{ positions: PositionMode }>[];
+    const found = results.at(-2)?.rows[0]?.positions;
+    if (found !== mode) {
+      throw new Error(`the event log in schema ${this.schema} orders positions "${found}"; it cannot be opened as "${mode}"`);
+    }
+  }
+
+  append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision = 'any'): Promise<AppendResult> {
+    return this.appendMany([{ streamId, events, expectedRevision }]).then((r) => r[0]!);
+  }
+
+  appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new Error('event store is closed'));
+    let prepared: PreparedAppend[];
+    try {
+      prepared = appends.map((a) => ({
+        streamId: a.streamId,
+        expectedRevision: a.expectedRevision ?? 'any',
+        events: a.events.map((e) => ({
+          id: e.id ?? uuidV7(),
+          type: e.type,
+          data: JSON.stringify(this.codec.encode(e.type, e.data)),
+          metadata: JSON.stringify(e.metadata ?? {}),
+        })),
+      }));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ appends: prepared, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.flushScheduled || this.inFlight) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.inFlight = this.flush().finally(() => {
+        this.inFlight = null;
+        if (this.queue.length) this.schedule();
+      });
+    });
+  }
+
+  /**
+   * Commits every queued writer in one transaction. If it fails for another reason than a
+   * revision (a duplicate event id, say), each writer is committed alone so that only the one at
+   * fault fails.
+   */
+  private async flush(): Promise<void> {
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    const settle = (p: Pending, o: Outcome) => (o.ok ? p.resolve(o.results) : p.reject(o.error));
+    try {
+      await this.ready;
+      const outcomes = await this.commitRetrying(batch.map((p) => p.appends));
+      batch.forEach((p, i) => settle(p, outcomes[i]!));
+    } catch (error) {
+      if (batch.length === 1) batch[0]!.reject(error);
+      else
+        for (const p of batch) {
+          try {
+            settle(p, (await this.commitRetrying([p.appends]))[0]!);
+          } catch (err) {
+            p.reject(err);
+          }
+        }
+    } finally {
+      this.wake();
+    }
+  }
+
+  /** Writers in other processes may append to the same streams: the loser decides again. */
+  private async commitRetrying(groups: PreparedAppend[][]): Promise<Outcome[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.commit(groups, this.clock.now().toISOString());
+      } catch (err) {
+        if (!(err instanceof RevisionRace) || attempt >= RACE_RETRIES) throw err;
+      }
+    }
+  }
+
+  /**
+   * Reads each stream's last revision, decides every writer in order against them, and writes
+   * the accepted events with one statement (its own transaction). The revisions are read outside
+   * that transaction: if another process appends to one of the streams in between, the unique
+   * (stream, revision) index refuses the statement and the batch is decided again.
+   */
+  private async commit(groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[]> {
+    const streamIds = [...new Set(groups.flatMap((g) => g.map((a) => a.streamId)))];
+    const found = await this.pool.query<{ stream_id: string; revision: number | null }>({
+      name: `${this.schema}.streamHeads`,
+      text: this.sql.streamHeads,
+      values: [streamIds],
+    });
+    const plan = planInserts(groups, new Map(found.rows.map((r) => [r.stream_id, r.revision])));
+    const positions = new Map<string, string>();
+    if (plan.rows.length > 0) {
+      const col = <K extends keyof PlannedRow>(k: K) => plan.rows.map((r) => r[k]);
+      let written;
+      try {
+        written = await this.pool.query<{ stream_id: string; revision: number; position: string; tx: string }>({
+          name: `${this.schema}.append`,
+          text: this.sql.append(this.mode),
+          values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt],
+        });
+      } catch (err) {
+        const e = err as { code?: string; constraint?: string };
+        if (e.code === UNIQUE_VIOLATION && e.constraint === 'events_stream_revision') throw new RevisionRace('another writer appended to the same stream');
+        throw err;
+      }
+      for (const r of written.rows) positions.set(`${r.revision}:${r.stream_id}`, encodePosition(this.mode, r));
+    }
+    return plan.outcomes.map((o) =>
+      o.ok
+        ? {
+            ok: true,
+            results: o.lastRows.map((row, i) => ({
+              nextExpectedRevision: o.revisions[i]!,
+              position: row === null ? '' : positions.get(`${plan.rows[row]!.revision}:${plan.rows[row]!.streamId}`)!,
+            })),
+          }
+        : o,
+    );
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    await this.ready;
+    const res = await this.pool.query<EventRow>({
+      name: `${this.schema}.readStream`,
+      text: this.sql.readStream,
+      values: [streamId, options.fromRevision ?? 0, options.maxCount ?? null],
+    });
+    return res.rows.map((r) => this.toRecorded(r));
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    await this.ready;
+    return this.readAfter(options.after ?? null, options.maxCount ?? 1000);
+  }
+
+  private async readAfter(after: string | null, max: number): Promise<RecordedEvent[]> {
+    const from = decodePosition(this.mode, after);
+    const res =
+      this.mode === 'serialised'
+        ? await this.pool.query<EventRow>({ name: `${this.schema}.readAll`, text: this.sql.readAllSerialised, values: [from.position, max] })
+        : await this.pool.query<EventRow>({ name: `${this.schema}.readAllFenced`, text: this.sql.readAllFenced, values: [from.tx, from.position, max] });
+    return res.rows.map((r) => this.toRecorded(r));
+  }
+
+  async headPosition(): Promise<string | null> {
+    await this.ready;
+    if (this.mode === 'serialised') {
+      const head = (await this.pool.query<{ position: string | null }>(this.sql.headSerialised)).rows[0]?.position ?? null;
+      return head === null ? null : encodePosition(this.mode, { position: head, tx: '' });
+    }
+    const [row] = (await this.pool.query<{ tx: string; position: string }>(this.sql.headFenced)).rows;
+    return row ? encodePosition(this.mode, row) : null;
+  }
+
+  /** Whether notifications reach this store now (false: subscriptions are polling). */
+  get listening(): boolean {
+    return this.notifications.listening;
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    let stopped = false;
+    let wake: (() => void) | null = null;
+    const pollMs = this.options.pollMs ?? 500;
+    const max = options.maxBatch ?? 200;
+    const waitForMore = () =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.wakers.delete(done);
+          wake = null;
+          resolve();
+        };
+        const timer = setTimeout(done, pollMs);
+        wake = done;
+        this.wakers.add(done);
+      });
+
+    const loop = async () => {
+      await this.ready;
+      this.notifications.ensure();
+      let after = options.after ?? null;
+      let caughtUp = false;
+      const target = (await this.headPosition()) ?? '';
+      // While a handler runs on a full batch, the next one is already being read.
+      let next: Promise<RecordedEvent[]> | null = null;
+      while (!stopped) {
+        const wakesSeen = this.wakes;
+        let batch: RecordedEvent[];
+        try {
+          batch = await (next ?? this.readAfter(after, max));
+        } catch (err) {
+          if (stopped || this.closed) return;
+          throw err;
+        }
+        next = null;
+        if (stopped) return;
+        if (batch.length > 0) {
+          const last = batch[batch.length - 1]!.position;
+          if (batch.length === max) {
+            next = this.readAfter(last, max);
+            next.catch(() => undefined);
+          }
+          await options.onEvents(batch);
+          after = last;
+        }
+        if (!caughtUp && (batch.length < max || (after ?? '') >= target)) {
+          caughtUp = true;
+          options.onCaughtUp?.();
+        }
+        if (batch.length < max && !stopped && this.wakes === wakesSeen) {
+          this.notifications.ensure();
+          await waitForMore();
+        }
+      }
+    };
+    const running = loop().catch((err: unknown) => {
+      stopped = true;
+      options.onError?.(err);
+    });
+    return {
+      stop: async () => {
+        stopped = true;
+        const w = wake;
+        w?.();
+        await running;
+      },
+    };
+  }
+
+  private toRecorded(r: EventRow): RecordedEvent {
+    return {
+      id: r.id,
+      streamId: r.stream_id,
+      type: r.type,
+      data: this.codec.decode(r.type, r.data),
+      metadata: r.metadata,
+      revision: r.revision,
+      position: encodePosition(this.mode, r),
+      recordedAt: r.recorded_at,
+    };
+  }
+
+  private wake(): void {
+    this.wakes++;
+    for (const w of [...this.wakers]) w();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // Appends already accepted are committed before the connections close.
+    while (this.inFlight || this.queue.length || this.flushScheduled) {
+      await (this.inFlight ?? new Promise((r) => setImmediate(r)));
+    }
+    await this.notifications.close();
+    this.wake();
+    await this.ready.catch(() => undefined);
+    await this.pool.end();
+  }
+}
+
+/** An event to insert, in commit order. */
+interface PlannedRow {
+  streamId: string;
+  revision: number;
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+type PlannedOutcome =
+  | { ok: true; revisions: number[]; /** Per append, the index of its last row (null: no events). */ lastRows: (number | null)[] }
+  | { ok: false; error: ConcurrencyError };
+
+/**
+ * Decides every writer in order against the streams' last revisions: a writer whose expectation
+ * fails on any of its streams writes nothing and leaves the revisions as they were for the next.
+ */
+function planInserts(groups: PreparedAppend[][], heads: Map<string, number | null>): { rows: PlannedRow[]; outcomes: PlannedOutcome[] } {
+  const rows: PlannedRow[] = [];
+  const outcomes = groups.map((appends): PlannedOutcome => {
+    const local = new Map<string, number | null>();
+    const current = (s: string) => (local.has(s) ? local.get(s)! : (heads.get(s) ?? null));
+    const mine: PlannedRow[] = [];
+    const revisions: number[] = [];
+    const lastRows: (number | null)[] = [];
+    for (const a of appends) {
+      const at = current(a.streamId);
+      if (!holds(a.expectedRevision, at)) return { ok: false, error: new ConcurrencyError(a.streamId, a.expectedRevision, at) };
+      let revision = at ?? -1;
+      for (const e of a.events) mine.push({ streamId: a.streamId, revision: ++revision, ...e });
+      local.set(a.streamId, a.events.length ? revision : at);
+      revisions.push(revision);
+      lastRows.push(a.events.length ? rows.length + mine.length - 1 : null);
+    }
+    rows.push(...mine);
+    for (const [s, r] of local) heads.set(s, r);
+    return { ok: true, revisions, lastRows };
+  });
+  return { rows, outcomes };
+}
