@@ -72,7 +72,7 @@ describe('Tier gating', function () {
   });
   after(() => server.stop());
 
-  const requestWith = (key: string) => ({ app, header: (n: string) => (n.toLowerCase() === 'x-api-key' ? key : undefined) }) as unknown as Request;
+  const requestWith = (key: string) => ({ app, ip: '127.0.0.1', header: (n: string) => (n.toLowerCase() === 'x-api-key' ? key : undefined) }) as unknown as Request;
 
   it('refuses a plan below the endpoint minimum with 403 tier, from the rate card', async () => {
     for (const [tier, endpoint, allowed] of [
