@@ -1,3 +1,4 @@
+import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type pg from 'pg';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
@@ -87,9 +88,7 @@ export class PostgresEventStore implements EventStore {
   private readonly codec: EventCodec;
   private readonly notifications: Notifications;
   private readonly ready: Promise<void>;
-  private queue: Pending[] = [];
-  private flushScheduled = false;
-  private inFlight: Promise<void> | null = null;
+  private readonly pending = new GroupCommitQueue<Pending>((batch) => this.flush(batch));
   private closed = false;
   private readonly wakers = new Set<() => void>();
   /** Commits made here plus notifications received: a reader that saw it change reads again at once. */
@@ -151,32 +150,17 @@ export class PostgresEventStore implements EventStore {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ appends: prepared, resolve, reject });
-      this.schedule();
+      this.pending.push({ appends: prepared, resolve, reject });
     });
   }
 
-  private schedule(): void {
-    if (this.flushScheduled || this.inFlight) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.inFlight = this.flush().finally(() => {
-        this.inFlight = null;
-        if (this.queue.length) this.schedule();
-      });
-    });
-  }
 
   /**
    * Commits every queued writer in one transaction. If it fails for another reason than a
    * revision (a duplicate event id, say), each writer is committed alone so that only the one at
    * fault fails.
    */
-  private async flush(): Promise<void> {
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0) return;
+  private async flush(batch: Pending[]): Promise<void> {
     const settle = (p: Pending, o: Outcome) => (o.ok ? p.resolve(o.results) : p.reject(o.error));
     try {
       await this.ready;
@@ -383,9 +367,7 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     // Appends already accepted are committed before the connections close.
-    while (this.inFlight || this.queue.length || this.flushScheduled) {
-      await (this.inFlight ?? new Promise((r) => setImmediate(r)));
-    }
+    await this.pending.drain();
     await this.notifications.close();
     this.wake();
     await this.ready.catch(() => undefined);

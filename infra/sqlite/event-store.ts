@@ -1,3 +1,4 @@
+import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
@@ -62,9 +63,7 @@ export interface SqliteEventStoreOptions {
  * with a full fsync.
  */
 export class SqliteEventStore implements EventStore {
-  private queue: Pending[] = [];
-  private flushScheduled = false;
-  private inFlight: Promise<void> | null = null;
+  private readonly pending = new GroupCommitQueue<Pending>((batch) => this.flush(batch));
   private readonly wakers = new Set<() => void>();
   /** Commits made through this store so far: a subscription busy when one lands reads again at once. */
   private commits = 0;
@@ -144,27 +143,12 @@ export class SqliteEventStore implements EventStore {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ group, resolve, reject });
-      this.schedule();
+      this.pending.push({ group, resolve, reject });
     });
   }
 
-  private schedule(): void {
-    if (this.flushScheduled || this.inFlight) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.inFlight = this.flush().finally(() => {
-        this.inFlight = null;
-        if (this.queue.length) this.schedule();
-      });
-    });
-  }
 
-  private async flush(): Promise<void> {
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0) return;
+  private async flush(batch: Pending[]): Promise<void> {
     let outcomes: GroupOutcome[];
     try {
       outcomes = await this.commit(
@@ -280,9 +264,7 @@ export class SqliteEventStore implements EventStore {
   async close(): Promise<void> {
     this.closed = true;
     // Appends already accepted are committed before the writer stops.
-    while (this.inFlight || this.queue.length || this.flushScheduled) {
-      await (this.inFlight ?? new Promise((r) => setImmediate(r)));
-    }
+    await this.pending.drain();
     await this.closeWriter();
     this.wake();
   }
