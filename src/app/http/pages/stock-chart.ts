@@ -48,11 +48,17 @@ export const STOCK_CHART_JS = `(() => {
       { label: 'Wall Street', stroke: '#6d28d9', width: 1.5, dash: [6, 4], value: (u, v) => fmt(v) },
       { label: 'Restated', stroke: '#b42318', width: 0, paths: () => null, points: { show: true, size: 10, width: 2, stroke: '#b42318', fill: '#fff' }, value: (u, v) => (v == null ? '—' : 'yes') },
     ],
+    // What was drawn, on the element (the browser tests read the scales back from here).
+    hooks: { draw: [(u) => {
+      const day = (ts) => new Date(ts * 1000).toISOString().slice(0, 10);
+      el.setAttribute('data-y-range', u.scales.y.min + '-' + u.scales.y.max);
+      el.setAttribute('data-x-range', day(u.scales.x.min) + '/' + day(u.scales.x.max));
+      el.setAttribute('data-drawn', String(xs.length));
+    }] },
     axes: [{ label: 'Date (UTC)' }, { label: 'Score (0-100)', values: (u, ticks) => ticks.map((t) => String(t)) }],
   };
   el.textContent = '';
   const plot = new window.uPlot(opts, [xs, data.service_score, data.main_street, data.wall_street, restated], el);
-  el.setAttribute('data-drawn', String(xs.length));
   window.addEventListener('resize', () => plot.setSize({ width: width(), height: 300 }));
 })();
 `;
