@@ -129,6 +129,8 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
           const file = join(SHOTS, `${name}-${width}.png`);
           await page.screenshot({ path: file, fullPage: true });
           expect(statSync(file).size).to.be.greaterThan(10_000);
+          // What the first screen shows, as a reader first sees it.
+          await page.screenshot({ path: join(SHOTS, `${name}-${width}-first-screen.png`) });
 
           const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
           expect(scrollWidth, `${path} is ${scrollWidth} px wide at ${width}`).to.be.at.most(width);

@@ -43,9 +43,9 @@ export const STOCK_CHART_JS = `(() => {
     scales: { x: { time: true }, y: { range: [0, 100] } },
     series: [
       { label: 'Date', value: (u, ts) => (ts == null ? '—' : new Date(ts * 1000).toISOString().slice(0, 10)) },
-      { label: 'Service score', stroke: '#0b5cad', width: 2.5, value: (u, v) => fmt(v) },
-      { label: 'Main Street', stroke: '#b45309', width: 1.5, value: (u, v) => fmt(v) },
-      { label: 'Wall Street', stroke: '#6d28d9', width: 1.5, dash: [6, 4], value: (u, v) => fmt(v) },
+      { label: 'Service score', stroke: '#0b5cad', width: 2.5, points: { show: false }, value: (u, v) => fmt(v) },
+      { label: 'Main Street', stroke: '#b45309', width: 1.5, points: { show: false }, value: (u, v) => fmt(v) },
+      { label: 'Wall Street', stroke: '#6d28d9', width: 1.5, dash: [6, 4], points: { show: false }, value: (u, v) => fmt(v) },
       { label: 'Restated', stroke: '#b42318', width: 0, paths: () => null, points: { show: true, size: 10, width: 2, stroke: '#b42318', fill: '#fff' }, value: (u, v) => (v == null ? '—' : 'yes') },
     ],
     // What was drawn, on the element (the browser tests read the scales back from here).
