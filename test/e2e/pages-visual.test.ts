@@ -132,17 +132,14 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
           // What the first screen shows, as a reader first sees it.
           await page.screenshot({ path: join(SHOTS, `${name}-${width}-first-screen.png`) });
 
-          const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+          const scrollWidth = Number(await page.evaluate('document.documentElement.scrollWidth'));
           expect(scrollWidth, `${path} is ${scrollWidth} px wide at ${width}`).to.be.at.most(width);
 
           // The same page in the audit context: axe-core injected as a script tag, then run on the whole document.
           await audited.goto(`${server.url}${path}`);
           await ready(audited);
           await audited.addScriptTag({ path: AXE });
-          const violations = (await audited.evaluate(async () => {
-            const axe = (window as unknown as { axe: { run(ctx: unknown, o: unknown): Promise<{ violations: unknown[] }> } }).axe;
-            return (await axe.run(document, { resultTypes: ['violations'] })).violations;
-          })) as AxeViolation[];
+          const violations = (await audited.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)")) as AxeViolation[];
           const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
           expect(
             severe.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`),
@@ -172,10 +169,10 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
       // The scales the chart drew, read back from uPlot: the whole 0-100 and the dated span of the data.
       expect(await page.locator('#score-chart').getAttribute('data-y-range')).to.equal('0-100');
       expect(await page.locator('#score-chart').getAttribute('data-x-range')).to.match(/^\d{4}-\d{2}-\d{2}\/\d{4}-\d{2}-\d{2}$/);
-      const scale = await page.evaluate(() => {
-        const data = JSON.parse(document.getElementById('score-data')!.textContent!) as { dates: string[]; restated_at: (string | null)[] };
+      const scale = (await page.evaluate(`(() => {
+        const data = JSON.parse(document.getElementById('score-data').textContent);
         return { days: data.dates.length, first: data.dates[0], restated: data.restated_at.filter(Boolean).length };
-      });
+      })()`)) as { days: number; first: string; restated: number };
       expect(scale.days).to.be.greaterThan(20);
       expect(scale.first).to.match(/^\d{4}-\d{2}-\d{2}$/);
       expect(Number(await page.locator('#score-chart').getAttribute('data-drawn'))).to.equal(scale.days);

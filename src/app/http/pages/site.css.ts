@@ -60,6 +60,7 @@ table { border-collapse: collapse; min-width: 100%; }
 th, td { padding: var(--s2) var(--s3); border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 thead th { font-size: var(--t-sm); color: var(--muted); border-bottom-width: 2px; white-space: nowrap; }
 td code, th code { white-space: nowrap; overflow-wrap: normal; }
+table.history td:first-child, table.versions td:first-child { white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 /* Forms */
