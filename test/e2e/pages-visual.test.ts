@@ -139,7 +139,7 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
           await audited.goto(`${server.url}${path}`);
           await ready(audited);
           await audited.addScriptTag({ path: AXE });
-          const violations = (await audited.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)")) as AxeViolation[];
+          const violations = await audited.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)");
           const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
           expect(
             severe.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`),
@@ -169,10 +169,10 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
       // The scales the chart drew, read back from uPlot: the whole 0-100 and the dated span of the data.
       expect(await page.locator('#score-chart').getAttribute('data-y-range')).to.equal('0-100');
       expect(await page.locator('#score-chart').getAttribute('data-x-range')).to.match(/^\d{4}-\d{2}-\d{2}\/\d{4}-\d{2}-\d{2}$/);
-      const scale = (await page.evaluate(`(() => {
+      const scale = await page.evaluate<{ days: number; first: string; restated: number }>(`(() => {
         const data = JSON.parse(document.getElementById('score-data').textContent);
         return { days: data.dates.length, first: data.dates[0], restated: data.restated_at.filter(Boolean).length };
-      })()`)) as { days: number; first: string; restated: number };
+      })()`);
       expect(scale.days).to.be.greaterThan(20);
       expect(scale.first).to.match(/^\d{4}-\d{2}-\d{2}$/);
       expect(Number(await page.locator('#score-chart').getAttribute('data-drawn'))).to.equal(scale.days);
