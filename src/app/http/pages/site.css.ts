@@ -65,6 +65,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 /* Forms */
 label { display: block; font-weight: 600; margin-bottom: var(--s1); }
+label + br { display: none; }
 input[type=text], input[type=email], input[type=url], input[type=number], input[type=password], select, textarea {
   font: inherit; color: inherit; width: 100%; max-width: 28rem; padding: var(--s2) var(--s3); border: 1px solid #8a96a3; border-radius: var(--radius); background: #fff;
 }
