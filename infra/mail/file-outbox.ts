@@ -14,6 +14,8 @@ export interface FileOutboxOptions {
   /** The From header (`MAIL_FROM`). */
   from?: string;
   clock: Clock;
+  /** Told of each message once its file is in place (the console line of a server without SMTP). */
+  onWritten?(file: string, message: MailMessage): void;
 }
 
 export const DEFAULT_OUTBOX_FROM = 'Scores API <alerts@localhost>';
@@ -23,8 +25,10 @@ const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 /**
  * The embedded mail adapter: each message becomes `<dir>/<id>.eml`, a complete RFC 5322 message
- * (CRLF line ends, MIME headers, the body quoted-printable where needed), composed by nodemailer
- * exactly as the SMTP adapter would send it, so any mail client opens it.
+ * (CRLF line ends, MIME headers) with the headers nodemailer composes for the SMTP adapter, so any
+ * mail client opens it. The body is written as it is (7bit or 8bit) rather than quoted-printable:
+ * the file is also read with `cat` or an editor, where quoted-printable's soft line breaks (`=`
+ * at column 76) split a sign-in link in two.
  *
  * Written to a temporary file, flushed, then renamed into place: a reader never sees half a
  * message. Idempotent by id: a message whose file exists already is not written again.
@@ -52,12 +56,13 @@ export class FileOutboxMailer implements Mailer {
       const info = await this.composer.sendMail(mailOptions(message, this.options.from ?? DEFAULT_OUTBOX_FROM, this.options.clock.now()));
       const handle = await open(tmp, 'wx');
       try {
-        await handle.writeFile(info.message as Buffer);
+        await handle.writeFile(unencodedBody(info.message as Buffer, message.text));
         await handle.sync();
       } finally {
         await handle.close();
       }
       await rename(tmp, target);
+      this.options.onWritten?.(target, message);
     } catch (err) {
       this.ready = null;
       await rm(tmp, { force: true });
@@ -70,6 +75,27 @@ export class FileOutboxMailer implements Mailer {
   async close(): Promise<void> {
     this.composer.close();
   }
+}
+
+/** RFC 5322's limit on a line, CRLF excluded. */
+const MAX_LINE_OCTETS = 998;
+
+/**
+ * The composed single-part message with its quoted-printable body replaced by the text itself
+ * (CRLF line ends, `Content-Transfer-Encoding` 7bit for ASCII, else 8bit). A message that is not
+ * a quoted-printable text/plain part, or a line longer than RFC 5322 allows, stays as composed.
+ */
+export function unencodedBody(composed: Buffer, text: string): Buffer {
+  const raw = composed.toString('latin1');
+  const split = raw.indexOf('\r\n\r\n');
+  if (split < 0) return composed;
+  const head = raw.slice(0, split);
+  if (!/^Content-Type: text\/plain; charset=utf-8$/im.test(head) || !/^Content-Transfer-Encoding: quoted-printable$/im.test(head)) return composed;
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  if (lines.some((l) => Buffer.byteLength(l, 'utf8') > MAX_LINE_OCTETS)) return composed;
+  const ascii = /^[\x20-\x7e\t\n]*$/.test(text);
+  const headers = head.replace(/^Content-Transfer-Encoding: quoted-printable$/im, `Content-Transfer-Encoding: ${ascii ? '7bit' : '8bit'}`);
+  return Buffer.concat([Buffer.from(`${headers}\r\n\r\n`, 'latin1'), Buffer.from(`${lines.join('\r\n')}\r\n`, 'utf8')]);
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -135,6 +135,8 @@ function atLimit(f: UsageAlertFacts, resets: string): string[] {
 export function usageAlertMessage(f: UsageAlertFacts): { subject: string; text: string } {
   const resetsAt = resetsAtOf(f.period);
   const resets = resetDay(resetsAt);
+  // One figure for subject and body: the share used when the alert was raised. A single call can
+  // carry usage past the threshold (75% crossed at 88%), and the mail says what is true.
   const pct = Math.floor((f.used * 100) / f.allowance);
   const left = f.allowance - f.used;
   const planLabel = f.plan ? ` (${f.plan.tier} plan${f.plan.pro ? ' with Pro membership' : ''})` : '';
@@ -151,7 +153,8 @@ export function usageAlertMessage(f: UsageAlertFacts): { subject: string; text: 
   const lines = [
     'Hello,',
     '',
-    `Your Scores API account ${f.account_id} has used ${pct}% of its monthly credit allowance for ${monthName(f.period)}.`,
+    `Your Scores API account ${f.account_id} has used ${pct}% of its monthly credit allowance for ${monthName(f.period)}` +
+      (pct > f.threshold ? `, past the ${f.threshold}% alert threshold.` : '.'),
     '',
     ...rows.map(([k, v]) => `  ${`${k}:`.padEnd(width)}${v}`),
     '',
@@ -163,7 +166,7 @@ export function usageAlertMessage(f: UsageAlertFacts): { subject: string; text: 
     '',
   ];
   return {
-    subject: `You have used ${f.threshold}% of your ${count(f.allowance)} monthly credits`,
+    subject: `You have used ${pct}% of your ${count(f.allowance)} monthly credits`,
     text: lines.join('\n'),
   };
 }

@@ -15,7 +15,7 @@ import { EmbeddedBilling } from '../../infra/billing/embedded-billing.js';
 import { ExportDirectory } from '../../infra/files/export-directory.js';
 import type { ExportFiles } from '../core/export-files.port.js';
 import type { WebhookSender } from '../core/webhook-sender.port.js';
-import type { Mailer } from '../core/mail.port.js';
+import type { Mailer, MailMessage } from '../core/mail.port.js';
 import { fixedClock, systemClock, type Clock } from '../core/clock.js';
 import { randomIds, type Ids } from '../core/ids.port.js';
 import type { EventBus } from '../core/event-bus.port.js';
@@ -125,7 +125,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   });
   const mailer: Mailer = config.smtpUrl
     ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })
-    : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock });
+    : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock, onWritten: outboxConsole(config) });
   let listenUrl = `http://localhost:${config.port}`;
   const baseUrl = () => config.publicBaseUrl ?? listenUrl;
   // Queries read through a cache of the latest scores (one read per metered score call).
@@ -191,3 +191,14 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   };
 }
 
+/**
+ * Without SMTP, each mail is a file: the console (stderr, beside the JSON log on stdout) says
+ * where, and on a demo deployment prints the sign-in link itself. Quiet when LOG_LEVEL is silent.
+ */
+function outboxConsole(config: Config): ((file: string, message: MailMessage) => void) | undefined {
+  if (config.logLevel === 'silent') return undefined;
+  return (file, message) => {
+    const link = config.demo ? /\bhttps?:\/\/\S+\/account\/sign-in\/\S+/.exec(message.text)?.[0] : undefined;
+    process.stderr.write(`Mail to ${message.to} written to ${file} (no SMTP_URL set)${link ? `\n  sign-in link: ${link}` : ''}\n`);
+  };
+}

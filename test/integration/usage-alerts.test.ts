@@ -165,7 +165,10 @@ describe('Usage-alert emails', function () {
 
     it('addresses each file to the account with the threshold, the numbers and the reset', () => {
       const [at75, at90] = docs.map((d) => readEml(join(f.outbox, `${d.id}.eml`)));
-      expect(at75!.headers).to.include({ to: 'dev@a.example', from: FROM, subject: 'You have used 75% of your 25,000 monthly credits' });
+      // 20,000 of 25,000 is 80%: subject and body give the one figure, the body names the 75% threshold.
+      expect(at75!.headers).to.include({ to: 'dev@a.example', from: FROM, subject: 'You have used 80% of your 25,000 monthly credits' });
+      expect(at75!.body).to.contain('has used 80% of its monthly credit allowance');
+      expect(at75!.body).to.contain('past the 75% alert threshold.');
       expect(at75!.headers['message-id']).to.equal(`<${docs[0]!.id}@scores.example>`);
       expect(at75!.body).to.match(/Used this month: +20,000 credits/);
       expect(at90!.headers).to.include({ to: 'dev@a.example', subject: 'You have used 90% of your 25,000 monthly credits' });
@@ -307,7 +310,7 @@ describe('Usage-alert emails', function () {
     it('sends a new alert without being drained, and stops cleanly', async () => {
       await spend(f, 'acc-e', 800);
       for (let i = 0; i < 100 && f.mailer.sent.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
-      expect(f.mailer.sent.map((m) => [m.to, m.subject])).to.deep.equal([['timer@e.example', 'You have used 75% of your 1,000 monthly credits']]);
+      expect(f.mailer.sent.map((m) => [m.to, m.subject])).to.deep.equal([['timer@e.example', 'You have used 80% of your 1,000 monthly credits']]);
       await f.dispatcher.stop();
       expect(await f.dispatcher.drain()).to.equal(0);
     });

@@ -102,10 +102,10 @@ describe('A usage-alert email', () => {
   });
 
   describe('When one call jumps past two thresholds', () => {
-    it('reports the real share used, not just the threshold', () => {
+    it('reports the real share used in subject and body, and the threshold it crossed', () => {
       const { subject, text } = usageAlertMessage(facts({ threshold: 75, used: 23_750 }));
-      expect(subject).to.contain('75%');
-      expect(text).to.contain('has used 95% of its monthly credit allowance');
+      expect(subject).to.equal('You have used 95% of your 25,000 monthly credits');
+      expect(text).to.contain('has used 95% of its monthly credit allowance for April 2024, past the 75% alert threshold.');
     });
   });
 

@@ -97,9 +97,13 @@ export function liveEnvelope(events: readonly WebhookEvent[], sentAt: Date): Web
   return { events: [...events], sent_at: sentAt.toISOString(), source: WEBHOOK_SOURCE, test: false };
 }
 
-/** The body of a test delivery: one example event of `eventType`, marked test. */
+/**
+ * The body of a test delivery: one example event of `eventType`, marked test, dated the day it
+ * is sent (a receiver that checks dates sees a plausible event, not one years old).
+ */
 export function testEnvelope(eventType: WebhookEventType, sentAt: Date): WebhookEnvelope {
-  return { events: [{ ...EXAMPLES[eventType], test: true }], sent_at: sentAt.toISOString(), source: WEBHOOK_SOURCE, test: true };
+  const date = sentAt.toISOString().slice(0, 10);
+  return { events: [{ ...EXAMPLES[eventType], date, test: true }], sent_at: sentAt.toISOString(), source: WEBHOOK_SOURCE, test: true };
 }
 
 const EXAMPLES: { [T in WebhookEventType]: Extract<WebhookEvent, { type: T }> } = {

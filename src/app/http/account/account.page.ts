@@ -75,7 +75,7 @@ function usageSection(v: AccountView): SafeHtml {
 <dt>Prepaid credits</dt><dd>${count(f.prepaid_credits)}</dd>
 <dt>Overage</dt><dd>${f.allow_overage ? `on: ${count(f.overage_credits)} credits, ${formatUsd(Math.round(f.overage_cost_usd * 100))} so far` : 'off (hard stop)'}</dd>
 </dl>
-<figure><div id="usage-chart" aria-label="Credits charged per day"></div><figcaption class="muted">Credits charged per day this month: ${count(total)} in all.</figcaption></figure>
+<figure><div id="usage-chart"></div><figcaption class="muted">Credits charged per day this month: ${count(total)} in all.</figcaption></figure>
 <table aria-label="Usage per day"><thead><tr><th>Day</th><th class="num">Calls</th><th class="num">Credits</th></tr></thead><tbody>${v.days.map((d) => html`<tr><td>${d.day}</td><td class="num">${count(d.calls)}</td><td class="num">${count(d.credits)}</td></tr>`)}</tbody></table>
 <script type="application/json" id="usage-data">${raw(JSON.stringify(series).replace(/</g, '\\u003c'))}</script>
 <h3>Usage alerts</h3><p>Emails at ${USAGE_ALERT_THRESHOLDS.map((t) => `${t}%`).join(', ')} of the allowance, once a month each${v.email ? html` to <strong>${v.email}</strong>` : ''}. Raised this month: <span id="alerts">${f.monthly_allowance === null ? 'none (unmetered)' : alertsRaised(f)}</span>.</p>

@@ -26,11 +26,18 @@ Redoc.init('/openapi.json', {
 }, document.getElementById('redoc'));
 `;
 
-/** Redoc injects its styles and runs its search index in a blob worker; it needs nothing else. */
+/**
+ * Redoc injects its styles and runs its search index in a blob worker; the one asset it fetches
+ * from outside is its own logo (`cdn.redoc.ly/redoc/logo-mini.svg`, in the sidebar's "API docs
+ * by Redocly" link, which cannot be switched off), admitted as an image and nothing else.
+ */
 const DOCS_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https://cdn.redoc.ly; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const CACHE_DOCS = 'public, max-age=300';
+
+/** The errors page's `coverage` example: Domino's, size rank 422 of the listed universe, far outside `top100`. */
+export const COVERAGE_EXAMPLE = 'DPZ';
 
 /** What each problem `code` means and what the caller can do about it: `/docs/errors#<code>`. */
 const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
@@ -120,7 +127,7 @@ const costOf = (e: RateCardEntry) => (e.credits === 0 ? 'free' : `${e.credits} p
 const gated = RATE_KEYS.map((k) => RATE_CARD[k]).filter((e) => e.min_tier !== 'free');
 
 function errorsPage(baseUrl: string): SafeHtml {
-  const example = problemOf('coverage', 'TSLA is outside your coverage (top100); upgrade or add Pro for the full universe', baseUrl, {
+  const example = problemOf('coverage', `${COVERAGE_EXAMPLE} is outside your coverage (top100); upgrade or add Pro for the full universe`, baseUrl, {
     coverage: 'top100',
   });
   const sections = ERROR_CODES.map((code) => {
@@ -189,8 +196,9 @@ function intro(baseUrl: string): SafeHtml {
 </section>`;
 }
 
-function docsPage(baseUrl: string): SafeHtml {
+function docsPage(baseUrl: string, demo: boolean): SafeHtml {
   return page({
+    demo,
     title: `API reference — ${SERVICE_NAME}`,
     canonical: `${baseUrl}/docs`,
     description: `${SERVICE_NAME}: base URL, authentication, errors and every endpoint.`,
@@ -203,7 +211,7 @@ function docsPage(baseUrl: string): SafeHtml {
 
 /** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs. */
 export function registerDocsPages(app: Express, services: Services): void {
-  app.get('/docs', (_req, res) => sendHtml(res, 200, docsPage(services.baseUrl()), { cacheControl: CACHE_DOCS, csp: DOCS_CSP }));
+  app.get('/docs', (_req, res) => sendHtml(res, 200, docsPage(services.baseUrl(), services.config.demo), { cacheControl: CACHE_DOCS, csp: DOCS_CSP }));
   app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl()), { cacheControl: CACHE_DOCS }));
   app.get('/docs/assets/redoc.standalone.js', (_req, res) => {
     res.sendFile(REDOC_BUNDLE, { maxAge: '1d', headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });

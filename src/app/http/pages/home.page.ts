@@ -114,8 +114,9 @@ function access(baseUrl: string): SafeHtml {
 </dl>`;
 }
 
-function homePage(data: StockPageData | null, baseUrl: string): SafeHtml {
+function homePage(data: StockPageData | null, baseUrl: string, demo: boolean): SafeHtml {
   return page({
+    demo,
     title: `${SERVICE_NAME}: Main-Street and Wall-Street scores for US stocks`,
     canonical: `${baseUrl}/`,
     description: `${SERVICE_NAME}: daily consumer-demand and analyst-sentiment scores for US stocks, plans and prices.`,
@@ -131,6 +132,6 @@ ${access(baseUrl)}`,
 export function registerHomePage(app: Express, services: Services): void {
   app.get('/', browserHeaders, async (_req, res) => {
     const data = await loadStockPage(services.reads, EXAMPLE_TICKER, services.clock.now());
-    sendHtml(res, 200, homePage(data, services.baseUrl()), { cacheControl: CACHE_HOME });
+    sendHtml(res, 200, homePage(data, services.baseUrl(), services.config.demo), { cacheControl: CACHE_HOME });
   });
 }

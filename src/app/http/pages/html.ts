@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { SITE_CSS_PATH } from './site.css.js';
 
 /** Markup that is already safe to send: only `html` and `raw` make one. */
 export class SafeHtml {
@@ -38,31 +39,6 @@ export function html(strings: TemplateStringsArray, ...values: Interpolation[]):
 /** Trusted markup written in this folder (never data). */
 export const raw = (markup: string): SafeHtml => new SafeHtml(markup);
 
-const STYLE = raw(`
-  :root { color-scheme: light; --fg: #1d232b; --muted: #5b6673; --line: #dde3ea; --accent: #0b5cad; }
-  * { box-sizing: border-box; }
-  body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: #fff; }
-  header.site, main, footer.site { max-width: 60rem; margin: 0 auto; padding: 0 1.25rem; }
-  header.site { display: flex; gap: 1.25rem; align-items: baseline; padding-top: 1rem; padding-bottom: .75rem; border-bottom: 1px solid var(--line); }
-  header.site .brand { font-weight: 700; color: var(--fg); text-decoration: none; margin-right: auto; }
-  a { color: var(--accent); }
-  h1 { font-size: 1.75rem; margin: 1.25rem 0 .25rem; }
-  h2 { font-size: 1.25rem; margin: 1.75rem 0 .5rem; }
-  .muted { color: var(--muted); }
-  table { border-collapse: collapse; margin: .5rem 0 1rem; }
-  th, td { padding: .35rem .75rem; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
-  td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-  .scores { display: grid; grid-template-columns: repeat(auto-fit, minmax(10rem, 1fr)); gap: .75rem; margin: 1rem 0; }
-  .score { border: 1px solid var(--line); border-radius: .5rem; padding: .75rem 1rem; }
-  .score .value { font-size: 1.75rem; font-weight: 700; font-variant-numeric: tabular-nums; }
-  .attribution { background: #f4f7fa; border-left: 4px solid var(--accent); padding: .75rem 1rem; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9rem; overflow-wrap: anywhere; }
-  .note { background: #fff8e6; border: 1px solid #f0d999; border-radius: .5rem; padding: .75rem 1rem; }
-  code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; background: #f4f7fa; padding: .05rem .3rem; border-radius: .25rem; }
-  dt { font-weight: 600; margin-top: .75rem; }
-  dd { margin-left: 1.25rem; }
-  footer.site { margin-top: 2.5rem; padding-top: 1rem; padding-bottom: 2rem; border-top: 1px solid var(--line); font-size: .875rem; color: var(--muted); }
-  svg.sparkline { display: block; max-width: 100%; height: auto; }
-`);
 
 export interface PageOptions {
   title: string;
@@ -75,7 +51,20 @@ export interface PageOptions {
   body: SafeHtml;
   /** Full-width markup between <main> and the footer (the Redoc reference lays itself out). */
   wide?: SafeHtml;
+  /** A demo deployment: the data is simulated, and the page says so in a banner. */
+  demo?: boolean;
 }
+
+/** What a demo deployment's data is, said on every page that shows it. */
+export const DEMO_NOTICE = 'Simulated data: only tickers and names are real.';
+
+/**
+ * Every table in a scrolling box of its own, so that a wide table scrolls sideways inside the
+ * page instead of widening it (the box takes focus, so a keyboard can scroll it too). The markup
+ * is the page's own (data is escaped), so a `<table` here is always a tag.
+ */
+const scrollingTables = (markup: SafeHtml): SafeHtml =>
+  raw(markup.value.replace(/<table\b/g, '<div class="table-scroll" tabindex="0"><table').replace(/<\/table>/g, '</table></div>'));
 
 export const SERVICE_NAME = 'Scores API';
 
@@ -90,12 +79,14 @@ export function page(o: PageOptions): SafeHtml {
 <link rel="icon" href="data:,">
 ${o.description ? html`<meta name="description" content="${o.description}">` : ''}
 ${o.canonical ? html`<link rel="canonical" href="${o.canonical}">` : ''}
-<style>${STYLE}</style>
+<link rel="stylesheet" href="${SITE_CSS_PATH}">
 ${o.head ?? ''}
 </head>
 <body>
-<header class="site"><a class="brand" href="/">${SERVICE_NAME}</a><a href="/#pricing">Pricing</a><a href="/docs">API reference</a><a href="/docs/errors">Errors</a><a href="/license">Licence</a><a href="/account">Account</a></header>
-<main>${o.body}</main>
+<a class="skip" href="#content">Skip to content</a>
+<header class="site"><a class="brand" href="/">${SERVICE_NAME}</a><nav aria-label="Main"><ul><li><a href="/#pricing">Pricing</a></li><li><a href="/docs">API reference</a></li><li><a href="/docs/errors">Errors</a></li><li><a href="/license">Licence</a></li><li><a href="/account">Account</a></li></ul></nav></header>
+${o.demo ? html`<div class="demo-banner" role="note" aria-label="Demo data"><p><strong>Demo deployment.</strong> ${DEMO_NOTICE}</p></div>` : ''}
+<main id="content">${scrollingTables(o.body)}</main>
 ${o.wide ?? ''}
 <footer class="site">${SERVICE_NAME}: daily Main-Street (consumer demand) and Wall-Street (analyst sentiment) scores. <a href="/openapi.json">OpenAPI document</a> · <a href="/license">Licence terms</a></footer>
 </body>
@@ -104,10 +95,10 @@ ${o.wide ?? ''}
 }
 
 /**
- * Pages without scripts get a strict policy: nothing loads but the page itself and its inline
- * style (helmet's default CSP is off for the API as a whole).
+ * Pages without scripts get a strict policy: nothing loads but the page itself and the site's
+ * stylesheet (helmet's default CSP is off for the API as a whole).
  */
-export const STATIC_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const STATIC_PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export function sendHtml(res: Response, status: number, doc: SafeHtml, options: { cacheControl: string; csp?: string }): void {
   res.status(status);

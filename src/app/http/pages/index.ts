@@ -6,6 +6,7 @@ import { registerLicencePage } from './license.page.js';
 import { registerLlmsTxt } from './llms-txt.page.js';
 import { registerRetiredRoutes } from './retired.routes.js';
 import { registerStockPage } from './stock.page.js';
+import { SITE_CSS } from './site.css.js';
 
 /**
  * The public, key-less pages: the home page (what the data is, an example, the prices), each
@@ -14,6 +15,11 @@ import { registerStockPage } from './stock.page.js';
  * before the tsoa routes.
  */
 export function registerPages(app: Express, services: Services): void {
+  // The stylesheet's URL carries its content hash (SITE_CSS_PATH), so a year's cache is safe.
+  app.get('/assets/site.css', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+    res.type('text/css').send(SITE_CSS);
+  });
   registerHomePage(app, services);
   registerStockPage(app, services);
   registerLicencePage(app, services);

@@ -4,7 +4,10 @@ import { gapOf, type HistoryRow, type ScoreVersion } from '../../../../projectio
 import { SOURCE_STATEMENT, citationUrl } from '../../../../queries/shared/provenance.js';
 import { isDateString, toDateString } from '../../../domain/trading-calendar.js';
 import { attributionLine } from './license.page.js';
-import { html, page, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
+import { html, page, raw, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
+import { STOCK_CHART_JS, stockChartData } from './stock-chart.js';
+import { projectRoot } from '../../../core/paths.js';
+import { join } from 'node:path';
 import { PUBLIC_ENTITLEMENTS, loadStockPage, type StockPageData } from '../../../../queries/get-stock-page/get-stock-page.query.js';
 
 /** Delayed data changes once a day; five minutes keeps a cited page cheap to serve. */
@@ -14,39 +17,49 @@ const TABLE_ROWS = 10;
 const SYMBOL = /^[A-Z0-9.-]{1,12}$/;
 const PUBLIC_HISTORY_DAYS = PUBLIC_ENTITLEMENTS.history_days;
 
+/** The stock page runs its own chart script and uPlot, both served here; nothing else loads. */
+const STOCK_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CHART_HEAD = raw(`<link rel="stylesheet" href="/assets/uPlot.min.css"><script src="/assets/uPlot.iife.min.js" defer></script><script src="/assets/stock-chart.js" defer></script>`);
+
 // Scores carry one decimal; show it always so the columns line up (49.0, not 49).
 const score = (x: number) => (Math.round(x * 10) / 10 === x ? x.toFixed(1) : String(x));
 const signed = (x: number | null) => (x === null ? '—' : `${x > 0 ? '+' : x < 0 ? '−' : ''}${score(Math.abs(x))}`);
 
 /**
- * An inline SVG line of service_score (no script, no external file). The scale spans the
- * window's own range, at least 10 points wide, so that a quiet stock does not draw a flat line.
+ * The chart's outline without JavaScript: an inline SVG of the three series on the fixed 0-100
+ * scale, replaced by the uPlot chart (dated axes, legend with values) when scripts run.
  */
 function sparkline(rows: HistoryRow[]): SafeHtml {
   const w = 600;
-  const h = 120;
+  const h = 160;
   const pad = 6;
   const values = rows.map((r) => r.service_score);
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (hi - lo < 10) {
-    const mid = (hi + lo) / 2;
-    lo = Math.max(0, mid - 5);
-    hi = Math.min(100, lo + 10);
-  }
   const x = (i: number) => (rows.length === 1 ? w / 2 : pad + (i * (w - 2 * pad)) / (rows.length - 1));
-  const y = (v: number) => pad + ((hi - v) * (h - 2 * pad)) / (hi - lo);
-  const points = rows.map((r, i) => `${x(i).toFixed(1)},${y(r.service_score).toFixed(1)}`).join(' ');
+  const y = (v: number) => pad + ((100 - v) * (h - 2 * pad)) / 100;
+  const line = (pick: (r: HistoryRow) => number) => rows.map((r, i) => `${x(i).toFixed(1)},${y(pick(r)).toFixed(1)}`).join(' ');
   const last = rows.at(-1)!;
   const first = rows[0]!;
-  const label = `service_score from ${first.date} to ${last.date}, ${rows.length} trading days, between ${score(Math.min(...values))} and ${score(Math.max(...values))}, latest ${score(last.service_score)}`;
+  const label = `Scores from ${first.date} to ${last.date}, ${rows.length} trading days, on a 0-100 scale: service score between ${score(Math.min(...values))} and ${score(Math.max(...values))}, latest ${score(last.service_score)}`;
   return html`<svg class="sparkline" role="img" aria-label="${label}" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" xmlns="http://www.w3.org/2000/svg">
 <title>${label}</title>
 <rect x="0" y="0" width="${w}" height="${h}" fill="#f8fafc"/>
-<polyline fill="none" stroke="#0b5cad" stroke-width="2" stroke-linejoin="round" points="${points}"/>
-<circle cx="${x(rows.length - 1).toFixed(1)}" cy="${y(last.service_score).toFixed(1)}" r="3.5" fill="#0b5cad"/>
-</svg>
-<p class="muted">${first.date} to ${last.date} · low ${score(Math.min(...values))}, high ${score(Math.max(...values))}, latest ${score(last.service_score)} (scale ${score(lo)} to ${score(hi)})</p>`;
+<polyline fill="none" stroke="#b45309" stroke-width="1.5" points="${line((r) => r.main_street)}"/>
+<polyline fill="none" stroke="#6d28d9" stroke-width="1.5" stroke-dasharray="6 4" points="${line((r) => r.wall_street)}"/>
+<polyline fill="none" stroke="#0b5cad" stroke-width="2.5" stroke-linejoin="round" points="${line((r) => r.service_score)}"/>
+</svg>`;
+}
+
+/** The chart of the page's history: uPlot over the JSON beside it, the SVG outline until then. */
+function scoreChart(rows: HistoryRow[]): SafeHtml {
+  const values = rows.map((r) => r.service_score);
+  const first = rows[0]!;
+  const last = rows.at(-1)!;
+  const restated = rows.filter((r) => r.version > 1).length;
+  return html`<div id="score-chart" class="chart" role="figure" aria-label="Service score, Main Street and Wall Street, ${first.date} to ${last.date}, 0-100">${sparkline(rows)}</div>
+<script type="application/json" id="score-data">${raw(JSON.stringify(stockChartData(rows)).replace(/</g, '\\u003c'))}</script>
+<p class="muted">${first.date} to ${last.date}, on the full 0-100 scale · service score low ${score(Math.min(...values))}, high ${score(Math.max(...values))}, latest ${score(last.service_score)}${
+    restated > 0 ? ` · ${restated} restated ${restated === 1 ? 'day' : 'days'} marked with a red ring` : ''
+  }</p>`;
 }
 
 function historyTable(rows: HistoryRow[]): SafeHtml {
@@ -100,8 +113,8 @@ ${d.earlier.length > 0 ? earlierValues(d.earlier, latest) : ''}
 <p class="attribution" id="attribution">${attributionLine(baseUrl, cited, symbol)}</p>
 ${
   d.history.length > 0
-    ? html`<h2>Service score, last ${d.history.length} trading days</h2>
-${sparkline(d.history)}
+    ? html`<h2>Scores, last ${d.history.length} trading days</h2>
+${scoreChart(d.history)}
 <h2>Recent history</h2>
 ${historyTable(d.history)}`
     : html`<p class="muted">${cited} is older than the ${PUBLIC_HISTORY_DAYS} days of history the free tier shows, so no chart or table goes with it.</p>`
@@ -118,7 +131,7 @@ function subscriberNotice(d: StockPageData, baseUrl: string, symbol: string): Sa
 ${d.asOf ? html`<p>The latest public scores of ${symbol} are on <a href="/stocks/${symbol}">its page</a>.</p>` : ''}`;
 }
 
-function stockPage(d: StockPageData, baseUrl: string): SafeHtml {
+function stockPage(d: StockPageData, baseUrl: string, demo: boolean): SafeHtml {
   const { symbol, company, sector } = d.ticker;
   const canonical = d.cited ? citationUrl(baseUrl, { asOf: d.cited, ticker: symbol }) : `${baseUrl}/stocks/${encodeURIComponent(symbol)}`;
   const scores = d.subscriberOnly
@@ -138,6 +151,8 @@ ${scores}
 <p>See the <a href="/docs">API reference</a> and the <a href="/license">licence terms</a> (the free tier asks for the attribution line above).</p>
 ${methodology(d.delayDays)}`;
   return page({
+    demo,
+    head: CHART_HEAD,
     title: `${company} (${symbol}) scores${d.cited ? ` as of ${d.cited}` : ''} — ${SERVICE_NAME}`,
     canonical,
     description: d.subscriberOnly
@@ -204,6 +219,14 @@ export function registerStockPage(app: Express, services: Services): void {
     const data = await loadStockPage(services.reads, symbol, now, cited.date);
     if (!data) return sendHtml(res, 404, notFoundPage(requested), { cacheControl: CACHE_NOT_FOUND });
     if (data.cited && !data.subscriberOnly && !data.latest) return sendHtml(res, 404, noScoresPage(data), { cacheControl: CACHE_NOT_FOUND });
-    sendHtml(res, 200, stockPage(data, services.baseUrl()), { cacheControl: CACHE_OK });
+    sendHtml(res, 200, stockPage(data, services.baseUrl(), services.config.demo), { cacheControl: CACHE_OK, csp: STOCK_CSP });
+  });
+  // uPlot from the package itself, and the chart script: nothing from a CDN.
+  const uplot = join(projectRoot(), 'node_modules/uplot/dist');
+  app.get('/assets/uPlot.iife.min.js', (_req, res) => res.sendFile(join(uplot, 'uPlot.iife.min.js'), { maxAge: '1d' }));
+  app.get('/assets/uPlot.min.css', (_req, res) => res.sendFile(join(uplot, 'uPlot.min.css'), { maxAge: '1d' }));
+  app.get('/assets/stock-chart.js', (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.type('text/javascript').send(STOCK_CHART_JS);
   });
 }

@@ -1,0 +1,188 @@
+/**
+ * Every public page and the account pages as a customer sees them, in Debian's Chromium
+ * (headless) at a desktop width and a phone width: screenshots kept in .tmp/screenshots/ (git
+ * ignores it), no page wider than its viewport, axe-core run in the page with no serious or
+ * critical violation, and no console error. One demo server on a fixed clock.
+ */
+import { expect } from 'chai';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { TestServer } from '../support/server.js';
+import { startTestServer } from '../support/server.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const SHOTS = join(process.cwd(), '.tmp', 'screenshots');
+const SESSION_COOKIE = '__Host-scores.sid';
+const EMAIL = 'visual.check@example.com';
+const WIDTHS = [1280, 390] as const;
+/** Redoc's logo, which the docs page's policy admits: served here as the CDN would (the test network is closed). */
+const REDOC_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const LOGO_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>';
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', function () {
+  let server: TestServer;
+  let browser: Browser;
+  /** The signed-in customer's browser, and a visitor's (the sign-in page sends a signed-in one on). */
+  let context: BrowserContext;
+  let visitor: BrowserContext;
+  /** The same two with the pages' policy bypassed, for axe only (the policy forbids an injected script, rightly). */
+  let axeContext: BrowserContext;
+  let axeVisitor: BrowserContext;
+  const consoleErrors: string[] = [];
+  const logoRequests: string[] = [];
+
+  /** Signs in by the emailed link, as a user would: the outbox's mail, its link, the confirm button. */
+  async function signIn(page: Page): Promise<void> {
+    await page.goto(`${server.url}/account/sign-in`);
+    await page.getByLabel('Email address').fill(EMAIL);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    await page.getByRole('heading', { name: 'Check your email' }).waitFor();
+    const outbox = join(server.dir, 'outbox');
+    const mail = readdirSync(outbox)
+      .filter((f) => f.endsWith('.eml'))
+      .map((f) => readFileSync(join(outbox, f), 'utf8'))
+      .find((m) => /Subject: Your sign-in link/i.test(m));
+    const link = new RegExp(`${server.url.replace(/[.:/]/g, '\\$&')}/account/sign-in/[A-Za-z0-9_-]+`).exec(mail ?? '')?.[0];
+    expect(link, 'the sign-in link, whole, in the .eml file').to.be.a('string');
+    await page.goto(link!);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && /\/account\/sign-in\/[A-Za-z0-9_-]+$/.test(r.url())),
+      page.getByRole('button', { name: 'Sign in' }).click(),
+    ]);
+    await page.waitForLoadState('load');
+    if ((await context.cookies()).some((c) => c.name === SESSION_COOKIE)) return;
+    // Playwright refuses a Secure cookie for an http URL; the same value is given for https (Chromium sends it to 127.0.0.1).
+    const sent = (await response.headersArray()).find((h) => h.name.toLowerCase() === 'set-cookie' && h.value.startsWith(`${SESSION_COOKIE}=`));
+    expect(sent, 'the sign-in sets the session cookie').to.not.equal(undefined);
+    const value = sent!.value.slice(SESSION_COOKIE.length + 1).split(';')[0]!;
+    await context.addCookies([{ name: SESSION_COOKIE, value, url: `${server.url.replace(/^http:/, 'https:')}/`, secure: true, httpOnly: true, sameSite: 'Lax' }]);
+  }
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      console.log(`      ${CHROMIUM} is absent: apt-get install -y chromium`);
+      return this.skip();
+    }
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startTestServer({ now: '2019-04-10T12:00:00Z' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    visitor = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    for (const ctx of [context, visitor]) {
+      await ctx.route(REDOC_LOGO, (route) => {
+        logoRequests.push(route.request().url());
+        return route.fulfill({ status: 200, contentType: 'image/svg+xml', body: LOGO_SVG });
+      });
+    }
+    const page = await context.newPage();
+    await signIn(page);
+    await page.close();
+    axeContext = await browser.newContext({ bypassCSP: true, storageState: await context.storageState() });
+    axeVisitor = await browser.newContext({ bypassCSP: true });
+    for (const ctx of [axeContext, axeVisitor]) await ctx.route(REDOC_LOGO, (route) => route.fulfill({ status: 200, contentType: 'image/svg+xml', body: LOGO_SVG }));
+  });
+
+  after(async () => {
+    for (const ctx of [context, visitor, axeContext, axeVisitor]) await ctx?.close();
+    await browser?.close();
+    await server?.stop();
+    if (server) console.log(`      screenshots: ${SHOTS}`);
+  });
+
+  const pages: { name: string; path: string; ready: (p: Page) => Promise<unknown>; anonymous?: true }[] = [
+    { name: 'home', path: '/', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
+    { name: 'stock-AAPL', path: '/stocks/AAPL', ready: (p) => p.locator('#score-chart[data-drawn]').waitFor() },
+    { name: 'docs', path: '/docs', ready: (p) => p.locator('#redoc .api-content').waitFor({ timeout: 60_000 }) },
+    { name: 'sign-in', path: '/account/sign-in', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor(), anonymous: true },
+    { name: 'account', path: '/account', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
+  ];
+
+  for (const width of WIDTHS) {
+    for (const { name, path, ready, anonymous } of pages) {
+      it(`${path} at ${width} px: fits its viewport, 0 serious or critical axe violations, no console error`, async () => {
+        const page = await (anonymous ? visitor : context).newPage();
+        const audited = await (anonymous ? axeVisitor : axeContext).newPage();
+        await audited.setViewportSize({ width, height: width > 600 ? 900 : 844 });
+        await page.setViewportSize({ width, height: width > 600 ? 900 : 844 });
+        const errors: string[] = [];
+        page.on('console', (m) => {
+          if (m.type() === 'error') errors.push(m.text());
+        });
+        page.on('pageerror', (e) => errors.push(e.message));
+        try {
+          const res = await page.goto(`${server.url}${path}`);
+          expect(res?.status(), path).to.equal(200);
+          expect(new URL(page.url()).pathname, 'not sent elsewhere (the session holds)').to.equal(path);
+          await ready(page);
+
+          const file = join(SHOTS, `${name}-${width}.png`);
+          await page.screenshot({ path: file, fullPage: true });
+          expect(statSync(file).size).to.be.greaterThan(10_000);
+          // What the first screen shows, as a reader first sees it.
+          await page.screenshot({ path: join(SHOTS, `${name}-${width}-first-screen.png`) });
+
+          const scrollWidth = Number(await page.evaluate('document.documentElement.scrollWidth'));
+          expect(scrollWidth, `${path} is ${scrollWidth} px wide at ${width}`).to.be.at.most(width);
+
+          // The same page in the audit context: axe-core injected as a script tag, then run on the whole document.
+          await audited.goto(`${server.url}${path}`);
+          await ready(audited);
+          await audited.addScriptTag({ path: AXE });
+          const violations = await audited.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)");
+          const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+          expect(
+            severe.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join('; ')})`),
+            `${path} at ${width}`,
+          ).to.deep.equal([]);
+          consoleErrors.push(...errors);
+          expect(errors, `console errors on ${path} at ${width}`).to.deep.equal([]);
+        } finally {
+          await page.close();
+          await audited.close();
+        }
+      });
+    }
+  }
+
+  it('shows the demo banner on /, /stocks/AAPL and /docs, and the stock chart with dated axes, 0-100 and every series', async () => {
+    const page = await context.newPage();
+    try {
+      for (const path of ['/', '/stocks/AAPL', '/docs']) {
+        await page.goto(`${server.url}${path}`);
+        expect(await page.getByRole('note', { name: 'Demo data' }).innerText(), path).to.contain('Simulated data: only tickers and names are real.');
+      }
+      await page.goto(`${server.url}/stocks/AAPL`);
+      await page.locator('#score-chart[data-drawn]').waitFor();
+      const legend = await page.locator('#score-chart .u-legend .u-label').allInnerTexts();
+      expect(legend).to.deep.equal(['Date', 'Service score', 'Main Street', 'Wall Street', 'Restated']);
+      // The scales the chart drew, read back from uPlot: the whole 0-100 and the dated span of the data.
+      expect(await page.locator('#score-chart').getAttribute('data-y-range')).to.equal('0-100');
+      expect(await page.locator('#score-chart').getAttribute('data-x-range')).to.match(/^\d{4}-\d{2}-\d{2}\/\d{4}-\d{2}-\d{2}$/);
+      const scale = await page.evaluate<{ days: number; first: string; restated: number }>(`(() => {
+        const data = JSON.parse(document.getElementById('score-data').textContent);
+        return { days: data.dates.length, first: data.dates[0], restated: data.restated_at.filter(Boolean).length };
+      })()`);
+      expect(scale.days).to.be.greaterThan(20);
+      expect(scale.first).to.match(/^\d{4}-\d{2}-\d{2}$/);
+      expect(Number(await page.locator('#score-chart').getAttribute('data-drawn'))).to.equal(scale.days);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('admits the Redoc logo on /docs (its policy allows the CDN image) and no page logged a console error', () => {
+    expect(logoRequests.length, 'the Redoc logo was requested').to.be.greaterThan(0);
+    expect(consoleErrors).to.deep.equal([]);
+  });
+});
