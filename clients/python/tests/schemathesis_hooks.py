@@ -30,7 +30,7 @@ def states_date_order(context: HookContext) -> bool:
 
 
 @schemathesis.hook
-def map_case(context: HookContext, case: Case) -> Case:
+def map_case(context: HookContext, case: Case[Any]) -> Case[Any]:
     query: Any = case.query
     positive = case.meta is not None and case.meta.generation.mode is GenerationMode.POSITIVE
     if not positive or not isinstance(query, dict) or not states_date_order(context):
