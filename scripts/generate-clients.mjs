@@ -43,10 +43,11 @@ function parseArgs(argv) {
 async function startServer() {
   const dir = mkdtempSync(join(tmpdir(), 'scores-generate-'));
   const env = { ...process.env, SCORES_DATA_DIR: dir, SCORES_DEMO: 'off', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SCORES_EXPORTS_SCHEDULE: 'off', PUBLIC_BASE_URL };
-  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The start banner ("listening on URL") is on stderr; stdout is the JSON log stream, silent here.
+  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
   const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
+    child.stderr.on('data', (d) => {
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) resolve(m[1]);

@@ -92,7 +92,7 @@ export async function run(call: MeteredCall, since: string | undefined): Promise
  * 2019-13-01, so such values are refused here first.
  */
 function parseSince(value: string | undefined): string | undefined {
-  if (value !== undefined && value !== '' && Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
+  if (value !== undefined && Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
     throw badRequest('since must be a date YYYY-MM-DD', { errors: [{ parameter: 'since', message: 'must be a date YYYY-MM-DD' }] });
   }
   return parseDateParam('since', value);

@@ -38,7 +38,7 @@ export class GetDivergenceController extends MeteredController {
    * `percentile` is the rank of |gap| in that day's whole cross-section; `days_at_extreme`
    * counts consecutive days at percentile ≥ 0.95 in one direction. Builder keys and higher also
    * get `why_now` research. Costs 3 credits per row returned (an empty answer is free).
-   * @param direction `bull` (main_street above wall_street) or `bear` (below), any case; absent = both.
+   * @param direction `bull` (main_street above wall_street) or `bear` (below), any case; `null` or absent = both.
    * @param limit Integer 1-100 (default 25): the most rows to return; above 100 is a 422.
    * @summary Widest divergence gaps
    */
@@ -62,7 +62,7 @@ export class GetDivergenceController extends MeteredController {
     as_of: '2019-06-13',
     citation_url: 'https://api.example.com/docs?as_of=2019-06-13',
   })
-  @Response<ProblemDetails>(400, 'direction is not bull or bear, or limit is not an integer or below 1')
+  @Response<ProblemDetails>(400, 'direction is not bull, bear or null, or limit is not an integer or below 1')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden)')
   @Response<ProblemDetails>(422, 'limit above 100 (limit_exceeded)')

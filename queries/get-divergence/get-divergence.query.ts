@@ -44,13 +44,19 @@ export function includesWhyNow(tier: Tier): boolean {
   return PLANS[tier].rank >= PLANS[WHY_NOW_MIN_TIER].rank;
 }
 
-/** `bull` | `bear` (any case) → the direction; absent, empty or `null` → all; anything else → 400. */
+/**
+ * The values the document's enum lists (DIRECTION_VALUES), in any case, as the spec says: `bull` |
+ * `bear` → the direction; absent or `null` → all. Anything else, the empty value too, → 400.
+ */
 export function parseDirection(value: string | undefined): DivergenceDirection | null {
-  if (value === undefined || value === '' || value.toLowerCase() === 'null') return null;
+  if (value === undefined || value.toLowerCase() === 'null') return null;
   const v = value.trim().toLowerCase();
   if (v === 'bull' || v === 'bear') return v;
-  throw badRequest('direction must be bull or bear', { errors: [{ parameter: 'direction', message: 'must be bull or bear' }] });
+  throw badRequest('direction must be bull, bear or null', { errors: [{ parameter: 'direction', message: 'must be bull, bear or null' }] });
 }
+
+/** The `direction` query values, as the OpenAPI document lists them: `null` is the spec's "null means all" spelled in a URL. */
+export const DIRECTION_VALUES = ['bull', 'bear', 'null'] as const;
 
 /**
  * The caller's as-of cross-section (its universe only), ranked by |gap| descending (ties by

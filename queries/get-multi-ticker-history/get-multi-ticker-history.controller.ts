@@ -128,7 +128,7 @@ export class GetMultiTickerHistoryController extends MeteredController {
    * @param tickers Comma-separated symbols, case-insensitive, at most 50. When omitted, everything
    * your key can see (your coverage). Unknown symbols: 404 naming them; symbols outside your coverage: 403.
    * @param start First date (YYYY-MM-DD); floored at your tier's history depth.
-   * @param end Last date (YYYY-MM-DD); capped at your as-of date.
+   * @param end Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise).
    * @param since The `next_since` of your previous answer: only what was written or entered your
    * window after it (see above). Or a plain lower bound on when rows were written (inclusive): a
    * date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value

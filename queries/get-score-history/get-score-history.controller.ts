@@ -90,7 +90,7 @@ export class GetScoreHistoryController extends MeteredController {
    * @summary Score history of one stock
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-   * @param end Last date (YYYY-MM-DD); clamped to your as-of date.
+   * @param end Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
    * @param asKnownAt An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
    * YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
    * as it was published at that instant (see above).

@@ -74,7 +74,7 @@ export class GetSocialHeatController extends MeteredController {
    * @summary Social heat series of one stock
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-   * @param end Last date (YYYY-MM-DD); clamped to your as-of date.
+   * @param end Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
    * @example ticker "AAPL"
    */
   @Get('social-heat/{ticker}')

@@ -5,7 +5,7 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/core/problem.js';
 import { citationUrl } from '../shared/provenance.js';
-import { getThemeDetail, type ThemeDetail } from './get-themes.query.js';
+import { THEME_SLUG, getThemeDetail, type ThemeDetail } from './get-themes.query.js';
 
 export interface ThemeDetailResponse extends ThemeDetail {
   /**
@@ -20,8 +20,6 @@ export interface ThemeDetailResponse extends ThemeDetail {
    */
   citation_url: string;
 }
-
-const SLUG = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
 @Route('v1/themes')
 @Tags('Discovery')
@@ -69,10 +67,10 @@ export class GetThemeDetailController extends MeteredController {
 }
 
 export async function run(call: MeteredCall, slug: string): Promise<ThemeDetailResponse> {
-  const s = slug.trim().toLowerCase();
-  if (!SLUG.test(s)) throw badRequest('slug must be 1 to 64 characters of letters, digits and "-"', { errors: [{ parameter: 'slug', message: 'malformed' }] });
+  // As written: the document's pattern admits no surrounding space, so neither does the service.
+  if (!THEME_SLUG.test(slug)) throw badRequest('slug must be 1 to 64 characters of letters, digits and "-"', { errors: [{ parameter: 'slug', message: 'malformed' }] });
   const v = await call.visibility();
-  const theme = await getThemeDetail(call.ctx.reads, v, s);
+  const theme = await getThemeDetail(call.ctx.reads, v, slug.toLowerCase());
   await call.charge('theme_detail', theme.constituents.length);
   return { ...theme, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

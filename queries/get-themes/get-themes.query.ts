@@ -8,6 +8,12 @@ import { byServiceScoreDesc, compareText, mean1, visibleCrossSection } from '../
 import { inUniverse, type Visibility } from '../shared/visibility.js';
 
 /** The aggregate fields a theme shows in the list and in its detail. */
+/**
+ * A theme slug as a client may write it, in any case (the lookup lower-cases it): the OpenAPI
+ * document declares this as the `slug` parameter's pattern.
+ */
+export const THEME_SLUG = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/;
+
 export interface ThemeAggregates {
   /**
    * Constituents in your universe (free keys: `top100` only).

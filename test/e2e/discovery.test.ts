@@ -476,6 +476,7 @@ describe('Discovery and account endpoints over HTTP', function () {
     it('lists every error code of the OpenAPI document under the field code', async () => {
       const { body: meta } = await get('/v1/meta', demoKey(server.dir, 'quant'));
       const { body: openapi } = await get('/openapi.json');
+      // One problem schema per code; ProblemDetails, their union, maps each code to its schema.
       const codes = Object.keys(openapi.components.schemas.ProblemDetails.discriminator.mapping as Record<string, string>);
       expect(codes.length).to.be.at.least(17);
       const listed = /one of: ([a-z_, ]+)\.$/.exec(meta.fields.code.description)![1]!.split(', ');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { AppError } from '../../src/core/errors.js';
-import { addressRefusal, checkWebhookUrl, isForbiddenAddress, parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
+import { WEBHOOK_URL_PATTERN, addressRefusal, checkWebhookUrl, isForbiddenAddress, parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 
 /** Each address with the words its refusal must contain. */
 function expectRefused(cases: [string, string][], allow = parseAllowSubnets('')): void {
@@ -162,7 +162,16 @@ describe('Webhook address policy', () => {
       expect(url.hostname).to.equal('hooks.example.com');
       expect(url.port).to.equal('8443');
       expect(url.pathname + url.search).to.equal('/in/scores?team=7');
-      expect(checkWebhookUrl('HTTPS://Hooks.Example.com/').href).to.equal('https://hooks.example.com/');
+      expect(checkWebhookUrl('https://Hooks.Example.com/').href).to.equal('https://hooks.example.com/');
+    });
+
+    it('is refused unless it begins with https:// as written, the pattern the OpenAPI document declares', () => {
+      for (const text of ['HTTPS://hooks.example.com/', 'Https://hooks.example.com/', ' https://hooks.example.com/', '\thttps://hooks.example.com/']) {
+        const err = refusalOfUrl(text);
+        expect([err.code, err.status], JSON.stringify(text)).to.deep.equal(['bad_request', 400]);
+        expect(err.message, JSON.stringify(text)).to.include('must begin with https://');
+        expect(new RegExp(WEBHOOK_URL_PATTERN).test(text), JSON.stringify(text)).to.equal(false);
+      }
     });
 
     it('is refused as a bad request unless it uses https', () => {

@@ -8,7 +8,7 @@ import typing
 import pandas as pd
 import pytest
 
-from conftest import NOW, Receiver
+from conftest import Receiver
 from live_server import LiveServer
 from scores_client import (
     ERROR_CLASSES,
@@ -28,11 +28,12 @@ from scores_client import (
     history_frame,
     verify_webhook,
 )
-from scores_client.models import ErrorCode
+from scores_client.models import ProblemDetails
 
 
 def test_every_problem_code_of_the_document_has_its_error_class() -> None:
-    codes = typing.get_args(ErrorCode.model_fields["root"].annotation)
+    problems = typing.get_args(ProblemDetails.model_fields["root"].annotation)
+    codes = [code for p in problems for code in typing.get_args(p.model_fields["code"].annotation)]
     assert sorted(ERROR_CLASSES) == sorted(codes)
     assert all(issubclass(c, ScoresApiError) for c in ERROR_CLASSES.values())
 
@@ -124,9 +125,10 @@ def test_never_retries_credits_exhausted(server: LiveServer) -> None:
 
 
 def test_verify_webhook_accepts_a_real_delivery_by_both_signatures_and_refuses_forgeries(server: LiveServer, receiver: Receiver) -> None:
-    from datetime import datetime
+    import time
 
-    now = datetime.fromisoformat(NOW.replace("Z", "+00:00")).timestamp()  # the server signs on its pinned clock
+    # The server signs on its transport clock, the wall clock, whatever SCORES_NOW pins for the data.
+    now = time.time()
     with ScoresClient(server.key("quant"), base_url=server.url) as c:
         hook = c.register_webhook("divergence_event", receiver.url)
         assert c.test_webhook(hook.id).ok

@@ -1,25 +1,28 @@
 import type { components } from './generated/schema.js';
 
-export type ErrorCode = components['schemas']['ErrorCode'];
+/** A problem of any code: the document's `ProblemDetails`, one schema per code, told apart by `code`. */
 export type Problem = components['schemas']['ProblemDetails'];
+export type ErrorCode = Problem['code'];
+/** The problem of one code, with the members that code carries (`errors`, `required_tier`, …). */
+export type ProblemOf<C extends ErrorCode> = Extract<Problem, { code: C }>;
 
 /**
  * A problem+json answer of the API, thrown by every call that does not succeed. `instanceof` the
  * subclass of its `code` (`RateLimitedError`, `CreditsExhaustedError`, ...) to handle one case.
  */
-export class ScoresApiError extends Error {
+export class ScoresApiError<C extends ErrorCode = ErrorCode> extends Error {
   readonly status: number;
-  readonly code: ErrorCode;
+  readonly code: C;
   readonly title: string;
   readonly detail: string;
   /** The whole problem body, extensions included (`errors`, `unknown_tickers`, `required_tier`, ...). */
-  readonly problem: Problem;
+  readonly problem: ProblemOf<C>;
   /** `X-Request-Id` of the answer: quote it to support. */
   readonly requestId: string | null;
   /** `Retry-After` in seconds, when the answer carries one. */
   readonly retryAfter: number | null;
 
-  constructor(problem: Problem, response: Response) {
+  constructor(problem: ProblemOf<C>, response: Response) {
     super(`${problem.status} ${problem.code}: ${problem.detail}`);
     this.name = new.target.name;
     this.status = problem.status;
@@ -32,28 +35,28 @@ export class ScoresApiError extends Error {
   }
 }
 
-export class BadRequestError extends ScoresApiError {}
-export class CursorInvalidError extends ScoresApiError {}
-export class UnauthorizedError extends ScoresApiError {}
-export class KeyForbiddenError extends ScoresApiError {}
-export class CoverageError extends ScoresApiError {}
-export class TierError extends ScoresApiError {}
-export class NotFoundError extends ScoresApiError {}
-export class MethodNotAllowedError extends ScoresApiError {}
-export class PayloadTooLargeError extends ScoresApiError {}
-export class UnsupportedMediaTypeError extends ScoresApiError {}
-export class RangeNotSatisfiableError extends ScoresApiError {}
-export class HeadersTooLargeError extends ScoresApiError {}
-export class LimitExceededError extends ScoresApiError {}
+export class BadRequestError extends ScoresApiError<'bad_request'> {}
+export class CursorInvalidError extends ScoresApiError<'cursor_invalid'> {}
+export class UnauthorizedError extends ScoresApiError<'unauthorized'> {}
+export class KeyForbiddenError extends ScoresApiError<'key_forbidden'> {}
+export class CoverageError extends ScoresApiError<'coverage'> {}
+export class TierError extends ScoresApiError<'tier'> {}
+export class NotFoundError extends ScoresApiError<'not_found'> {}
+export class MethodNotAllowedError extends ScoresApiError<'method_not_allowed'> {}
+export class PayloadTooLargeError extends ScoresApiError<'payload_too_large'> {}
+export class UnsupportedMediaTypeError extends ScoresApiError<'unsupported_media_type'> {}
+export class RangeNotSatisfiableError extends ScoresApiError<'range_not_satisfiable'> {}
+export class HeadersTooLargeError extends ScoresApiError<'headers_too_large'> {}
+export class LimitExceededError extends ScoresApiError<'limit_exceeded'> {}
 /** 429: the account's credits are spent. Never retried: waiting does not bring credits back. */
-export class CreditsExhaustedError extends ScoresApiError {}
+export class CreditsExhaustedError extends ScoresApiError<'credits_exhausted'> {}
 /** 429: too many requests per second. Retried by the client after `Retry-After`. */
-export class RateLimitedError extends ScoresApiError {}
-export class ConflictError extends ScoresApiError {}
-export class InternalError extends ScoresApiError {}
+export class RateLimitedError extends ScoresApiError<'rate_limited'> {}
+export class ConflictError extends ScoresApiError<'conflict'> {}
+export class InternalError extends ScoresApiError<'internal'> {}
 
-/** One class per code of the document's `ErrorCode`: a code added there fails to compile here. */
-export const ERROR_CLASSES: { readonly [C in ErrorCode]: typeof ScoresApiError } = {
+/** One class per problem code of the document: a code added there fails to compile here. */
+export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf<C>, response: Response) => ScoresApiError<C> } = {
   bad_request: BadRequestError,
   cursor_invalid: CursorInvalidError,
   unauthorized: UnauthorizedError,
@@ -97,7 +100,8 @@ export async function errorOf(response: Response): Promise<ScoresApiError | Scor
     // not JSON: a ScoresHttpError below
   }
   if (!isProblem(body)) return new ScoresHttpError(response.status, text);
-  const Class = Object.hasOwn(ERROR_CLASSES, body.code) ? ERROR_CLASSES[body.code] : ScoresApiError;
+  // The body's own code picks the class; the document's union says which members it has.
+  const Class = (Object.hasOwn(ERROR_CLASSES, body.code) ? ERROR_CLASSES[body.code] : ScoresApiError) as new (problem: Problem, response: Response) => ScoresApiError;
   return new Class(body, response);
 }
 

@@ -7,11 +7,15 @@ import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/r
 import { LEDGER_EVENT_TYPES } from '../../events/ledger.events.js';
 import { DAILY_FREE_PATHS } from './fair-use.js';
 import { isPrivatePath } from './private-responses.js';
-import { DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
+import { DIRECTION_VALUES, DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
+import { MAX_WEBHOOK_URL_LENGTH } from '../../../commands/manage-webhooks/webhook.decider.js';
+import { WEBHOOK_URL_PATTERN } from '../../domain/webhooks/address-policy.js';
+import { MAX_WEBHOOK_ID } from '../../domain/webhooks/webhook-id.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
 import { MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { THEME_SLUG } from '../../../queries/get-themes/get-themes.query.js';
 import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
@@ -42,7 +46,7 @@ const integer = (rule: { min: number; max: number; default?: number }): Json => 
   ...(rule.default === undefined ? {} : { default: rule.default }),
 });
 const DATE: Json = { type: 'string', format: 'date' };
-const WEBHOOK_ID: Json = { type: 'integer', minimum: 1 };
+const WEBHOOK_ID: Json = { type: 'integer', minimum: 1, maximum: MAX_WEBHOOK_ID };
 /**
  * A list sent as one comma-separated value (`tickers=AAPL,MSFT`): an array for a client
  * generator, the same text on the wire. `tickers[]=…` or a repeated `tickers` is refused (400).
@@ -60,7 +64,7 @@ const commaList = (items: Json, maxItems: number): Json => ({ style: 'form', exp
 const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/screener': { limit: integer(SCREENER_LIMIT), min_score: integer(SCREENER_MIN_SCORE) },
   '/v1/signals': { limit: integer(SIGNALS_LIMIT) },
-  '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: ['bull', 'bear'], description: 'case-insensitive' } },
+  '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: [...DIRECTION_VALUES], description: 'case-insensitive' } },
   '/v1/earnings': { days: integer(EARNINGS_DAYS) },
   '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source } },
   '/v1/coverage': { since: DATE },
@@ -73,7 +77,8 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
     as_known_at: INSTANT_PARAM_SCHEMA,
   },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
-  // Path parameters: the controllers parse `webhook_id` themselves too (a 400 naming it).
+  // Path parameters: the controllers parse `slug` and `webhook_id` themselves too (a 400 naming them).
+  '/v1/themes/{slug}': { slug: { type: 'string', pattern: THEME_SLUG.source } },
   '/v1/webhooks/{webhook_id}': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/test': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/enable': { webhook_id: WEBHOOK_ID },
@@ -92,9 +97,13 @@ const TEXT_FORMATS: Record<string, string> = {
   month: MONTH.source,
 };
 
-/** Closed sets tsoa cannot read from their TypeScript type: schema → property → the code's list. */
-const SCHEMA_ENUMS: Record<string, Record<string, readonly string[]>> = {
-  LedgerEntryResponse: { kind: LEDGER_EVENT_TYPES },
+/**
+ * Rules tsoa cannot read from a TypeScript type, from the code that applies them: schema →
+ * property → keywords added to its schema (closed sets, patterns, lengths).
+ */
+const SCHEMA_RULES: Record<string, Record<string, Json>> = {
+  LedgerEntryResponse: { kind: { enum: [...LEDGER_EVENT_TYPES] } },
+  RegisterWebhookRequest: { url: { pattern: WEBHOOK_URL_PATTERN, maxLength: MAX_WEBHOOK_URL_LENGTH } },
 };
 
 /** The operations' tags, in the order a reader meets them. */
@@ -347,7 +356,7 @@ function rateCardOf(key: RateKey): { text: string; extensions: Json } {
  *   of its description, from the rate card;
  * - schemas: a `$ref` with a description beside it goes into an `allOf` (OpenAPI 3.0 ignores
  *   siblings of `$ref`), a nullable reference to an enum becomes the enum with null, the service's
- *   text formats become patterns, and the closed sets tsoa cannot read become enums.
+ *   text formats become patterns, and the rules tsoa cannot read (closed sets, patterns) are added.
  */
 export function completeOpenApi(spec: Json, baseUrl: string): Json {
   const source = spec['paths'] as Paths;
@@ -450,10 +459,10 @@ function completeSchemas(schemas: Record<string, Json>): Record<string, Json> {
   const out: Record<string, Json> = {};
   for (const [name, schema] of Object.entries(schemas)) {
     const fixed = fix(schema) as Json;
-    for (const [prop, values] of Object.entries(SCHEMA_ENUMS[name] ?? {})) {
+    for (const [prop, rules] of Object.entries(SCHEMA_RULES[name] ?? {})) {
       const props = fixed['properties'] as Record<string, Json> | undefined;
       if (!props?.[prop]) throw new Error(`openapi.ts names ${name}.${prop}, which no schema has`);
-      props[prop] = { ...props[prop], enum: [...values] };
+      props[prop] = { ...props[prop], ...rules };
     }
     out[name] = fixed;
   }

@@ -149,9 +149,17 @@ export function ipLiteralHost(url: URL): string | null {
 }
 
 /**
- * A webhook URL as given at registration: https, a host, no user name or password; a port is
- * fine. A host that is an IP address is judged by `addressRefusal` here already; a name is judged
- * at each delivery, by the addresses it resolves to then. Refusals are 400 `bad_request`.
+ * How a webhook URL must begin, as written: the OpenAPI document declares it as the `url`
+ * field's `pattern`. Stricter than the URL parser, which would also take `HTTPS://` or a leading
+ * space: the text a client sends is judged as the document says.
+ */
+export const WEBHOOK_URL_PATTERN = '^https://';
+
+/**
+ * A webhook URL as given at registration: `WEBHOOK_URL_PATTERN`, a host, no user name or
+ * password; a port is fine. A host that is an IP address is judged by `addressRefusal` here
+ * already; a name is judged at each delivery, by the addresses it resolves to then. Refusals are
+ * 400 `bad_request`.
  */
 export function checkWebhookUrl(text: string, allow: AllowSubnets = []): URL {
   let url: URL;
@@ -161,6 +169,7 @@ export function checkWebhookUrl(text: string, allow: AllowSubnets = []): URL {
     throw badRequest('webhook URL is not an absolute URL (https://host/path)');
   }
   if (url.protocol !== 'https:') throw badRequest(`webhook URL must use https, not ${url.protocol.slice(0, -1)}`);
+  if (!new RegExp(WEBHOOK_URL_PATTERN).test(text)) throw badRequest('webhook URL must begin with https:// as written (lower case, nothing before it)');
   if (url.username !== '' || url.password !== '') throw badRequest('webhook URL must not contain a user name or password');
   if (url.hostname === '') throw badRequest('webhook URL has no host');
   const literal = ipLiteralHost(url);

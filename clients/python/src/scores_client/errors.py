@@ -1,4 +1,5 @@
-"""The typed errors: one class per problem ``code`` of the API (``ErrorCode`` in the document)."""
+"""The typed errors: one class per problem ``code`` of the API (one ``…Problem`` schema per code in
+the document, ``ProblemDetails`` their union); each class carries its code's typed problem."""
 
 from __future__ import annotations
 
@@ -9,17 +10,62 @@ from typing import Any
 
 import httpx
 
-from .models import ErrorCode, ProblemDetails
+from .models import (
+    BadRequestProblem,
+    CursorInvalidProblem,
+    UnauthorizedProblem,
+    KeyForbiddenProblem,
+    CoverageProblem,
+    TierProblem,
+    NotFoundProblem,
+    MethodNotAllowedProblem,
+    PayloadTooLargeProblem,
+    UnsupportedMediaTypeProblem,
+    RangeNotSatisfiableProblem,
+    HeadersTooLargeProblem,
+    LimitExceededProblem,
+    CreditsExhaustedProblem,
+    RateLimitedProblem,
+    ConflictProblem,
+    InternalProblem,
+    ProblemDetails,
+)
+
+#: A problem of any code, as the document's ``ProblemDetails`` (told apart by ``code``).
+Problem = (
+    BadRequestProblem
+    | CursorInvalidProblem
+    | UnauthorizedProblem
+    | KeyForbiddenProblem
+    | CoverageProblem
+    | TierProblem
+    | NotFoundProblem
+    | MethodNotAllowedProblem
+    | PayloadTooLargeProblem
+    | UnsupportedMediaTypeProblem
+    | RangeNotSatisfiableProblem
+    | HeadersTooLargeProblem
+    | LimitExceededProblem
+    | CreditsExhaustedProblem
+    | RateLimitedProblem
+    | ConflictProblem
+    | InternalProblem
+)
+
+
+_STANDARD_MEMBERS = frozenset({"type", "title", "status", "detail", "instance", "code"})
 
 
 class ScoresApiError(Exception):
     """A problem+json answer. Catch the subclass of its ``code`` to handle one case."""
 
-    def __init__(self, problem: ProblemDetails, response: httpx.Response) -> None:
-        super().__init__(f"{problem.status} {problem.code.root}: {problem.detail}")
+    problem: Problem
+
+    def __init__(self, problem: Problem, response: httpx.Response) -> None:
+        super().__init__(f"{problem.status} {problem.code}: {problem.detail}")
         self.problem = problem
         self.status: int = problem.status
-        self.code: str = problem.code.root
+        self.code: str = problem.code
         self.title: str = problem.title
         self.detail: str = problem.detail
         self.request_id: str | None = response.headers.get("x-request-id")
@@ -27,35 +73,85 @@ class ScoresApiError(Exception):
 
     @property
     def extensions(self) -> dict[str, Any]:
-        """The problem's extension members (``unknown_tickers``, ``required_tier``, ...)."""
-        return dict(self.problem.model_extra or {})
+        """The problem's members beyond RFC 9457's and ``code`` (``unknown_tickers``, ``required_tier``, ...)."""
+        sent = self.problem.model_dump(mode="json", exclude_unset=True)
+        return {k: v for k, v in sent.items() if k not in _STANDARD_MEMBERS}
 
 
-class BadRequestError(ScoresApiError): ...
-class CursorInvalidError(ScoresApiError): ...
-class UnauthorizedError(ScoresApiError): ...
-class KeyForbiddenError(ScoresApiError): ...
-class CoverageError(ScoresApiError): ...
-class TierError(ScoresApiError): ...
-class NotFoundError(ScoresApiError): ...
-class MethodNotAllowedError(ScoresApiError): ...
-class PayloadTooLargeError(ScoresApiError): ...
-class UnsupportedMediaTypeError(ScoresApiError): ...
-class RangeNotSatisfiableError(ScoresApiError): ...
-class HeadersTooLargeError(ScoresApiError): ...
-class LimitExceededError(ScoresApiError): ...
+class BadRequestError(ScoresApiError):
+    problem: BadRequestProblem
+
+
+class CursorInvalidError(ScoresApiError):
+    problem: CursorInvalidProblem
+
+
+class UnauthorizedError(ScoresApiError):
+    problem: UnauthorizedProblem
+
+
+class KeyForbiddenError(ScoresApiError):
+    problem: KeyForbiddenProblem
+
+
+class CoverageError(ScoresApiError):
+    problem: CoverageProblem
+
+
+class TierError(ScoresApiError):
+    problem: TierProblem
+
+
+class NotFoundError(ScoresApiError):
+    problem: NotFoundProblem
+
+
+class MethodNotAllowedError(ScoresApiError):
+    problem: MethodNotAllowedProblem
+
+
+class PayloadTooLargeError(ScoresApiError):
+    problem: PayloadTooLargeProblem
+
+
+class UnsupportedMediaTypeError(ScoresApiError):
+    problem: UnsupportedMediaTypeProblem
+
+
+class RangeNotSatisfiableError(ScoresApiError):
+    problem: RangeNotSatisfiableProblem
+
+
+class HeadersTooLargeError(ScoresApiError):
+    problem: HeadersTooLargeProblem
+
+
+class LimitExceededError(ScoresApiError):
+    problem: LimitExceededProblem
+
+
 
 
 class CreditsExhaustedError(ScoresApiError):
     """429: the account's credits are spent. Never retried: waiting brings no credits."""
 
+    problem: CreditsExhaustedProblem
+
 
 class RateLimitedError(ScoresApiError):
     """429: too many requests per second. The client retries it after ``Retry-After``."""
 
+    problem: RateLimitedProblem
 
-class ConflictError(ScoresApiError): ...
-class InternalError(ScoresApiError): ...
+
+class ConflictError(ScoresApiError):
+    problem: ConflictProblem
+
+
+class InternalError(ScoresApiError):
+    problem: InternalProblem
+
+
 
 
 ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
@@ -101,10 +197,10 @@ def problem_code(response: httpx.Response) -> str | None:
 def error_of(response: httpx.Response) -> ScoresApiError | ScoresHttpError:
     """The typed error of a failed response (its body read)."""
     try:
-        problem = ProblemDetails.model_validate_json(response.content)
+        problem = ProblemDetails.model_validate_json(response.content).root
     except ValueError:
         return ScoresHttpError(response.status_code, response.text)
-    return ERROR_CLASSES.get(problem.code.root, ScoresApiError)(problem, response)
+    return ERROR_CLASSES.get(problem.code, ScoresApiError)(problem, response)
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -120,6 +216,3 @@ def retry_after_seconds(value: str | None) -> float | None:
         return None
     return max(0.0, at.timestamp() - time.time())
 
-
-# ErrorCode is the document's enum: a code added there and missing here is caught by the tests.
-_ = ErrorCode

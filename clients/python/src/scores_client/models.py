@@ -2,7 +2,7 @@
 #   filename:  openapi.json
 
 from __future__ import annotations
-from typing import Any, Dict, Literal
+from typing import Any, Literal
 from pydantic import AnyUrl, AwareDatetime, BaseModel, ConfigDict, Field, RootModel
 from datetime import date as date_aliased
 
@@ -37,93 +37,6 @@ class WebhooksResponse(BaseModel):
     webhooks: list[WebhookListItem]
     """
     Your webhooks, in id order; deleted ones are not listed, and the secret never is.
-    """
-
-
-class ErrorCode(
-    RootModel[
-        Literal[
-            "bad_request",
-            "cursor_invalid",
-            "unauthorized",
-            "key_forbidden",
-            "coverage",
-            "tier",
-            "not_found",
-            "method_not_allowed",
-            "payload_too_large",
-            "unsupported_media_type",
-            "range_not_satisfiable",
-            "headers_too_large",
-            "limit_exceeded",
-            "credits_exhausted",
-            "rate_limited",
-            "conflict",
-            "internal",
-        ]
-    ]
-):
-    root: Literal[
-        "bad_request",
-        "cursor_invalid",
-        "unauthorized",
-        "key_forbidden",
-        "coverage",
-        "tier",
-        "not_found",
-        "method_not_allowed",
-        "payload_too_large",
-        "unsupported_media_type",
-        "range_not_satisfiable",
-        "headers_too_large",
-        "limit_exceeded",
-        "credits_exhausted",
-        "rate_limited",
-        "conflict",
-        "internal",
-    ]
-    """
-    One error family for the whole service. Every refusal a client can see carries a stable `code`
-    and an HTTP status; `src/app/http/problem.ts` is the one place that turns it into problem+json.
-    """
-
-
-class Error(BaseModel):
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    message: str
-    parameter: str
-
-
-class ProblemDetails(BaseModel):
-    """
-    RFC 9457 problem details, as REST sends them and MCP tools return them.
-    """
-
-    model_config = ConfigDict(
-        extra="allow",
-    )
-    __annotations__ = {
-        "__pydantic_extra__": Dict[str, Any],
-    }
-    type: AnyUrl
-    """
-    A URI naming the problem type; resolves to the error reference in the docs.
-    """
-    title: str
-    status: int
-    """
-    The response's HTTP status.
-    """
-    detail: str
-    code: ErrorCode
-    """
-    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
-    """
-    errors: list[Error] | None = None
-    """
-    Set on validation errors: what was wrong with each parameter.
     """
 
 
@@ -1669,4 +1582,537 @@ class EnabledWebhookResponse(BaseModel):
     is_active: Literal[True]
     """
     Always true: the webhook is active (it may have been already; nothing changes then).
+    """
+
+
+class Error(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    parameter: str
+    message: str
+
+
+class BadRequestProblem(BaseModel):
+    """
+    A `bad_request` problem (400 Bad request); `/docs/errors#bad_request` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Bad request"]
+    status: Literal[400]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["bad_request"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    errors: list[Error] | None = None
+    """
+    What was wrong with each parameter.
+    """
+
+
+class CursorInvalidProblem(BaseModel):
+    """
+    A `cursor_invalid` problem (400 Sync cursor not valid here); `/docs/errors#cursor_invalid` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Sync cursor not valid here"]
+    status: Literal[400]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["cursor_invalid"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    errors: list[Error]
+    """
+    What was wrong with each parameter.
+    """
+
+
+class UnauthorizedProblem(BaseModel):
+    """
+    A `unauthorized` problem (401 Authentication required); `/docs/errors#unauthorized` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Authentication required"]
+    status: Literal[401]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["unauthorized"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class KeyForbiddenProblem(BaseModel):
+    """
+    A `key_forbidden` problem (403 API key not allowed); `/docs/errors#key_forbidden` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["API key not allowed"]
+    status: Literal[403]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["key_forbidden"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class CoverageProblem(BaseModel):
+    """
+    A `coverage` problem (403 Outside your coverage); `/docs/errors#coverage` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Outside your coverage"]
+    status: Literal[403]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["coverage"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    coverage: Literal["top100", "all"]
+    """
+    Your plan’s coverage.
+    """
+    outside_coverage: list[str]
+    """
+    The tickers asked for that your coverage does not include.
+    """
+
+
+class TierProblem(BaseModel):
+    """
+    A `tier` problem (403 Plan tier too low); `/docs/errors#tier` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Plan tier too low"]
+    status: Literal[403]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["tier"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    required_tier: Literal["free", "hobbyist", "builder", "quant", "enterprise"]
+    """
+    The lowest plan that may make the call.
+    """
+    tier: Literal["free", "hobbyist", "builder", "quant", "enterprise"]
+    """
+    The key’s plan.
+    """
+
+
+class NotFoundProblem(BaseModel):
+    """
+    A `not_found` problem (404 Not found); `/docs/errors#not_found` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Not found"]
+    status: Literal[404]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["not_found"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    unknown_tickers: list[str] | None = None
+    """
+    The tickers of a list that name no stock.
+    """
+
+
+class MethodNotAllowedProblem(BaseModel):
+    """
+    A `method_not_allowed` problem (405 Method not allowed); `/docs/errors#method_not_allowed` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Method not allowed"]
+    status: Literal[405]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["method_not_allowed"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class PayloadTooLargeProblem(BaseModel):
+    """
+    A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Request body too large"]
+    status: Literal[413]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["payload_too_large"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class UnsupportedMediaTypeProblem(BaseModel):
+    """
+    A `unsupported_media_type` problem (415 Unsupported request body encoding); `/docs/errors#unsupported_media_type` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Unsupported request body encoding"]
+    status: Literal[415]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["unsupported_media_type"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class RangeNotSatisfiableProblem(BaseModel):
+    """
+    A `range_not_satisfiable` problem (416 Range not satisfiable); `/docs/errors#range_not_satisfiable` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Range not satisfiable"]
+    status: Literal[416]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["range_not_satisfiable"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class HeadersTooLargeProblem(BaseModel):
+    """
+    A `headers_too_large` problem (431 Request line or headers too large); `/docs/errors#headers_too_large` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Request line or headers too large"]
+    status: Literal[431]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["headers_too_large"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class LimitExceededProblem(BaseModel):
+    """
+    A `limit_exceeded` problem (422 Parameter above its maximum); `/docs/errors#limit_exceeded` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Parameter above its maximum"]
+    status: Literal[422]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["limit_exceeded"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    maximum: int = Field(..., ge=0)
+    """
+    The most the call takes: of the parameter named in `errors`, or of the rows, webhooks, … the detail names.
+    """
+    errors: list[Error] | None = None
+    """
+    What was wrong with each parameter.
+    """
+
+
+class CreditsExhaustedProblem(BaseModel):
+    """
+    A `credits_exhausted` problem (429 Credits exhausted); `/docs/errors#credits_exhausted` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Credits exhausted"]
+    status: Literal[429]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["credits_exhausted"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    credits_remaining: int | None = Field(...)
+    """
+    Credits left of the monthly allowance (as `GET /v1/usage` says).
+    """
+    prepaid_credits: int = Field(..., ge=0)
+    """
+    Prepaid pack credits left.
+    """
+    cost: int = Field(..., ge=1)
+    """
+    The credits the call would have cost.
+    """
+    resets_at: AwareDatetime | None = Field(...)
+    """
+    When the allowance resets.
+    """
+
+
+class RateLimitedProblem(BaseModel):
+    """
+    A `rate_limited` problem (429 Too many requests); `/docs/errors#rate_limited` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Too many requests"]
+    status: Literal[429]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["rate_limited"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    retry_after_seconds: int = Field(..., ge=1)
+    """
+    Seconds to wait, as `Retry-After` says.
+    """
+    per_second: int | None = Field(None, ge=1)
+    """
+    The key’s request rate (not sent for requests without a valid key).
+    """
+
+
+class ConflictProblem(BaseModel):
+    """
+    A `conflict` problem (409 Conflict); `/docs/errors#conflict` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Conflict"]
+    status: Literal[409]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["conflict"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    amount_cents: int | None = Field(None, ge=0)
+    """
+    The prorated amount now due, in cents.
+    """
+    pack_id: str | None = None
+    """
+    The purchase reference.
+    """
+    credits: int | None = Field(None, ge=0)
+    """
+    The credits that purchase bought.
+    """
+
+
+class InternalProblem(BaseModel):
+    """
+    A `internal` problem (500 Internal error); `/docs/errors#internal` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Internal error"]
+    status: Literal[500]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["internal"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class ProblemDetails(
+    RootModel[
+        BadRequestProblem
+        | CursorInvalidProblem
+        | UnauthorizedProblem
+        | KeyForbiddenProblem
+        | CoverageProblem
+        | TierProblem
+        | NotFoundProblem
+        | MethodNotAllowedProblem
+        | PayloadTooLargeProblem
+        | UnsupportedMediaTypeProblem
+        | RangeNotSatisfiableProblem
+        | HeadersTooLargeProblem
+        | LimitExceededProblem
+        | CreditsExhaustedProblem
+        | RateLimitedProblem
+        | ConflictProblem
+        | InternalProblem
+    ]
+):
+    root: (
+        BadRequestProblem
+        | CursorInvalidProblem
+        | UnauthorizedProblem
+        | KeyForbiddenProblem
+        | CoverageProblem
+        | TierProblem
+        | NotFoundProblem
+        | MethodNotAllowedProblem
+        | PayloadTooLargeProblem
+        | UnsupportedMediaTypeProblem
+        | RangeNotSatisfiableProblem
+        | HeadersTooLargeProblem
+        | LimitExceededProblem
+        | CreditsExhaustedProblem
+        | RateLimitedProblem
+        | ConflictProblem
+        | InternalProblem
+    ) = Field(..., discriminator="code")
+    """
+    RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries.
     """

@@ -18,7 +18,7 @@ export interface paths {
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
-        get: operations["List"];
+        get: operations["listWebhooks"];
         put?: never;
         /**
          * Register a webhook
@@ -29,7 +29,7 @@ export interface paths {
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
-        post: operations["Register"];
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -50,7 +50,7 @@ export interface paths {
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
-        get: operations["Deliveries"];
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -76,7 +76,7 @@ export interface paths {
          *
          *     **Rate card** `usage_ledger`: free, on every plan.
          */
-        get: operations["GetLedger"];
+        get: operations["getUsageLedger"];
         put?: never;
         post?: never;
         delete?: never;
@@ -98,7 +98,7 @@ export interface paths {
          *
          *     **Rate card** `usage`: free, on every plan.
          */
-        get: operations["GetUsage"];
+        get: operations["getUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -122,7 +122,7 @@ export interface paths {
          *
          *     **Rate card** `track_record`: free, on every plan.
          */
-        get: operations["GetTrackRecord"];
+        get: operations["getTrackRecord"];
         put?: never;
         post?: never;
         delete?: never;
@@ -148,7 +148,7 @@ export interface paths {
          *
          *     **Rate card** `themes`: 2 credits per call, on every plan.
          */
-        get: operations["GetThemes"];
+        get: operations["listThemes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -172,7 +172,7 @@ export interface paths {
          *
          *     **Rate card** `theme_detail`: 1 credit per constituent returned, on every plan.
          */
-        get: operations["GetThemeDetail"];
+        get: operations["getTheme"];
         put?: never;
         post?: never;
         delete?: never;
@@ -203,7 +203,7 @@ export interface paths {
          *
          *     **Rate card** `social_heat`: 1 credit per row returned, on every plan.
          */
-        get: operations["GetSocialHeat"];
+        get: operations["getSocialHeat"];
         put?: never;
         post?: never;
         delete?: never;
@@ -228,7 +228,7 @@ export interface paths {
          *
          *     **Rate card** `signals`: 2 credits per call, on every plan.
          */
-        get: operations["GetSignals"];
+        get: operations["getSignals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -252,7 +252,7 @@ export interface paths {
          *
          *     **Rate card** `screener`: 2 credits per row returned, on every plan.
          */
-        get: operations["GetScreener"];
+        get: operations["screenStocks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -289,7 +289,7 @@ export interface paths {
          *
          *     **Rate card** `history`: 1 credit per row returned, on every plan.
          */
-        get: operations["GetHistory"];
+        get: operations["getScoreHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -345,7 +345,7 @@ export interface paths {
          *
          *     **Rate card** `multi_history`: 1 credit per row returned, on every plan.
          */
-        get: operations["GetMultiTickerHistory"];
+        get: operations["getMultiTickerHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -369,7 +369,7 @@ export interface paths {
          *
          *     **Rate card** `scores`: 2 credits per call, on every plan.
          */
-        get: operations["GetScore"];
+        get: operations["getScore"];
         put?: never;
         post?: never;
         delete?: never;
@@ -393,7 +393,7 @@ export interface paths {
          *
          *     **Rate card** `meta`: free, on every plan.
          */
-        get: operations["GetMeta"];
+        get: operations["getMeta"];
         put?: never;
         post?: never;
         delete?: never;
@@ -416,7 +416,7 @@ export interface paths {
          *
          *     **Rate card** `earnings`: 100 credits per call, on the builder plan or higher.
          */
-        get: operations["GetEarnings"];
+        get: operations["getUpcomingEarnings"];
         put?: never;
         post?: never;
         delete?: never;
@@ -439,7 +439,7 @@ export interface paths {
          *
          *     **Rate card** `divergence_open`: 500 credits per call, on the quant plan or higher.
          */
-        get: operations["GetDivergenceOpen"];
+        get: operations["getOpenDivergences"];
         put?: never;
         post?: never;
         delete?: never;
@@ -465,7 +465,7 @@ export interface paths {
          *
          *     **Rate card** `divergence_events`: 10 credits per call, on the quant plan or higher.
          */
-        get: operations["GetDivergenceEvents"];
+        get: operations["getDivergenceEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -490,7 +490,7 @@ export interface paths {
          *
          *     **Rate card** `divergence`: 3 credits per row returned, on every plan.
          */
-        get: operations["GetDivergence"];
+        get: operations["getDivergences"];
         put?: never;
         post?: never;
         delete?: never;
@@ -513,7 +513,7 @@ export interface paths {
          *
          *     **Rate card** `coverage`: free, on every plan.
          */
-        get: operations["GetCoverage"];
+        get: operations["getCoverage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -537,7 +537,7 @@ export interface paths {
          *
          *     **Rate card** `bulk_exports`: free, on the quant plan or higher.
          */
-        get: operations["ListBulkExports"];
+        get: operations["listBulkExports"];
         put?: never;
         post?: never;
         delete?: never;
@@ -563,7 +563,7 @@ export interface paths {
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
-        delete: operations["Remove"];
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -588,7 +588,7 @@ export interface paths {
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
-        post: operations["Test"];
+        post: operations["testWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -613,7 +613,7 @@ export interface paths {
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
-        post: operations["Enable"];
+        post: operations["enableWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -637,7 +637,7 @@ export interface paths {
          *
          *     **Rate card** `bulk_exports`: free, on the quant plan or higher.
          */
-        get: operations["DownloadExportFile"];
+        get: operations["downloadBulkExportFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -671,36 +671,8 @@ export interface components {
             /** @description Your webhooks, in id order; deleted ones are not listed, and the secret never is. */
             webhooks: components["schemas"]["WebhookListItem"][];
         };
-        /**
-         * @description One error family for the whole service. Every refusal a client can see carries a stable `code`
-         *     and an HTTP status; `src/app/http/problem.ts` is the one place that turns it into problem+json.
-         * @enum {string}
-         */
-        ErrorCode: "bad_request" | "cursor_invalid" | "unauthorized" | "key_forbidden" | "coverage" | "tier" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "headers_too_large" | "limit_exceeded" | "credits_exhausted" | "rate_limited" | "conflict" | "internal";
-        /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. */
-        ProblemDetails: {
-            /**
-             * Format: uri
-             * @description A URI naming the problem type; resolves to the error reference in the docs.
-             */
-            type: string;
-            title: string;
-            /**
-             * Format: int32
-             * @description The response's HTTP status.
-             */
-            status: number;
-            detail: string;
-            /** @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. */
-            code: components["schemas"]["ErrorCode"];
-            /** @description Set on validation errors: what was wrong with each parameter. */
-            errors?: {
-                message: string;
-                parameter: string;
-            }[];
-        } & {
-            [key: string]: unknown;
-        };
+        /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries. */
+        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
         WebhookDeliveryItem: {
             /**
              * @description `live` or `test`.
@@ -1956,6 +1928,420 @@ export interface components {
              */
             is_active: true;
         };
+        /** @description A `bad_request` problem (400 Bad request); `/docs/errors#bad_request` says what to do. */
+        BadRequestProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Bad request";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 400;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "bad_request";
+            /** @description What was wrong with each parameter. */
+            errors?: {
+                parameter: string;
+                message: string;
+            }[];
+        };
+        /** @description A `cursor_invalid` problem (400 Sync cursor not valid here); `/docs/errors#cursor_invalid` says what to do. */
+        CursorInvalidProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Sync cursor not valid here";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 400;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "cursor_invalid";
+            /** @description What was wrong with each parameter. */
+            errors: {
+                parameter: string;
+                message: string;
+            }[];
+        };
+        /** @description A `unauthorized` problem (401 Authentication required); `/docs/errors#unauthorized` says what to do. */
+        UnauthorizedProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Authentication required";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 401;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "unauthorized";
+        };
+        /** @description A `key_forbidden` problem (403 API key not allowed); `/docs/errors#key_forbidden` says what to do. */
+        KeyForbiddenProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "API key not allowed";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 403;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "key_forbidden";
+        };
+        /** @description A `coverage` problem (403 Outside your coverage); `/docs/errors#coverage` says what to do. */
+        CoverageProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Outside your coverage";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 403;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "coverage";
+            /**
+             * @description Your plan’s coverage.
+             * @enum {string}
+             */
+            coverage: "top100" | "all";
+            /** @description The tickers asked for that your coverage does not include. */
+            outside_coverage: string[];
+        };
+        /** @description A `tier` problem (403 Plan tier too low); `/docs/errors#tier` says what to do. */
+        TierProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Plan tier too low";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 403;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "tier";
+            /**
+             * @description The lowest plan that may make the call.
+             * @enum {string}
+             */
+            required_tier: "free" | "hobbyist" | "builder" | "quant" | "enterprise";
+            /**
+             * @description The key’s plan.
+             * @enum {string}
+             */
+            tier: "free" | "hobbyist" | "builder" | "quant" | "enterprise";
+        };
+        /** @description A `not_found` problem (404 Not found); `/docs/errors#not_found` says what to do. */
+        NotFoundProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Not found";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 404;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "not_found";
+            /** @description The tickers of a list that name no stock. */
+            unknown_tickers?: string[];
+        };
+        /** @description A `method_not_allowed` problem (405 Method not allowed); `/docs/errors#method_not_allowed` says what to do. */
+        MethodNotAllowedProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Method not allowed";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 405;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "method_not_allowed";
+        };
+        /** @description A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do. */
+        PayloadTooLargeProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Request body too large";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 413;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "payload_too_large";
+        };
+        /** @description A `unsupported_media_type` problem (415 Unsupported request body encoding); `/docs/errors#unsupported_media_type` says what to do. */
+        UnsupportedMediaTypeProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Unsupported request body encoding";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 415;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "unsupported_media_type";
+        };
+        /** @description A `range_not_satisfiable` problem (416 Range not satisfiable); `/docs/errors#range_not_satisfiable` says what to do. */
+        RangeNotSatisfiableProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Range not satisfiable";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 416;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "range_not_satisfiable";
+        };
+        /** @description A `headers_too_large` problem (431 Request line or headers too large); `/docs/errors#headers_too_large` says what to do. */
+        HeadersTooLargeProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Request line or headers too large";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 431;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "headers_too_large";
+        };
+        /** @description A `limit_exceeded` problem (422 Parameter above its maximum); `/docs/errors#limit_exceeded` says what to do. */
+        LimitExceededProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Parameter above its maximum";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 422;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "limit_exceeded";
+            /** @description The most the call takes: of the parameter named in `errors`, or of the rows, webhooks, … the detail names. */
+            maximum: number;
+            /** @description What was wrong with each parameter. */
+            errors?: {
+                parameter: string;
+                message: string;
+            }[];
+        };
+        /** @description A `credits_exhausted` problem (429 Credits exhausted); `/docs/errors#credits_exhausted` says what to do. */
+        CreditsExhaustedProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Credits exhausted";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 429;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "credits_exhausted";
+            /** @description Credits left of the monthly allowance (as `GET /v1/usage` says). */
+            credits_remaining: number | null;
+            /** @description Prepaid pack credits left. */
+            prepaid_credits: number;
+            /** @description The credits the call would have cost. */
+            cost: number;
+            /**
+             * Format: date-time
+             * @description When the allowance resets.
+             */
+            resets_at: string | null;
+        };
+        /** @description A `rate_limited` problem (429 Too many requests); `/docs/errors#rate_limited` says what to do. */
+        RateLimitedProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Too many requests";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 429;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "rate_limited";
+            /** @description Seconds to wait, as `Retry-After` says. */
+            retry_after_seconds: number;
+            /** @description The key’s request rate (not sent for requests without a valid key). */
+            per_second?: number;
+        };
+        /** @description A `conflict` problem (409 Conflict); `/docs/errors#conflict` says what to do. */
+        ConflictProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Conflict";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 409;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "conflict";
+            /** @description The prorated amount now due, in cents. */
+            amount_cents?: number;
+            /** @description The purchase reference. */
+            pack_id?: string;
+            /** @description The credits that purchase bought. */
+            credits?: number;
+        };
+        /** @description A `internal` problem (500 Internal error); `/docs/errors#internal` says what to do. */
+        InternalProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Internal error";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 500;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "internal";
+        };
     };
     responses: never;
     parameters: never;
@@ -1967,18 +2353,22 @@ export interface components {
         CreditsRemaining: string;
         /** @description Credits left to spend after this call: the allowance left this month plus prepaid pack credits, as a decimal integer (negative in overage), or `unlimited` on an unmetered plan. On every response to a request with a valid key, errors included (a refusal after the key was checked shows the balance it did not touch); not on a 401 or a revoked key’s 403. */
         CreditsRemainingOptional: string;
-        /** @description The key’s request-rate budget now (IETF draft-ietf-httpapi-ratelimit-headers): `r` requests left in the burst, `t` seconds until it is full again. On every response to a request with a valid key, except for a key without a rate limit. */
+        /** @description The account’s request-rate budget now (all its keys share one) (IETF draft-ietf-httpapi-ratelimit-headers): `r` requests left in the burst, `t` seconds until it is full again. On every response to a request with a valid key, except for a key without a rate limit. */
         RateLimitOptional: string;
-        /** @description The key’s request-rate policy: a burst of `q` requests, refilled over `w` seconds. Sent with `RateLimit`. */
+        /** @description The account’s request-rate policy: a burst of `q` requests, refilled over `w` seconds. Sent with `RateLimit`. */
         RateLimitPolicyOptional: string;
         /** @description Seconds to wait before the next request. Sent with a 429 `rate_limited` (never with `credits_exhausted`, which waiting does not cure). */
         RetryAfter: number;
         /** @description Seconds to wait before the next request. Sent with a 429 `rate_limited` (never with `credits_exhausted`, which waiting does not cure). */
         RetryAfterOptional: number;
+        /** @description How to authenticate: send your API key in the `X-API-Key` header (the `api_key` security scheme). On every 401. */
+        WwwAuthenticate: "ApiKey realm=\"scores\", header=\"X-API-Key\"";
         /** @description A weak validator of the body (a hash of its JSON). Send it back in `If-None-Match`: while the body is the same, the answer is 304 without a body. */
         DailyETag: string;
         /** @description Keep the body, but check it with its ETag before each use: it changes at most once a day, with a new publication. */
         DailyCacheControl: "private, no-cache";
+        /** @description Your account’s own data (a webhook’s signing secret among it): no cache, the browser’s or one on the way, may store it. */
+        PrivateCacheControl: "no-store";
         /** @description The file’s SHA-256 (its `sha256` in the listing), quoted. `If-None-Match` with it answers 304; `If-Range` with it makes a range request safe. */
         DownloadETag: string;
         /** @description The URL names one file of one bundle, which never changes: a private cache may keep it a day without asking again. */
@@ -1998,7 +2388,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    List: {
+    listWebhooks: {
         parameters: {
             query?: never;
             header?: never;
@@ -2014,6 +2404,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2027,6 +2418,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2037,6 +2429,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2050,13 +2444,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2064,6 +2459,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2080,9 +2476,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    Register: {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -2102,6 +2512,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2115,6 +2526,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2125,6 +2537,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2138,6 +2552,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2151,6 +2566,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2164,6 +2580,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2177,13 +2594,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2191,6 +2609,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2207,9 +2626,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    Deliveries: {
+    listWebhookDeliveries: {
         parameters: {
             query?: never;
             header?: never;
@@ -2231,6 +2664,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2244,6 +2678,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2254,6 +2689,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2267,6 +2704,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2280,13 +2718,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2294,6 +2733,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2310,9 +2750,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetLedger: {
+    getUsageLedger: {
         parameters: {
             query?: {
                 /** @description Calendar month `YYYY-MM` (UTC); default: every month. */
@@ -2335,6 +2789,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2348,6 +2803,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2358,6 +2814,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2371,6 +2829,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2384,13 +2843,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2398,6 +2858,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2414,9 +2875,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetUsage: {
+    getUsage: {
         parameters: {
             query?: never;
             header?: never;
@@ -2432,6 +2907,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2445,6 +2921,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2455,6 +2932,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2468,13 +2947,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2482,6 +2962,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2498,9 +2979,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetTrackRecord: {
+    getTrackRecord: {
         parameters: {
             query?: never;
             header?: never;
@@ -2554,6 +3049,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2573,7 +3069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2597,9 +3093,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetThemes: {
+    listThemes: {
         parameters: {
             query?: never;
             header?: never;
@@ -2638,6 +3147,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2657,7 +3167,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2681,9 +3191,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetThemeDetail: {
+    getTheme: {
         parameters: {
             query?: never;
             header?: never;
@@ -2728,6 +3251,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2760,7 +3284,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2784,14 +3308,27 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetSocialHeat: {
+    getSocialHeat: {
         parameters: {
             query?: {
                 /** @description First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
                 start?: string;
-                /** @description Last date (YYYY-MM-DD); clamped to your as-of date. */
+                /** @description Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
                 end?: string;
             };
             header?: never;
@@ -2836,6 +3373,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,7 +3406,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2892,9 +3430,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetSignals: {
+    getSignals: {
         parameters: {
             query?: {
                 /** @description Integer 1-200 (default 50): the most signals to return; above 200 is a 422. */
@@ -2936,6 +3487,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2968,7 +3520,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2992,9 +3544,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetScreener: {
+    screenStocks: {
         parameters: {
             query?: {
                 /** @description Integer 0-100: only rows with `service_score` at or above it. */
@@ -3038,6 +3603,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3070,7 +3636,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3094,20 +3660,34 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetHistory: {
+    getScoreHistory: {
         parameters: {
             query?: {
                 /** @description First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
                 start?: string;
-                /** @description Last date (YYYY-MM-DD); clamped to your as-of date. */
+                /** @description Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
                 end?: string;
                 /**
-                 * @description An instant (ISO 8601 with a zone such as 2024-05-01T21:00:00Z, or YYYY-MM-DD
-                 *     for 00:00 UTC): return each row as it was published at that instant (see above).
+                 * @description An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
+                 *     YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
+                 *     as it was published at that instant (see above).
                  */
-                as_known_at?: string;
+                as_known_at?: string | unknown | unknown | unknown;
             };
             header?: never;
             path: {
@@ -3151,6 +3731,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3183,7 +3764,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3207,9 +3788,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetMultiTickerHistory: {
+    getMultiTickerHistory: {
         parameters: {
             query?: {
                 /**
@@ -3219,7 +3813,7 @@ export interface operations {
                 tickers?: string[];
                 /** @description First date (YYYY-MM-DD); floored at your tier's history depth. */
                 start?: string;
-                /** @description Last date (YYYY-MM-DD); capped at your as-of date. */
+                /** @description Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise). */
                 end?: string;
                 /**
                  * @description The `next_since` of your previous answer: only what was written or entered your
@@ -3229,11 +3823,11 @@ export interface operations {
                  */
                 since?: string;
                 /**
-                 * @description An instant (ISO 8601 with a zone such as 2024-05-01T21:00:00Z, or YYYY-MM-DD
-                 *     for 00:00 UTC): return each row as it was published at that instant (see above). Echoed as
-                 *     `as_known_at`.
+                 * @description An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
+                 *     YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
+                 *     as it was published at that instant (see above). Echoed as `as_known_at`.
                  */
-                as_known_at?: string;
+                as_known_at?: string | unknown | unknown | unknown;
             };
             header?: never;
             path?: never;
@@ -3271,6 +3865,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3316,7 +3911,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3340,9 +3935,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetScore: {
+    getScore: {
         parameters: {
             query?: never;
             header?: never;
@@ -3388,6 +3996,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3420,7 +4029,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3444,9 +4053,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetMeta: {
+    getMeta: {
         parameters: {
             query?: never;
             header?: never;
@@ -3500,6 +4122,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3519,7 +4142,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3543,9 +4166,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetEarnings: {
+    getUpcomingEarnings: {
         parameters: {
             query?: {
                 /** @description Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is a 422. */
@@ -3587,6 +4223,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3619,7 +4256,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3643,9 +4280,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetDivergenceOpen: {
+    getOpenDivergences: {
         parameters: {
             query?: never;
             header?: never;
@@ -3684,6 +4334,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3703,7 +4354,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3727,9 +4378,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetDivergenceEvents: {
+    getDivergenceEvents: {
         parameters: {
             query?: {
                 /** @description Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today). */
@@ -3771,6 +4435,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3790,7 +4455,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3814,13 +4479,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetDivergence: {
+    getDivergences: {
         parameters: {
             query?: {
-                /** @description `bull` (main_street above wall_street) or `bear` (below), any case; absent = both. */
-                direction?: "bull" | "bear";
+                /** @description `bull` (main_street above wall_street) or `bear` (below), any case; `null` or absent = both. */
+                direction?: "bull" | "bear" | "null";
                 /** @description Integer 1-100 (default 25): the most rows to return; above 100 is a 422. */
                 limit?: number;
             };
@@ -3843,7 +4521,7 @@ export interface operations {
                     "application/json": components["schemas"]["DivergenceResponse"];
                 };
             };
-            /** @description direction is not bull or bear, or limit is not an integer or below 1; or a query parameter this endpoint does not take */
+            /** @description direction is not bull, bear or null, or limit is not an integer or below 1; or a query parameter this endpoint does not take */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3860,6 +4538,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3892,7 +4571,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3916,9 +4595,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    GetCoverage: {
+    getCoverage: {
         parameters: {
             query?: {
                 /** @description Date YYYY-MM-DD: only tickers with a score dated on or after it (up to your as-of date). */
@@ -3975,6 +4667,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3994,7 +4687,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4018,9 +4711,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    ListBulkExports: {
+    listBulkExports: {
         parameters: {
             query?: never;
             header?: never;
@@ -4059,6 +4765,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4078,7 +4785,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4102,9 +4809,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    Remove: {
+    deleteWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -4126,6 +4846,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4139,6 +4860,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4149,6 +4871,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4162,6 +4886,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4175,13 +4900,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4189,6 +4915,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4205,9 +4932,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    Test: {
+    testWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -4233,6 +4974,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4246,6 +4988,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4256,6 +4999,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4269,6 +5014,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4282,6 +5028,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4295,6 +5042,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4308,13 +5056,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4322,6 +5071,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4338,9 +5088,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    Enable: {
+    enableWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -4366,6 +5130,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4379,6 +5144,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4389,6 +5155,8 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4402,6 +5170,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4415,6 +5184,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4428,6 +5198,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4441,13 +5212,14 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4455,6 +5227,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4471,9 +5244,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
         };
     };
-    DownloadExportFile: {
+    downloadBulkExportFile: {
         parameters: {
             query?: never;
             header?: never;
@@ -4561,6 +5348,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4607,7 +5395,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the key’s request rate, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4625,6 +5413,19 @@ export interface operations {
             431: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     [name: string]: unknown;
                 };
                 content: {
