@@ -10,6 +10,11 @@ export interface KafkaBusErrorContext {
 export interface KafkaEventBusOptions {
   brokers: string[];
   clientId: string;
+  /**
+   * Begins the name of every topic and consumer group this bus uses (`scores.ingest` is
+   * `<prefix>scores.ingest` on the cluster): deployments or test runs sharing a cluster keep apart.
+   */
+  prefix?: string;
   /** Partitions of the topics this bus creates (consumers of one group share them). */
   partitions?: number;
   /** Replication factor of the topics this bus creates; default: the broker's default. */
@@ -61,9 +66,10 @@ export class KafkaEventBus implements EventBus {
     });
   }
 
-  async publish(topic: string, messages: BusMessage[]): Promise<void> {
+  async publish(name: string, messages: BusMessage[]): Promise<void> {
     if (this.closed) throw new Error('event bus is closed');
     if (messages.length === 0) return;
+    const topic = this.named(name);
     await this.ensureTopic(topic);
     const producer = await this.getProducer();
     await producer.send({
@@ -75,7 +81,8 @@ export class KafkaEventBus implements EventBus {
 
   async subscribe(options: SubscribeBusOptions): Promise<BusSubscription> {
     if (this.closed) throw new Error('event bus is closed');
-    const { topic, group } = options;
+    const topic = this.named(options.topic);
+    const group = this.named(options.group);
     await this.ensureTopic(topic);
     if (!options.fromBeginning) await this.pinNewGroupToEnd(group, topic);
     const consumer = this.kafka.consumer({
@@ -136,10 +143,16 @@ export class KafkaEventBus implements EventBus {
   }
 
   /** Deletes topics (test teardown). */
-  async deleteTopics(topics: string[]): Promise<void> {
+  async deleteTopics(names: string[]): Promise<void> {
+    const topics = names.map((n) => this.named(n));
     const admin = await this.getAdmin();
     await admin.deleteTopics({ topics });
     for (const t of topics) this.topics.delete(t);
+  }
+
+  /** A topic's or group's name on the cluster. */
+  private named(name: string): string {
+    return `${this.options.prefix ?? ''}${name}`;
   }
 
   private ensureTopic(topic: string): Promise<void> {

@@ -305,17 +305,37 @@ function toBulkOp(w: Write): AnyBulkWriteOperation<StoredDoc> {
   return { replaceOne: { filter: { _id: w.id }, replacement: { ...(w.doc as Record<string, unknown>), _id: w.id }, upsert: true } };
 }
 
-/** The JSON round trip the embedded store applies, so both stores return the same documents. */
+/**
+ * The JSON round trip the embedded store applies, so both stores return the same documents, with
+ * the keys escaped (`storedKeys`).
+ */
 function normalize(doc: unknown): Record<string, unknown> {
-  const copy = JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
+  const copy = storedKeys(JSON.parse(JSON.stringify(doc)), escapeKey) as Record<string, unknown>;
   delete copy['_id'];
   return copy;
 }
 
 function fromStored<T>(doc: StoredDoc): T {
   const { _id, ...rest } = doc;
-  return rest as T;
+  return storedKeys(rest, unescapeKey) as T;
 }
+
+/**
+ * Keys as stored: a read model may key a map by ticker (`BRK.B`), and FerretDB (like MongoDB before
+ * 5.0) refuses a key with a dot, or one starting with `$`. So `%`, `.` and `$` in keys are
+ * percent-encoded on the way in and decoded on the way out. Queryable fields are identifiers, so
+ * filters and sorts never name an escaped key.
+ */
+function storedKeys(value: unknown, rename: (key: string) => string): unknown {
+  if (Array.isArray(value)) return value.map((v) => storedKeys(v, rename));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[rename(k)] = storedKeys(v, rename);
+  return out;
+}
+
+const escapeKey = (key: string): string => (/[%.$]/.test(key) ? key.replace(/[%.$]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`) : key);
+const unescapeKey = (key: string): string => (key.includes('%') ? key.replace(/%(25|2E|24)/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))) : key);
 
 function toScalar(v: unknown): Scalar {
   return v === undefined ? null : (v as Scalar);

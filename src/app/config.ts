@@ -47,6 +47,12 @@ const envSchema = z.object({
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
+  KAFKA_TOPIC_PREFIX: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,100}$/, 'must be letters, digits, ".", "_" or "-" (at most 100): it begins Kafka topic and group names')
+      .optional(),
+  ),
   SMTP_URL: optionalString,
   MAIL_FROM: z.preprocess(unsetIfBlank, z.string().default('Scores API <alerts@localhost>')),
   SCORES_EXPORTS_SCHEDULE: z.preprocess(
@@ -114,6 +120,8 @@ export interface Config {
   mongodbUri: string | null;
   mongodbDb: string;
   kafkaBrokers: string[] | null;
+  /** Begins every Kafka topic and consumer group name: deployments (or test runs) sharing a cluster keep apart. */
+  kafkaTopicPrefix: string;
   /** SMTP server for usage-alert emails; without it they go to `<dataDir>/outbox`. */
   smtpUrl: string | null;
   mailFrom: string;
@@ -157,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbUri: e.MONGODB_URI ?? null,
     mongodbDb: e.MONGODB_DB,
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
+    kafkaTopicPrefix: e.KAFKA_TOPIC_PREFIX ?? '',
     smtpUrl: e.SMTP_URL ?? null,
     mailFrom: e.MAIL_FROM,
     exportsSchedule: e.SCORES_EXPORTS_SCHEDULE.trim() === 'off' ? null : e.SCORES_EXPORTS_SCHEDULE.trim(),

@@ -116,7 +116,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   let bus: EventBus;
   if (config.kafkaBrokers) {
     const { KafkaEventBus } = await import('../../infra/kafka/event-bus.js');
-    bus = new KafkaEventBus({ brokers: config.kafkaBrokers, clientId: 'scores-service' });
+    bus = new KafkaEventBus({ brokers: config.kafkaBrokers, clientId: 'scores-service', prefix: config.kafkaTopicPrefix });
   } else {
     bus = new InMemoryEventBus({ onError: (err: unknown) => log.error({ err }, 'bus handler failed') });
   }

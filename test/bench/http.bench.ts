@@ -7,7 +7,8 @@ import { runCli, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { fmt, info, median, report } from './stats.js';
 
-function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ child: ChildProcess; port: number }> {
+/** A server process; `pattern` captures the port it listens on, in its output, in its first group. */
+export function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, args, { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   // The service's start banner is on stderr (its stdout is the JSON log stream); the bare server's on stdout.
@@ -16,7 +17,8 @@ function start(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise
   return until(() => pattern.test(out), 120_000).then(() => ({ child, port: Number(pattern.exec(out)![1]) }));
 }
 
-async function load(url: string, headers: Record<string, string>, seconds: number) {
+/** autocannon at 50 connections; refuses a run with any non-2xx answer. */
+export async function load(url: string, headers: Record<string, string>, seconds: number) {
   const r = await autocannon({ url, connections: 50, duration: seconds, headers });
   if (r.non2xx > 0) throw new Error(`${url}: ${r.non2xx} non-2xx responses`);
   return { rps: r.requests.average, p99: r.latency.p99 };

@@ -1,4 +1,5 @@
 import { benchDebits } from './debit.bench.js';
+import { benchEngines } from './engines.bench.js';
 import { benchEventIds } from './event-ids.bench.js';
 import { benchExportServerMemory, benchExports } from './exports.bench.js';
 import { benchFlood } from './flood.bench.js';
@@ -12,9 +13,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -31,6 +32,7 @@ if (only.has('flood')) await benchFlood(runs);
 if (only.has('webhooks')) await benchWebhooks(runs);
 if (only.has('ledger')) await benchLedgerGrowth(runs);
 if (only.has('pg')) await benchPostgresLog(runs, now);
+if (only.has('engines')) await benchEngines(runs);
 if (only.has('exports')) {
   await benchExports(runs, now);
   await benchExportServerMemory(now);

@@ -117,6 +117,14 @@ export function readStoreContract(name: string, make: () => Promise<ReadStoreFix
         expect(r05!.sector).to.equal(null);
       });
 
+      it('keeps nested keys with dots, dollars and percent signs (a map keyed by ticker: BRK.B)', async function () {
+        const doc = { ...DATA[0]!, detail: { reasons: [], weight: 1 }, by_ticker: { 'BRK.B': '2019-03-28', $cash: 1, '50%': { 'a.b.c': [{ '$x.y': 2 }] }, '%2E': 3 } };
+        await store.commit({ writes: [{ op: 'upsert', collection: rows.name, id: 'r01', doc }], checkpoints: {} });
+
+        expect(await store.get(rows, 'r01')).to.deep.equal(doc);
+        expect((await store.find(rows, { ticker: 'AAPL' })).items.find((r) => r.id === 'r01')).to.deep.equal(doc);
+      });
+
       it('answers null for an id it does not hold', async function () {
         expect(await store.get(rows, 'nope')).to.equal(null);
       });
