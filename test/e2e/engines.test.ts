@@ -1,10 +1,6 @@
 import { expect } from 'chai';
 import { createHash, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -21,7 +17,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
-import { receiverCertificate } from '../support/receiver-certificate.js';
+import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
 import { demoKey, getJson, tempDir, testEnv } from '../support/server.js';
 
@@ -86,9 +82,7 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
   let env: NodeJS.ProcessEnv;
   let admin: PgSession;
   let server: ServeProcess | null = null;
-  let receiver: Server;
-  let receiverPort: number;
-  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
+  let receiver: HttpsReceiver | undefined;
   /** A bus of this run's prefix, as an operator's tools would use it. */
   let bus: KafkaEventBus;
   const stores: MongoReadStore[] = [];
@@ -96,25 +90,14 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
   before(async () => {
     admin = await pgSession(process.env['POSTGRES_URL']!);
     await admin.query(`CREATE DATABASE ${database}`);
-    const pems = await receiverCertificate(dir);
-    receiver = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        res.writeHead(204).end();
-      });
-    });
-    receiver.listen(0, '127.0.0.1');
-    await once(receiver, 'listening');
-    receiverPort = (receiver.address() as AddressInfo).port;
+    receiver = await startHttpsReceiver(dir);
     env = testEnv(dir, NOW, {
       POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
       MONGODB_URI: process.env['MONGODB_URI']!,
       MONGODB_DB: database,
       KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
       KAFKA_TOPIC_PREFIX: prefix,
-      WEBHOOK_CA_FILE: pems.caFile,
+      WEBHOOK_CA_FILE: receiver.caFile,
       WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8',
     });
     bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-e2e', prefix, logLevel: 'nothing' });
@@ -133,7 +116,7 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
     }
     await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await admin?.end();
-    receiver?.close();
+    await receiver?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -169,7 +152,7 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
     const registered = await fetch(`${url}/v1/webhooks`, {
       method: 'POST',
       headers: { 'X-API-Key': quant, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ event_type: 'score_move', url: `https://localhost:${receiverPort}/hooks/scores` }),
+      body: JSON.stringify({ event_type: 'score_move', url: `https://localhost:${receiver!.port}/hooks/scores` }),
     });
     expect(registered.status).to.equal(201);
     const hook = (await registered.json()) as { id: number; secret: string };
@@ -181,8 +164,8 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
       { key: 'AAPL', value: JSON.stringify({ type: 'score', ticker: 'AAPL', date: '2019-03-28', main_street: restated, wall_street: restated }) },
     ]);
     await until(async () => (await getJson(`${url}/v1/scores/AAPL`, quant)).body['main_street'] === restated, 60_000, 250);
-    await until(() => received.length > 0, 60_000, 100);
-    const envelope = new Webhook(hook.secret).verify(received[0]!.body, received[0]!.headers as Record<string, string>) as WebhookEnvelope;
+    await until(() => receiver!.received.length > 0, 60_000, 100);
+    const envelope = new Webhook(hook.secret).verify(receiver!.received[0]!.body, receiver!.received[0]!.headers as Record<string, string>) as WebhookEnvelope;
     expect(envelope.events.map((e) => [e.type, e.ticker, e.date])).to.deep.equal([['score_move', 'AAPL', '2019-03-28']]);
     await until(() => handed.some((v) => (JSON.parse(v) as { webhook_id: number }).webhook_id === hook.id), 30_000, 100);
     let deliveries: Record<string, unknown>[] = [];

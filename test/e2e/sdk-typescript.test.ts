@@ -1,9 +1,5 @@
 import { expect } from 'chai';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -26,7 +22,7 @@ import {
   type RetryEvent,
 } from '../../clients/typescript/src/index.js';
 import { until } from '../support/processes.js';
-import { receiverCertificate } from '../support/receiver-certificate.js';
+import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
 import { demoKey, startTestServer, type TestServer } from '../support/server.js';
 
 // About 370 trading days of the demo: 232,000 history rows, more than one call returns (200,000),
@@ -77,32 +73,20 @@ describe('The TypeScript SDK (clients/typescript) against a live server', functi
   let server: TestServer;
   let quant = '';
   let dir = '';
-  let receiver: Server;
+  let receiver: HttpsReceiver | undefined;
   let receiverUrl = '';
-  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
   const client = (apiKey: string, extra: Partial<ConstructorParameters<typeof ScoresClient>[0]> = {}) => new ScoresClient({ apiKey, baseUrl: server.url, ...extra });
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'scores-sdk-ts-'));
-    const pems = await receiverCertificate(dir);
-    receiver = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        res.writeHead(204).end();
-      });
-    });
-    receiver.listen(0, '127.0.0.1');
-    await once(receiver, 'listening');
-    receiverUrl = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-    server = await startTestServer({ now: NOW, env: { WEBHOOK_CA_FILE: pems.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
+    receiver = await startHttpsReceiver(dir);
+    receiverUrl = `https://127.0.0.1:${receiver.port}/hooks`;
+    server = await startTestServer({ now: NOW, env: { WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
     quant = demoKey(server.dir, 'quant');
   });
   after(async () => {
     await server?.stop();
-    receiver?.closeAllConnections();
-    receiver?.close();
+    await receiver?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -271,7 +255,7 @@ describe('The TypeScript SDK (clients/typescript) against a live server', functi
       const { data: hook } = await c.POST('/v1/webhooks', { body: { event_type: 'score_move', url: receiverUrl } });
       const { data: test } = await c.POST('/v1/webhooks/{webhook_id}/test', { params: { path: { webhook_id: hook!.id } } });
       expect(test!.ok).to.equal(true);
-      const delivery = received.at(-1)!;
+      const delivery = receiver!.received.at(-1)!;
       // The server signs on its transport clock, the wall clock, whatever NOW pins for the data.
       const now = Date.now();
       const envelope = verifyWebhook({ secret: hook!.secret, body: delivery.body, headers: delivery.headers, now });

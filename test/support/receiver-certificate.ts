@@ -1,4 +1,8 @@
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { generate } from 'selfsigned';
 
@@ -28,4 +32,45 @@ export async function receiverCertificate(dir: string, name = 'localhost', ips: 
   const caFile = join(dir, 'receiver-ca.pem');
   writeFileSync(caFile, pems.cert);
   return { key: pems.private, cert: pems.cert, caFile };
+}
+
+/** A delivery a local receiver took: its headers and raw body. */
+export interface ReceivedDelivery {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export interface HttpsReceiver {
+  /** Every delivery so far, in arrival order (the array is appended to in place). */
+  received: ReceivedDelivery[];
+  port: number;
+  /** Its certificate's CA file, for `WEBHOOK_CA_FILE`. */
+  caFile: string;
+  close(): Promise<void>;
+}
+
+/** A local HTTPS webhook receiver on 127.0.0.1 that answers every delivery 204 and keeps it. */
+export async function startHttpsReceiver(dir: string): Promise<HttpsReceiver> {
+  const pems = await receiverCertificate(dir);
+  const received: ReceivedDelivery[] = [];
+  const server = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(204).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    received,
+    port: (server.address() as AddressInfo).port,
+    caFile: pems.caFile,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
