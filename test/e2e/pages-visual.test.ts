@@ -138,6 +138,10 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
           // The same page in the audit context: axe-core injected as a script tag, then run on the whole document.
           await audited.goto(`${server.url}${path}`);
           await ready(audited);
+          // Contrast is judged on settled colours: Redoc fades its panels in, and on a busy machine
+          // axe could read a sample's text mid-fade.
+          await audited.waitForLoadState('networkidle');
+          await audited.evaluate('Promise.all(document.getAnimations().map((a) => a.finished.catch(() => undefined)))');
           await audited.addScriptTag({ path: AXE });
           const violations = await audited.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)");
           const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
