@@ -46,9 +46,10 @@ h3 { font-size: var(--t-lg); margin: var(--s5) 0 var(--s2); }
 p, ul, ol, dl { margin: 0 0 var(--s4); }
 small, .small { font-size: var(--t-sm); }
 .muted { color: var(--muted); }
-code { font-family: var(--mono); font-size: .9em; background: var(--bg-soft); padding: .05rem .3rem; border-radius: .25rem; overflow-wrap: anywhere; }
+/* Not inside Redoc (/docs): its samples are light text on its own dark panel. */
+code:where(:not(#redoc *)) { font-family: var(--mono); font-size: .9em; background: var(--bg-soft); padding: .05rem .3rem; border-radius: .25rem; overflow-wrap: anywhere; }
 /* Code wraps rather than scrolls: a sample is read whole, on a phone too. */
-pre { background: var(--bg-soft); border: 1px solid var(--line); border-radius: var(--radius); padding: var(--s3) var(--s4); max-width: 100%; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre:where(:not(#redoc *)) { background: var(--bg-soft); border: 1px solid var(--line); border-radius: var(--radius); padding: var(--s3) var(--s4); max-width: 100%; white-space: pre-wrap; overflow-wrap: anywhere; }
 pre code { background: none; padding: 0; }
 dt { font-weight: 600; margin-top: var(--s3); }
 dd { margin-left: var(--s4); }
