@@ -1,3 +1,4 @@
+import { LogWakeups, subscribeCatchUp } from '../../src/core/catch-up-subscription.js';
 import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type pg from 'pg';
 import type { Clock } from '../../src/core/clock.js';
@@ -90,9 +91,8 @@ export class PostgresEventStore implements EventStore {
   private readonly ready: Promise<void>;
   private readonly pending = new GroupCommitQueue<Pending>((batch) => this.flush(batch));
   private closed = false;
-  private readonly wakers = new Set<() => void>();
-  /** Commits made here plus notifications received: a reader that saw it change reads again at once. */
-  private wakes = 0;
+  /** Commits made here and notifications received wake the subscriptions. */
+  private readonly wakeups = new LogWakeups();
 
   constructor(
     url: string,
@@ -276,73 +276,22 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
-    let stopped = false;
-    let wake: (() => void) | null = null;
-    const pollMs = this.options.pollMs ?? 500;
-    const max = options.maxBatch ?? 200;
-    const waitForMore = () =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.wakers.delete(done);
-          wake = null;
-          resolve();
-        };
-        const timer = setTimeout(done, pollMs);
-        wake = done;
-        this.wakers.add(done);
-      });
-
-    const loop = async () => {
-      await this.ready;
-      this.notifications.ensure();
-      let after = options.after ?? null;
-      let caughtUp = false;
-      const target = (await this.headPosition()) ?? '';
-      // While a handler runs on a full batch, the next one is already being read.
-      let next: Promise<RecordedEvent[]> | null = null;
-      while (!stopped) {
-        const wakesSeen = this.wakes;
-        let batch: RecordedEvent[];
-        try {
-          batch = await (next ?? this.readAfter(after, max));
-        } catch (err) {
-          if (stopped || this.closed) return;
-          throw err;
-        }
-        next = null;
-        if (stopped) return;
-        if (batch.length > 0) {
-          const last = batch[batch.length - 1]!.position;
-          if (batch.length === max) {
-            next = this.readAfter(last, max);
-            next.catch(() => undefined);
-          }
-          await options.onEvents(batch);
-          after = last;
-        }
-        if (!caughtUp && (batch.length < max || (after ?? '') >= target)) {
-          caughtUp = true;
-          options.onCaughtUp?.();
-        }
-        if (batch.length < max && !stopped && this.wakes === wakesSeen) {
+    return subscribeCatchUp(
+      {
+        read: (after, max) => this.readAfter(after, max),
+        head: () => this.headPosition(),
+        wakeups: this.wakeups,
+        pollMs: this.options.pollMs ?? 500,
+        isClosed: () => this.closed,
+        // Listening again before each wait: a connection lost since is noticed here.
+        prepare: async () => {
+          await this.ready;
           this.notifications.ensure();
-          await waitForMore();
-        }
-      }
-    };
-    const running = loop().catch((err: unknown) => {
-      stopped = true;
-      options.onError?.(err);
-    });
-    return {
-      stop: async () => {
-        stopped = true;
-        const w = wake;
-        w?.();
-        await running;
+        },
+        readAhead: true,
       },
-    };
+      options,
+    );
   }
 
   private toRecorded(r: EventRow): RecordedEvent {
@@ -359,8 +308,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   private wake(): void {
-    this.wakes++;
-    for (const w of [...this.wakers]) w();
+    this.wakeups.wakeAll();
   }
 
   async close(): Promise<void> {

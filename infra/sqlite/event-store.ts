@@ -1,3 +1,4 @@
+import { LogWakeups, subscribeCatchUp } from '../../src/core/catch-up-subscription.js';
 import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
@@ -64,9 +65,8 @@ export interface SqliteEventStoreOptions {
  */
 export class SqliteEventStore implements EventStore {
   private readonly pending = new GroupCommitQueue<Pending>((batch) => this.flush(batch));
-  private readonly wakers = new Set<() => void>();
-  /** Commits made through this store so far: a subscription busy when one lands reads again at once. */
-  private commits = 0;
+  /** Commits made through this store wake its subscriptions; one busy when a commit lands reads again at once. */
+  private readonly wakeups = new LogWakeups();
   private closed = false;
   private readonly stmts;
   private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
@@ -187,60 +187,16 @@ export class SqliteEventStore implements EventStore {
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
-    let stopped = false;
-    let wake: (() => void) | null = null;
-    const pollMs = this.options.pollMs ?? 200;
-    const max = options.maxBatch ?? 200;
-    const waitForMore = () =>
-      new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.wakers.delete(done);
-          wake = null;
-          resolve();
-        };
-        const timer = setTimeout(done, pollMs);
-        wake = done;
-        this.wakers.add(done);
-      });
-
-    const loop = async () => {
-      let after = options.after ?? null;
-      let caughtUp = false;
-      const target = (await this.headPosition()) ?? '';
-      while (!stopped) {
-        let batch: RecordedEvent[];
-        const commitsSeen = this.commits;
-        try {
-          batch = this.readAllSync(after, max);
-        } catch (err) {
-          if (stopped || this.closed) return;
-          throw err;
-        }
-        if (batch.length > 0) {
-          await options.onEvents(batch);
-          after = batch[batch.length - 1]!.position;
-        }
-        if (!caughtUp && (batch.length < max || (after ?? '') >= target)) {
-          caughtUp = true;
-          options.onCaughtUp?.();
-        }
-        // Wait only if nothing was committed here since the read (its wake-up found no waiter).
-        if (batch.length < max && !stopped && this.commits === commitsSeen) await waitForMore();
-      }
-    };
-    const running = loop().catch((err) => {
-      stopped = true;
-      options.onError?.(err);
-    });
-    return {
-      stop: async () => {
-        stopped = true;
-        const w = wake;
-        w?.();
-        await running;
+    return subscribeCatchUp(
+      {
+        read: (after, max) => Promise.resolve(this.readAllSync(after, max)),
+        head: () => this.headPosition(),
+        wakeups: this.wakeups,
+        pollMs: this.options.pollMs ?? 200,
+        isClosed: () => this.closed,
       },
-    };
+      options,
+    );
   }
 
   private toRecorded(r: EventRow): RecordedEvent {
@@ -257,8 +213,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   private wake(): void {
-    this.commits++;
-    for (const w of [...this.wakers]) w();
+    this.wakeups.wakeAll();
   }
 
   async close(): Promise<void> {
