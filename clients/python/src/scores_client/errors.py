@@ -130,8 +130,6 @@ class LimitExceededError(ScoresApiError):
     problem: LimitExceededProblem
 
 
-
-
 class CreditsExhaustedError(ScoresApiError):
     """429: the account's credits are spent. Never retried: waiting brings no credits."""
 
@@ -150,8 +148,6 @@ class ConflictError(ScoresApiError):
 
 class InternalError(ScoresApiError):
     problem: InternalProblem
-
-
 
 
 ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
