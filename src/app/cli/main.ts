@@ -195,7 +195,9 @@ export function buildCli(): Command {
       });
     });
 
+  addKeyCommands(program);
   addAccountCommands(program);
+  addLedgerCommands(program);
   addExportCommands(program);
   everyCommandTakesJson(program);
   return program;
@@ -343,7 +345,8 @@ async function ledgerCommand(
   });
 }
 
-function addAccountCommands(program: Command): void {
+/** `scores keys create|revoke|rotate`. */
+function addKeyCommands(program: Command): void {
   const keys = program.command('keys').description('API keys: create (with a new account, or on one), revoke, rotate');
   keys
     .command('create')
@@ -390,7 +393,10 @@ function addAccountCommands(program: Command): void {
         );
       }, { readModels: true });
     });
+}
 
+/** What an account buys and may do: `plan`, `rate-limit`, `packs` (Pro and overage are switches, `addSwitch`). */
+function addAccountCommands(program: Command): void {
   const plan = program.command('plan').description('Change or cancel an account\'s plan');
   plan
     .command('set')
@@ -415,6 +421,52 @@ function addAccountCommands(program: Command): void {
     s.ledger.switchOverage(account, on),
   );
 
+  program
+    .command('rate-limit')
+    .description("An account's request rate (all its keys, REST and MCP together): an override of its plan's")
+    .command('set')
+    .description('Set the rate: N requests per second per account (bursts of twice that), unlimited, or tier (the plan\'s own)')
+    .addOption(accountOption())
+    .requiredOption('--per-second <n|unlimited|tier>', 'requests per second per account', (v: string) => {
+      if (v === 'unlimited' || v === 'tier') return v;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000, unlimited, or tier');
+      return n;
+    })
+    .action(async (opts: { account: string; perSecond: number | 'unlimited' | 'tier'; json?: boolean }) => {
+      await withServices(async (s) => {
+        const { changed } = await setRateLimit(s, opts.account, opts.perSecond);
+        printer(Boolean(opts.json))(
+          `rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per account`}${changed ? '' : ' (unchanged)'}`,
+          { account_id: opts.account, per_second: opts.perSecond, changed },
+        );
+      });
+    });
+
+  const packs = program.command('packs').description('Prepaid credit packs');
+  packs
+    .command('add')
+    .description('Add a prepaid pack (credits carry over month to month)')
+    .addOption(accountOption())
+    .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
+    .option('--pack-id <id>', 'purchase reference (default: a new id); the same purchase again adds nothing, another amount under it is refused')
+    .option('--json', 'machine-readable output')
+    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) =>
+      ledgerCommand(
+        opts.account,
+        (s) => s.ledger.buyPack(opts.account, { packId: opts.packId ?? s.ids.next('pack_', 16), credits: opts.credits }),
+        Boolean(opts.json),
+        `pack of ${opts.credits} credits added`,
+        // The purchase reference is an idempotency key (the ledger decides it): the same purchase
+        // run twice (a retried script) is credited once; another purchase under it is a conflict.
+        // A new id is never a repeat.
+        opts.packId === undefined ? undefined : `pack ${opts.packId} was added already`,
+      ),
+    );
+}
+
+/** For auditors: `audit` and `ledger export|drop-snapshot`. */
+function addLedgerCommands(program: Command): void {
   program
     .command('audit')
     .description("Replay an account's credit ledger from its first event, verify its hash chain and compare every month with the usage read model")
@@ -480,49 +532,6 @@ function addAccountCommands(program: Command): void {
         printer(Boolean(opts.json))(`${dropped} ledger snapshot${dropped === 1 ? '' : 's'} dropped`, { dropped, account_id: opts.account ?? null });
       });
     });
-
-  program
-    .command('rate-limit')
-    .description("An account's request rate (all its keys, REST and MCP together): an override of its plan's")
-    .command('set')
-    .description('Set the rate: N requests per second per account (bursts of twice that), unlimited, or tier (the plan\'s own)')
-    .addOption(accountOption())
-    .requiredOption('--per-second <n|unlimited|tier>', 'requests per second per account', (v: string) => {
-      if (v === 'unlimited' || v === 'tier') return v;
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('a whole number from 1 to 1000000, unlimited, or tier');
-      return n;
-    })
-    .action(async (opts: { account: string; perSecond: number | 'unlimited' | 'tier'; json?: boolean }) => {
-      await withServices(async (s) => {
-        const { changed } = await setRateLimit(s, opts.account, opts.perSecond);
-        printer(Boolean(opts.json))(
-          `rate limit of ${opts.account}: ${opts.perSecond === 'tier' ? "the plan's" : opts.perSecond === 'unlimited' ? 'unlimited' : `${opts.perSecond} requests per second per account`}${changed ? '' : ' (unchanged)'}`,
-          { account_id: opts.account, per_second: opts.perSecond, changed },
-        );
-      });
-    });
-
-  const packs = program.command('packs').description('Prepaid credit packs');
-  packs
-    .command('add')
-    .description('Add a prepaid pack (credits carry over month to month)')
-    .addOption(accountOption())
-    .requiredOption('--credits <n>', 'credits in the pack', (v) => Number(v))
-    .option('--pack-id <id>', 'purchase reference (default: a new id); the same purchase again adds nothing, another amount under it is refused')
-    .option('--json', 'machine-readable output')
-    .action((opts: { account: string; credits: number; packId?: string; json?: boolean }) =>
-      ledgerCommand(
-        opts.account,
-        (s) => s.ledger.buyPack(opts.account, { packId: opts.packId ?? s.ids.next('pack_', 16), credits: opts.credits }),
-        Boolean(opts.json),
-        `pack of ${opts.credits} credits added`,
-        // The purchase reference is an idempotency key (the ledger decides it): the same purchase
-        // run twice (a retried script) is credited once; another purchase under it is a conflict.
-        // A new id is never a repeat.
-        opts.packId === undefined ? undefined : `pack ${opts.packId} was added already`,
-      ),
-    );
 }
 
 /** `scores <name> on|off --account A`: one on/off switch of an account's ledger. */
