@@ -3,6 +3,7 @@ import ipaddr from 'ipaddr.js';
 import { allProjections } from '../../../projections/index.js';
 import type { AllowSubnets } from '../../domain/webhooks/address-policy.js';
 import { KEY_PREFIX, SHOWN_PREFIX_LENGTH, shownPrefix } from '../../domain/api-keys.js';
+import { API_KEY_HEADER } from '../../core/response-headers.js';
 import type { Services } from '../container.js';
 import { projectionLags, type LagSources } from '../metrics/projection-lag.js';
 import { requestIdOf } from './authentication.js';
@@ -37,7 +38,7 @@ export function observeRequests(services: Services): RequestHandler {
           route,
           status,
           ms: Math.round(ms * 10) / 10,
-          key_prefix: keyPrefixOf(req.header('x-api-key')),
+          key_prefix: keyPrefixOf(req.header(API_KEY_HEADER)),
           ...(code ? { code } : {}),
           ...(res.writableFinished ? {} : { aborted: true }),
         },

@@ -6,7 +6,7 @@ import { clientAddress } from '../http/client-address.js';
 import { admit, CREDITS_HEADER, type AuthedRequest, type Principal } from '../../core/meter.port.js';
 import { AppError } from '../../core/errors.js';
 import { problemOf } from '../../core/problem.js';
-import { newRequestId } from '../../core/response-headers.js';
+import { API_KEY_HEADER, newRequestId } from '../../core/response-headers.js';
 import { sendProblem } from '../http/problem.js';
 import { McpDispatcher } from './dispatcher.js';
 import { INVALID_PARAMS, INVALID_REQUEST, JSON_RPC_PARSE_ERROR, jsonRpcError, readBody, type JsonRpcError, type Message } from './json-rpc.js';
@@ -55,7 +55,7 @@ export function mcpRoute(services: Services, spec: Record<string, unknown>): Req
 function mcpAuthentication(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = await services.meter.authenticate(req.header('x-api-key'), requestIdOf(req, services.ids), clientAddress(req));
+      const principal = await services.meter.authenticate(req.header(API_KEY_HEADER), requestIdOf(req, services.ids), clientAddress(req));
       (req as AuthedRequest).user = principal;
       const remaining = await services.meter.remaining(principal).catch(() => null);
       if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
@@ -195,7 +195,7 @@ async function callersOf(messages: Message[], principal: Principal, req: Request
 
 async function ownCaller(req: Request, services: Services): Promise<Principal | AppError> {
   try {
-    const own = await services.meter.authenticate(req.header('x-api-key'), newRequestId(services.ids), clientAddress(req));
+    const own = await services.meter.authenticate(req.header(API_KEY_HEADER), newRequestId(services.ids), clientAddress(req));
     admit(own);
     return own;
   } catch (err) {
