@@ -1,23 +1,40 @@
 /**
  * The layers, bottom up (docs/architecture.md draws them):
- *   kernel       src/core (ports, command handler, projector runner), src/domain (rules), src/events (every event and stream name)
+ *   kernel       src/core (ports, primitives, command handler, projector runner) below src/domain (each
+ *                feature's events, state, evolve and rules, one folder per feature)
+ *   web          src/web: the HTTP vocabulary feature controllers share (headers, problems, parameters, the meter port)
  *   infra        adapters of the ports: the kernel only
  *   projections  read models: the kernel only
- *   commands     write side: the kernel, and read models (a reactor or a lookup reads what a projection wrote)
- *   queries      read side: the kernel and read models
+ *   commands     write side: the kernel, web, and read models (a reactor or a lookup reads what a projection wrote)
+ *   queries      read side: the kernel, web and read models
+ *                a slice (a folder of commands/ or queries/) never imports another slice: what two share is kernel
  *   src/app      HTTP, MCP, CLI, composition root, server: anything below
  * test/integration/layers.test.ts shows each rule firing on a miniature tree.
  */
-const KERNEL = '^src/(core|domain|events)/';
+const KERNEL = '^src/(core|domain)/';
 const APP = '^src/app/';
 
 module.exports = {
   forbidden: [
     {
       name: 'kernel-imports-only-kernel',
-      comment: 'src/core, src/domain and src/events are the bottom layer: they import nothing of the project above them.',
+      comment: 'src/core and src/domain are the bottom layer: they import nothing of the project above them.',
       severity: 'error',
       from: { path: KERNEL },
+      to: { path: '^(src/app|src/web|commands|queries|projections|infra)/' },
+    },
+    {
+      name: 'core-below-domain',
+      comment: 'src/core holds ports and primitives that know no business rule: it never imports src/domain.',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: { path: '^src/domain/' },
+    },
+    {
+      name: 'web-imports-only-kernel',
+      comment: 'src/web is the HTTP vocabulary controllers share; it knows the kernel and nothing of the features.',
+      severity: 'error',
+      from: { path: '^src/web/' },
       to: { path: '^(src/app|commands|queries|projections|infra)/' },
     },
     {
@@ -25,14 +42,14 @@ module.exports = {
       comment: 'An adapter implements a port of the kernel and knows nothing of the features that use it.',
       severity: 'error',
       from: { path: '^infra/' },
-      to: { path: '^(src/app|commands|queries|projections)/' },
+      to: { path: '^(src/app|src/web|commands|queries|projections)/' },
     },
     {
       name: 'projections-import-only-kernel',
       comment: 'A projection folds events into a read model; it never imports a command, a query or the app. A rule both sides need lives in the kernel.',
       severity: 'error',
       from: { path: '^projections/' },
-      to: { path: '^(src/app|commands|queries|infra)/' },
+      to: { path: '^(src/app|src/web|commands|queries|infra)/' },
     },
     {
       name: 'commands-not-queries-or-app',
@@ -47,6 +64,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^queries/' },
       to: { path: `^(commands|infra)/|${APP}` },
+    },
+    {
+      name: 'slices-do-not-import-slices',
+      comment: 'A feature folder of commands/ or queries/ imports no other feature folder: what two features share moves to the kernel (or web), and the application wires one to another.',
+      severity: 'error',
+      from: { path: '^(commands|queries)/([^/]+)/' },
+      to: { path: '^$1/', pathNot: '^$1/(shared|$2)/' },
+    },
+    {
+      name: 'http-below-mcp',
+      comment: 'MCP is served over HTTP: src/app/mcp may use src/app/http, never the other way round (server.ts mounts MCP on the app).',
+      severity: 'error',
+      from: { path: '^src/app/http/' },
+      to: { path: '^src/app/mcp/' },
     },
     {
       name: 'vendor-clients-only-in-infra',

@@ -13,8 +13,8 @@ import type { ReadStore } from '../../src/core/read-store.port.js';
 import { billMonth } from '../../src/domain/billing/month-bill.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
 import { foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/events/billing.events.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { ledgerEntries, usageProjection } from '../../projections/usage/usage.projection.js';
 import { loadAccount } from '../manage-keys/keys.handler.js';
 

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import { liveEnvelope, type WebhookEnvelope, type WebhookEvent, type WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
-import type { ScoreEvent } from '../../src/events/score.events.js';
+import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 
 /** What a run of events published: the rows that may be score moves, the dates whose extremes may open. */
 export interface Publications {

@@ -1,11 +1,11 @@
 import { Get, Path, Produces, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import { Readable, Transform } from 'node:stream';
 import { AppError } from '../../src/core/errors.js';
-import type { AuthedRequest, Principal } from '../../src/core/meter.port.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
-import { DOWNLOAD_ACCEPT_RANGES, DOWNLOAD_CACHE_CONTROL, HEADER } from '../../src/core/response-headers.js';
+import type { AuthedRequest, Principal } from '../../src/web/meter.port.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
+import { DOWNLOAD_ACCEPT_RANGES, DOWNLOAD_CACHE_CONTROL, HEADER } from '../../src/web/response-headers.js';
 import { isBundleId, isExportName } from '../../src/domain/exports/export-bundle.js';
-import { exportDownloadsStream, type ExportDownloaded } from '../../src/events/export.events.js';
+import { exportDownloadsStream, type ExportDownloaded } from '../../src/domain/exports/export.events.js';
 import { exportRuns } from '../../projections/exports/exports.projection.js';
 import { CommandController } from '../shared/command-controller.js';
 import { answerDownload } from './download-request.js';

@@ -6,7 +6,7 @@
 import type { NewEvent } from '../../src/core/event-store.port.js';
 import type { Stream } from '../../src/core/command-handler.js';
 import { BUNDLES_KEPT, EXPORT_NAMES, type ExportName } from '../../src/domain/exports/export-bundle.js';
-import { EXPORTS_STREAM, type ExportFileWritten, type ExportRunEvent, type ExportStarted } from '../../src/events/export.events.js';
+import { EXPORTS_STREAM, type ExportFileWritten, type ExportRunEvent, type ExportStarted } from '../../src/domain/exports/export.events.js';
 
 export type RunStatus = 'running' | 'completed' | 'abandoned' | 'deleted';
 

@@ -17,7 +17,7 @@ import type { ExportFiles } from '../../src/core/export-files.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { ReadSnapshot, ReadStore } from '../../src/core/read-store.port.js';
 import { EXPORT_COLUMNS, type ExportName } from '../../src/domain/exports/export-bundle.js';
-import type { ExportFileWritten, ExportTrigger } from '../../src/events/export.events.js';
+import type { ExportFileWritten, ExportTrigger } from '../../src/domain/exports/export.events.js';
 import { BUNDLE_FILES, type BundleFile, type Cells } from './bundle-contents.js';
 import { completeRun, completedSince, exportsStream, keptBundles, recordFile, startRun } from './export-run.decider.js';
 

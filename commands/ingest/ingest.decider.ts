@@ -8,8 +8,8 @@ import {
   themeStream,
   visitsStream,
   type ReferenceEvent,
-} from '../../src/events/reference.events.js';
-import { scoreStream, type ScoreEvent, type ScoreValues } from '../../src/events/score.events.js';
+} from '../../src/domain/scores/reference.events.js';
+import { scoreStream, type ScoreEvent, type ScoreValues } from '../../src/domain/scores/score.events.js';
 import type { RowError } from './ingest.parser.js';
 import type { IngestRow } from './ingest.schema.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { readInstant } from '../../src/core/instants.js';
+import { readInstant } from '../../src/domain/instants.js';
 import { isDateString } from '../../src/domain/trading-calendar.js';
-import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/domain/scores/reference.events.js';
 
 const date = z
   .string()

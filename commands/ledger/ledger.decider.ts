@@ -29,7 +29,7 @@ import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.j
 import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from '../../src/domain/billing/proration.js';
 import { formatUsd } from '../../src/domain/billing/invoice.js';
 import { advanceTo, evolve, initialLedgerState, recorder, type LedgerState, type Recorder } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerStream, type Channel, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerStream, type Channel, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { Stream } from '../../src/core/command-handler.js';
 
 // ---------------------------------------------------------------------------------------------

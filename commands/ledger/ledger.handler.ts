@@ -4,7 +4,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { decideAndFold, ledgerOf, type DebitCredits, type LedgerCommand } from './ledger.decider.js';
 import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { packDebits, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { packDebits, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
 

@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../../src/core/errors.js';
 import type { Stream } from '../../src/core/command-handler.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
-import { accountStream, type AccountEvent, type ApiKeyRevoked } from '../../src/events/account.events.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
+import { accountStream, type AccountEvent, type ApiKeyRevoked } from '../../src/domain/accounts/account.events.js';
 
 export interface KeyState {
   key_id: string;

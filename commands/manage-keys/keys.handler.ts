@@ -9,11 +9,11 @@ import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
 import { decide as decideLedger, ledgerOf } from '../ledger/ledger.decider.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { accountOf, decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from './account.decider.js';
-import { accountStream, type AccountEvent } from '../../src/events/account.events.js';
+import { accountStream, type AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { claimOf, normalizeEmail } from '../sign-in/sign-in.handler.js';
-import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
+import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 
 export interface IssuedKey {
   account_id: string;

@@ -20,7 +20,7 @@ import {
   webhookStream,
   type WebhookEvent,
   type WebhookRegistryEvent,
-} from '../../src/events/webhook.events.js';
+} from '../../src/domain/webhooks/webhook.events.js';
 
 /** Live (undeleted) webhooks per account. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 10;

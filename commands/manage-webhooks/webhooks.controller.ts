@@ -1,10 +1,10 @@
 import { Body, Delete, Example, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../../src/core/errors.js';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
-import { parseWebhookId } from '../../src/domain/webhooks/webhook-id.js';
+import { parseWebhookId } from '../../src/web/webhook-id.js';
 import { CommandController } from '../shared/command-controller.js';
 import { deleteWebhook, reactivateWebhook, registerWebhook, sendTestDelivery } from './webhooks.handler.js';
 

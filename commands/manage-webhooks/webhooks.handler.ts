@@ -18,7 +18,7 @@ import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { testEnvelope, type WebhookEnvelope, type WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
 import { SIGNING_STATEMENT, deliveryHeaders, newWebhookSecret } from '../../src/domain/webhooks/webhook-signing.js';
-import { webhookStream } from '../../src/events/webhook.events.js';
+import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import {
   decideDeletion,
   decideRegistration,

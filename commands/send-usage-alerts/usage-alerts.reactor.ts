@@ -19,7 +19,7 @@ import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.
 import type { Mailer } from '../../src/core/mail.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { mailOutbox, type MailOutboxDoc } from '../../projections/usage-alerts/usage-alerts.projection.js';
-import { mailStream, type UsageAlertEmailed } from '../../src/events/mail.events.js';
+import { mailStream, type UsageAlertEmailed } from '../../src/domain/mail/mail.events.js';
 
 export interface AlertDispatcherOptions {
   reads: ReadStore;

@@ -3,7 +3,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ExportFiles } from '../../src/core/export-files.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
-import type { Meter } from '../../src/core/meter.port.js';
+import type { Meter } from '../../src/web/meter.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 

@@ -1,5 +1,5 @@
 import { Controller } from '@tsoa/runtime';
-import { CREDITS_HEADER, type AuthedRequest, type Principal } from '../../src/core/meter.port.js';
+import { CREDITS_HEADER, type AuthedRequest, type Principal } from '../../src/web/meter.port.js';
 import type { CommandContext } from './command-context.js';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Sign-in by emailed link, and the sessions it starts (events in src/events/session.events.ts).
+ * Sign-in by emailed link, and the sessions it starts (events in src/domain/accounts/session.events.ts).
  *
  * - A link is sent to any well-formed address, whether or not it has an account: the page never
  *   tells (no account enumeration). It signs in once, within 15 minutes.
@@ -17,10 +17,10 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
 import { sha256Hex } from '../../src/core/sha256.js';
-import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
+import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 import { initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { accountStream } from '../../src/events/account.events.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { accountStream } from '../../src/domain/accounts/account.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import {
   emailStream,
   sessionStream,
@@ -30,7 +30,7 @@ import {
   type SessionStarted,
   type SignInLinkSent,
   type SignInLinkUsed,
-} from '../../src/events/session.events.js';
+} from '../../src/domain/accounts/session.events.js';
 import { decideAccount, initialAccountState } from '../manage-keys/account.decider.js';
 import { decide as decideLedger } from '../ledger/ledger.decider.js';
 

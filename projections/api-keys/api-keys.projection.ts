@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { AccountEvent } from '../../src/events/account.events.js';
+import type { AccountEvent } from '../../src/domain/accounts/account.events.js';
 
 /** One document per key, found by the SHA-256 of the key the client sends. */
 export interface ApiKeyDoc {

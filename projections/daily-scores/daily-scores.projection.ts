@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ScoreEvent } from '../../src/events/score.events.js';
+import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
 import { dictionary, holds, packScore, scoreAt, type ScoreColumns } from '../columns.js';
 

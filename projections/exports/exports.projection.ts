@@ -5,7 +5,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
-import type { ExportDownloaded, ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/events/export.events.js';
+import type { ExportDownloaded, ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/domain/exports/export.events.js';
 
 export type ExportFileDoc = Omit<ExportFileWritten['data'], 'run_id'>;
 

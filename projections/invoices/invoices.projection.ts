@@ -8,8 +8,8 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
-import { INVOICES_STREAM_PREFIX, type InvoiceIssued } from '../../src/events/billing.events.js';
-import { LEDGER_STREAM_PREFIX, type LedgerPeriodClosed } from '../../src/events/ledger.events.js';
+import { INVOICES_STREAM_PREFIX, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
+import { LEDGER_STREAM_PREFIX, type LedgerPeriodClosed } from '../../src/domain/ledger/ledger.events.js';
 
 export interface InvoiceMonthDoc {
   account_id: string;

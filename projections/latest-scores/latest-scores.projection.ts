@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ScoreEvent, ScoreValues } from '../../src/events/score.events.js';
+import type { ScoreEvent, ScoreValues } from '../../src/domain/scores/score.events.js';
 import { gapOf, type HistoryRow } from '../score-history/score-history.projection.js';
 
 /** Each ticker's most recent score row (the newest date; restatements of that date update it). */

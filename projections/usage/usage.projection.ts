@@ -27,7 +27,7 @@ import {
   type Channel,
   type LedgerEvent,
   type LedgerEventType,
-} from '../../src/events/ledger.events.js';
+} from '../../src/domain/ledger/ledger.events.js';
 
 // ---------------------------------------------------------------------------------------------
 // Documents

@@ -7,7 +7,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
-import { WEBHOOK_STREAM_PREFIX, type WebhookDeliveryAttempted, type WebhookEvent } from '../../src/events/webhook.events.js';
+import { WEBHOOK_STREAM_PREFIX, type WebhookDeliveryAttempted, type WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
 
 export interface WebhookDoc {
   id: number;

@@ -30,7 +30,7 @@ import {
   type LedgerEntryDoc,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
-import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../../src/events/ledger.events.js';
+import { canonicalJson, isLedgerEvent, ledgerStream, verifyChain, type ChainBreak } from '../../src/domain/ledger/ledger.events.js';
 import { ledgerSnapshots } from '../../src/domain/ledger/ledger-snapshot.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 

@@ -5,7 +5,7 @@
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
-import { computeHash, GENESIS_HASH, ledgerStream, lineCount } from '../../src/events/ledger.events.js';
+import { computeHash, GENESIS_HASH, ledgerStream, lineCount } from '../../src/domain/ledger/ledger.events.js';
 import {
   balanceKey,
   ledgerEntries,

@@ -1,6 +1,6 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
 import { BULK_EXPORTS_NOTE } from '../../src/domain/exports/export-bundle.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { MeteredCall } from '../shared/query-context.js';

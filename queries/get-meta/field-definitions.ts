@@ -1,6 +1,6 @@
 import { ERROR_CODES } from '../../src/core/errors.js';
-import { PROBLEM_FIELDS } from '../../src/core/problem.js';
-import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
+import { PROBLEM_FIELDS } from '../../src/web/problem.js';
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/domain/scores/reference.events.js';
 
 /**
  * The data dictionary `GET /v1/meta` publishes: one definition for every field any endpoint
@@ -196,7 +196,7 @@ const DEFINED: Record<string, FieldDefinition> = {
   errors: f('array', 'Validation errors: {parameter, message} per bad parameter.'),
 };
 
-/** The fields of the error codes (src/core/problem.ts) the table does not define already, in its words. */
+/** The fields of the error codes (src/web/problem.ts) the table does not define already, in its words. */
 function problemFields(): Record<string, FieldDefinition> {
   const out: Record<string, FieldDefinition> = {};
   for (const [code, fields] of Object.entries(PROBLEM_FIELDS)) {

@@ -1,9 +1,9 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import { parseDateParam } from '../shared/params.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
 import { citationUrl } from '../shared/provenance.js';
 import { requireOrderedDates } from '../shared/date-window.js';
 import { parseInstantParam, timestampOf } from '../shared/instants.js';

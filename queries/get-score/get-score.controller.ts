@@ -1,8 +1,8 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 import { tickerFromPath } from '../shared/tickers.js';
 import { getScoreAsOf } from './get-score.query.js';

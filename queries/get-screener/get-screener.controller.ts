@@ -1,10 +1,10 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
-import { parseIntParam, parseOptionalIntParam } from '../../src/core/int-param.js';
+import { parseIntParam, parseOptionalIntParam } from '../../src/web/int-param.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE, screenStocks, type ScreenerRow } from './get-screener.query.js';
 
 export interface ScreenerResponse {

@@ -1,5 +1,5 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
-import type { SignalAlertType } from '../../src/events/reference.events.js';
+import type { SignalAlertType } from '../../src/domain/scores/reference.events.js';
 import { signals as signalsCollection, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { toTimestamp } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';

@@ -1,5 +1,5 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import type { ThemeRelationship } from '../../src/events/reference.events.js';
+import type { ThemeRelationship } from '../../src/domain/scores/reference.events.js';
 import { AppError, notFound } from '../../src/core/errors.js';
 import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
 import { themes as themesCollection, type ThemeDoc } from '../../projections/reference/reference.projection.js';

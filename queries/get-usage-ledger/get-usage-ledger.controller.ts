@@ -1,9 +1,9 @@
 import { Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
-import { parseIntParam } from '../../src/core/int-param.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
+import { parseIntParam } from '../../src/web/int-param.js';
 import { USAGE_LEDGER_LIMIT, getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')

@@ -2,7 +2,7 @@ import { AppError, badRequest } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Filter } from '../../src/core/read-store.port.js';
-import { ledgerStream, type Channel } from '../../src/events/ledger.events.js';
+import { ledgerStream, type Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
 import { ledgerEntries, statementLines, type LedgerEntryDoc, type LedgerLine } from '../../projections/usage/usage.projection.js';
 

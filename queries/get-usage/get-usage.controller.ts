@@ -1,8 +1,8 @@
 import { Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
 import { rateCardForUsage, type RateUnit } from '../../src/domain/rate-card.js';
 import type { Coverage, Tier } from '../../src/domain/plans.js';
 

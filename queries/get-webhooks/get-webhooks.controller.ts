@@ -1,9 +1,9 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { ProblemDetails } from '../../src/core/problem.js';
-import { parseWebhookId } from '../../src/domain/webhooks/webhook-id.js';
+import type { ProblemDetails } from '../../src/web/problem.js';
+import { parseWebhookId } from '../../src/web/webhook-id.js';
 import { listDeliveries, listWebhooks, type WebhookDeliveriesResponse, type WebhooksResponse } from './get-webhooks.query.js';
 
 /** The read side of `/v1/webhooks` (registration, deletion and tests are `commands/manage-webhooks`). */

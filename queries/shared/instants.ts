@@ -1,5 +1,5 @@
 import { badRequest } from '../../src/core/errors.js';
-import { readInstant } from '../../src/core/instants.js';
+import { readInstant } from '../../src/domain/instants.js';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 /** The service's own timestamp form (`restated_at`): UTC by definition, so it needs no zone. */

@@ -1,6 +1,6 @@
 import { Controller } from '@tsoa/runtime';
-import { CREDITS_HEADER } from '../../src/core/meter.port.js';
-import type { AuthedRequest } from '../../src/core/meter.port.js';
+import { CREDITS_HEADER } from '../../src/web/meter.port.js';
+import type { AuthedRequest } from '../../src/web/meter.port.js';
 import { MeteredCall, type QueryContext } from './query-context.js';
 
 /** Base of every `/v1` controller: the query context of its app and the metering of its calls. */

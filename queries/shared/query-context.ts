@@ -1,10 +1,10 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import type { Meter, Principal } from '../../src/core/meter.port.js';
+import type { Meter, Principal } from '../../src/web/meter.port.js';
 import type { ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
-import type { Channel } from '../../src/events/ledger.events.js';
+import type { Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { Visibility } from './visibility.js';
 
 /** What the read side needs of the app serving it, for REST controllers and MCP tools alike. */

@@ -3,8 +3,8 @@ import type { Entitlements } from '../../src/domain/plans.js';
 import { addDays, toDateString } from '../../src/domain/trading-calendar.js';
 import { dailyScores, scoreDates, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { tickers } from '../../projections/reference/reference.projection.js';
-import type { ScoreEvent } from '../../src/events/score.events.js';
-import type { TickerListed } from '../../src/events/reference.events.js';
+import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
+import type { TickerListed } from '../../src/domain/scores/reference.events.js';
 
 /** Size rank at or below which a ticker belongs to the `top100` universe. */
 export const TOP100_RANK = 100;

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { readInstant } from '../core/instants.js';
+import { readInstant } from '../domain/instants.js';
 import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address-policy.js';
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';

@@ -1,4 +1,4 @@
-import { logEncoding } from '../events/log-encoding.js';
+import { logEncoding } from '../core/log-encoding.js';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
@@ -26,7 +26,7 @@ import { ReadModelMemo } from '../core/read-model-memo.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import type { ReadStore } from '../core/read-store.port.js';
 import type { Config } from './config.js';
-import type { Meter } from '../core/meter.port.js';
+import type { Meter } from '../web/meter.port.js';
 import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/visibility.js';
 import type { QueryContext } from '../../queries/shared/query-context.js';
 import { LedgerMeter } from './metering/meter.js';

@@ -16,12 +16,12 @@ import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import type { Services } from './container.js';
 import { createApp } from './http/app.js';
-import { API_HEADERS, HEADER, newRequestId } from '../core/response-headers.js';
+import { API_HEADERS, HEADER, newRequestId } from '../web/response-headers.js';
 import { createExpressServer } from './http/express-server.js';
 import { PROBLEM_JSON } from './http/problem.js';
-import { problemOf } from '../core/problem.js';
+import { problemOf } from '../web/problem.js';
 import { registerServer } from './store-users.js';
-import { hashApiKey } from '../domain/api-keys.js';
+import { hashApiKey } from '../domain/accounts/api-keys.js';
 
 /** The server could not listen (address in use, no permission): nothing was served. */
 export class ListenError extends Error {}

@@ -11,9 +11,9 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { createAccountWithKey, type IssuedKey } from '../../commands/manage-keys/keys.handler.js';
 import type { fixedClock } from '../../src/core/clock.js';
 import { PLANS, type Tier } from '../../src/domain/plans.js';
-import { accountStream } from '../../src/events/account.events.js';
-import { invoicesStream } from '../../src/events/billing.events.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { accountStream } from '../../src/domain/accounts/account.events.js';
+import { invoicesStream } from '../../src/domain/billing/billing.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { pdfText } from '../support/pdf-text.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, startTestServer, tempDir } from '../support/server.js';

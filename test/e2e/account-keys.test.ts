@@ -4,8 +4,8 @@
  * and revocation or rotation of a key ending the grace of the key it replaced.
  */
 import { expect } from 'chai';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
-import { accountStream } from '../../src/events/account.events.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
+import { accountStream } from '../../src/domain/accounts/account.events.js';
 import { FormBrowser, linksTo } from '../support/form-browser.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

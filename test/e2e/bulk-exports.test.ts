@@ -9,7 +9,7 @@ import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js
 import { runExport, type ExportRunResult } from '../../commands/export-bundles/export-run.handler.js';
 import { exportDownloads, type ExportDownloadDoc } from '../../projections/exports/exports.projection.js';
 import { EXPORT_COLUMNS, EXPORT_NAMES } from '../../src/domain/exports/export-bundle.js';
-import { accountStream } from '../../src/events/account.events.js';
+import { accountStream } from '../../src/domain/accounts/account.events.js';
 import { runCli, until } from '../support/processes.js';
 import { demoKey, getJson, startTestServer, testEnv, type TestServer } from '../support/server.js';
 

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { issueKey } from '../../commands/manage-keys/keys.handler.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
 import { runCli } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { buildCli } from '../../src/app/cli/main.js';
 import { readDemoKeys } from '../../src/app/server.js';
 import { projectRoot } from '../../src/core/paths.js';
-import { KEY_PREFIX } from '../../src/domain/api-keys.js';
+import { KEY_PREFIX } from '../../src/domain/accounts/api-keys.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { DEMO_DEFAULT_SEED } from '../../commands/seed-demo/dataset/generate.js';
 import { DEMO_KEY_FILE, readDemoKeys } from '../../src/app/server.js';
 import { projectRoot } from '../../src/core/paths.js';
-import { KEY_PREFIX, hashApiKey } from '../../src/domain/api-keys.js';
+import { KEY_PREFIX, hashApiKey } from '../../src/domain/accounts/api-keys.js';
 import { TIERS } from '../../src/domain/plans.js';
 import { spawnCli, until } from '../support/processes.js';
 import { getJson, startTestServer, tempDir, testEnv } from '../support/server.js';

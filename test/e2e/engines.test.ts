@@ -15,7 +15,7 @@ import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/
 import { allProjections } from '../../projections/index.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';

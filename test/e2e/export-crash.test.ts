@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { ExportRunResult } from '../../commands/export-bundles/export-run.handler.js';
 import { exportDownloads, exportRuns, type ExportDownloadDoc, type ExportRunDoc } from '../../projections/exports/exports.projection.js';
 import { EXPORT_NAMES } from '../../src/domain/exports/export-bundle.js';
-import { EXPORTS_STREAM } from '../../src/events/export.events.js';
+import { EXPORTS_STREAM } from '../../src/domain/exports/export.events.js';
 import { runCli, spawnCli, startServerProcess, until } from '../support/processes.js';
 import { demoKey, getJson, startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
 

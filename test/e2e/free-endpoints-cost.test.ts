@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { RATE_CARD, RATE_KEYS } from '../../src/domain/rate-card.js';
-import { TICKERS_STREAM } from '../../src/events/reference.events.js';
+import { TICKERS_STREAM } from '../../src/domain/scores/reference.events.js';
 import { CountingReadStore, type CountedRead } from '../support/counting-read-store.js';
 import { demoKey, startTestServer, type TestServer } from '../support/server.js';
 

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { createAccountWithKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
 import { auditAccount } from '../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger } from '../../queries/audit-ledger/ledger-month.query.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 
 /** The recipe of docs/ledger.md, written independently of the service's code. */

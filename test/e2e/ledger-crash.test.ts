@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';

@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { RATE_CARD, RATE_KEYS } from '../../src/domain/rate-card.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 
 // ajv-formats is CommonJS: under ESM its default export is the module object on some loaders.

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
 import { registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, describeCost } from '../../src/domain/rate-card.js';

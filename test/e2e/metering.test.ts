@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey, revokeKey, rotateKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 

@@ -12,7 +12,7 @@ import { Metrics } from '../../src/app/metrics/metrics.js';
 import { startServer, type RunningServer } from '../../src/app/server.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import { shownPrefix } from '../../src/domain/api-keys.js';
+import { shownPrefix } from '../../src/domain/accounts/api-keys.js';
 import { RATE_BURST_FACTOR } from '../../src/domain/plans.js';
 import { parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';

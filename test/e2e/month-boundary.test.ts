@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { fixedClock } from '../../src/core/clock.js';
 import { expressAuthentication } from '../../src/app/http/authentication.js';
 import { getJson, startTestServer, type TestServer } from '../support/server.js';

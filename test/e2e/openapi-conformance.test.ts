@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { runExport } from '../../commands/export-bundles/export-run.handler.js';
 import { createAccountWithKey, revokeKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
-import { TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
+import { TRANSPORT_HEADERS } from '../../src/web/response-headers.js';
 import { ANONYMOUS_RATE_PER_SECOND, PLANS, RATE_BURST_FACTOR, TIERS, type Tier } from '../../src/domain/plans.js';
 import { RATE_CARD, rateKeyOf } from '../../src/domain/rate-card.js';
 import { ContractChecker, operationsOf, type ObservedResponse, type OpenApiDocument, type Operation, type Violation } from '../support/openapi-contract.js';

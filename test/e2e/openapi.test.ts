@@ -1,4 +1,4 @@
-import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/domain/scores/reference.events.js';
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { request } from 'node:http';
@@ -8,10 +8,10 @@ import { promisify } from 'node:util';
 import { DAILY_FREE_PATHS } from '../../src/app/http/fair-use.js';
 import { ERROR_CODES } from '../../src/core/errors.js';
 import { projectRoot } from '../../src/core/paths.js';
-import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS } from '../../src/core/response-headers.js';
+import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS } from '../../src/web/response-headers.js';
 import { PLANS, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, isRateKey } from '../../src/domain/rate-card.js';
-import { LEDGER_EVENT_TYPES } from '../../src/events/ledger.events.js';
+import { LEDGER_EVENT_TYPES } from '../../src/domain/ledger/ledger.events.js';
 import { FIELD_DEFINITIONS } from '../../queries/get-meta/field-definitions.js';
 import { INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
 import type { TestServer } from '../support/server.js';

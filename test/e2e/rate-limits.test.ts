@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey, issueKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { PLANS, RATE_BURST_FACTOR } from '../../src/domain/plans.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 

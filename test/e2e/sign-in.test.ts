@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fixedClock } from '../../src/core/clock.js';
 import { sha256Hex } from '../../src/core/sha256.js';
-import { emailStream, sessionStream } from '../../src/events/session.events.js';
+import { emailStream, sessionStream } from '../../src/domain/accounts/session.events.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { FormBrowser, linksTo as mailedLinks } from '../support/form-browser.js';

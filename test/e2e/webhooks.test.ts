@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { webhookStream } from '../../src/events/webhook.events.js';
+import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { demoKey, startTestServer, type TestServer } from '../support/server.js';
 import { receiverCertificate } from '../support/receiver-certificate.js';
 

@@ -5,7 +5,7 @@ import { auditMonth, exportLedger, formatMonthAudit } from '../../queries/audit-
 import { createHash } from 'node:crypto';
 import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import type { EventRow } from '../../infra/sqlite/event-store.js';
 import {

@@ -13,8 +13,8 @@ import { AppError, type ErrorCode } from '../../src/core/errors.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { PLANS, PRO_MONTHLY_PRICE_USD, type Tier } from '../../src/domain/plans.js';
-import { invoicesStream } from '../../src/events/billing.events.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { invoicesStream } from '../../src/domain/billing/billing.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 /** The invoice `issueInvoice` returns, whether it issued it now or earlier. */

@@ -23,7 +23,7 @@ import { fixedClock } from '../../src/core/clock.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { ReadStore, Write } from '../../src/core/read-store.port.js';
 import { EXPORT_COLUMNS, EXPORT_NAMES, type ExportName } from '../../src/domain/exports/export-bundle.js';
-import { EXPORTS_STREAM, type ExportFileWritten, type ExportRunEvent, type ExportStarted } from '../../src/events/export.events.js';
+import { EXPORTS_STREAM, type ExportFileWritten, type ExportRunEvent, type ExportStarted } from '../../src/domain/exports/export.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 // The demo starts on 2019-01-02: two months of it seed in a few seconds and export in well under one.

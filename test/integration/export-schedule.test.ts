@@ -8,7 +8,7 @@ import { openServices, type Services } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { fixedClock } from '../../src/core/clock.js';
 import type { ExportFiles } from '../../src/core/export-files.port.js';
-import { EXPORTS_STREAM, type ExportRunEvent } from '../../src/events/export.events.js';
+import { EXPORTS_STREAM, type ExportRunEvent } from '../../src/domain/exports/export.events.js';
 import { until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 

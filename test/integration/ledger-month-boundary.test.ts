@@ -8,7 +8,7 @@ import { openServices, type Services } from '../../src/app/container.js';
 import { fixedClock } from '../../src/core/clock.js';
 import { AppError } from '../../src/core/errors.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 type Debited = Extract<LedgerEvent, { type: 'CreditsDebited' }>;

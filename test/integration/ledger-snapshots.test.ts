@@ -9,7 +9,7 @@ import { openServices, type Services } from '../../src/app/container.js';
 import type { EventStore, ReadStreamOptions } from '../../src/core/event-store.port.js';
 import { ledgerSnapshots, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { createAccountWithKey, revokeKey } from '../../commands/manage-keys/keys.handler.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 /** The one meter REST, the problem handler and MCP share: keys, charges and the balance they report. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { ledgerStream } from '../../src/events/ledger.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';

@@ -6,7 +6,7 @@ import type { Visibility } from '../../queries/shared/visibility.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { pricesStream } from '../../src/events/reference.events.js';
+import { pricesStream } from '../../src/domain/scores/reference.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 /**

@@ -17,7 +17,7 @@ import { AppError } from '../../src/core/errors.js';
 import type { DeliveryResult, WebhookRequest, WebhookSender } from '../../src/core/webhook-sender.port.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 import { SIGNING_STATEMENT } from '../../src/domain/webhooks/webhook-signing.js';
-import { WEBHOOK_REGISTRY_STREAM } from '../../src/events/webhook.events.js';
+import { WEBHOOK_REGISTRY_STREAM } from '../../src/domain/webhooks/webhook.events.js';
 import { tempDir, testEnv } from '../support/server.js';
 
 /** The port, faked: keeps every request and answers with the next queued result (204 by default). */

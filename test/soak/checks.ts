@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { creditsRemainingNumber, usageFigures, type UsageFigures } from '../../src/domain/ledger/ledger.figures.js';
 import { evolve, foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { canonicalJson, ledgerLines, ledgerStream, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { canonicalJson, ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { bucketKey, rowsBetween, scoreHistory } from '../../projections/score-history/score-history.projection.js';
 import type { Account, Answer, IngestRun } from './load.js';
 

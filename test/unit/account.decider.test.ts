@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from '../../commands/manage-keys/account.decider.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/api-keys.js';
-import type { AccountEvent } from '../../src/events/account.events.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
+import type { AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
 const spec = deciderSpec<AccountState, AccountCommand, AccountEvent>({ decide: decideAccount, evolve: evolveAccount, initialState: initialAccountState });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { decideAccount, evolveAccount, initialAccountState } from '../../commands/manage-keys/account.decider.js';
-import { KEY_PREFIX, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/api-keys.js';
+import { KEY_PREFIX, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 
 describe('API keys', () => {
   it('carry 256 random bits after a recognisable prefix', () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { GENESIS_HASH, canonicalJson, computeHash, sealEvent } from '../../src/events/ledger.events.js';
+import { GENESIS_HASH, canonicalJson, computeHash, sealEvent } from '../../src/domain/ledger/ledger.events.js';
 
 /** The definition, written the slow obvious way: keys sorted at every depth, undefined left out. */
 function reference(value: unknown): string {

@@ -11,8 +11,8 @@ import type {
   ThemeDefined,
   TickerListed,
   WebVisitsRecorded,
-} from '../../src/events/reference.events.js';
-import type { ScoresPublished, ScoresRestated, ScoreValues } from '../../src/events/score.events.js';
+} from '../../src/domain/scores/reference.events.js';
+import type { ScoresPublished, ScoresRestated, ScoreValues } from '../../src/domain/scores/score.events.js';
 
 const END_2020 = new Date('2020-12-31T23:59:59.999Z');
 const DAY_MS = 86_400_000;

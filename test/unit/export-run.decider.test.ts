@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { completeRun, completedSince, exportsStream, keptBundles, recordFile, startRun, type ExportsState } from '../../commands/export-bundles/export-run.decider.js';
 import type { NewEvent } from '../../src/core/event-store.port.js';
 import { BUNDLES_KEPT, EXPORT_NAMES, type ExportName } from '../../src/domain/exports/export-bundle.js';
-import type { ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/events/export.events.js';
+import type { ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/domain/exports/export.events.js';
 
 // ----- fixtures ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import {
   verifyChain,
   type CreditsDebitedBatch,
   type LedgerEvent,
-} from '../../src/events/ledger.events.js';
+} from '../../src/domain/ledger/ledger.events.js';
 
 const MAY = new Date('2024-05-15T12:00:00Z');
 const LATER = new Date('2024-05-15T12:00:01Z');

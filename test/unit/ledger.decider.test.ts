@@ -10,7 +10,7 @@ import {
   type LedgerEvent,
   type LedgerEventBody,
   type LedgerEventType,
-} from '../../src/events/ledger.events.js';
+} from '../../src/domain/ledger/ledger.events.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { deciderSpec } from '../support/decider-spec.js';
 

@@ -3,7 +3,7 @@
  * of every endpoint and the MCP tools' argument schemas, on generated input (fast-check), with a
  * fixed seed and a bounded number of runs (a few seconds in all).
  */
-import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/events/reference.events.js';
+import { SIGNAL_ALERT_TYPES, THEME_RELATIONSHIPS } from '../../src/domain/scores/reference.events.js';
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,13 +12,13 @@ import { decide, decideAndFold, quotePro, quoteUpgrade, type LedgerCommand } fro
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.schema.js';
 import { AppError, type ErrorCode } from '../../src/core/errors.js';
-import { parseIntParam, parseOptionalIntParam, type IntParamRule } from '../../src/core/int-param.js';
+import { parseIntParam, parseOptionalIntParam, type IntParamRule } from '../../src/web/int-param.js';
 import { creditsRemainingHeader, creditsRemainingNumber, stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { TIERS, type Tier } from '../../src/domain/plans.js';
 import { RATE_CARD, type RateKey } from '../../src/domain/rate-card.js';
-import { parseWebhookId } from '../../src/domain/webhooks/webhook-id.js';
-import { ledgerLines, packDebits, verifyChain, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { parseWebhookId } from '../../src/web/webhook-id.js';
+import { ledgerLines, packDebits, verifyChain, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { parseDirection } from '../../queries/get-divergence/get-divergence.query.js';
 import { parseInstantParam } from '../../queries/shared/instants.js';
 import { parseDateParam } from '../../queries/shared/params.js';
@@ -521,7 +521,7 @@ describe('Properties', function () {
   // -----------------------------------------------------------------------------------------------
   // (c) The parameter parsers of every endpoint
 
-  describe('(c) the parameter parsers (queries/shared, src/core/int-param.ts)', () => {
+  describe('(c) the parameter parsers (queries/shared, src/web/int-param.ts)', () => {
     const nasty = fc.constantFrom(
       '',
       ' ',

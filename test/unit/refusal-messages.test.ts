@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { AppError } from '../../src/core/errors.js';
-import { admit, type Principal, type RateDecision } from '../../src/core/meter.port.js';
+import { admit, type Principal, type RateDecision } from '../../src/web/meter.port.js';
 import { creditOptions, credits, creditsLeft, joinOr } from '../../src/domain/credit-options.js';
 import { entitlementsOf, type Tier } from '../../src/domain/plans.js';
 import { requireTier } from '../../src/domain/rate-card.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { sealEvent, GENESIS_HASH, type LedgerEvent } from '../../src/events/ledger.events.js';
+import { sealEvent, GENESIS_HASH, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { alertAccounts, mailOutbox, resetsAtOf, usageAlertMessage, usageAlertsProjection, type AlertPlan, type MailOutboxDoc, type UsageAlertFacts } from '../../projections/usage-alerts/usage-alerts.projection.js';
 import { accounts } from '../../projections/api-keys/api-keys.projection.js';
 import { ProjectionHarness } from '../support/projection-harness.js';

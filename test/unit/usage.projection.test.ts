@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
 import { evolve, foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
-import { GENESIS_HASH, ledgerStream } from '../../src/events/ledger.events.js';
+import { GENESIS_HASH, ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import {
   balanceKey,
   entryKey,

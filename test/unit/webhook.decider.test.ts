@@ -6,7 +6,7 @@ import {
 } from '../../commands/manage-webhooks/webhook.decider.js';
 import { parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
-import type { WebhookEvent, WebhookRegistryEvent } from '../../src/events/webhook.events.js';
+import type { WebhookEvent, WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
 import { deciderSpec } from '../support/decider-spec.js';
 import { ENVELOPE, SECRET, T0, at, attempt, delivered, failed, gone, queue, register } from '../support/webhook-commands.js';
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { webhooksDecider, type WebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
 import { webhookDeliveries, webhookRetries, webhooks, webhooksProjection } from '../../projections/webhooks/webhooks.projection.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { WEBHOOK_REGISTRY_STREAM, webhookStream, type WebhookEvent, type WebhookRegistryEvent } from '../../src/events/webhook.events.js';
+import { WEBHOOK_REGISTRY_STREAM, webhookStream, type WebhookEvent, type WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
 import { T0, at, attempt, delivered, failed, queue, register } from '../support/webhook-commands.js';
 

@@ -6,7 +6,7 @@
  * at least ~6 weeks ahead, and `/v1/earnings` over 14..60 days is never empty.
  */
 import { addDays, toDateString, tradingDaysBetween } from '../../../src/domain/trading-calendar.js';
-import type { EarningsDatesScheduled } from '../../../src/events/reference.events.js';
+import type { EarningsDatesScheduled } from '../../../src/domain/scores/reference.events.js';
 import { hashUnit, STREAM_TAGS } from './random.js';
 import type { TickerParams } from './ticker-params.js';
 import type { TickerRow } from './us-tickers.js';

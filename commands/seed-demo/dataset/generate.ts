@@ -34,8 +34,8 @@ import {
   type ThemeDefined,
   type TickerListed,
   type WebVisitsRecorded,
-} from '../../../src/events/reference.events.js';
-import { scoreStream, type ScoresPublished, type ScoresRestated, type ScoreValues } from '../../../src/events/score.events.js';
+} from '../../../src/domain/scores/reference.events.js';
+import { scoreStream, type ScoresPublished, type ScoresRestated, type ScoreValues } from '../../../src/domain/scores/score.events.js';
 import { EarningsCalendar } from './earnings-calendar.js';
 import { MarketSimulation } from './market-simulation.js';
 import { Restatements } from './restatements.js';

@@ -1,5 +1,5 @@
 import { dayOfWeek } from '../../../src/domain/trading-calendar.js';
-import type { SignalPublished } from '../../../src/events/reference.events.js';
+import type { SignalPublished } from '../../../src/domain/scores/reference.events.js';
 import { seededStream, STREAM_TAGS, type Rng } from './random.js';
 import { hotArrays, MARKET_VOL, type TickerParams } from './ticker-params.js';
 

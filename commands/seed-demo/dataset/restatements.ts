@@ -1,5 +1,5 @@
 import { round1 } from '../../../src/domain/composite.js';
-import type { ScoreValues } from '../../../src/events/score.events.js';
+import type { ScoreValues } from '../../../src/domain/scores/score.events.js';
 import { clamp, type SimDay } from './market-simulation.js';
 import { seededStream, STREAM_TAGS, type Rng } from './random.js';
 

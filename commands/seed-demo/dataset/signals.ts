@@ -1,4 +1,4 @@
-import type { SignalAlertType } from '../../../src/events/reference.events.js';
+import type { SignalAlertType } from '../../../src/domain/scores/reference.events.js';
 import { round1 } from '../../../src/domain/composite.js';
 import { addDays, dayOfWeek, tradingDaysBetween } from '../../../src/domain/trading-calendar.js';
 import type { EarningsCalendar } from './earnings-calendar.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { THEME_RELATIONSHIPS } from '../../../src/events/reference.events.js';
+import { THEME_RELATIONSHIPS } from '../../../src/domain/scores/reference.events.js';
 import { projectRoot } from '../../../src/core/paths.js';
 
 const themesSchema = z

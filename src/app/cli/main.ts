@@ -9,7 +9,7 @@ import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { dropLedgerSnapshots } from '../../../commands/ledger/drop-snapshots.handler.js';
 import { createAccountWithKey, issueKey, revokeKey, rotateKey, setRateLimit } from '../../../commands/manage-keys/keys.handler.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../domain/api-keys.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../domain/accounts/api-keys.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
 import { AppError } from '../../core/errors.js';

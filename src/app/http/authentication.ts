@@ -1,11 +1,11 @@
 import type { Request, Response } from 'express';
 import { AppError, badRequest } from '../../core/errors.js';
 import type { Ids } from '../../core/ids.port.js';
-import { API_KEY_HEADER, HEADER, newRequestId } from '../../core/response-headers.js';
-import { admit, type Principal } from '../../core/meter.port.js';
+import { API_KEY_HEADER, HEADER, newRequestId } from '../../web/response-headers.js';
+import { admit, type Principal } from '../../web/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
 import { isRateKey, requireTier } from '../../domain/rate-card.js';
-import type { AuthedRequest } from '../../core/meter.port.js';
+import type { AuthedRequest } from '../../web/meter.port.js';
 import { clientAddress } from './client-address.js';
 import { httpContextOf } from './http-context.js';
 

@@ -8,7 +8,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import fresh from 'fresh';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:zlib';
-import { DAILY_CACHE_CONTROL, HEADER } from '../../core/response-headers.js';
+import { DAILY_CACHE_CONTROL, HEADER } from '../../web/response-headers.js';
 
 /**
  * gzip or br (the client's choice, br preferred by the middleware) for bodies of 1 KiB and more;

@@ -1,6 +1,6 @@
 import type { Express, Request } from 'express';
 import type { Ids } from '../../core/ids.port.js';
-import type { Meter } from '../../core/meter.port.js';
+import type { Meter } from '../../web/meter.port.js';
 import type { QueryContext } from '../../../queries/shared/query-context.js';
 import type { CommandContext } from '../../../commands/shared/command-context.js';
 

@@ -1,16 +1,16 @@
 import { ERROR_CODES, statusOf, titleOf, type ErrorCode } from '../../core/errors.js';
 import { PROBLEM_JSON } from './problem.js';
-import { PROBLEM_FIELDS, problemOf } from '../../core/problem.js';
-import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } from '../../core/response-headers.js';
+import { PROBLEM_FIELDS, problemOf } from '../../web/problem.js';
+import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } from '../../web/response-headers.js';
 import { PLANS, TIERS } from '../../domain/plans.js';
 import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
-import { LEDGER_EVENT_TYPES } from '../../events/ledger.events.js';
+import { LEDGER_EVENT_TYPES } from '../../domain/ledger/ledger.events.js';
 import { DAILY_FREE_PATHS } from './fair-use.js';
 import { isPrivatePath } from './private-responses.js';
 import { DIRECTION_VALUES, DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../../commands/manage-webhooks/webhook.decider.js';
 import { WEBHOOK_URL_PATTERN } from '../../domain/webhooks/address-policy.js';
-import { MAX_WEBHOOK_ID } from '../../domain/webhooks/webhook-id.js';
+import { MAX_WEBHOOK_ID } from '../../web/webhook-id.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
@@ -256,7 +256,7 @@ const problemSchemaName = (code: ErrorCode): string => `${code.replace(/(^|_)([a
  * The problems, typed per code: `<Code>Problem` holds the standard fields (its own `code`,
  * `status` and `title`) and exactly the fields of `PROBLEM_FIELDS`, and `ProblemDetails`, the
  * schema every error response names, is their union told apart by `code`. `standard` is tsoa's
- * ProblemDetails (the interface of src/core/problem.ts), whose texts are kept.
+ * ProblemDetails (the interface of src/web/problem.ts), whose texts are kept.
  */
 function problemSchemas(standard: Json): Record<string, Json> {
   const props = standard['properties'] as Record<string, Json>;
@@ -344,7 +344,7 @@ function rateCardOf(key: RateKey): { text: string; extensions: Json } {
  * `servedOpenApi`'s):
  * - query parameters parsed by the controllers get their real types (`PARAMETER_SCHEMAS`);
  * - every status an operation can answer is declared, with the headers the service sends
- *   (`src/core/response-headers.ts`);
+ *   (`src/web/response-headers.ts`);
  * - error responses get their media type: tsoa describes every response as `application/json`,
  *   the service answers every error as `application/problem+json` (RFC 9457), with one example per
  *   problem the description names, built by the same `problemOf` the error handler uses (so the

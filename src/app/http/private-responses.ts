@@ -5,7 +5,7 @@
  * invoices send the same (`account/account-web.ts`).
  */
 import type { NextFunction, Request, Response } from 'express';
-import { HEADER, NO_STORE } from '../../core/response-headers.js';
+import { HEADER, NO_STORE } from '../../web/response-headers.js';
 
 /** The private /v1 paths: each of these, and every path under it. */
 export const PRIVATE_PATH_PREFIXES = ['/v1/usage', '/v1/webhooks'];

@@ -1,11 +1,11 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { ValidateError } from '@tsoa/runtime';
 import { AppError } from '../../core/errors.js';
-import { problemOf, type ProblemDetails } from '../../core/problem.js';
-import type { Meter } from '../../core/meter.port.js';
-import type { AuthedRequest } from '../../core/meter.port.js';
-import { CREDITS_HEADER } from '../../core/meter.port.js';
-import { API_KEY_CHALLENGE, HEADER } from '../../core/response-headers.js';
+import { problemOf, type ProblemDetails } from '../../web/problem.js';
+import type { Meter } from '../../web/meter.port.js';
+import type { AuthedRequest } from '../../web/meter.port.js';
+import { CREDITS_HEADER } from '../../web/meter.port.js';
+import { API_KEY_CHALLENGE, HEADER } from '../../web/response-headers.js';
 
 export const PROBLEM_JSON = 'application/problem+json';
 

@@ -3,10 +3,10 @@ import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCRequest, 
 import type { Services } from '../container.js';
 import { requestIdOf, setRateHeaders } from '../http/authentication.js';
 import { clientAddress } from '../http/client-address.js';
-import { admit, CREDITS_HEADER, type AuthedRequest, type Principal } from '../../core/meter.port.js';
+import { admit, CREDITS_HEADER, type AuthedRequest, type Principal } from '../../web/meter.port.js';
 import { AppError } from '../../core/errors.js';
-import { problemOf } from '../../core/problem.js';
-import { API_KEY_HEADER, newRequestId } from '../../core/response-headers.js';
+import { problemOf } from '../../web/problem.js';
+import { API_KEY_HEADER, newRequestId } from '../../web/response-headers.js';
 import { sendProblem } from '../http/problem.js';
 import { McpDispatcher } from './dispatcher.js';
 import { INVALID_PARAMS, INVALID_REQUEST, JSON_RPC_PARSE_ERROR, jsonRpcError, readBody, type JsonRpcError, type Message } from './json-rpc.js';

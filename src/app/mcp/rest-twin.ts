@@ -1,8 +1,8 @@
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { AppError } from '../../core/errors.js';
-import type { Principal } from '../../core/meter.port.js';
+import type { Principal } from '../../web/meter.port.js';
 import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain/rate-card.js';
-import { problemOf, type ProblemDetails } from '../../core/problem.js';
+import { problemOf, type ProblemDetails } from '../../web/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
 import { queryOf, type ToolContract } from './contract.js';
 

@@ -2,15 +2,15 @@ import type { LedgerService } from '../../../commands/ledger/ledger.handler.js';
 import { accounts, apiKeys, type AccountDoc, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
 import type { Clock } from '../../core/clock.js';
 import { AppError } from '../../core/errors.js';
-import type { Charge, Meter, Principal } from '../../core/meter.port.js';
+import type { Charge, Meter, Principal } from '../../web/meter.port.js';
 import type { ReadStore } from '../../core/read-store.port.js';
-import { hashApiKey } from '../../domain/api-keys.js';
+import { hashApiKey } from '../../domain/accounts/api-keys.js';
 import { creditsRemainingHeader, stateAt, usageFigures, type UsageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerState } from '../../domain/ledger/ledger.state.js';
 import { ANONYMOUS_RATE_PER_SECOND, PLANS, entitlementsOf } from '../../domain/plans.js';
 import { TokenBuckets } from './token-buckets.js';
 import { costOf, type RateKey } from '../../domain/rate-card.js';
-import type { Channel } from '../../events/ledger.events.js';
+import type { Channel } from '../../domain/ledger/ledger.events.js';
 
 /** How long a key lookup is trusted at most; a key event in the read models drops it sooner (see forgetKeys). */
 const KEY_CACHE_MS = 5000;

@@ -6,7 +6,7 @@
  * one token or is refused. A dozen lines on the hot path, where a general limiter library's
  * promises and options cost more than the check itself.
  */
-import type { RateDecision } from '../../core/meter.port.js';
+import type { RateDecision } from '../../web/meter.port.js';
 import { RATE_BURST_FACTOR } from '../../domain/plans.js';
 
 const UNLIMITED: RateDecision = Object.freeze({ allowed: true, perSecond: null, capacity: 0, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 });

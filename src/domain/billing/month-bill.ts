@@ -5,7 +5,7 @@
  * (already paid when bought), and the overage its closing state carries.
  */
 import { evolve, type LedgerState } from '../ledger/ledger.state.js';
-import type { LedgerEvent } from '../../events/ledger.events.js';
+import type { LedgerEvent } from '../ledger/ledger.events.js';
 import { tierName as title, type Tier } from '../plans.js';
 import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents } from './proration.js';
 import { monthName, type InvoiceLine } from './invoice.js';

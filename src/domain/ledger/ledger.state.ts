@@ -5,7 +5,7 @@
  * copy of the metering arithmetic for both.
  */
 import { PLANS, entitlementsOf, moreOf, overageAllowed, type Tier } from '../plans.js';
-import { GENESIS_HASH, sealEvent, type CarriedLedgerState, type LedgerEvent, type LedgerEventBody, type LedgerEventType } from '../../events/ledger.events.js';
+import { GENESIS_HASH, sealEvent, type CarriedLedgerState, type LedgerEvent, type LedgerEventBody, type LedgerEventType } from './ledger.events.js';
 import { nextPeriodStart, periodOf } from './billing-period.js';
 
 // ---------------------------------------------------------------------------------------------

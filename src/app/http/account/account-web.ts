@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { Services } from '../../container.js';
 import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js';
 import { AppError } from '../../../core/errors.js';
-import { HEADER, NO_STORE } from '../../../core/response-headers.js';
+import { HEADER, NO_STORE } from '../../../web/response-headers.js';
 import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
 
 export const SESSION_COOKIE = '__Host-scores.sid';

@@ -4,7 +4,7 @@
  * action is a plain form; only the chart needs JavaScript (uPlot, served by the service).
  */
 import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/api-keys.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/accounts/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
 import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';

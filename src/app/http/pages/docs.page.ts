@@ -4,7 +4,7 @@ import type { Services } from '../../container.js';
 import { statusOf, titleOf, type ErrorCode } from '../../../core/errors.js';
 import { PLANS, TIERS, type Tier } from '../../../domain/plans.js';
 import { RATE_CARD, RATE_KEYS, type RateCardEntry } from '../../../domain/rate-card.js';
-import { problemOf } from '../../../core/problem.js';
+import { problemOf } from '../../../web/problem.js';
 import { html, page, raw, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
 import { LICENCE_TERMS } from './license.page.js';
 

@@ -1,5 +1,5 @@
 /** Billing events. One stream per account: `invoices-<account_id>`, an invoice per closed month. */
-import type { Invoice } from '../domain/billing/invoice.js';
+import type { Invoice } from './invoice.js';
 
 export const INVOICES_STREAM_PREFIX = 'invoices-';
 export const invoicesStream = (accountId: string) => `${INVOICES_STREAM_PREFIX}${accountId}`;

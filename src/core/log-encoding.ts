@@ -1,4 +1,4 @@
-import type { EventCodec } from '../core/event-store.port.js';
+import type { EventCodec } from './event-store.port.js';
 
 type Data = Record<string, unknown>;
 type Columns = readonly unknown[][];

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sha256Hex } from '../core/sha256.js';
+import { sha256Hex } from '../../core/sha256.js';
 
 /** Recognisable prefix of every key: secret scanners and people can tell what leaked. */
 export const KEY_PREFIX = 'sk_live_';

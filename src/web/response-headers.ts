@@ -5,7 +5,7 @@
  * never spelt twice. Beside it, the headers left undeclared (`TRANSPORT_HEADERS`).
  * In the kernel because the write side's download controller sets some of them too.
  */
-import type { Ids } from './ids.port.js';
+import type { Ids } from '../core/ids.port.js';
 
 export const HEADER = {
   requestId: 'X-Request-Id',

@@ -1,4 +1,4 @@
-import { isCalendarDate } from '../domain/trading-calendar.js';
+import { isCalendarDate } from './trading-calendar.js';
 
 /**
  * The one reader of the instants the service is given: `SCORES_NOW` (src/app/config.ts) and the

@@ -6,9 +6,9 @@
  * `prev_hash` being 64 zeros. `scores audit` replays a stream with `verifyChain` so that an edited,
  * inserted or removed event in the middle of a ledger is detected.
  */
-import { sha256Hex } from '../core/sha256.js';
-import type { Tier, UsageAlertThreshold } from '../domain/plans.js';
-import type { RateKey } from '../domain/rate-card.js';
+import { sha256Hex } from '../../core/sha256.js';
+import type { Tier, UsageAlertThreshold } from '../plans.js';
+import type { RateKey } from '../rate-card.js';
 
 export const LEDGER_STREAM_PREFIX = 'ledger-';
 export const ledgerStream = (accountId: string) => `${LEDGER_STREAM_PREFIX}${accountId}`;

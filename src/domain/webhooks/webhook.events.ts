@@ -4,7 +4,7 @@
  * out by the registry stream `webhook-registry`, which also holds which account owns which live
  * webhook, so that "at most 10 per account" is decided race-free on one stream.
  */
-import type { WebhookEnvelope, WebhookEventType } from '../domain/webhooks/webhook-envelope.js';
+import type { WebhookEnvelope, WebhookEventType } from './webhook-envelope.js';
 
 export const WEBHOOK_REGISTRY_STREAM = 'webhook-registry';
 export const WEBHOOK_STREAM_PREFIX = 'webhook-';

@@ -1,5 +1,5 @@
 import { PLANS, TIERS, type Tier } from '../domain/plans.js';
-import { type ErrorCode, statusOf, titleOf } from './errors.js';
+import { type ErrorCode, statusOf, titleOf } from '../core/errors.js';
 
 /** RFC 9457 problem details, as REST sends them and MCP tools return them. */
 export interface ProblemDetails {

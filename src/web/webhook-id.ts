@@ -1,5 +1,5 @@
-import { parseIntParam } from '../../core/int-param.js';
-import { badRequest } from '../../core/errors.js';
+import { parseIntParam } from './int-param.js';
+import { badRequest } from '../core/errors.js';
 
 /**
  * The `webhook_id` path parameter of `/v1/webhooks/{webhook_id}…`: a positive integer, else a 400

@@ -1,4 +1,4 @@
-import { AppError, badRequest } from './errors.js';
+import { AppError, badRequest } from '../core/errors.js';
 
 export interface IntParamRule {
   default: number;

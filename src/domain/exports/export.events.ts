@@ -4,7 +4,7 @@
  * process died), and old bundles deleted. Downloads are recorded per account in
  * `export-downloads-<account_id>`: they cost no credits but an auditor can see who took what.
  */
-import type { ExportName } from '../domain/exports/export-bundle.js';
+import type { ExportName } from './export-bundle.js';
 
 export const EXPORTS_STREAM = 'exports';
 export const EXPORT_DOWNLOADS_PREFIX = 'export-downloads-';

@@ -1,9 +1,9 @@
 import type { Request } from 'express';
-import { AppError } from './errors.js';
+import { AppError } from '../core/errors.js';
 import type { Entitlements, Tier } from '../domain/plans.js';
 import type { RateKey } from '../domain/rate-card.js';
 import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
-import type { Channel } from '../events/ledger.events.js';
+import type { Channel } from '../domain/ledger/ledger.events.js';
 import { HEADER } from './response-headers.js';
 
 /** What a key's request-rate check decided (src/app/metering/token-buckets.ts), and what the `RateLimit` headers say. */
