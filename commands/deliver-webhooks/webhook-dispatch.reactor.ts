@@ -54,7 +54,7 @@ import {
   type ScoreMoveEvent,
   type WebhookEventType,
 } from '../../src/domain/webhooks/webhook-envelope.js';
-import { scoreAt } from '../../projections/columns.js';
+import { scoreAt } from '../../projections/shared/columns.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { divergenceDays, divergenceEvents, scoredCells, scoreMoves } from '../../projections/divergence/divergence.projection.js';
 import { webhookRetries, webhooks, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';

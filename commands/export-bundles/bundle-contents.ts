@@ -7,7 +7,7 @@ import type { CollectionDef, ReadSnapshot } from '../../src/core/read-store.port
 import type { ExportName } from '../../src/domain/exports/export-bundle.js';
 import { divergenceEvents, divergenceProjection } from '../../projections/divergence/divergence.projection.js';
 import { round1 } from '../../src/domain/composite.js';
-import { scoreAt } from '../../projections/columns.js';
+import { scoreAt } from '../../projections/shared/columns.js';
 import {
   dateAt,
   gapOf,

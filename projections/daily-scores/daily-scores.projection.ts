@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { dictionary, holds, packScore, scoreAt, type ScoreColumns } from '../columns.js';
+import { dictionary, holds, packScore, scoreAt, type ScoreColumns } from '../shared/columns.js';
 
 /**
  * The whole universe's current scores on one date: what screener, divergence, themes and

@@ -5,7 +5,7 @@ import { round1, round2 } from '../../src/domain/composite.js';
 import type { ClosePricesRecorded } from '../../src/domain/scores/reference.events.js';
 import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import { dailyScores, emptyDay, tickerIndex, type DailyScores } from '../daily-scores/daily-scores.projection.js';
-import { dictionary, scoreAt } from '../columns.js';
+import { dictionary, scoreAt } from '../shared/columns.js';
 import { latestOnOrBefore, prices, seriesKey } from '../reference/reference.projection.js';
 
 /**

@@ -2,7 +2,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ReferenceEvent, SignalAlertType, ThemeRelationship } from '../../src/domain/scores/reference.events.js';
-import { BatchBuckets, daysUpTo, insertAt, pad2 } from '../columns.js';
+import { BatchBuckets, daysUpTo, insertAt, pad2 } from '../shared/columns.js';
 
 export interface TickerDoc {
   symbol: string;

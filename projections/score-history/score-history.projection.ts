@@ -3,7 +3,7 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../columns.js';
+import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../shared/columns.js';
 
 /** The current value of one ticker on one date. */
 export interface RowValues {

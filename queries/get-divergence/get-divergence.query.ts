@@ -1,6 +1,6 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { PLANS, type Tier } from '../../src/domain/plans.js';
-import { scoreAt } from '../../projections/columns.js';
+import { scoreAt } from '../../projections/shared/columns.js';
 import { crossSection, dailyScores, scoreDates, tickerIndex } from '../../projections/daily-scores/daily-scores.projection.js';
 import { divergenceDays, scoredCells, type DivergenceCell, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { signals as signalsCollection, tickers, type SignalDoc } from '../../projections/reference/reference.projection.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { scoreAt } from '../../projections/columns.js';
+import { scoreAt } from '../../projections/shared/columns.js';
 import { dailyScores, tickerIndex, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { divergenceDates, divergenceDays, divergenceEvents, scoreMoves, scoredCells, type DivergenceCell } from '../../projections/divergence/divergence.projection.js';
 import { prices, seriesBetween, tickers } from '../../projections/reference/reference.projection.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Projection } from '../../src/core/projection.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
-import { packScore } from '../../projections/columns.js';
+import { packScore } from '../../projections/shared/columns.js';
 import { dailyScoresProjection, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import {
   computeDay,

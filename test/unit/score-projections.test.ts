@@ -3,7 +3,7 @@ import { latestScoresProjection } from '../../projections/latest-scores/latest-s
 import { rowsBetween, scoreHistoryProjection, type HistoryBucket } from '../../projections/score-history/score-history.projection.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
 import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
-import { packScore } from '../../projections/columns.js';
+import { packScore } from '../../projections/shared/columns.js';
 import type { Projection } from '../../src/core/projection.js';
 
 const row = (ticker: string, ms: number, ws: number, ss = 50) => ({ ticker, main_street: ms, wall_street: ws, service_score: ss, estimated: false });

@@ -1,5 +1,5 @@
-import type { ProjectionContext } from '../src/core/projection.js';
-import type { CollectionDef } from '../src/core/read-store.port.js';
+import type { ProjectionContext } from '../../src/core/projection.js';
+import type { CollectionDef } from '../../src/core/read-store.port.js';
 
 /**
  * Read-model documents stored column-wise: parallel arrays instead of an object or a tuple per
