@@ -92,6 +92,14 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
+    {
+      name: 'no-folder-cycle',
+      comment: 'Folders import each other one way only: a folder cycle (core and domain, http and mcp, a slice and another) means a feature has no single home.',
+      severity: 'error',
+      scope: 'folder',
+      from: { pathNot: '^test/' },
+      to: { circular: true },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -29,6 +29,9 @@ const LAYERS: Record<string, string> = {
   http: 'src/app/http/app.js',
   mcp: 'src/app/mcp/server.js',
   app: 'src/app/container.js',
+  cli: 'src/app/cli/main.js',
+  cliHelp: 'src/app/cli/help.js',
+  httpServer: 'src/app/http/express-server.js',
 };
 
 async function violations(imports: [from: string, to: string][]): Promise<string[]> {
@@ -98,6 +101,18 @@ describe('The layer rules of npm run lint', () => {
     ['a query slice importing another query slice', 'otherQuery', 'query', 'slices-do-not-import-slices'],
     ['the HTTP app importing the MCP server', 'http', 'mcp', 'http-below-mcp'],
   ];
+  it('refuse two folders importing each other through different files, with no module cycle (no-folder-cycle)', async () => {
+    const found = await violations([
+      [LAYERS['cli']!, LAYERS['http']!],
+      [LAYERS['httpServer']!, LAYERS['cliHelp']!],
+    ]);
+    expect(found.filter((v) => v.startsWith('no-circular'))).to.deep.equal([]);
+    expect(found.filter((v) => v.startsWith('no-folder-cycle')).sort()).to.deep.equal([
+      'no-folder-cycle: src/app/cli -> src/app/http',
+      'no-folder-cycle: src/app/http -> src/app/cli',
+    ]);
+  });
+
   for (const [what, from, to, rule] of refused) {
     it(`refuse ${what} (${rule})`, async () => {
       const found = await violations([[LAYERS[from]!, LAYERS[to]!]]);
