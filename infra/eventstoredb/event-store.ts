@@ -328,14 +328,7 @@ export class EventStoreDbEventStore implements EventStore {
    * readable stream's buffer applies backpressure to the gRPC stream while a batch runs.
    */
   private async follow(
-    state: {
-      stopped: boolean;
-      after: string | null;
-      target: string | null | undefined;
-      caughtUp: boolean;
-      current: AllStreamSubscription | null;
-      wake: (() => void) | null;
-    },
+    state: FollowState,
     maxBatch: number,
     options: SubscribeOptions,
     markCaughtUp: () => void,
@@ -346,45 +339,11 @@ export class EventStoreDbEventStore implements EventStore {
       { highWaterMark: maxBatch },
     );
     state.current = sub;
-    // Written by the stream's listeners, read by the loop below.
-    const status = { failure: null as Error | null, ended: false, serverCaughtUp: false };
-    let notify: (() => void) | null = null;
-    const poke = () => {
-      const n = notify;
-      notify = null;
-      n?.();
-    };
-    // Attached at once: an 'error' without a listener would crash the process.
-    sub.on('error', (err) => {
-      status.failure ??= err;
-      poke();
-    });
-    sub.on('end', () => {
-      status.ended = true;
-      poke();
-    });
-    sub.on('close', () => {
-      status.ended = true;
-      poke();
-    });
-    sub.on('readable', poke);
-    sub.on('caughtUp', () => {
-      status.serverCaughtUp = true;
-      poke();
-    });
-    state.wake = poke;
+    const signals = watch(sub);
+    state.wake = signals.poke;
     try {
       while (!state.stopped) {
-        const batch: RecordedEvent[] = [];
-        let resolved: AllStreamResolvedEvent | null;
-        while (batch.length < maxBatch && (resolved = sub.read() as AllStreamResolvedEvent | null) !== null) {
-          const e = resolved.event;
-          if (!e || isSystem(e)) continue;
-          const rec = toRecorded(resolved, this.codec);
-          // After a resubscription the server may repeat the last delivered event.
-          if (!rec || (state.after !== null && rec.position <= state.after)) continue;
-          batch.push(rec);
-        }
+        const batch = this.readBatch(sub, maxBatch, state.after);
         if (batch.length > 0) {
           try {
             await options.onEvents(batch);
@@ -395,14 +354,12 @@ export class EventStoreDbEventStore implements EventStore {
           onProgress();
         }
         const reachedTarget = state.target != null && state.after !== null && state.after >= state.target;
-        if (!state.caughtUp && (reachedTarget || (status.serverCaughtUp && sub.readableLength === 0))) markCaughtUp();
+        if (!state.caughtUp && (reachedTarget || (signals.status.serverCaughtUp && sub.readableLength === 0))) markCaughtUp();
         if (batch.length > 0) continue;
         if (state.stopped) break;
-        if (status.failure) throw status.failure;
-        if (status.ended) throw new SubscriptionEnded();
-        await new Promise<void>((resolve) => {
-          notify = resolve;
-        });
+        if (signals.status.failure) throw signals.status.failure;
+        if (signals.status.ended) throw new SubscriptionEnded();
+        await signals.next();
       }
     } finally {
       state.wake = null;
@@ -412,10 +369,78 @@ export class EventStoreDbEventStore implements EventStore {
     }
   }
 
+  /** What the client has buffered, at most `maxBatch` events, without system events or those at or before `after`. */
+  private readBatch(sub: AllStreamSubscription, maxBatch: number, after: string | null): RecordedEvent[] {
+    const batch: RecordedEvent[] = [];
+    let resolved: AllStreamResolvedEvent | null;
+    while (batch.length < maxBatch && (resolved = sub.read() as AllStreamResolvedEvent | null) !== null) {
+      const e = resolved.event;
+      if (!e || isSystem(e)) continue;
+      const rec = toRecorded(resolved, this.codec);
+      // After a resubscription the server may repeat the last delivered event.
+      if (!rec || (after !== null && rec.position <= after)) continue;
+      batch.push(rec);
+    }
+    return batch;
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.subscriptions].map((s) => s.stop()));
     if (this.ownsClient) await this.client.dispose();
   }
+}
+
+/** What a subscription's loop and `follow` share (see subscribeToAll). */
+interface FollowState {
+  stopped: boolean;
+  after: string | null;
+  target: string | null | undefined;
+  caughtUp: boolean;
+  current: AllStreamSubscription | null;
+  wake: (() => void) | null;
+}
+
+/** A server subscription as the loop of `follow` sees it. */
+interface Signals {
+  /** Written by the stream's listeners, read by the loop. */
+  status: { failure: Error | null; ended: boolean; serverCaughtUp: boolean };
+  /** Wakes the loop waiting in `next()`. */
+  poke: () => void;
+  /** Resolves at the stream's next event, error, end or caught-up signal (or `poke`). */
+  next: () => Promise<void>;
+}
+
+function watch(sub: AllStreamSubscription): Signals {
+  const status: Signals['status'] = { failure: null, ended: false, serverCaughtUp: false };
+  let notify: (() => void) | null = null;
+  const poke = () => {
+    const n = notify;
+    notify = null;
+    n?.();
+  };
+  // Attached at once: an 'error' without a listener would crash the process.
+  sub.on('error', (err) => {
+    status.failure ??= err;
+    poke();
+  });
+  sub.on('end', () => {
+    status.ended = true;
+    poke();
+  });
+  sub.on('close', () => {
+    status.ended = true;
+    poke();
+  });
+  sub.on('readable', poke);
+  sub.on('caughtUp', () => {
+    status.serverCaughtUp = true;
+    poke();
+  });
+  const next = () =>
+    new Promise<void>((resolve) => {
+      notify = resolve;
+    });
+  return { status, poke, next };
 }
 
 function toRecorded(resolved: Recordable, codec: EventCodec): RecordedEvent | null {

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
-import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
+import type { ScoreEvent, ScoreValues } from '../../src/domain/scores/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
 import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../shared/columns.js';
 
@@ -205,76 +205,105 @@ async function applyScores(events: readonly RecordedEvent[], ctx: ProjectionCont
     if (raw.position <= head.position) continue;
     head.seq += 1;
     head.position = raw.position;
-    const seq = head.seq;
-    const event = raw as unknown as ScoreEvent;
-    const { date, rows } = event.data;
-    const month = date.slice(0, 7);
-    const day = Number(date.slice(8, 10));
-    const buckets = await history.load(month, rows);
-    const at = event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at;
-    const standard = at === `${date}${STANDARD_PUBLICATION}`;
-    for (let r = 0; r < rows.length; r++) {
-      const v = rows[r]!;
-      const slot = buckets.get(v.ticker)!;
-      const b = (slot.doc ??= {
-        ticker: v.ticker,
-        month,
-        written_at: '',
-        written_seq: 0,
-        days: [],
-        seq: [],
-        main_street: [],
-        wall_street: [],
-        service_score: [],
-        estimated: [],
-        published: {},
-        restated: {},
-      });
-      const n = daysUpTo(b.days, day);
-      const found = n > 0 && b.days[n - 1] === day;
-      const i = found ? n - 1 : n;
-      if (found) {
-        // Applied before (perhaps restated since): a publication leaves it as it is.
-        if (event.type === 'ScoresPublished') continue;
-        const prev = rowAt(b, i);
-        // An older restatement, or this one applied before. Two restatements at one instant (a
-        // pinned clock, two ingests in one millisecond) differ by their values: the later one wins.
-        if (prev.restated_at > at || (prev.restated_at === at && holds(b, i, v))) continue;
-        ctx.upsert(scoreVersions, {
-          ticker: v.ticker,
-          date,
-          version: prev.version,
-          main_street: prev.main_street,
-          wall_street: prev.wall_street,
-          service_score: prev.service_score,
-          estimated: prev.estimated,
-          valid_from: prev.restated_at,
-          valid_to: at,
-          seq: prev.seq,
-        });
-        b.restated[day] = [at, prev.version + 1];
-        b.main_street[i] = packScore(v.main_street);
-        b.wall_street[i] = packScore(v.wall_street);
-        b.service_score[i] = packScore(v.service_score);
-        b.estimated[i] = v.estimated ? 1 : 0;
-        b.seq[i] = seq;
-      } else {
-        // A new row (a restatement of a row never published is its first publication).
-        insertAt(b.days, i, day);
-        insertAt(b.main_street, i, packScore(v.main_street));
-        insertAt(b.wall_street, i, packScore(v.wall_street));
-        insertAt(b.service_score, i, packScore(v.service_score));
-        insertAt(b.estimated, i, v.estimated ? 1 : 0);
-        insertAt(b.seq, i, seq);
-        if (!standard) b.published[day] = at;
-      }
-      if (at > b.written_at) b.written_at = at;
-      b.written_seq = seq;
-      slot.changed = true;
-    }
+    await applyEvent(ctx, history, raw as unknown as ScoreEvent, head.seq);
   }
   history.flush();
   // After the buckets: a store that applies a commit's writes in order (MongoDB without a
   // transaction) never shows this sequence before the rows it counts.
   if (head.seq !== applied) ctx.upsert(scoreHistoryHead, head);
+}
+
+/** What a score event writes into each of its rows: when, and under which write sequence. */
+interface RowWrite {
+  date: string;
+  /** The day of the month of `date`. */
+  day: number;
+  /** The event's publication or restatement instant. */
+  at: string;
+  seq: number;
+}
+
+/** Writes one score event's rows into their month buckets (loaded through `history`). */
+async function applyEvent(ctx: ProjectionContext, history: BatchBuckets<HistoryBucket>, event: ScoreEvent, seq: number): Promise<void> {
+  const { date, rows } = event.data;
+  const month = date.slice(0, 7);
+  const w: RowWrite = { date, day: Number(date.slice(8, 10)), at: event.type === 'ScoresPublished' ? event.data.published_at : event.data.restated_at, seq };
+  const buckets = await history.load(month, rows);
+  const standard = w.at === `${date}${STANDARD_PUBLICATION}`;
+  for (let r = 0; r < rows.length; r++) {
+    const v = rows[r]!;
+    const slot = buckets.get(v.ticker)!;
+    const b = (slot.doc ??= emptyBucket(v.ticker, month));
+    const n = daysUpTo(b.days, w.day);
+    const found = n > 0 && b.days[n - 1] === w.day;
+    const i = found ? n - 1 : n;
+    if (found) {
+      // Applied before (perhaps restated since): a publication leaves it as it is.
+      if (event.type === 'ScoresPublished') continue;
+      if (!restateRow(ctx, b, i, v, w)) continue;
+    } else {
+      insertRow(b, i, v, w, standard);
+    }
+    if (w.at > b.written_at) b.written_at = w.at;
+    b.written_seq = seq;
+    slot.changed = true;
+  }
+}
+
+function emptyBucket(ticker: string, month: string): HistoryBucket {
+  return {
+    ticker,
+    month,
+    written_at: '',
+    written_seq: 0,
+    days: [],
+    seq: [],
+    main_street: [],
+    wall_street: [],
+    service_score: [],
+    estimated: [],
+    published: {},
+    restated: {},
+  };
+}
+
+/**
+ * Restates the bucket's row `i` with `v`, keeping the value it replaces as a version; false (and
+ * nothing written) when the row already holds a later or the same restatement.
+ */
+function restateRow(ctx: ProjectionContext, b: HistoryBucket, i: number, v: ScoreValues, w: RowWrite): boolean {
+  const prev = rowAt(b, i);
+  // An older restatement, or this one applied before. Two restatements at one instant (a
+  // pinned clock, two ingests in one millisecond) differ by their values: the later one wins.
+  if (prev.restated_at > w.at || (prev.restated_at === w.at && holds(b, i, v))) return false;
+  ctx.upsert(scoreVersions, {
+    ticker: v.ticker,
+    date: w.date,
+    version: prev.version,
+    main_street: prev.main_street,
+    wall_street: prev.wall_street,
+    service_score: prev.service_score,
+    estimated: prev.estimated,
+    valid_from: prev.restated_at,
+    valid_to: w.at,
+    seq: prev.seq,
+  });
+  b.restated[w.day] = [w.at, prev.version + 1];
+  b.main_street[i] = packScore(v.main_street);
+  b.wall_street[i] = packScore(v.wall_street);
+  b.service_score[i] = packScore(v.service_score);
+  b.estimated[i] = v.estimated ? 1 : 0;
+  b.seq[i] = w.seq;
+  return true;
+}
+
+/** A new row at index `i` (a restatement of a row never published is its first publication). */
+function insertRow(b: HistoryBucket, i: number, v: ScoreValues, w: RowWrite, standard: boolean): void {
+  insertAt(b.days, i, w.day);
+  insertAt(b.main_street, i, packScore(v.main_street));
+  insertAt(b.wall_street, i, packScore(v.wall_street));
+  insertAt(b.service_score, i, packScore(v.service_score));
+  insertAt(b.estimated, i, v.estimated ? 1 : 0);
+  insertAt(b.seq, i, w.seq);
+  if (!standard) b.published[w.day] = w.at;
 }

@@ -15,7 +15,7 @@ import {
 import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTickers } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
-import { invalidCursor, type SyncCursor } from './sync-cursor.js';
+import { invalidCursor, type SyncCursor, type SyncPoint } from './sync-cursor.js';
 
 /**
  * Most rows one call returns. The spec sets no limit, but the whole universe over the whole
@@ -84,113 +84,177 @@ export async function getMultiTickerHistory(
 ): Promise<MultiHistoryResult> {
   // First, before any row is read (see above).
   const head = await scoreHistorySeq(reads);
-  const cursor = req.cursor;
-  if (cursor) {
-    const ahead = Math.max(cursor.from.seq, cursor.page?.to.seq ?? 0);
-    if (ahead > head) throw invalidCursor(`it is ahead of the data served here (write ${ahead}, the latest is ${head}); was the service rebuilt from another log?`);
-    if (cursor.page && cursor.page.to.seq < cursor.from.seq) throw invalidCursor('its pages end before they begin');
-  }
+  if (req.cursor) checkCursor(req.cursor, head);
   if (req.tickers) await requireVisibleTickers(reads, v, req.tickers);
   const w = clampWindow(v, req.start, req.end);
   const start = w.start ?? (await firstScoreDate(reads));
   // While a change set is paged, its bounds stay those of its first page.
-  const to = cursor?.page?.to ?? { seq: head, end: w.end };
+  const to = req.cursor?.page?.to ?? { seq: head, end: w.end };
   const end = w.end !== null && to.end !== null && w.end > to.end ? to.end : w.end;
   const next: SyncCursor = { from: { seq: to.seq, end } };
   if (end === null || start === null || start > end) return { rows: [], start, end, next, more: false };
 
-  const wanted: ReadonlySet<string> | null = req.tickers ? new Set(req.tickers) : v.universe;
-  const startMonth = start.slice(0, 7);
-  const endMonth = end.slice(0, 7);
-  const since = req.since;
-  const from = cursor?.from.seq ?? -1;
-  // Rows dated after the cursor's end entered the window since: new to the client, whenever written.
-  const entered = cursor ? (cursor.from.end ?? '') : end;
-  const page = cursor?.page;
-  const bucketWanted = (b: HistoryBucket) =>
-    b.month >= startMonth &&
-    b.month <= endMonth &&
-    (wanted === null || wanted.has(b.ticker)) &&
-    (since === undefined || b.written_at >= since) &&
-    (b.written_seq > from || b.month >= entered.slice(0, 7)) &&
-    (page === undefined || b.ticker >= page.ticker);
-  // On a current row; under as_known_at the version served is never newer (restated_at, seq).
-  const rowWanted = (b: HistoryBucket, i: number, date: string) =>
-    date >= start &&
-    date <= end &&
-    (since === undefined || restatedAt(b, i) >= since) &&
-    (b.seq[i]! > from || date > entered) &&
-    // After the last row of the previous page, in the answer's order (ticker, then date).
-    (page === undefined || b.ticker > page.ticker || (b.ticker === page.ticker && date > page.date));
-  // On the version served: one written after the head read is the next call's.
-  const served = (r: HistoryRow) =>
-    r.seq <= to.seq && (since === undefined || r.restated_at >= since) && (r.seq > from || r.date > entered);
+  const scope = scopeOf(v, req, start, end, to);
+  const answer: Answer = { rows: [], next, more: false };
+  const take = (buckets: HistoryBucket[]) => takeBuckets(reads, scope, answer, buckets, maxRows);
+  const changed = await changedBuckets(reads, scope);
+  if (changed) await take(changed);
+  else await takeByTicker(reads, scope, take);
+  return { rows: answer.rows, start, end, next: answer.next, more: answer.more };
+}
 
-  const rows: HistoryRow[] = [];
-  let more = false;
-  /** Takes buckets ordered by ticker then month; false once the answer is full. */
-  const take = async (buckets: HistoryBucket[]): Promise<boolean> => {
-    let chunk: HistoryRow[] = [];
-    for (const b of buckets) {
-      if (!bucketWanted(b)) continue;
-      for (let i = 0; i < b.days.length; i++) {
-        const date = dateAt(b, i);
-        if (rowWanted(b, i, date)) chunk.push(rowAt(b, i));
-      }
-    }
-    if (req.asKnownAt !== undefined) chunk = await rowsAsKnownAt(reads, chunk, req.asKnownAt);
-    for (const r of chunk) if (served(r)) rows.push(r);
-    if (rows.length <= maxRows) return true;
-    if (!cursor) {
-      throw new AppError(
-        'limit_exceeded',
-        `this query returns more than ${maxRows.toLocaleString('en-US')} rows, the most one call returns: narrow it with tickers or start and end, or sync changes with since`,
-        { maximum: maxRows },
-      );
-    }
-    // A cursor's change set comes in pages: this one ends at the last row it holds.
-    rows.length = maxRows;
-    const last = rows[maxRows - 1]!;
-    next.from = cursor.from;
-    next.page = { to: { seq: to.seq, end }, ticker: last.ticker, date: last.date };
-    more = true;
-    return false;
+/** 400 `cursor_invalid` for a cursor that is ahead of the data or whose pages end before they begin. */
+function checkCursor(cursor: SyncCursor, head: number): void {
+  const ahead = Math.max(cursor.from.seq, cursor.page?.to.seq ?? 0);
+  if (ahead > head) throw invalidCursor(`it is ahead of the data served here (write ${ahead}, the latest is ${head}); was the service rebuilt from another log?`);
+  if (cursor.page && cursor.page.to.seq < cursor.from.seq) throw invalidCursor('its pages end before they begin');
+}
+
+/** What one call answers: its window, its tickers, and which rows are new to the client. */
+interface Scope {
+  req: MultiHistoryRequest;
+  start: string;
+  end: string;
+  startMonth: string;
+  endMonth: string;
+  wanted: ReadonlySet<string> | null;
+  since: string | undefined;
+  cursor: SyncCursor | undefined;
+  /** The cursor's write sequence (-1 without one). */
+  from: number;
+  /** Rows dated after it entered the window since the cursor. */
+  entered: string;
+  page: SyncCursor['page'];
+  /** The change set's upper bound. */
+  to: SyncPoint;
+}
+
+/** The rows of the answer so far, and where the next call continues. */
+interface Answer {
+  rows: HistoryRow[];
+  next: SyncCursor;
+  more: boolean;
+}
+
+function scopeOf(v: Visibility, req: MultiHistoryRequest, start: string, end: string, to: SyncPoint): Scope {
+  const cursor = req.cursor;
+  return {
+    req,
+    start,
+    end,
+    startMonth: start.slice(0, 7),
+    endMonth: end.slice(0, 7),
+    wanted: req.tickers ? new Set(req.tickers) : v.universe,
+    since: req.since,
+    cursor,
+    from: cursor?.from.seq ?? -1,
+    // Rows dated after the cursor's end entered the window since: new to the client, whenever written.
+    entered: cursor ? (cursor.from.end ?? '') : end,
+    page: cursor?.page,
+    to,
   };
+}
 
-  const changedFilter = cursor ? { written_seq: { $gt: from } } : since !== undefined ? { written_at: { $gte: since } } : null;
+function bucketWanted(s: Scope, b: HistoryBucket): boolean {
+  return (
+    b.month >= s.startMonth &&
+    b.month <= s.endMonth &&
+    (s.wanted === null || s.wanted.has(b.ticker)) &&
+    (s.since === undefined || b.written_at >= s.since) &&
+    (b.written_seq > s.from || b.month >= s.entered.slice(0, 7)) &&
+    (s.page === undefined || b.ticker >= s.page.ticker)
+  );
+}
+
+/** On a current row; under as_known_at the version served is never newer (restated_at, seq). */
+function rowWanted(s: Scope, b: HistoryBucket, i: number, date: string): boolean {
+  return (
+    date >= s.start &&
+    date <= s.end &&
+    (s.since === undefined || restatedAt(b, i) >= s.since) &&
+    (b.seq[i]! > s.from || date > s.entered) &&
+    // After the last row of the previous page, in the answer's order (ticker, then date).
+    (s.page === undefined || b.ticker > s.page.ticker || (b.ticker === s.page.ticker && date > s.page.date))
+  );
+}
+
+/** On the version served: one written after the head read is the next call's. */
+function served(s: Scope, r: HistoryRow): boolean {
+  return r.seq <= s.to.seq && (s.since === undefined || r.restated_at >= s.since) && (r.seq > s.from || r.date > s.entered);
+}
+
+/** Takes buckets ordered by ticker then month into the answer; false once the answer is full. */
+async function takeBuckets(reads: ReadStore, s: Scope, answer: Answer, buckets: HistoryBucket[], maxRows: number): Promise<boolean> {
+  let chunk: HistoryRow[] = [];
+  for (const b of buckets) {
+    if (!bucketWanted(s, b)) continue;
+    for (let i = 0; i < b.days.length; i++) {
+      const date = dateAt(b, i);
+      if (rowWanted(s, b, i, date)) chunk.push(rowAt(b, i));
+    }
+  }
+  if (s.req.asKnownAt !== undefined) chunk = await rowsAsKnownAt(reads, chunk, s.req.asKnownAt);
+  const rows = answer.rows;
+  for (const r of chunk) if (served(s, r)) rows.push(r);
+  if (rows.length <= maxRows) return true;
+  if (!s.cursor) {
+    throw new AppError(
+      'limit_exceeded',
+      `this query returns more than ${maxRows.toLocaleString('en-US')} rows, the most one call returns: narrow it with tickers or start and end, or sync changes with since`,
+      { maximum: maxRows },
+    );
+  }
+  // A cursor's change set comes in pages: this one ends at the last row it holds.
+  rows.length = maxRows;
+  const last = rows[maxRows - 1]!;
+  answer.next.from = s.cursor.from;
+  answer.next.page = { to: { seq: s.to.seq, end: s.end }, ticker: last.ticker, date: last.date };
+  answer.more = true;
+  return false;
+}
+
+/**
+ * The buckets written since `since` (or the cursor), and those of the dates that entered the
+ * window, ordered by ticker then month, read through the `written_at` (`written_seq`) index; null
+ * when nothing limits the buckets so or too many changed (then reading by ticker is cheaper).
+ */
+async function changedBuckets(reads: ReadStore, s: Scope): Promise<HistoryBucket[] | null> {
+  const { cursor, since, end, entered, startMonth, endMonth } = s;
+  const changedFilter = cursor ? { written_seq: { $gt: s.from } } : since !== undefined ? { written_at: { $gte: since } } : null;
   // The months of the dates that entered the window since the cursor: one or two as the as-of date
   // moves a day at a time; all of them after a cursor taken before anything was visible.
   const enteredFrom = cursor && end > entered ? (entered.slice(0, 7) > startMonth ? entered.slice(0, 7) : startMonth) : null;
   const fewEntered = enteredFrom === null || monthsApart(enteredFrom, endMonth) <= 1;
-  if (changedFilter && fewEntered && (await reads.count(scoreHistory, changedFilter)) <= SINCE_INDEX_MAX_BUCKETS) {
-    // Sorted on the filtered field, so the store walks its index (sorting by ticker instead lets
-    // SQLite's planner prefer a full scan in ticker order); ordered here after.
-    const sort = cursor ? ([['written_seq', 1]] as const) : ([['written_at', 1]] as const);
-    const buckets = (await reads.find(scoreHistory, changedFilter, { sort })).items;
-    if (enteredFrom !== null) {
-      // And the buckets of the dates that entered the window, whenever written.
-      const known = new Set(buckets.map((b) => bucketKey(b.ticker, b.month)));
-      for await (const b of bucketsByTicker(reads, await symbolsOf(reads, req.tickers, wanted), enteredFrom, endMonth)) {
-        if (!known.has(bucketKey(b.ticker, b.month))) buckets.push(b);
-      }
+  if (!(changedFilter && fewEntered && (await reads.count(scoreHistory, changedFilter)) <= SINCE_INDEX_MAX_BUCKETS)) return null;
+  // Sorted on the filtered field, so the store walks its index (sorting by ticker instead lets
+  // SQLite's planner prefer a full scan in ticker order); ordered here after.
+  const sort = cursor ? ([['written_seq', 1]] as const) : ([['written_at', 1]] as const);
+  const buckets = (await reads.find(scoreHistory, changedFilter, { sort })).items;
+  if (enteredFrom !== null) {
+    // And the buckets of the dates that entered the window, whenever written.
+    const known = new Set(buckets.map((b) => bucketKey(b.ticker, b.month)));
+    for await (const b of bucketsByTicker(reads, await symbolsOf(reads, s.req.tickers, s.wanted), enteredFrom, endMonth)) {
+      if (!known.has(bucketKey(b.ticker, b.month))) buckets.push(b);
     }
-    await take(buckets.sort(byTickerThenMonth));
-    return { rows, start, end, next, more };
   }
+  return buckets.sort(byTickerThenMonth);
+}
 
-  let symbols = await symbolsOf(reads, req.tickers, wanted);
+/** Reads the window's buckets by ticker and month, a slice of tickers a read, until the answer is full. */
+async function takeByTicker(reads: ReadStore, s: Scope, take: (buckets: HistoryBucket[]) => Promise<boolean>): Promise<void> {
+  let symbols = await symbolsOf(reads, s.req.tickers, s.wanted);
+  const page = s.page;
   if (page) symbols = symbols.filter((t) => t >= page.ticker);
   for (let i = 0; i < symbols.length; i += TICKERS_PER_READ) {
     const found = await reads.find(
       scoreHistory,
-      { ticker: { $in: symbols.slice(i, i + TICKERS_PER_READ) }, month: { $gte: startMonth, $lte: endMonth } },
+      { ticker: { $in: symbols.slice(i, i + TICKERS_PER_READ) }, month: { $gte: s.startMonth, $lte: s.endMonth } },
       { sort: [['ticker', 1], ['month', 1]] },
     );
     if (!(await take(found.items))) break;
     // A large answer is built in slices: let other requests run in between.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
-  return { rows, start, end, next, more };
 }
 
 /** The month buckets of some tickers between two months, ordered by ticker then month, a slice of tickers a read. */

@@ -1,7 +1,7 @@
 import { notFound } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
-import { rowOnOrBefore } from '../../projections/score-history/score-history.projection.js';
+import { scoreOnOrBefore } from '../shared/score-as-of.js';
 import { requireVisibleTicker } from '../shared/tickers.js';
 import type { Visibility } from '../shared/visibility.js';
 
@@ -13,10 +13,7 @@ import type { Visibility } from '../shared/visibility.js';
 export async function getScoreAsOf(reads: ReadStore, v: Visibility, ticker: string): Promise<LatestScore> {
   const latest = await requireVisibleTicker(reads, v, ticker);
   if (v.asOf === null) throw notFound(`no scores published on or before ${v.cutoff} yet`);
-  if (latest.date <= v.asOf) return latest;
-  // The delayed view: the newest row at or before as_of.
-  const row = await rowOnOrBefore(reads, ticker, v.asOf);
-  if (!row) throw notFound(`no scores for ticker ${ticker} on or before ${v.asOf}`);
-  const { version: _version, ...score } = row;
+  const score = await scoreOnOrBefore(reads, latest, v.asOf);
+  if (!score) throw notFound(`no scores for ticker ${ticker} on or before ${v.asOf}`);
   return score;
 }

@@ -1,10 +1,10 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { ThemeRelationship } from '../../src/domain/scores/reference.events.js';
-import { AppError, notFound } from '../../src/core/errors.js';
-import type { LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
+import { notFound } from '../../src/core/errors.js';
+import { latestScores, type LatestScore } from '../../projections/latest-scores/latest-scores.projection.js';
 import { themes as themesCollection, type ThemeDoc } from '../../projections/reference/reference.projection.js';
-import { getScoreAsOf } from '../get-score/get-score.query.js';
 import { byServiceScoreDesc, compareText, mean1, visibleCrossSection } from '../shared/cross-section.js';
+import { scoreOnOrBefore } from '../shared/score-as-of.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
 
 /** The aggregate fields a theme shows in the list and in its detail. */
@@ -109,7 +109,7 @@ function membersOf(theme: ThemeDoc, v: Visibility, scores: ReadonlyMap<string, M
  *
  * The as-of cross-section (one document) answers every ticker scored on as_of, which is its
  * latest row on or before it. The others (late, halted, delisted, or never scored) are looked up
- * as GET /v1/scores/{ticker} does it, so both endpoints always show the same row.
+ * as GET /v1/scores/{ticker} does it (scoreOnOrBefore), so both endpoints always show the same row.
  */
 async function latestScoresAsOf(reads: ReadStore, v: Visibility, tickers: Iterable<string>): Promise<Map<string, MemberScore>> {
   const out = new Map<string, MemberScore>();
@@ -121,14 +121,13 @@ async function latestScoresAsOf(reads: ReadStore, v: Visibility, tickers: Iterab
     if (row) out.set(t, row);
     else behind.push(t);
   }
+  const asOf = v.asOf;
   const found = await Promise.all(
-    behind.map((t) =>
-      getScoreAsOf(reads, v, t).catch((err: unknown) => {
-        // No score on or before as_of (or none at all): the constituent is unscored.
-        if (err instanceof AppError && err.code === 'not_found') return null;
-        throw err;
-      }),
-    ),
+    behind.map(async (t) => {
+      // No score on or before as_of (or none at all): the constituent is unscored.
+      const latest = await reads.get(latestScores, t);
+      return latest ? scoreOnOrBefore(reads, latest, asOf) : null;
+    }),
   );
   for (const row of found) if (row) out.set(row.ticker, row);
   return out;

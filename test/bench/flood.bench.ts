@@ -59,76 +59,82 @@ export async function benchFlood(runs: number): Promise<void> {
     const other = await newKey('builder', env);
     const reader = await newKey('enterprise', env);
     await new Promise((r) => setTimeout(r, 1500));
-    const aapl = `${server.url}/v1/scores/AAPL`;
-    await latencies(aapl, other, 500);
-
-    // Repeated meta, 100 a second, while the other customer's paid calls append debits.
-    await latencies(`${server.url}/v1/meta`, reader, 300, 10);
-    const metaMedians: number[] = [];
-    const metaAll: number[] = [];
-    const besideMedians: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      const [m, b] = await Promise.all([latencies(`${server.url}/v1/meta`, reader, 2000, 10), latencies(aapl, other, 2000)]);
-      metaMedians.push(median(m));
-      metaAll.push(...m);
-      besideMedians.push(median(b));
-    }
-    const mm = median(metaMedians);
-    report('repeated GET /v1/meta (100/s, beside paid calls)', `${fmt(mm)} ms median`, '< 5 ms', mm < 5);
-    info('  its p99', `${fmt(p99(metaAll))} ms`, `(${metaAll.length} calls)`);
-    info('  the paid GET /v1/scores/AAPL beside it', `${fmt(median(besideMedians))} ms median`, '(the cheapest metered call, for scale)');
-
-    // A free key calling meta at its rate limit (10/s: every call served, none refused).
-    {
-      const paced = await newKey('free', env);
-      const quiet: number[] = [];
-      const during: number[] = [];
-      const quietAll: number[] = [];
-      const duringAll: number[] = [];
-      for (let i = 0; i < runs; i++) {
-        const q = await latencies(aapl, other, 1500);
-        const [, l] = await Promise.all([latencies(`${server.url}/v1/meta`, paced, 1500, 100), latencies(aapl, other, 1500)]);
-        quiet.push(median(q));
-        during.push(median(l));
-        quietAll.push(...q);
-        duringAll.push(...l);
-      }
-      const m = median(during);
-      report("another customer's GET /v1/scores/AAPL while a free key calls GET /v1/meta at its 10/s", `${fmt(m)} ms median`, '< 20 ms', m < 20);
-      info('  the same with no meta calls (baseline, same run)', `${fmt(median(quiet))} ms median`);
-      info('  p99 with the meta calls / without', `${fmt(p99(duringAll))} ms / ${fmt(p99(quietAll))} ms`);
-    }
-
-    for (const path of ['/v1/track-record', '/v1/meta']) {
-      const flooder = await newKey('free', env);
-      const quiet: number[] = [];
-      const flooded: number[] = [];
-      const floodedAll: number[] = [];
-      const quietAll: number[] = [];
-      const statuses = { ok: 0, limited: 0 };
-      for (let i = 0; i < runs; i++) {
-        const q = await latencies(aapl, other, 2000);
-        quiet.push(median(q));
-        quietAll.push(...q);
-        const flood = autocannon({ url: `${server.url}${path}`, connections: 50, amount: 2000, headers: { 'X-API-Key': flooder } });
-        const during = latencies(aapl, other, 1500);
-        const [f, l] = await Promise.all([flood, during]);
-        statuses.ok += f['2xx'];
-        statuses.limited += f.non2xx;
-        flooded.push(median(l));
-        floodedAll.push(...l);
-        // The free key's bucket refills between runs.
-        await new Promise((r) => setTimeout(r, 2500));
-      }
-      const q = median(quiet);
-      const m = median(flooded);
-      report(`another customer's GET /v1/scores/AAPL during a free key's flood of 2,000 GET ${path}`, `${fmt(m)} ms median`, '< 20 ms', m < 20);
-      info('  the same with no flood (baseline, same run)', `${fmt(q)} ms median`, `(flood answered ${statuses.ok}, refused ${statuses.limited} over ${runs} runs)`);
-      info('  p99 during the flood / without', `${fmt(p99(floodedAll))} ms / ${fmt(p99(quietAll))} ms`);
-    }
+    await latencies(`${server.url}/v1/scores/AAPL`, other, 500);
+    await repeatedMeta(server.url, reader, other, runs);
+    await pacedMeta(server.url, await newKey('free', env), other, runs);
+    for (const path of ['/v1/track-record', '/v1/meta']) await flood(server.url, path, await newKey('free', env), other, runs);
   } finally {
     server.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Repeated meta, 100 a second, while the other customer's paid calls append debits. */
+async function repeatedMeta(url: string, reader: string, other: string, runs: number): Promise<void> {
+  const aapl = `${url}/v1/scores/AAPL`;
+  await latencies(`${url}/v1/meta`, reader, 300, 10);
+  const metaMedians: number[] = [];
+  const metaAll: number[] = [];
+  const besideMedians: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const [m, b] = await Promise.all([latencies(`${url}/v1/meta`, reader, 2000, 10), latencies(aapl, other, 2000)]);
+    metaMedians.push(median(m));
+    metaAll.push(...m);
+    besideMedians.push(median(b));
+  }
+  const mm = median(metaMedians);
+  report('repeated GET /v1/meta (100/s, beside paid calls)', `${fmt(mm)} ms median`, '< 5 ms', mm < 5);
+  info('  its p99', `${fmt(p99(metaAll))} ms`, `(${metaAll.length} calls)`);
+  info('  the paid GET /v1/scores/AAPL beside it', `${fmt(median(besideMedians))} ms median`, '(the cheapest metered call, for scale)');
+}
+
+/** A free key calling meta at its rate limit (10/s: every call served, none refused). */
+async function pacedMeta(url: string, paced: string, other: string, runs: number): Promise<void> {
+  const aapl = `${url}/v1/scores/AAPL`;
+  const quiet: number[] = [];
+  const during: number[] = [];
+  const quietAll: number[] = [];
+  const duringAll: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const q = await latencies(aapl, other, 1500);
+    const [, l] = await Promise.all([latencies(`${url}/v1/meta`, paced, 1500, 100), latencies(aapl, other, 1500)]);
+    quiet.push(median(q));
+    during.push(median(l));
+    quietAll.push(...q);
+    duringAll.push(...l);
+  }
+  const m = median(during);
+  report("another customer's GET /v1/scores/AAPL while a free key calls GET /v1/meta at its 10/s", `${fmt(m)} ms median`, '< 20 ms', m < 20);
+  info('  the same with no meta calls (baseline, same run)', `${fmt(median(quiet))} ms median`);
+  info('  p99 with the meta calls / without', `${fmt(p99(duringAll))} ms / ${fmt(p99(quietAll))} ms`);
+}
+
+/** A free key's flood of 2,000 calls of `path` over 50 connections, against another customer's calls, runs times. */
+async function flood(url: string, path: string, flooder: string, other: string, runs: number): Promise<void> {
+  const aapl = `${url}/v1/scores/AAPL`;
+  const quiet: number[] = [];
+  const flooded: number[] = [];
+  const floodedAll: number[] = [];
+  const quietAll: number[] = [];
+  const statuses = { ok: 0, limited: 0 };
+  for (let i = 0; i < runs; i++) {
+    const q = await latencies(aapl, other, 2000);
+    quiet.push(median(q));
+    quietAll.push(...q);
+    const calls = autocannon({ url: `${url}${path}`, connections: 50, amount: 2000, headers: { 'X-API-Key': flooder } });
+    const during = latencies(aapl, other, 1500);
+    const [f, l] = await Promise.all([calls, during]);
+    statuses.ok += f['2xx'];
+    statuses.limited += f.non2xx;
+    flooded.push(median(l));
+    floodedAll.push(...l);
+    // The free key's bucket refills between runs.
+    await new Promise((r) => setTimeout(r, 2500));
+  }
+  const q = median(quiet);
+  const m = median(flooded);
+  report(`another customer's GET /v1/scores/AAPL during a free key's flood of 2,000 GET ${path}`, `${fmt(m)} ms median`, '< 20 ms', m < 20);
+  info('  the same with no flood (baseline, same run)', `${fmt(q)} ms median`, `(flood answered ${statuses.ok}, refused ${statuses.limited} over ${runs} runs)`);
+  info('  p99 during the flood / without', `${fmt(p99(floodedAll))} ms / ${fmt(p99(quietAll))} ms`);
 }
