@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { startWebhookDispatcher, WEBHOOK_DELIVER_TOPIC, webhookDispatchCheckpoint, type WebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
+import { DrainReceipts, startWebhookDispatcher, WEBHOOK_DELIVER_TOPIC, webhookDispatchCheckpoint, type WebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import type { IngestRow } from '../../commands/ingest/ingest.schema.js';
-import { deleteWebhook, deliverMessage, queueMessage, registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
+import { deliverMessage, queueMessage } from '../../commands/deliver-webhooks/webhook-delivery.handler.js';
+import { deleteWebhook, registerWebhook } from '../../commands/manage-webhooks/webhooks.handler.js';
 import { webhooks } from '../../projections/webhooks/webhooks.projection.js';
 import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
 import { loadConfig } from '../../src/app/config.js';
@@ -270,6 +271,8 @@ describe('Two dispatchers in one consumer group (two processes, one store, one b
     const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
     const senders = [new FakeSender(), new FakeSender()];
     const dispatchers: WebhookDispatcher[] = [];
+    // One process's dispatchers on one bus share their receipts: each drain hears what the other received.
+    const receipts = new DrainReceipts();
     try {
       await services.runner.start();
       // A long interval: no timer publishes a message again while it is being sent. The in-memory
@@ -277,7 +280,7 @@ describe('Two dispatchers in one consumer group (two processes, one store, one b
       // the other member, whose send could race the first one (Kafka keeps a key on one consumer).
       for (const sender of senders) {
         dispatchers.push(
-          await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, intervalMs: 60_000, onError: (err) => errors.push(err) }),
+          await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, bus, receipts, intervalMs: 60_000, onError: (err) => errors.push(err) }),
         );
       }
       const deps = { events: services.events, clock, ids: services.ids, sender: senders[0]! };

@@ -1,14 +1,8 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import {
-  deleteWebhook,
-  deliverMessage,
-  queueMessage,
-  reactivateWebhook,
-  registerWebhook,
-  sendTestDelivery,
-} from '../../commands/manage-webhooks/webhooks.handler.js';
+import { deliverMessage, queueMessage } from '../../commands/deliver-webhooks/webhook-delivery.handler.js';
+import { deleteWebhook, reactivateWebhook, registerWebhook, sendTestDelivery } from '../../commands/manage-webhooks/webhooks.handler.js';
 import { webhookDeliveries, webhookRetries, webhooks } from '../../projections/webhooks/webhooks.projection.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';

@@ -1,7 +1,12 @@
-import type { AttemptResult, WebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
+import { webhookDeliveryDecider, type DeliveryCommand } from '../../commands/deliver-webhooks/webhook-delivery.decider.js';
+import { webhookRegistryDecider, type RegisterWebhook, type RegistryState } from '../../commands/manage-webhooks/webhook-registry.decider.js';
+import { webhookDecider, type ManageWebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
+import type { AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
+import type { WebhookEvent, WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
+import { evolveWebhook, initialWebhookState, type WebhookState } from '../../src/domain/webhooks/webhook.state.js';
 
-/** Commands and results of the webhook decider, as its tests and its projection's tests give them. */
+/** Commands and results of the webhook deciders, as their tests and their projection's tests give them. */
 export const T0 = new Date('2024-03-01T12:00:00.000Z');
 export const at = (ms: number) => new Date(T0.getTime() + ms);
 export const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
@@ -11,15 +16,19 @@ export const failed: AttemptResult = { ok: false, status_code: 500, error: 'rece
 export const delivered: AttemptResult = { ok: true, status_code: 204, error: null };
 export const gone: AttemptResult = { ok: false, status_code: 410, error: 'receiver answered 410' };
 
-export const register = (account_id: string, url = 'https://hooks.example.com/in', event_type = 'score_move'): WebhookCommand => ({
+/** Any command of the three webhook deciders (registry, management, delivery). */
+export type WebhookCommand = RegisterWebhook | ManageWebhookCommand | DeliveryCommand;
+export type AnyWebhookEvent = WebhookEvent | WebhookRegistryEvent;
+
+export const register = (account_id: string, url = 'https://hooks.example.com/in', event_type = 'score_move'): RegisterWebhook => ({
   type: 'RegisterWebhook',
   account_id,
   event_type,
   url,
   secret: SECRET,
 });
-export const queue = (webhook_id: number, message_id: string): WebhookCommand => ({ type: 'QueueMessage', webhook_id, message_id, envelope: ENVELOPE });
-export const attempt = (webhook_id: number, message_id: string, result: AttemptResult, kind: 'live' | 'test' = 'live'): WebhookCommand => ({
+export const queue = (webhook_id: number, message_id: string): DeliveryCommand => ({ type: 'QueueMessage', webhook_id, message_id, envelope: ENVELOPE });
+export const attempt = (webhook_id: number, message_id: string, result: AttemptResult, kind: 'live' | 'test' = 'live'): DeliveryCommand => ({
   type: 'RecordAttempt',
   webhook_id,
   message_id,
@@ -28,3 +37,36 @@ export const attempt = (webhook_id: number, message_id: string, result: AttemptR
   event_count: 1,
   result,
 });
+
+const isRegistry = (e: AnyWebhookEvent): e is WebhookRegistryEvent => e.type === 'WebhookIdAssigned' || e.type === 'WebhookIdReleased';
+
+/** The registry stream's events among `events`. */
+export const registryStream = (events: readonly AnyWebhookEvent[]): WebhookRegistryEvent[] => events.filter(isRegistry);
+/** The events of the stream `webhook-<id>` among `events`. */
+export const webhookStreamOf = (events: readonly AnyWebhookEvent[], id: number): WebhookEvent[] =>
+  events.filter((e): e is WebhookEvent => !isRegistry(e) && e.data.webhook_id === id);
+/** Webhook `id`'s state after `events`. */
+export const webhookState = (events: readonly AnyWebhookEvent[], id: number): WebhookState => webhookStreamOf(events, id).reduce(evolveWebhook, initialWebhookState());
+const registryState = (events: readonly AnyWebhookEvent[]): RegistryState =>
+  registryStream(events).reduce<RegistryState>(webhookRegistryDecider.evolve, webhookRegistryDecider.initialState());
+
+/** Decides `command` with the decider it belongs to, on the stream it is decided on, after `events`. */
+export function decideAfter(events: readonly AnyWebhookEvent[], command: WebhookCommand, now: Date): AnyWebhookEvent[] {
+  switch (command.type) {
+    case 'RegisterWebhook':
+      return webhookRegistryDecider.decide(registryState(events), command, now);
+    case 'DeleteWebhook':
+    case 'ReactivateWebhook':
+      return webhookDecider.decide(webhookState(events, command.webhook_id), command, now);
+    case 'QueueMessage':
+    case 'RecordAttempt':
+      return webhookDeliveryDecider.decide(webhookState(events, command.webhook_id), command, now);
+  }
+}
+
+/** Runs commands one after the other with the real deciders and returns every event, as a store would hold them. */
+export function history(...steps: [WebhookCommand, Date][]): AnyWebhookEvent[] {
+  const events: AnyWebhookEvent[] = [];
+  for (const [command, now] of steps) events.push(...decideAfter(events, command, now));
+  return events;
+}

@@ -1,22 +1,21 @@
 import { expect } from 'chai';
-import { webhooksDecider, type WebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
 import { webhookDeliveries, webhookRetries, webhooks, webhooksProjection } from '../../projections/webhooks/webhooks.projection.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { WEBHOOK_REGISTRY_STREAM, webhookStream, type WebhookEvent, type WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
+import { WEBHOOK_REGISTRY_STREAM, webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
-import { T0, at, attempt, delivered, failed, queue, register } from '../support/webhook-commands.js';
+import { T0, at, attempt, decideAfter, delivered, failed, queue, register, type AnyWebhookEvent, type WebhookCommand } from '../support/webhook-commands.js';
 
 
 
-/** Drives the real decider and records its events on their streams, as the store would. */
+/** Drives the real deciders and records their events on their streams, as the store would. */
 class World {
-  state = webhooksDecider.initialState();
+  private readonly decided: AnyWebhookEvent[] = [];
   readonly recorded: RecordedEvent[] = [];
   constructor(private readonly h: ProjectionHarness) {}
 
   run(command: WebhookCommand, now: Date): RecordedEvent[] {
-    return webhooksDecider.decide(this.state, command, now).map((e: WebhookEvent | WebhookRegistryEvent) => {
-      this.state = webhooksDecider.evolve(this.state, e);
+    return decideAfter(this.decided, command, now).map((e) => {
+      this.decided.push(e);
       const stream = e.type === 'WebhookIdAssigned' || e.type === 'WebhookIdReleased' ? WEBHOOK_REGISTRY_STREAM : webhookStream(e.data.webhook_id);
       const recorded = this.h.event(stream, e.type, e.data);
       this.recorded.push(recorded);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { dispatchMessageId, planMessages, publicationsOf } from '../../commands/deliver-webhooks/webhook-dispatch.decider.js';
+import { dispatchMessageId, planMessages, publicationsOf } from '../../commands/deliver-webhooks/webhook-messages.planner.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import { scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 

@@ -1,6 +1,6 @@
 /**
- * What a run of the log publishes to webhooks, decided without I/O (docs/webhooks.md, "Live
- * deliveries"). The reactor (`webhook-dispatch.reactor.ts`) reads the read models these need and
+ * What a run of the log publishes to webhooks, planned without I/O (docs/webhooks.md, "Live
+ * deliveries"). The decision loop (`decision-loop.ts`) reads the read models these need and
  * turns the plan into `QueueMessage` commands.
  */
 import { createHash } from 'node:crypto';
@@ -41,7 +41,7 @@ export const isEmpty = (p: Publications): boolean => p.rows.length === 0 && p.pu
 /**
  * The message id of the live message for `webhookId` decided on the run of events ending at
  * `position`: the same on every decision of that run, so a run decided again (after a crash)
- * queues nothing twice (the webhook decider refuses an id it queued before). Shaped like the
+ * queues nothing twice (the delivery decider refuses an id it queued before). Shaped like the
  * ids port's `msg_` ids: 16 bytes, base64url.
  */
 export function dispatchMessageId(webhookId: number, position: string): string {
