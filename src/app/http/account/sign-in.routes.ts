@@ -9,7 +9,6 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Services } from '../../container.js';
 import {
   inspectSignInLink,
-  normalizeEmail,
   redeemSignInLink,
   requestSignInLink,
   signOut,
@@ -18,6 +17,7 @@ import {
   SIGN_IN_MAILS_PER_ADDRESS,
 } from '../../../../commands/sign-in/sign-in.handler.js';
 import { AppError } from '../../../core/errors.js';
+import { normalizeEmail } from '../../../domain/accounts/email-claim.js';
 import { clientAddress } from '../client-address.js';
 import { html, type SafeHtml } from '../pages/html.js';
 import { accountErrorPage, csrfField, sendAccountPage, signedIn, type AccountWeb } from './account-web.js';
