@@ -10,11 +10,12 @@ import { AppError, badRequest } from '../../src/core/errors.js';
 import { CREDIT_PACKS, type Tier } from '../../src/domain/plans.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import type { Proration } from '../../src/domain/billing/proration.js';
-import { quotePro, quoteUpgrade, type LedgerCommand } from '../ledger/ledger.decider.js';
-import type { LedgerOutcome, LedgerService } from '../ledger/ledger.handler.js';
+import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
+import type { Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
 
 export interface BillingDeps {
-  ledger: Pick<LedgerService, 'state' | 'execute'>;
+  /** The ledgers' write side (commands/ledger's handler, as the application wires it). */
+  ledger: Ledger;
   billing: Billing;
   clock: Clock;
 }

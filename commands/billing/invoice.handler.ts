@@ -6,7 +6,7 @@
  */
 import type { Billing } from '../../src/core/billing.port.js';
 import type { Clock } from '../../src/core/clock.js';
-import { handleCommand, type Stream } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
 import { notFound } from '../../src/core/errors.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
@@ -16,7 +16,7 @@ import { foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.s
 import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
 import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { ledgerEntries, usageProjection } from '../../projections/usage/usage.projection.js';
-import { loadAccount } from '../manage-keys/keys.handler.js';
+import { accountOf } from '../../src/domain/accounts/account.state.js';
 
 export interface InvoiceDeps {
   events: EventStore;
@@ -71,7 +71,7 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
   if (existing) return { invoice: existing, issued: false };
   const { before, events } = await monthOfLedger(deps, accountId, period);
   const bill = billMonth(period, before, events);
-  const { email } = await loadAccount(deps.events, accountId);
+  const { email } = (await foldStream(deps.events, accountOf(accountId))).state;
   const paid = bill.due_cents > 0 ? await deps.billing.charge({ account_id: accountId, amount_cents: bill.due_cents, description: `Invoice for ${period}`, idempotency_key: `invoice:${period}` }) : null;
   const at = deps.clock.now().toISOString();
   const { result } = await handleCommand(deps.events, invoicesOf(accountId), (s) => {

@@ -14,7 +14,7 @@ import { invoiceMonths, invoicesProjection, type InvoiceMonthDoc } from '../../p
 import { issueInvoice, type InvoiceDeps } from './invoice.handler.js';
 import { ledgerStates, usageProjection } from '../../projections/usage/usage.projection.js';
 import { periodOf } from '../../src/domain/ledger/billing-period.js';
-import type { LedgerService } from '../ledger/ledger.handler.js';
+import type { Ledger } from '../../src/domain/ledger/ledger.commands.js';
 
 export interface InvoiceIssuer {
   /** One pass now (after any pass in progress); resolves with the number of invoices issued. */
@@ -25,7 +25,7 @@ export interface InvoiceIssuer {
 export const DEFAULT_INVOICE_INTERVAL_MS = 5_000;
 
 export function startInvoiceIssuer(
-  deps: InvoiceDeps & { ledger: Pick<LedgerService, 'execute'>; intervalMs?: number; onError?(err: unknown, month?: InvoiceMonthDoc): void },
+  deps: InvoiceDeps & { ledger: Pick<Ledger, 'execute'>; intervalMs?: number; onError?(err: unknown, month?: InvoiceMonthDoc): void },
 ): InvoiceIssuer {
   let swept: string | null = null;
 

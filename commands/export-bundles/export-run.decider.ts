@@ -1,57 +1,27 @@
 /**
  * Export runs, decided on the `exports` stream. The caller holds the run lock (ExportFiles.lock)
  * for the whole run, so a run found still `running` when another starts belongs to a process that
- * died: it is abandoned.
+ * died: it is abandoned. A refusal here is a broken invariant (a run that outlived its lock), not
+ * a caller's mistake: it throws a plain Error.
  */
-import type { NewEvent } from '../../src/core/event-store.port.js';
-import type { Stream } from '../../src/core/command-handler.js';
-import { BUNDLES_KEPT, EXPORT_NAMES, type ExportName } from '../../src/domain/exports/export-bundle.js';
-import { EXPORTS_STREAM, type ExportFileWritten, type ExportRunEvent, type ExportStarted } from '../../src/domain/exports/export.events.js';
+import { BUNDLES_KEPT, EXPORT_NAMES } from '../../src/domain/exports/export-bundle.js';
+import type { ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/domain/exports/export.events.js';
+import { evolveExports, initialExportsState, type ExportsState, type RunState } from '../../src/domain/exports/export-run.state.js';
 
-export type RunStatus = 'running' | 'completed' | 'abandoned' | 'deleted';
+export type ExportRunCommand =
+  /** Abandons whatever is still running (its process is gone: the caller holds the lock) and starts a run. */
+  | { type: 'StartRun'; data: ExportStarted['data'] }
+  /** A file of a running run is in place (recorded once). */
+  | { type: 'RecordFile'; data: ExportFileWritten['data'] }
+  /** Completes a run once every file is written, and deletes the completed bundles beyond the newest BUNDLES_KEPT. */
+  | { type: 'CompleteRun'; run_id: string };
 
-export interface RunState {
-  run_id: string;
-  status: RunStatus;
-  started_at: string;
-  files: ExportName[];
-}
-
-/** The runs, oldest first. */
-export interface ExportsState {
-  runs: RunState[];
-}
-
-export const exportsStream: Stream<ExportsState, ExportRunEvent> = {
-  streamId: EXPORTS_STREAM,
-  initialState: () => ({ runs: [] }),
-  evolve(state, event) {
-    if (event.type === 'ExportStarted') {
-      return { runs: [...state.runs, { run_id: event.data.run_id, status: 'running', started_at: event.data.started_at, files: [] }] };
-    }
-    const change = (f: (r: RunState) => RunState) => ({ runs: state.runs.map((r) => (r.run_id === event.data.run_id ? f(r) : r)) });
-    switch (event.type) {
-      case 'ExportFileWritten':
-        return change((r) => ({ ...r, files: [...r.files, event.data.name] }));
-      case 'ExportCompleted':
-        return change((r) => ({ ...r, status: 'completed' }));
-      case 'ExportAbandoned':
-        return change((r) => ({ ...r, status: 'abandoned' }));
-      case 'ExportBundleDeleted':
-        return change((r) => ({ ...r, status: 'deleted' }));
-      default:
-        return state;
-    }
-  },
-};
-
-const event = <E extends ExportRunEvent>(type: E['type'], data: E['data']): NewEvent => ({ type, data });
-
-/** Abandons whatever is still running (its process is gone: the caller holds the lock) and starts a run. */
-export function startRun(state: ExportsState, data: ExportStarted['data']): NewEvent[] {
+function startRun(state: ExportsState, data: ExportStarted['data']): ExportRunEvent[] {
   if (state.runs.some((r) => r.run_id === data.run_id)) throw new Error(`export run ${data.run_id} exists already`);
-  const abandoned = state.runs.filter((r) => r.status === 'running').map((r) => event('ExportAbandoned', { run_id: r.run_id, at: data.started_at }));
-  return [...abandoned, event('ExportStarted', data)];
+  const abandoned = state.runs
+    .filter((r) => r.status === 'running')
+    .map((r): ExportRunEvent => ({ type: 'ExportAbandoned', data: { run_id: r.run_id, at: data.started_at } }));
+  return [...abandoned, { type: 'ExportStarted', data }];
 }
 
 function running(state: ExportsState, runId: string): RunState {
@@ -61,31 +31,37 @@ function running(state: ExportsState, runId: string): RunState {
   return run;
 }
 
-/** A file of a running run is in place (recorded once). */
-export function recordFile(state: ExportsState, data: ExportFileWritten['data']): NewEvent[] {
+function recordFile(state: ExportsState, data: ExportFileWritten['data']): ExportRunEvent[] {
   const run = running(state, data.run_id);
-  return run.files.includes(data.name) ? [] : [event('ExportFileWritten', data)];
+  return run.files.includes(data.name) ? [] : [{ type: 'ExportFileWritten', data }];
 }
 
-/** Completes a run once every file is written, and deletes the completed bundles beyond the newest BUNDLES_KEPT. */
-export function completeRun(state: ExportsState, runId: string, at: string): NewEvent[] {
+function completeRun(state: ExportsState, runId: string, at: string): ExportRunEvent[] {
   const run = running(state, runId);
   const missing = EXPORT_NAMES.filter((n) => !run.files.includes(n));
   if (missing.length) throw new Error(`export run ${runId} cannot complete without ${missing.join(', ')}`);
   const completedBefore = state.runs.filter((r) => r.status === 'completed').reverse();
   const beyond = completedBefore.slice(BUNDLES_KEPT - 1);
-  return [event('ExportCompleted', { run_id: runId, completed_at: at }), ...beyond.map((r) => event('ExportBundleDeleted', { run_id: r.run_id, at }))];
+  return [
+    { type: 'ExportCompleted', data: { run_id: runId, completed_at: at } },
+    ...beyond.map((r): ExportRunEvent => ({ type: 'ExportBundleDeleted', data: { run_id: r.run_id, at } })),
+  ];
 }
 
-/** The newest completed run that started at or after `instant` (ISO), if any. */
-export function completedSince(state: ExportsState, instant: string): string | undefined {
-  return state.runs.findLast((r) => r.status === 'completed' && r.started_at >= instant)?.run_id;
+/** `now` dates a completion and its deletions; a run's start carries its own `started_at`. */
+function decide(state: ExportsState, command: ExportRunCommand, now: Date): ExportRunEvent[] {
+  switch (command.type) {
+    case 'StartRun':
+      return startRun(state, command.data);
+    case 'RecordFile':
+      return recordFile(state, command.data);
+    case 'CompleteRun':
+      return completeRun(state, command.run_id, now.toISOString());
+    default: {
+      const _exhaustive: never = command;
+      return _exhaustive;
+    }
+  }
 }
 
-/** The completed bundles that are kept, newest first. */
-export function keptBundles(state: ExportsState): string[] {
-  return state.runs
-    .filter((r) => r.status === 'completed')
-    .map((r) => r.run_id)
-    .reverse();
-}
+export const exportRunDecider = { initialState: initialExportsState, evolve: evolveExports, decide };

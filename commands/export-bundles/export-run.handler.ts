@@ -19,7 +19,8 @@ import type { ReadSnapshot, ReadStore } from '../../src/core/read-store.port.js'
 import { EXPORT_COLUMNS, type ExportName } from '../../src/domain/exports/export-bundle.js';
 import type { ExportFileWritten, ExportTrigger } from '../../src/domain/exports/export.events.js';
 import { BUNDLE_FILES, type BundleFile, type Cells } from './bundle-contents.js';
-import { completeRun, completedSince, exportsStream, keptBundles, recordFile, startRun } from './export-run.decider.js';
+import { completedSince, exportsStream, keptBundles } from '../../src/domain/exports/export-run.state.js';
+import { exportRunDecider } from './export-run.decider.js';
 
 export interface ExportDeps {
   events: EventStore;
@@ -89,7 +90,9 @@ async function runLocked(deps: ExportDeps, view: ReadSnapshot, options: ExportOp
   const started = await handleCommand(deps.events, exportsStream, (state) => {
     const done = options.unlessCompletedSince === undefined ? undefined : completedSince(state, options.unlessCompletedSince);
     if (done) return { writes: [], result: { skip: done, keep: [] } };
-    const events = startRun(state, { run_id: runId, trigger: options.trigger, started_at: deps.clock.now().toISOString(), positions, consistent: view.consistent });
+    const now = deps.clock.now();
+    const data = { run_id: runId, trigger: options.trigger, started_at: now.toISOString(), positions, consistent: view.consistent };
+    const events = exportRunDecider.decide(state, { type: 'StartRun', data }, now);
     return { writes: [{ streamId: exportsStream.streamId, events }], result: { skip: null, keep: keptBundles(state) } };
   });
   if (started.result.skip) return { status: 'skipped', run_id: started.result.skip };
@@ -100,11 +103,11 @@ async function runLocked(deps: ExportDeps, view: ReadSnapshot, options: ExportOp
   const files: ExportFileWritten['data'][] = [];
   for (const file of BUNDLE_FILES) {
     const written = await writeFile(deps, view, runId, file, options);
-    await handleCommand(deps.events, exportsStream, (state) => recordFile(state, written));
+    await handleCommand(deps.events, exportsStream, (state) => exportRunDecider.decide(state, { type: 'RecordFile', data: written }, deps.clock.now()));
     files.push(written);
   }
-  const completed = await handleCommand(deps.events, exportsStream, (state) => completeRun(state, runId, deps.clock.now().toISOString()));
-  const deleted = completed.result.filter((e) => e.type === 'ExportBundleDeleted').map((e) => (e.data as { run_id: string }).run_id);
+  const completed = await handleCommand(deps.events, exportsStream, (state) => exportRunDecider.decide(state, { type: 'CompleteRun', run_id: runId }, deps.clock.now()));
+  const deleted = completed.result.flatMap((e) => (e.type === 'ExportBundleDeleted' ? [e.data.run_id] : []));
   for (const id of deleted) await deps.files.remove(id);
   return { status: 'completed', run_id: runId, files, deleted, seconds: (performance.now() - t0) / 1000 };
 }

@@ -2,7 +2,7 @@ import type { Clock } from '../../src/core/clock.js';
 import { handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import { TICKERS_STREAM, type TickerListed } from '../../src/domain/scores/reference.events.js';
-import { planIngest } from './ingest.decider.js';
+import { planIngest } from './ingest.planner.js';
 import { IngestValidationError } from './ingest.parser.js';
 import type { IngestRow } from './ingest.schema.js';
 

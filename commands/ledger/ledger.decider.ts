@@ -22,61 +22,18 @@
  * - A command that changes nothing yields no events at all, not even the period roll.
  */
 import { AppError, badRequest } from '../../src/core/errors.js';
-import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed, type Tier } from '../../src/domain/plans.js';
+import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed } from '../../src/domain/plans.js';
 import { creditOptions, credits, creditsLeft, joinOr } from '../../src/domain/credit-options.js';
-import { isRateKey, type RateKey } from '../../src/domain/rate-card.js';
+import { isRateKey } from '../../src/domain/rate-card.js';
 import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
-import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from '../../src/domain/billing/proration.js';
+import { monthlyPriceCents, type Proration } from '../../src/domain/billing/proration.js';
+import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
 import { formatUsd } from '../../src/domain/billing/invoice.js';
-import { advanceTo, evolve, initialLedgerState, recorder, type LedgerState, type Recorder } from '../../src/domain/ledger/ledger.state.js';
-import { ledgerStream, type Channel, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
-import type { Stream } from '../../src/core/command-handler.js';
-
-// ---------------------------------------------------------------------------------------------
-// Commands
-
-export type OpenLedger = { type: 'OpenLedger'; data: { account_id: string; tier: Tier; pro: boolean } };
-/** `cost` comes from the rate card (`costOf`) once the call's rows are counted. */
-export type DebitCredits = {
-  type: 'DebitCredits';
-  data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number };
-};
-/** `price_cents` and `payment_ref` when sold on the account page (paid through the Billing port). */
-export type PurchasePack = { type: 'PurchasePack'; data: { pack_id: string; credits: number; price_cents?: number; payment_ref?: string } };
-export type SwitchOverage = { type: 'SwitchOverage'; data: { on: boolean } };
-export type SetPlan = { type: 'SetPlan'; data: { tier: Tier } };
-/** Falls back to free at the end of the current period; the key keeps working. */
-export type CancelPlan = { type: 'CancelPlan'; data?: Record<string, never> };
-export type SetPro = { type: 'SetPro'; data: { on: boolean } };
-/**
- * Self-serve: a dearer plan at once. `amount_cents` is the prorated amount the user confirmed and
- * paid (`payment_ref`); it must still be the amount due now (`quoteUpgrade`).
- */
-export type UpgradePlan = { type: 'UpgradePlan'; data: { tier: Tier; amount_cents: number; payment_ref: string } };
-/** Self-serve: a cheaper plan from the end of the month (never prorated). */
-export type DowngradePlan = { type: 'DowngradePlan'; data: { tier: Tier } };
-/** Self-serve: the Pro membership at once, its prorated price confirmed and paid. */
-export type StartPro = { type: 'StartPro'; data: { amount_cents: number; payment_ref: string } };
-
-/** Records what the clock alone made due (finished months closed, a scheduled change applied): the monthly sweep of idle accounts. */
-export type CloseFinishedMonths = { type: 'CloseFinishedMonths'; data?: Record<string, never> };
-
-export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOverage | SetPlan | CancelPlan | SetPro | UpgradePlan | DowngradePlan | StartPro | CloseFinishedMonths;
-
-/** What an upgrade to `tier` costs now; refused (400) when it is not an upgrade a user may buy. */
-export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {
-  const from = monthlyPriceCents(s.tier);
-  const to = monthlyPriceCents(tier);
-  if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`);
-  if (to <= from) throw badRequest(`${tier} is not an upgrade from ${s.tier}: a cheaper plan starts at the end of the month`);
-  return prorate(to - from, now);
-}
-
-/** What the Pro membership costs now, for the rest of the month; refused (409) for a member. */
-export function quotePro(s: LedgerState, now: Date): Proration {
-  if (s.pro) throw new AppError('conflict', 'This account is already a Pro member');
-  return prorate(PRO_MONTHLY_PRICE_CENTS, now);
-}
+import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { advanceTo, recorder, type Recorder } from '../../src/domain/ledger/ledger.recorder.js';
+import { openLedger, validateOpening } from '../../src/domain/ledger/ledger.opening.js';
+import type { DebitCredits, DowngradePlan, LedgerCommand, PurchasePack, SetPlan, StartPro, UpgradePlan } from '../../src/domain/ledger/ledger.commands.js';
+import type { LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 
 /** The confirmed amount must still be what is due: a quote seen yesterday is no longer today's. */
 function requireQuoted(quoted: Proration, confirmed: number): void {
@@ -155,29 +112,66 @@ function requireOpen(s: LedgerState): void {
   if (!s.opened) throw new AppError('not_found', 'No credit ledger for this account');
 }
 
+function purchasePack(rec: Recorder, { pack_id, credits, price_cents, payment_ref }: PurchasePack['data']): void {
+  const s = rec.state;
+  // hasOwn: a reference such as "constructor" is not a pack every account has bought.
+  if (Object.hasOwn(s.packs, pack_id)) {
+    // The same purchase again (a retried script): it was credited once, nothing changes.
+    if (s.packs[pack_id] === credits) return;
+    throw new AppError('conflict', `Pack ${pack_id} was bought with ${s.packs[pack_id]} credits; a purchase reference names one purchase`, {
+      pack_id,
+      credits: s.packs[pack_id],
+    });
+  }
+  rec.emit('PackPurchased', price_cents === undefined ? { pack_id, credits } : { pack_id, credits, price_cents, payment_ref });
+}
+
+function setPlan(rec: Recorder, { tier }: SetPlan['data']): void {
+  // Setting the current tier again withdraws a pending cancellation (a re-subscribe).
+  if (tier === rec.state.tier && rec.state.cancellation_effective_at === null) return;
+  rec.emit('PlanChanged', { tier, reason: 'set' });
+  if (rec.state.allow_overage && !overageAllowed(tier)) rec.emit('OverageSwitched', { allow_overage: false });
+}
+
+function upgradePlan(rec: Recorder, { tier, amount_cents, payment_ref }: UpgradePlan['data']): void {
+  const s = rec.state;
+  // The same payment again (the form sent twice): recorded once already.
+  if (payment_ref === s.last_payment_ref) return;
+  const quoted = quoteUpgrade(s, tier, rec.now);
+  requireQuoted(quoted, amount_cents);
+  const from = s.tier;
+  rec.emit('PlanChanged', { tier, reason: 'set' });
+  rec.emit('ProrationCharged', { kind: 'plan', from, to: tier, days: quoted.days, days_in_month: quoted.days_in_month, amount_cents, payment_ref, period: s.period ?? '' });
+}
+
+function downgradePlan(rec: Recorder, { tier }: DowngradePlan['data']): void {
+  const s = rec.state;
+  const from = monthlyPriceCents(s.tier);
+  const to = monthlyPriceCents(tier);
+  if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`);
+  if (to >= from) throw badRequest(`${tier} is not a downgrade from ${s.tier}`);
+  if (s.cancellation_effective_at !== null && (s.scheduled_tier ?? 'free') === tier) return;
+  rec.emit('PlanDowngradeScheduled', { tier, effective_at: s.resets_at ?? '' });
+}
+
+function startPro(rec: Recorder, { amount_cents, payment_ref }: StartPro['data']): void {
+  const s = rec.state;
+  if (payment_ref === s.last_payment_ref) return;
+  const quoted = quotePro(s, rec.now);
+  requireQuoted(quoted, amount_cents);
+  rec.emit('ProMembershipChanged', { pro: true });
+  rec.emit('ProrationCharged', { kind: 'pro', from: 'none', to: 'pro', days: quoted.days, days_in_month: quoted.days_in_month, amount_cents: quoted.amount_cents, payment_ref, period: s.period ?? '' });
+}
+
 function decideCommand(rec: Recorder, command: LedgerCommand): void {
   const s = rec.state;
   switch (command.type) {
     case 'OpenLedger':
       throw new AppError('internal', 'OpenLedger is decided before the period roll');
     case 'DebitCredits':
-      debit(rec, command.data);
-      return;
-    case 'PurchasePack': {
-      const { pack_id, credits } = command.data;
-      // hasOwn: a reference such as "constructor" is not a pack every account has bought.
-      if (Object.hasOwn(s.packs, pack_id)) {
-        // The same purchase again (a retried script): it was credited once, nothing changes.
-        if (s.packs[pack_id] === credits) return;
-        throw new AppError('conflict', `Pack ${pack_id} was bought with ${s.packs[pack_id]} credits; a purchase reference names one purchase`, {
-          pack_id,
-          credits: s.packs[pack_id],
-        });
-      }
-      const { price_cents, payment_ref } = command.data;
-      rec.emit('PackPurchased', price_cents === undefined ? { pack_id, credits } : { pack_id, credits, price_cents, payment_ref });
-      return;
-    }
+      return debit(rec, command.data);
+    case 'PurchasePack':
+      return purchasePack(rec, command.data);
     case 'SwitchOverage':
       if (command.data.on === s.allow_overage) return;
       if (command.data.on && !overageAllowed(s.tier)) {
@@ -185,14 +179,8 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
       }
       rec.emit('OverageSwitched', { allow_overage: command.data.on });
       return;
-    case 'SetPlan': {
-      const tier = command.data.tier;
-      // Setting the current tier again withdraws a pending cancellation (a re-subscribe).
-      if (tier === s.tier && s.cancellation_effective_at === null) return;
-      rec.emit('PlanChanged', { tier, reason: 'set' });
-      if (rec.state.allow_overage && !overageAllowed(tier)) rec.emit('OverageSwitched', { allow_overage: false });
-      return;
-    }
+    case 'SetPlan':
+      return setPlan(rec, command.data);
     case 'CancelPlan':
       if (s.tier === 'free') throw badRequest('The free tier has no subscription to cancel');
       // A pending cancellation stands; a pending downgrade gives way to it.
@@ -205,35 +193,12 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
       return;
     case 'CloseFinishedMonths':
       return;
-    case 'UpgradePlan': {
-      const { tier, amount_cents, payment_ref } = command.data;
-      // The same payment again (the form sent twice): recorded once already.
-      if (payment_ref === s.last_payment_ref) return;
-      const quoted = quoteUpgrade(s, tier, rec.now);
-      requireQuoted(quoted, amount_cents);
-      const from = s.tier;
-      rec.emit('PlanChanged', { tier, reason: 'set' });
-      rec.emit('ProrationCharged', { kind: 'plan', from, to: tier, days: quoted.days, days_in_month: quoted.days_in_month, amount_cents, payment_ref, period: s.period ?? '' });
-      return;
-    }
-    case 'DowngradePlan': {
-      const { tier } = command.data;
-      const from = monthlyPriceCents(s.tier);
-      const to = monthlyPriceCents(tier);
-      if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`);
-      if (to >= from) throw badRequest(`${tier} is not a downgrade from ${s.tier}`);
-      if (s.cancellation_effective_at !== null && (s.scheduled_tier ?? 'free') === tier) return;
-      rec.emit('PlanDowngradeScheduled', { tier, effective_at: s.resets_at ?? '' });
-      return;
-    }
-    case 'StartPro': {
-      if (command.data.payment_ref === s.last_payment_ref) return;
-      const quoted = quotePro(s, rec.now);
-      requireQuoted(quoted, command.data.amount_cents);
-      rec.emit('ProMembershipChanged', { pro: true });
-      rec.emit('ProrationCharged', { kind: 'pro', from: 'none', to: 'pro', days: quoted.days, days_in_month: quoted.days_in_month, amount_cents: quoted.amount_cents, payment_ref: command.data.payment_ref, period: s.period ?? '' });
-      return;
-    }
+    case 'UpgradePlan':
+      return upgradePlan(rec, command.data);
+    case 'DowngradePlan':
+      return downgradePlan(rec, command.data);
+    case 'StartPro':
+      return startPro(rec, command.data);
     default: {
       const _exhaustive: never = command;
       throw badRequest(`Unknown ledger command ${(_exhaustive as { type: string }).type}`);
@@ -244,13 +209,8 @@ function decideCommand(rec: Recorder, command: LedgerCommand): void {
 /** Refuses a malformed command before anything is decided. Inputs may come from the CLI or HTTP. */
 function validate(command: LedgerCommand): void {
   switch (command.type) {
-    case 'OpenLedger': {
-      const d = command.data;
-      if (!isText(d.account_id)) throw badRequest('account_id is required');
-      if (!isTier(d.tier)) throw badRequest(`Unknown tier ${String(d.tier)}`);
-      if (typeof d.pro !== 'boolean') throw badRequest('pro must be true or false');
-      return;
-    }
+    case 'OpenLedger':
+      return validateOpening(command.data);
     case 'DebitCredits': {
       const d = command.data;
       if (!isText(d.request_id)) throw badRequest('request_id is required');
@@ -301,29 +261,23 @@ function validate(command: LedgerCommand): void {
  * (429, extensions {credits_remaining, cost}), `bad_request`, `not_found` (no ledger), `conflict`
  * (ledger already open, a pack reference used for another purchase).
  */
-export function decide(state: LedgerState, command: LedgerCommand, now: Date): LedgerEvent[] {
+function decide(state: LedgerState, command: LedgerCommand, now: Date): LedgerEvent[] {
   return decideAndFold(state, command, now).events;
 }
 
 /**
  * `decide`, with the state those events fold to (the state given when there are none). The
- * recorder folds each event as it emits it, so a command handler need not fold them again: every
+ * recorder folds each event as it emits it, so the command handler need not fold them again: every
  * metered call goes through here.
  */
 export function decideAndFold(state: LedgerState, command: LedgerCommand, now: Date): { events: LedgerEvent[]; state: LedgerState } {
   validate(command);
+  if (command.type === 'OpenLedger') return openLedger(state, command.data, now);
   const unchanged = { events: [], state };
-  const rec = recorder(state, now.toISOString());
-  if (command.type === 'OpenLedger') {
-    if (state.opened) throw new AppError('conflict', `The ledger of account ${state.account_id ?? '?'} is already open`);
-    const { account_id, tier, pro } = command.data;
-    rec.emit('LedgerOpened', { account_id, tier, pro, allow_overage: false });
-    advanceTo(rec, now);
-    return { events: rec.events, state: rec.state };
-  }
   requireOpen(state);
   // A free call records nothing, not even a due period roll (the next paid call records it).
   if (command.type === 'DebitCredits' && command.data.cost === 0) return unchanged;
+  const rec = recorder(state, now.toISOString());
   advanceTo(rec, now);
   // The sweep's whole purpose is what fell due.
   if (command.type === 'CloseFinishedMonths') return { events: rec.events, state: rec.state };
@@ -332,10 +286,4 @@ export function decideAndFold(state: LedgerState, command: LedgerCommand, now: D
   return rec.events.length === before ? unchanged : { events: rec.events, state: rec.state };
 }
 
-const initialState = (): LedgerState => initialLedgerState;
-
-/** An account's ledger stream, as the command handler folds it. */
-export const ledgerOf = (accountId: string): Stream<LedgerState, LedgerEvent> => ({ streamId: ledgerStream(accountId), initialState, evolve });
-
-/** The decider as one value, for a decider spec. */
-export const ledgerDecider = { decide, evolve, initialState };
+export const ledgerDecider = { initialState: (): LedgerState => initialLedgerState, evolve, decide };

@@ -2,11 +2,15 @@ import type { Clock } from '../../src/core/clock.js';
 import { foldStream, handleCommand, type Folded, type Stream } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Tier } from '../../src/domain/plans.js';
-import { decideAndFold, ledgerOf, type DebitCredits, type LedgerCommand } from './ledger.decider.js';
-import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { decideAndFold } from './ledger.decider.js';
+import { ledgerOf, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import type { DebitCredits, Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
 import { packDebits, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
+
+/** What a command's promise resolves to (the CLI prints it). */
+export type { LedgerOutcome };
 
 interface Cached extends Folded<LedgerState> {
   /** Clock reading (ms, monotonic) when the stream was last read. */
@@ -42,14 +46,6 @@ const RETRIES = { attempts: 10 };
 
 type Outcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown };
 
-export interface LedgerOutcome {
-  /** The account's state after the command (what `X-Credits-Remaining` is computed from). */
-  state: LedgerState;
-  events: LedgerEvent[];
-  /** Global position of the last event written, null when the command wrote nothing. */
-  position: string | null;
-}
-
 /**
  * The write side of every account's credit ledger (stream `ledger-<account_id>`).
  *
@@ -64,7 +60,7 @@ export interface LedgerOutcome {
  * the append fail on its revision; the command handler then decides the batch again on the fresh
  * state.
  */
-export class LedgerService {
+export class LedgerService implements Ledger {
   private readonly cache = new Map<string, Cached>();
   private readonly streams = new Map<string, Stream<LedgerState, LedgerEvent>>();
   private readonly queues = new Map<string, Queued[]>();

@@ -1,70 +1,17 @@
+/**
+ * The account's decisions after it was opened: keys issued, revoked and rotated, the operator's
+ * rate override. State and `evolve` are the kernel's (src/domain/accounts/account.state.ts).
+ */
 import { AppError, notFound } from '../../src/core/errors.js';
-import type { Stream } from '../../src/core/command-handler.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
-import { accountStream, type AccountEvent, type ApiKeyRevoked } from '../../src/domain/accounts/account.events.js';
-
-export interface KeyState {
-  key_id: string;
-  prefix: string;
-  status: 'active' | 'revoked' | 'rotated';
-  grace_until: string | null;
-  /** For a rotated key: the key that replaced it. */
-  replaced_by: string | null;
-}
-
-export interface AccountState {
-  exists: boolean;
-  account_id: string | null;
-  email: string | null;
-  keys: Map<string, KeyState>;
-  /** The operator's rate override (absent: the plan's). */
-  rate_limit: number | 'unlimited' | 'tier';
-}
-
-export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map(), rate_limit: 'tier' });
-
-/** An account's stream, as the command handler folds it. */
-export const accountOf = (accountId: string): Stream<AccountState, AccountEvent> => ({
-  streamId: accountStream(accountId),
-  initialState: initialAccountState,
-  evolve: evolveAccount,
-});
-
-export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
-  switch (event.type) {
-    case 'AccountCreated':
-      return { ...state, exists: true, account_id: event.data.account_id, email: event.data.email };
-    case 'ApiKeyIssued': {
-      const keys = new Map(state.keys);
-      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, status: 'active', grace_until: null, replaced_by: null });
-      return { ...state, keys };
-    }
-    case 'ApiKeyRevoked': {
-      const keys = new Map(state.keys);
-      const k = keys.get(event.data.key_id);
-      if (k) keys.set(k.key_id, { ...k, status: 'revoked' });
-      return { ...state, keys };
-    }
-    case 'ApiKeyRotated': {
-      const keys = new Map(state.keys);
-      const k = keys.get(event.data.key_id);
-      if (k) keys.set(k.key_id, { ...k, status: 'rotated', grace_until: event.data.grace_until, replaced_by: event.data.replaced_by });
-      return { ...state, keys };
-    }
-    case 'RateLimitSet':
-      return { ...state, rate_limit: event.data.per_second };
-    default: {
-      const _exhaustive: never = event;
-      return _exhaustive;
-    }
-  }
-}
+import type { AccountEvent, ApiKeyRevoked } from '../../src/domain/accounts/account.events.js';
+import { evolveAccount, initialAccountState, openAccount, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
 
 export type AccountCommand =
-  | { type: 'CreateAccount'; account_id: string; email: string | null; key: { key_id: string; key_hash: string; prefix: string } }
-  | { type: 'IssueKey'; key: { key_id: string; key_hash: string; prefix: string } }
+  | { type: 'CreateAccount'; account_id: string; email: string | null; key: KeyMaterial }
+  | { type: 'IssueKey'; key: KeyMaterial }
   | { type: 'RevokeKey'; key_id: string }
-  | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: { key_id: string; key_hash: string; prefix: string } }
+  | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: KeyMaterial }
   | { type: 'SetRateLimit'; per_second: number | 'unlimited' | 'tier' };
 
 /**
@@ -87,15 +34,11 @@ function endGraceBefore(state: AccountState, keyId: string, now: Date): ApiKeyRe
 }
 
 /** Pure: what the command changes in the account, or why it cannot. */
-export function decideAccount(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
+function decide(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
   const at = now.toISOString();
   switch (command.type) {
     case 'CreateAccount':
-      if (state.exists) throw new AppError('conflict', `account ${command.account_id} already exists`);
-      return [
-        { type: 'AccountCreated', data: { account_id: command.account_id, email: command.email, at } },
-        { type: 'ApiKeyIssued', data: { ...command.key, at } },
-      ];
+      return openAccount(state, command, now);
     case 'IssueKey': {
       if (!state.exists) throw notFound('no such account');
       const active = [...state.keys.values()].filter((k) => k.status === 'active').length;
@@ -141,3 +84,5 @@ export function decideAccount(state: AccountState, command: AccountCommand, now:
     }
   }
 }
+
+export const accountDecider = { initialState: initialAccountState, evolve: evolveAccount, decide };

@@ -6,13 +6,14 @@ import type { Ids } from '../../src/core/ids.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { TIERS, type Tier } from '../../src/domain/plans.js';
 import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
-import { decide as decideLedger, ledgerOf } from '../ledger/ledger.decider.js';
-import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
+import { foldLedger, ledgerOf } from '../../src/domain/ledger/ledger.state.js';
+import { openLedger } from '../../src/domain/ledger/ledger.opening.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
-import { accountOf, decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from './account.decider.js';
+import { accountDecider, type AccountCommand } from './account.decider.js';
+import { accountOf, evolveAccount, initialAccountState, type AccountState } from '../../src/domain/accounts/account.state.js';
 import { accountStream, type AccountEvent } from '../../src/domain/accounts/account.events.js';
-import { claimOf, normalizeEmail } from '../sign-in/sign-in.handler.js';
+import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 
 export interface IssuedKey {
@@ -47,8 +48,8 @@ export async function createAccountWithKey(
   const claim = claimOf(address ?? '');
   await handleCommand(deps.events, [account, ledger, claim], ([accountState, ledgerState, claimState]) => {
     const writes = [
-      { streamId: account.streamId, events: decideAccount(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now) as never[] },
-      { streamId: ledger.streamId, events: decideLedger(ledgerState, { type: 'OpenLedger', data: { account_id: accountId, tier: input.tier, pro } }, now) as never[] },
+      { streamId: account.streamId, events: accountDecider.decide(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now) as never[] },
+      { streamId: ledger.streamId, events: openLedger(ledgerState, { account_id: accountId, tier: input.tier, pro }, now).events as never[] },
     ];
     if (address !== null && claimState.account_id === null) {
       writes.push({ streamId: claim.streamId, events: [{ type: 'EmailClaimed', data: { email: address, account_id: accountId, at: now.toISOString() } }] as never[] });
@@ -77,7 +78,7 @@ async function accountOfKey(reads: ReadStore, keyId: string): Promise<string> {
 async function runAccountCommand(events: EventStore, clock: Clock, accountId: string, command: AccountCommand): Promise<AccountEvent[]> {
   const { result } = await handleCommand(events, accountOf(accountId), (state) => {
     if (!state.exists) throw notFound(`no account ${accountId}`);
-    return decideAccount(state, command, clock.now());
+    return accountDecider.decide(state, command, clock.now());
   });
   return result;
 }

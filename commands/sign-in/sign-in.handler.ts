@@ -12,14 +12,17 @@
  */
 import type { Clock } from '../../src/core/clock.js';
 import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
-import { AppError, badRequest } from '../../src/core/errors.js';
+import { AppError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 import { initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { openLedger } from '../../src/domain/ledger/ledger.opening.js';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
+import { initialAccountState, openAccount } from '../../src/domain/accounts/account.state.js';
+import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import {
   emailStream,
@@ -31,8 +34,6 @@ import {
   type SignInLinkSent,
   type SignInLinkUsed,
 } from '../../src/domain/accounts/session.events.js';
-import { decideAccount, initialAccountState } from '../manage-keys/account.decider.js';
-import { decide as decideLedger } from '../ledger/ledger.decider.js';
 
 export const SIGN_IN_LINK_MINUTES = 15;
 export const SESSION_DAYS = 7;
@@ -41,15 +42,6 @@ export interface SignInDeps {
   events: EventStore;
   clock: Clock;
   ids: Ids;
-}
-
-/** Trimmed and lower-cased; refused (400) unless it looks like one address. */
-export function normalizeEmail(raw: unknown): string {
-  const email = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
-  if (email.length > 254 || !/^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[a-z]{2,}$/.test(email)) {
-    throw badRequest('Enter one email address, like you@example.com');
-  }
-  return email;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -64,16 +56,6 @@ const linkOf = (tokenHash: string): Stream<LinkState, SessionEvent> => ({
   streamId: signInStream(tokenHash),
   initialState: () => ({ email: null, expires_at: null, used: false }),
   evolve: (s, e) => (e.type === 'SignInLinkSent' ? { ...s, email: e.data.email, expires_at: e.data.expires_at } : e.type === 'SignInLinkUsed' ? { ...s, used: true } : s),
-});
-
-export interface ClaimState {
-  account_id: string | null;
-}
-/** The stream that names the one account of an address (`email` normalised). */
-export const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
-  streamId: emailStream(sha256Hex(email)),
-  initialState: () => ({ account_id: null }),
-  evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : s),
 });
 
 /** Records a new single-use link for `email` and mails it. */
@@ -214,8 +196,8 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
       const claimed: EmailClaimed = { type: 'EmailClaimed', data: { email: status.email, account_id: accountId, at } };
       writes.push(
         { streamId: emailStream(sha256Hex(status.email)), events: [claimed] as never[], expectedRevision: 'no_stream' as const },
-        { streamId: accountStream(accountId), events: decideAccount(initialAccountState(), { type: 'CreateAccount', account_id: accountId, email: status.email, key: material }, now) as never[], expectedRevision: 'no_stream' as const },
-        { streamId: ledgerStream(accountId), events: decideLedger(initialLedgerState, { type: 'OpenLedger', data: { account_id: accountId, tier: 'free', pro: false } }, now) as never[], expectedRevision: 'no_stream' as const },
+        { streamId: accountStream(accountId), events: openAccount(initialAccountState(), { account_id: accountId, email: status.email, key: material }, now) as never[], expectedRevision: 'no_stream' as const },
+        { streamId: ledgerStream(accountId), events: openLedger(initialLedgerState, { account_id: accountId, tier: 'free', pro: false }, now).events as never[], expectedRevision: 'no_stream' as const },
       );
     }
     return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: existing === null ? { key_id: material.key_id, key, prefix: material.prefix } : null } };

@@ -3,7 +3,10 @@ import { rmSync } from 'node:fs';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../queries/audit-ledger/ledger-month.query.js';
 import { createHash } from 'node:crypto';
-import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
+
+const { decide } = ledgerDecider;
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { exportsStream, keptBundles } from '../../commands/export-bundles/export-run.decider.js';
+import { exportsStream, keptBundles } from '../../src/domain/exports/export-run.state.js';
 import { runExport, type ExportDeps, type ExportProgress } from '../../commands/export-bundles/export-run.handler.js';
 import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
 import {

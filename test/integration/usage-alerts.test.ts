@@ -3,7 +3,10 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
-import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
+
+const { decide } = ledgerDecider;
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { accountStream, type AccountCreated } from '../../src/domain/accounts/account.events.js';

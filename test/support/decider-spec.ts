@@ -2,6 +2,7 @@
  * Given / when / then for pure deciders:
  *   spec.given(events).when(command, now).then(expectedEvents)
  *   spec.given(events).when(command, now).thenThrows('credits_exhausted', (err) => …)
+ *   spec.given(events).when(command, now).thenFails(/invariant/)   (a plain Error)
  * `normalize` maps each produced event before comparison (e.g. to drop hash-chain fields), so
  * expectations state only what the behaviour is about.
  */
@@ -43,6 +44,23 @@ export function deciderSpec<State, Command, Event>(
                 return err as AppError;
               }
               expect.fail(`expected AppError(${code}), got events ${JSON.stringify(produced?.map(normalize))}`);
+            },
+            /**
+             * Asserts the decision fails with a plain Error whose message contains `message` (a
+             * string) or matches it (a RegExp): a broken invariant rather than a caller's mistake.
+             */
+            thenFails(message: string | RegExp): Error {
+              let produced: Event[] | undefined;
+              try {
+                produced = run();
+              } catch (err) {
+                expect(err).to.be.instanceOf(Error);
+                const text = (err as Error).message;
+                if (typeof message === 'string') expect(text).to.include(message);
+                else expect(text).to.match(message);
+                return err as Error;
+              }
+              expect.fail(`expected an Error (${String(message)}), got events ${JSON.stringify(produced.map(normalize))}`);
             },
           };
         },

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
-import { decideAccount, evolveAccount, initialAccountState, type AccountCommand, type AccountState } from '../../commands/manage-keys/account.decider.js';
+import { accountDecider, type AccountCommand } from '../../commands/manage-keys/account.decider.js';
+import type { AccountState } from '../../src/domain/accounts/account.state.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
 import type { AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
-const spec = deciderSpec<AccountState, AccountCommand, AccountEvent>({ decide: decideAccount, evolve: evolveAccount, initialState: initialAccountState });
+const spec = deciderSpec<AccountState, AccountCommand, AccountEvent>(accountDecider);
 
 const T0 = '2024-01-01T00:00:00.000Z';
 const NOW = new Date('2024-01-01T06:00:00.000Z');

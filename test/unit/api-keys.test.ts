@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { decideAccount, evolveAccount, initialAccountState } from '../../commands/manage-keys/account.decider.js';
+import { accountDecider } from '../../commands/manage-keys/account.decider.js';
 import { KEY_PREFIX, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
+
+const { decide: decideAccount, evolve: evolveAccount, initialState: initialAccountState } = accountDecider;
 
 describe('API keys', () => {
   it('carry 256 random bits after a recognisable prefix', () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { completeRun, completedSince, exportsStream, keptBundles, recordFile, startRun, type ExportsState } from '../../commands/export-bundles/export-run.decider.js';
-import type { NewEvent } from '../../src/core/event-store.port.js';
+import { exportRunDecider, type ExportRunCommand } from '../../commands/export-bundles/export-run.decider.js';
+import { completedSince, exportsStream, keptBundles, type ExportsState } from '../../src/domain/exports/export-run.state.js';
+import { deciderSpec } from '../support/decider-spec.js';
 import { BUNDLES_KEPT, EXPORT_NAMES, type ExportName } from '../../src/domain/exports/export-bundle.js';
 import type { ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/domain/exports/export.events.js';
 
@@ -39,21 +40,29 @@ const fold = (...events: ExportRunEvent[][]): ExportsState =>
   events.flat().reduce((s, e) => exportsStream.evolve(s, e), exportsStream.initialState());
 
 /** Applies what a decision produced, as the store would after appending it. */
-const apply = (state: ExportsState, produced: NewEvent[]): ExportsState =>
-  produced.reduce((s, e) => exportsStream.evolve(s, e as ExportRunEvent), state);
+const apply = (state: ExportsState, produced: ExportRunEvent[]): ExportsState => produced.reduce((s, e) => exportsStream.evolve(s, e), state);
+
+const { decide } = exportRunDecider;
+const spec = deciderSpec<ExportsState, ExportRunCommand, ExportRunEvent>(exportRunDecider);
+/** Given the runs (lists of their events, in order). */
+const given = (...events: ExportRunEvent[][]) => spec.given(events.flat());
+const NOW = new Date(LATER);
+const start = (id: string, started_at = T0): ExportRunCommand => ({ type: 'StartRun', data: startData(id, started_at) });
+const record = (data: ExportFileWritten['data']): ExportRunCommand => ({ type: 'RecordFile', data });
+const complete = (run_id: string): ExportRunCommand => ({ type: 'CompleteRun', run_id });
 
 // ----- specs ---------------------------------------------------------------------------------
 
 describe('Export runs (the `exports` stream)', () => {
   describe('When a run starts', () => {
     it('starts it on an empty stream', () => {
-      expect(startRun(fold(), startData('exp_1'))).to.deep.equal([{ type: 'ExportStarted', data: startData('exp_1') }]);
+      given().when(start('exp_1'), NOW).then([{ type: 'ExportStarted', data: startData('exp_1') }]);
     });
 
     it('abandons every run still running first (their process is gone), at the new start time, and leaves the others alone', () => {
-      const state = fold(bundle('exp_1'), [started('exp_2'), written('exp_2', HISTORY)], [started('exp_3'), abandoned('exp_3')], [started('exp_4')]);
-
-      expect(startRun(state, startData('exp_5', LATER))).to.deep.equal([
+      given(bundle('exp_1'), [started('exp_2'), written('exp_2', HISTORY)], [started('exp_3'), abandoned('exp_3')], [started('exp_4')])
+        .when(start('exp_5', LATER), NOW)
+        .then([
         { type: 'ExportAbandoned', data: { run_id: 'exp_2', at: LATER } },
         { type: 'ExportAbandoned', data: { run_id: 'exp_4', at: LATER } },
         { type: 'ExportStarted', data: startData('exp_5', LATER) },
@@ -61,81 +70,79 @@ describe('Export runs (the `exports` stream)', () => {
     });
 
     it('refuses a run id the stream holds already, whatever that run became', () => {
-      for (const [label, state] of [
-        ['running', fold([started('exp_1')])],
-        ['completed', fold(bundle('exp_1'))],
-        ['abandoned', fold([started('exp_1'), abandoned('exp_1')])],
-        ['deleted', fold(bundle('exp_1'), [deleted('exp_1')])],
-      ] as const) {
-        expect(() => startRun(state, startData('exp_1')), label).to.throw(/export run exp_1 exists already/);
+      for (const history of [
+        [started('exp_1')], // running
+        bundle('exp_1'), // completed
+        [started('exp_1'), abandoned('exp_1')],
+        [...bundle('exp_1'), deleted('exp_1')],
+      ]) {
+        given(history).when(start('exp_1'), NOW).thenFails(/export run exp_1 exists already/);
       }
     });
   });
 
   describe('When a file of a run is written', () => {
     it('records it for a running run', () => {
-      expect(recordFile(fold([started('exp_1')]), fileData('exp_1', DIVERGENCE))).to.deep.equal([
-        { type: 'ExportFileWritten', data: fileData('exp_1', DIVERGENCE) },
-      ]);
+      given([started('exp_1')])
+        .when(record(fileData('exp_1', DIVERGENCE)), NOW)
+        .then([{ type: 'ExportFileWritten', data: fileData('exp_1', DIVERGENCE) }]);
     });
 
     it('records each file once: the same name again is no event', () => {
-      const state = fold([started('exp_1'), written('exp_1', HISTORY)]);
+      const history = given([started('exp_1'), written('exp_1', HISTORY)]);
 
-      expect(recordFile(state, fileData('exp_1', HISTORY))).to.deep.equal([]);
-      expect(recordFile(state, { ...fileData('exp_1', HISTORY), sha256: 'cd'.repeat(32) })).to.deep.equal([]);
-      expect(recordFile(state, fileData('exp_1', VERSIONS))).to.have.length(1);
+      history.when(record(fileData('exp_1', HISTORY)), NOW).then([]);
+      history.when(record({ ...fileData('exp_1', HISTORY), sha256: 'cd'.repeat(32) }), NOW).then([]);
+      expect(history.when(record(fileData('exp_1', VERSIONS)), NOW).then([{ type: 'ExportFileWritten', data: fileData('exp_1', VERSIONS) }])).to.have.length(1);
     });
 
     it('refuses a file of a run that is not running: abandoned, completed, deleted or unknown', () => {
-      const state = fold([started('exp_a'), abandoned('exp_a')], bundle('exp_c'), bundle('exp_d'), [deleted('exp_d')], [started('exp_r')]);
+      const runs = given([started('exp_a'), abandoned('exp_a')], bundle('exp_c'), bundle('exp_d'), [deleted('exp_d')], [started('exp_r')]);
 
-      expect(() => recordFile(state, fileData('exp_a', HISTORY))).to.throw('export run exp_a is abandoned, not running');
-      expect(() => recordFile(state, fileData('exp_c', HISTORY))).to.throw('export run exp_c is completed, not running');
-      expect(() => recordFile(state, fileData('exp_d', HISTORY))).to.throw('export run exp_d is deleted, not running');
-      expect(() => recordFile(state, fileData('exp_x', HISTORY))).to.throw('export run exp_x is unknown, not running');
-      expect(recordFile(state, fileData('exp_r', HISTORY))).to.have.length(1);
+      runs.when(record(fileData('exp_a', HISTORY)), NOW).thenFails('export run exp_a is abandoned, not running');
+      runs.when(record(fileData('exp_c', HISTORY)), NOW).thenFails('export run exp_c is completed, not running');
+      runs.when(record(fileData('exp_d', HISTORY)), NOW).thenFails('export run exp_d is deleted, not running');
+      runs.when(record(fileData('exp_x', HISTORY)), NOW).thenFails('export run exp_x is unknown, not running');
+      expect(runs.when(record(fileData('exp_r', HISTORY)), NOW).then([{ type: 'ExportFileWritten', data: fileData('exp_r', HISTORY) }])).to.have.length(1);
     });
   });
 
   describe('When a run completes', () => {
     it('refuses until all three files are written, naming the missing ones', () => {
-      expect(() => completeRun(fold([started('exp_1')]), 'exp_1', LATER)).to.throw(
-        `export run exp_1 cannot complete without ${EXPORT_NAMES.join(', ')}`,
-      );
-      expect(() => completeRun(fold([started('exp_1'), written('exp_1', HISTORY), written('exp_1', VERSIONS)]), 'exp_1', LATER)).to.throw(
-        `export run exp_1 cannot complete without ${DIVERGENCE}`,
-      );
+      given([started('exp_1')]).when(complete('exp_1'), NOW).thenFails(`export run exp_1 cannot complete without ${EXPORT_NAMES.join(', ')}`);
+      given([started('exp_1'), written('exp_1', HISTORY), written('exp_1', VERSIONS)])
+        .when(complete('exp_1'), NOW)
+        .thenFails(`export run exp_1 cannot complete without ${DIVERGENCE}`);
     });
 
     it('completes once every file is written, in any order', () => {
-      const state = fold([started('exp_1'), written('exp_1', VERSIONS), written('exp_1', HISTORY), written('exp_1', DIVERGENCE)]);
-
-      expect(completeRun(state, 'exp_1', LATER)).to.deep.equal([{ type: 'ExportCompleted', data: { run_id: 'exp_1', completed_at: LATER } }]);
+      given([started('exp_1'), written('exp_1', VERSIONS), written('exp_1', HISTORY), written('exp_1', DIVERGENCE)])
+        .when(complete('exp_1'), NOW)
+        .then([{ type: 'ExportCompleted', data: { run_id: 'exp_1', completed_at: LATER } }]);
     });
 
     it('refuses a run that is not running: completed already, abandoned or unknown', () => {
-      const state = fold(bundle('exp_c'), [started('exp_a'), ...allWritten('exp_a'), abandoned('exp_a')]);
+      const runs = given(bundle('exp_c'), [started('exp_a'), ...allWritten('exp_a'), abandoned('exp_a')]);
 
-      expect(() => completeRun(state, 'exp_c', LATER)).to.throw('export run exp_c is completed, not running');
-      expect(() => completeRun(state, 'exp_a', LATER)).to.throw('export run exp_a is abandoned, not running');
-      expect(() => completeRun(state, 'exp_x', LATER)).to.throw('export run exp_x is unknown, not running');
+      runs.when(complete('exp_c'), NOW).thenFails('export run exp_c is completed, not running');
+      runs.when(complete('exp_a'), NOW).thenFails('export run exp_a is abandoned, not running');
+      runs.when(complete('exp_x'), NOW).thenFails('export run exp_x is unknown, not running');
     });
 
     it(`keeps ${BUNDLES_KEPT} bundles: completing the fourth deletes the oldest`, () => {
       expect(BUNDLES_KEPT).to.equal(3);
-      const three = fold(bundle('exp_1'), bundle('exp_2'), [started('exp_3'), ...allWritten('exp_3')]);
-      expect(completeRun(three, 'exp_3', LATER)).to.deep.equal([{ type: 'ExportCompleted', data: { run_id: 'exp_3', completed_at: LATER } }]);
+      given(bundle('exp_1'), bundle('exp_2'), [started('exp_3'), ...allWritten('exp_3')])
+        .when(complete('exp_3'), NOW)
+        .then([{ type: 'ExportCompleted', data: { run_id: 'exp_3', completed_at: LATER } }]);
 
-      const four = fold(bundle('exp_1'), bundle('exp_2'), bundle('exp_3'), [started('exp_4'), ...allWritten('exp_4')]);
-      expect(completeRun(four, 'exp_4', LATER)).to.deep.equal([
+      given(bundle('exp_1'), bundle('exp_2'), bundle('exp_3'), [started('exp_4'), ...allWritten('exp_4')]).when(complete('exp_4'), NOW).then([
         { type: 'ExportCompleted', data: { run_id: 'exp_4', completed_at: LATER } },
         { type: 'ExportBundleDeleted', data: { run_id: 'exp_1', at: LATER } },
       ]);
     });
 
     it('counts only completed bundles: abandoned runs and deleted bundles are neither kept nor deleted again', () => {
-      const state = fold(
+      given(
         bundle('exp_1'),
         [started('exp_2'), abandoned('exp_2')],
         bundle('exp_3'),
@@ -143,24 +150,28 @@ describe('Export runs (the `exports` stream)', () => {
         [started('exp_4'), written('exp_4', HISTORY), abandoned('exp_4')],
         bundle('exp_5'),
         [started('exp_6'), ...allWritten('exp_6')],
-      );
-      // Completed before: exp_3 and exp_5 (exp_1 is deleted): with exp_6 that is three.
-      expect(completeRun(state, 'exp_6', LATER)).to.deep.equal([{ type: 'ExportCompleted', data: { run_id: 'exp_6', completed_at: LATER } }]);
+      )
+        // Completed before: exp_3 and exp_5 (exp_1 is deleted): with exp_6 that is three.
+        .when(complete('exp_6'), NOW)
+        .then([{ type: 'ExportCompleted', data: { run_id: 'exp_6', completed_at: LATER } }]);
 
-      const more = fold(bundle('exp_1'), [deleted('exp_1')], bundle('exp_3'), bundle('exp_5'), bundle('exp_6'), [started('exp_7'), abandoned('exp_7')], [
+      given(bundle('exp_1'), [deleted('exp_1')], bundle('exp_3'), bundle('exp_5'), bundle('exp_6'), [started('exp_7'), abandoned('exp_7')], [
         started('exp_8'),
         ...allWritten('exp_8'),
-      ]);
-      expect(completeRun(more, 'exp_8', LATER)).to.deep.equal([
+      ])
+        .when(complete('exp_8'), NOW)
+        .then([
         { type: 'ExportCompleted', data: { run_id: 'exp_8', completed_at: LATER } },
         { type: 'ExportBundleDeleted', data: { run_id: 'exp_3', at: LATER } },
       ]);
     });
 
     it('deletes every completed bundle beyond the newest kept ones (a crash kept some from being deleted)', () => {
-      const state = fold(bundle('exp_1'), bundle('exp_2'), bundle('exp_3'), bundle('exp_4'), bundle('exp_5'), [started('exp_6'), ...allWritten('exp_6')]);
-
-      expect(completeRun(state, 'exp_6', LATER).map((e) => [e.type, (e.data as { run_id: string }).run_id])).to.deep.equal([
+      const runIds = deciderSpec<ExportsState, ExportRunCommand, ExportRunEvent>(exportRunDecider, { normalize: (e) => [e.type, e.data.run_id] });
+      runIds
+        .given([...bundle('exp_1'), ...bundle('exp_2'), ...bundle('exp_3'), ...bundle('exp_4'), ...bundle('exp_5'), started('exp_6'), ...allWritten('exp_6')])
+        .when(complete('exp_6'), NOW)
+        .then([
         ['ExportCompleted', 'exp_6'],
         ['ExportBundleDeleted', 'exp_3'],
         ['ExportBundleDeleted', 'exp_2'],
@@ -207,10 +218,10 @@ describe('Export runs (the `exports` stream)', () => {
       const kept: string[][] = [];
       for (let n = 1; n <= 6; n++) {
         const id = `exp_${n}`;
-        state = apply(state, startRun(state, startData(id)));
+        state = apply(state, decide(state, start(id), new Date(T0)));
         if (n === 4) continue; // its process dies: the next run abandons it
-        for (const name of EXPORT_NAMES) state = apply(state, recordFile(state, fileData(id, name)));
-        state = apply(state, completeRun(state, id, T0));
+        for (const name of EXPORT_NAMES) state = apply(state, decide(state, record(fileData(id, name)), new Date(T0)));
+        state = apply(state, decide(state, complete(id), new Date(T0)));
         kept.push(keptBundles(state));
       }
 

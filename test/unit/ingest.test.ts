@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { planIngest } from '../../commands/ingest/ingest.decider.js';
+import { planIngest } from '../../commands/ingest/ingest.planner.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { compositeScore } from '../../src/domain/composite.js';
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { decideAndFold, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { decideAndFold } from '../../commands/ledger/ledger.decider.js';
+import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {
   computeHash,

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { creditsRemainingHeader, usageFigures } from '../../src/domain/ledger/ledger.figures.js';
-import { decide, decideAndFold, ledgerDecider, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { decideAndFold, ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { carriedOf, foldLedger, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {
   GENESIS_HASH,
@@ -13,6 +14,8 @@ import {
 } from '../../src/domain/ledger/ledger.events.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { deciderSpec } from '../support/decider-spec.js';
+
+const { decide } = ledgerDecider;
 
 // ----- fixtures ------------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { decide, decideAndFold, quotePro, quoteUpgrade, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { decideAndFold, ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
+import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.schema.js';
 import { AppError, type ErrorCode } from '../../src/core/errors.js';
@@ -24,6 +26,8 @@ import { parseInstantParam } from '../../queries/shared/instants.js';
 import { parseDateParam } from '../../queries/shared/params.js';
 import { MAX_TICKERS_PER_CALL, parseTickerList, tickerFromPath } from '../../queries/shared/tickers.js';
 import fc, { type Arbitrary } from 'fast-check';
+
+const { decide } = ledgerDecider;
 
 // defaultSizeToMaxWhenMaxSpecified: a length, key count or depth ranges up to the maximum given,
 // not up to fast-check's default "small" size (about 10).

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import { decide, type LedgerCommand } from '../../commands/ledger/ledger.decider.js';
+import { ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
+
+const { decide } = ledgerDecider;
 import { evolve, foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
 import { GENESIS_HASH, ledgerStream } from '../../src/domain/ledger/ledger.events.js';

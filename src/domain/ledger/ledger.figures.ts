@@ -1,7 +1,8 @@
 /** The numbers a caller reads off a ledger state: `/v1/usage`, `X-Credits-Remaining`, the 429 body. */
 import { PLANS, entitlementsOf, type Entitlements, type Tier } from '../plans.js';
 import { nextPeriodStart, periodOf } from './billing-period.js';
-import { advanceTo, recorder, somethingDue, type LedgerState } from './ledger.state.js';
+import type { LedgerState } from './ledger.state.js';
+import { advanceTo, recorder, somethingDue } from './ledger.recorder.js';
 
 /** The state as it stands at `now`: a due cancellation applied, a new month opened. No events kept. */
 export function stateAt(state: LedgerState, now: Date): LedgerState {

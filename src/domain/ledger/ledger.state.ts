@@ -1,12 +1,12 @@
 /**
- * The state of one account's credit ledger and how each event changes it (`evolve`), plus what
- * falls due by a clock alone (a new month, a cancellation taking effect). The write side decides
- * on this state (commands/ledger) and the usage read models fold it (projections/usage): one
- * copy of the metering arithmetic for both.
+ * The state of one account's credit ledger and how each event changes it (`evolve`).
+ * The write side decides on this state (commands/ledger) and the usage read models fold it
+ * (projections/usage): one copy of the metering arithmetic for both. What falls due by a clock
+ * alone is in ledger.recorder.ts.
  */
-import { PLANS, entitlementsOf, moreOf, overageAllowed, type Tier } from '../plans.js';
-import { GENESIS_HASH, sealEvent, type CarriedLedgerState, type LedgerEvent, type LedgerEventBody, type LedgerEventType } from './ledger.events.js';
-import { nextPeriodStart, periodOf } from './billing-period.js';
+import { PLANS, entitlementsOf, moreOf, type Tier } from '../plans.js';
+import type { Stream } from '../../core/command-handler.js';
+import { GENESIS_HASH, ledgerStream, type CarriedLedgerState, type CreditsDebited, type DebitColumns, type LedgerEvent } from './ledger.events.js';
 
 // ---------------------------------------------------------------------------------------------
 // State
@@ -81,6 +81,30 @@ function withChanges(s: LedgerState, changes: Partial<LedgerState>): LedgerState
   return Object.assign(copy, changes);
 }
 
+/** What one debit, or a batch's sums, draws from each source. */
+type Draw = Pick<CreditsDebited['data'], 'from_allowance' | 'from_prepaid' | 'from_overage'>;
+
+function debited(s: LedgerState, last_hash: string, d: Draw): LedgerState {
+  return withChanges(s, {
+    last_hash,
+    used_allowance: s.used_allowance + d.from_allowance,
+    prepaid: s.prepaid - d.from_prepaid,
+    overage_credits: s.overage_credits + d.from_overage,
+    overage_micro_usd: s.overage_micro_usd + d.from_overage * microUsdPerCredit(s.tier),
+  });
+}
+
+/** The sums of a batch's calls, as folding them one by one would give (whole numbers: exact). */
+function batchSums(c: DebitColumns): Draw {
+  const sums = { from_allowance: 0, from_prepaid: 0, from_overage: 0 };
+  for (let i = 0; i < c.cost.length; i++) {
+    sums.from_allowance += c.from_allowance[i]!;
+    sums.from_prepaid += c.from_prepaid[i]!;
+    sums.from_overage += c.from_overage[i]!;
+  }
+  return sums;
+}
+
 /** Never rejects an event: an event is a fact. Each case copies the state once (hot path). */
 export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
   const last_hash = event.data.hash;
@@ -104,35 +128,10 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
         alerts: [],
       });
     }
-    case 'CreditsDebited': {
-      const d = event.data;
-      return withChanges(state, {
-        last_hash,
-        used_allowance: state.used_allowance + d.from_allowance,
-        prepaid: state.prepaid - d.from_prepaid,
-        overage_credits: state.overage_credits + d.from_overage,
-        overage_micro_usd: state.overage_micro_usd + d.from_overage * microUsdPerCredit(state.tier),
-      });
-    }
-    case 'CreditsDebitedBatch': {
-      // The sums of its calls, as folding them one by one would give (whole numbers: exact).
-      const c = event.data.calls;
-      let allowance = 0;
-      let prepaid = 0;
-      let overage = 0;
-      for (let i = 0; i < c.cost.length; i++) {
-        allowance += c.from_allowance[i]!;
-        prepaid += c.from_prepaid[i]!;
-        overage += c.from_overage[i]!;
-      }
-      return withChanges(state, {
-        last_hash,
-        used_allowance: state.used_allowance + allowance,
-        prepaid: state.prepaid - prepaid,
-        overage_credits: state.overage_credits + overage,
-        overage_micro_usd: state.overage_micro_usd + overage * microUsdPerCredit(state.tier),
-      });
-    }
+    case 'CreditsDebited':
+      return debited(state, last_hash, event.data);
+    case 'CreditsDebitedBatch':
+      return debited(state, last_hash, batchSums(event.data.calls));
     case 'PackPurchased':
       return withChanges(state, {
         last_hash,
@@ -176,67 +175,10 @@ export function foldLedger(events: ReadonlyArray<{ type: string; data: unknown }
   return events.reduce((s, e) => evolve(s, e as LedgerEvent), from);
 }
 
-// ---------------------------------------------------------------------------------------------
-// decide
+const initialState = (): LedgerState => initialLedgerState;
 
-/** Collects the events of one decision, chaining their hashes and folding them as it goes. */
-export function recorder(start: LedgerState, at: string) {
-  let state = start;
-  const events: LedgerEvent[] = [];
-  return {
-    get state() {
-      return state;
-    },
-    /** The decision's instant (what `at` records). */
-    get now() {
-      return new Date(at);
-    },
-    events,
-    emit<T extends LedgerEventType>(type: T, body: LedgerEventBody<T>): void {
-      const e = sealEvent(type, body, at, state.last_hash) as LedgerEvent;
-      events.push(e);
-      state = evolve(state, e);
-    },
-  };
-}
-export type Recorder = ReturnType<typeof recorder>;
-
-/** Whether `advanceTo` has anything to record at `now` (the common answer is no). */
-export function somethingDue(s: LedgerState, now: Date): boolean {
-  return (
-    s.period === null ||
-    periodOf(now) > s.period ||
-    (s.cancellation_effective_at !== null && Date.parse(s.cancellation_effective_at) <= now.getTime())
-  );
-}
-
-/** What falls due by `now` before any command: a cancellation taking effect, a new month. */
-export function advanceTo(rec: Recorder, now: Date): void {
-  if (!somethingDue(rec.state, now)) return;
-  const period = periodOf(now);
-  // Each finished month is closed with the state it ends in, and the next one opened, up to
-  // now's: a month without a single call is still a month of the plan, closed (and invoiced)
-  // like any other. What a cancellation or a new month change belongs to the new month.
-  while (rec.state.period !== null && period > rec.state.period) {
-    const next = new Date(nextPeriodStart(new Date(`${rec.state.period}-01T00:00:00Z`)));
-    rec.emit('LedgerPeriodClosed', { period: rec.state.period, carried: carriedOf(rec.state) });
-    applyDueChange(rec, next);
-    rec.emit('AllowancePeriodOpened', { period: periodOf(next), allowance: entitlementsOf(rec.state.tier, rec.state.pro).credits, resets_at: nextPeriodStart(next) });
-  }
-  applyDueChange(rec, now);
-  if (rec.state.period === null) {
-    rec.emit('AllowancePeriodOpened', { period, allowance: entitlementsOf(rec.state.tier, rec.state.pro).credits, resets_at: nextPeriodStart(now) });
-  }
-}
-
-/** A scheduled cancellation or downgrade due by `at`. */
-function applyDueChange(rec: Recorder, at: Date): void {
-  const due = rec.state.cancellation_effective_at;
-  if (due === null || Date.parse(due) > at.getTime()) return;
-  const tier = rec.state.scheduled_tier ?? 'free';
-  rec.emit('PlanChanged', { tier, reason: rec.state.scheduled_tier ? 'downgraded_at_period_end' : 'cancelled_at_period_end' });
-  if (rec.state.allow_overage && !overageAllowed(tier)) rec.emit('OverageSwitched', { allow_overage: false });
-}
+/** An account's ledger stream, as a command handler folds it. */
+export const ledgerOf = (accountId: string): Stream<LedgerState, LedgerEvent> => ({ streamId: ledgerStream(accountId), initialState, evolve });
 
 /** Everything of the state but `last_hash`: what a month's closing event carries into the next. */
 export function carriedOf(s: LedgerState): CarriedLedgerState {

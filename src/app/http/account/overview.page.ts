@@ -8,7 +8,7 @@ import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/accounts/api-keys.j
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
 import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';
-import type { KeyState } from '../../../../commands/manage-keys/account.decider.js';
+import type { KeyState } from '../../../domain/accounts/account.state.js';
 import type { LedgerPageResponse } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import type { WebhookListItem } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import type { InvoiceDoc } from '../../../../projections/invoices/invoices.projection.js';

@@ -8,7 +8,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import { RateLimiterRes, type RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Services } from '../../container.js';
-import { inspectSignInLink, normalizeEmail, redeemSignInLink, requestSignInLink, signOut, type SignInMailBudget } from '../../../../commands/sign-in/sign-in.handler.js';
+import { inspectSignInLink, redeemSignInLink, requestSignInLink, signOut, type SignInMailBudget } from '../../../../commands/sign-in/sign-in.handler.js';
+import { normalizeEmail } from '../../../domain/accounts/email-claim.js';
 import { AppError } from '../../../core/errors.js';
 import { clientAddress } from '../client-address.js';
 import { accountErrorPage, sendAccountPage, signedIn, type AccountWeb } from './account-web.js';

@@ -1,0 +1,83 @@
+/**
+ * A developer account's state (its address, keys and rate override) and how each event changes it
+ * (`evolveAccount`), with the account's first decision (`openAccount`): sign-in and the operator's
+ * `keys create` both open an account in the same append as its ledger, and the account decider
+ * (commands/manage-keys) decides everything after.
+ */
+import { AppError } from '../../core/errors.js';
+import type { Stream } from '../../core/command-handler.js';
+import { accountStream, type AccountEvent } from './account.events.js';
+
+export interface KeyState {
+  key_id: string;
+  prefix: string;
+  status: 'active' | 'revoked' | 'rotated';
+  grace_until: string | null;
+  /** For a rotated key: the key that replaced it. */
+  replaced_by: string | null;
+}
+
+export interface AccountState {
+  exists: boolean;
+  account_id: string | null;
+  email: string | null;
+  keys: Map<string, KeyState>;
+  /** The operator's rate override (absent: the plan's). */
+  rate_limit: number | 'unlimited' | 'tier';
+}
+
+export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map(), rate_limit: 'tier' });
+
+/** An account's stream, as the command handler folds it. */
+export const accountOf = (accountId: string): Stream<AccountState, AccountEvent> => ({
+  streamId: accountStream(accountId),
+  initialState: initialAccountState,
+  evolve: evolveAccount,
+});
+
+export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
+  switch (event.type) {
+    case 'AccountCreated':
+      return { ...state, exists: true, account_id: event.data.account_id, email: event.data.email };
+    case 'ApiKeyIssued': {
+      const keys = new Map(state.keys);
+      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, status: 'active', grace_until: null, replaced_by: null });
+      return { ...state, keys };
+    }
+    case 'ApiKeyRevoked': {
+      const keys = new Map(state.keys);
+      const k = keys.get(event.data.key_id);
+      if (k) keys.set(k.key_id, { ...k, status: 'revoked' });
+      return { ...state, keys };
+    }
+    case 'ApiKeyRotated': {
+      const keys = new Map(state.keys);
+      const k = keys.get(event.data.key_id);
+      if (k) keys.set(k.key_id, { ...k, status: 'rotated', grace_until: event.data.grace_until, replaced_by: event.data.replaced_by });
+      return { ...state, keys };
+    }
+    case 'RateLimitSet':
+      return { ...state, rate_limit: event.data.per_second };
+    default: {
+      const _exhaustive: never = event;
+      return _exhaustive;
+    }
+  }
+}
+
+/** The key material a new key is recorded with (the key itself is never stored). */
+export interface KeyMaterial {
+  key_id: string;
+  key_hash: string;
+  prefix: string;
+}
+
+/** `AccountCreated` with its first key; 409 `conflict` for an account that exists. */
+export function openAccount(state: AccountState, command: { account_id: string; email: string | null; key: KeyMaterial }, now: Date): AccountEvent[] {
+  if (state.exists) throw new AppError('conflict', `account ${command.account_id} already exists`);
+  const at = now.toISOString();
+  return [
+    { type: 'AccountCreated', data: { account_id: command.account_id, email: command.email, at } },
+    { type: 'ApiKeyIssued', data: { ...command.key, at } },
+  ];
+}

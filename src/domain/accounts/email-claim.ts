@@ -1,0 +1,29 @@
+/**
+ * The one account of an email address: how an address is normalised, and the stream that claims it
+ * for an account (`email-<sha256(address)>`). Sign-in reads the claim to find (or make) the
+ * account a link opens; the operator's `keys create` claims the address of the account it creates.
+ */
+import type { Stream } from '../../core/command-handler.js';
+import { badRequest } from '../../core/errors.js';
+import { sha256Hex } from '../../core/sha256.js';
+import { emailStream, type SessionEvent } from './session.events.js';
+
+/** Trimmed and lower-cased; refused (400) unless it looks like one address. */
+export function normalizeEmail(raw: unknown): string {
+  const email = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (email.length > 254 || !/^[^\s@<>()[\],;:"]+@[^\s@<>()[\],;:"]+\.[a-z]{2,}$/.test(email)) {
+    throw badRequest('Enter one email address, like you@example.com');
+  }
+  return email;
+}
+
+export interface ClaimState {
+  account_id: string | null;
+}
+
+/** The stream that names the one account of an address (`email` normalised). */
+export const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
+  streamId: emailStream(sha256Hex(email)),
+  initialState: () => ({ account_id: null }),
+  evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : s),
+});

@@ -1,0 +1,23 @@
+/**
+ * What a self-serve purchase costs now, quoted on the ledger's state: the page shows the quote,
+ * billing charges it and the ledger's decider checks the confirmed amount against it again.
+ */
+import { AppError, badRequest } from '../../core/errors.js';
+import type { Tier } from '../plans.js';
+import type { LedgerState } from '../ledger/ledger.state.js';
+import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from './proration.js';
+
+/** What an upgrade to `tier` costs now; refused (400) when it is not an upgrade a user may buy. */
+export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {
+  const from = monthlyPriceCents(s.tier);
+  const to = monthlyPriceCents(tier);
+  if (from === null || to === null) throw badRequest(`The ${from === null ? s.tier : tier} plan is not sold self-serve`);
+  if (to <= from) throw badRequest(`${tier} is not an upgrade from ${s.tier}: a cheaper plan starts at the end of the month`);
+  return prorate(to - from, now);
+}
+
+/** What the Pro membership costs now, for the rest of the month; refused (409) for a member. */
+export function quotePro(s: LedgerState, now: Date): Proration {
+  if (s.pro) throw new AppError('conflict', 'This account is already a Pro member');
+  return prorate(PRO_MONTHLY_PRICE_CENTS, now);
+}

@@ -1,0 +1,54 @@
+/**
+ * What may be asked of an account's credit ledger, and the port through which other features ask
+ * it: the ledger's decider (commands/ledger) decides these commands, its handler implements
+ * `Ledger`, and the application hands that handler to the features that change a ledger (billing,
+ * the invoice issuer) without their importing the ledger's slice.
+ */
+import type { Tier } from '../plans.js';
+import type { RateKey } from '../rate-card.js';
+import type { Channel, LedgerEvent } from './ledger.events.js';
+import type { LedgerState } from './ledger.state.js';
+
+export type OpenLedger = { type: 'OpenLedger'; data: { account_id: string; tier: Tier; pro: boolean } };
+/** `cost` comes from the rate card (`costOf`) once the call's rows are counted. */
+export type DebitCredits = {
+  type: 'DebitCredits';
+  data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number };
+};
+/** `price_cents` and `payment_ref` when sold on the account page (paid through the Billing port). */
+export type PurchasePack = { type: 'PurchasePack'; data: { pack_id: string; credits: number; price_cents?: number; payment_ref?: string } };
+export type SwitchOverage = { type: 'SwitchOverage'; data: { on: boolean } };
+export type SetPlan = { type: 'SetPlan'; data: { tier: Tier } };
+/** Falls back to free at the end of the current period; the key keeps working. */
+export type CancelPlan = { type: 'CancelPlan'; data?: Record<string, never> };
+export type SetPro = { type: 'SetPro'; data: { on: boolean } };
+/**
+ * Self-serve: a dearer plan at once. `amount_cents` is the prorated amount the user confirmed and
+ * paid (`payment_ref`); it must still be the amount due now (`quoteUpgrade`).
+ */
+export type UpgradePlan = { type: 'UpgradePlan'; data: { tier: Tier; amount_cents: number; payment_ref: string } };
+/** Self-serve: a cheaper plan from the end of the month (never prorated). */
+export type DowngradePlan = { type: 'DowngradePlan'; data: { tier: Tier } };
+/** Self-serve: the Pro membership at once, its prorated price confirmed and paid. */
+export type StartPro = { type: 'StartPro'; data: { amount_cents: number; payment_ref: string } };
+
+/** Records what the clock alone made due (finished months closed, a scheduled change applied): the monthly sweep of idle accounts. */
+export type CloseFinishedMonths = { type: 'CloseFinishedMonths'; data?: Record<string, never> };
+
+export type LedgerCommand = OpenLedger | DebitCredits | PurchasePack | SwitchOverage | SetPlan | CancelPlan | SetPro | UpgradePlan | DowngradePlan | StartPro | CloseFinishedMonths;
+
+export interface LedgerOutcome {
+  /** The account's state after the command (what `X-Credits-Remaining` is computed from). */
+  state: LedgerState;
+  events: LedgerEvent[];
+  /** Global position of the last event written, null when the command wrote nothing. */
+  position: string | null;
+}
+
+/** The write side of the accounts' ledgers, as other features use it (commands/ledger/ledger.handler.ts implements it). */
+export interface Ledger {
+  /** The account's current state, refreshed with anything appended since it was last read. */
+  state(accountId: string): Promise<LedgerState>;
+  /** Decides `command` on the account's ledger and appends what it produces. */
+  execute(accountId: string, command: LedgerCommand): Promise<LedgerOutcome>;
+}
