@@ -6,11 +6,6 @@ import type { ProblemDetails } from '../../src/web/problem.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 import { tickerFromPath } from '../shared/tickers.js';
 import { getScoreAsOf } from './get-score.query.js';
-// Route order: express tries routes in registration order, and GET /v1/scores/{ticker} would
-// capture GET /v1/scores/history. tsoa registers controllers in the TypeScript program's file
-// order, where a file's imports come before it, so this import puts the multi-ticker route first
-// whatever order the controller glob yields (test/e2e/history.test.ts checks it).
-import '../get-multi-ticker-history/get-multi-ticker-history.controller.js';
 
 export interface ScoreResponse {
   /** Requested symbol (upper-cased). */

@@ -1,10 +1,5 @@
-import { logEncoding } from '../core/log-encoding.js';
 import { join } from 'node:path';
 import { pino, type Logger } from 'pino';
-import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
-import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
-import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
-import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
 import { allProjections } from '../../projections/index.js';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
@@ -31,7 +26,7 @@ import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/vi
 import type { QueryContext } from '../../queries/shared/query-context.js';
 import { LedgerMeter } from './metering/meter.js';
 import { Metrics } from './metrics/metrics.js';
-import { InstrumentedEventStore } from './metrics/instrumented-event-store.js';
+import { openStores } from './open-stores.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -85,41 +80,9 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
   const transportClock = options.transportClock ?? options.clock ?? systemClock;
   const log = options.log ?? pino({ level: config.logLevel });
-  // Two connections to the one file: the log commits with a full fsync, read models without.
-  const connections: SqliteDb[] = [];
-  const embedded = (synchronous: 'FULL' | 'NORMAL') => {
-    const db = openSqlite(config.sqliteFile, { synchronous });
-    connections.push(db);
-    return db;
-  };
-  const closers: (() => Promise<void>)[] = [];
-
-  let events: EventStore;
-  if (config.esdbUrl) {
-    const { EventStoreDbEventStore } = await import('../../infra/eventstoredb/event-store.js');
-    events = new EventStoreDbEventStore(config.esdbUrl, { codec: logEncoding });
-  } else if (config.postgresUrl) {
-    const { PostgresEventStore } = await import('../../infra/postgresql/event-store.js');
-    events = new PostgresEventStore(config.postgresUrl, clock, { codec: logEncoding });
-  } else {
-    events = new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
-  }
   const metrics = new Metrics();
-  events = new InstrumentedEventStore(events, metrics);
-  let reads: ReadStore;
-  if (config.mongodbUri) {
-    const { MongoReadStore } = await import('../../infra/mongodb/read-store.js');
-    reads = new MongoReadStore(config.mongodbUri, config.mongodbDb);
-  } else {
-    reads = new SqliteReadStore(embedded('NORMAL'));
-  }
-  let bus: EventBus;
-  if (config.kafkaBrokers) {
-    const { KafkaEventBus } = await import('../../infra/kafka/event-bus.js');
-    bus = new KafkaEventBus({ brokers: config.kafkaBrokers, clientId: 'scores-service', prefix: config.kafkaTopicPrefix });
-  } else {
-    bus = new InMemoryEventBus({ onError: (err: unknown) => log.error({ err }, 'bus handler failed') });
-  }
+  const stores = await openStores(config, clock, log, metrics);
+  const { events, reads, bus } = stores;
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
   });
@@ -130,28 +93,9 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const baseUrl = () => config.publicBaseUrl ?? listenUrl;
   // Queries read through a cache of the latest scores (one read per metered score call).
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
-  const visibility = new VisibilityCache(queryReads);
-  const memo = new ReadModelMemo();
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
   const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost));
-  runner.onBatch((batch) => {
-    queryReads.invalidate(batch);
-    memo.invalidate(batch);
-    // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
-    if (batch.some((e) => e.streamId.startsWith('account-'))) meter.forgetKeys();
-    if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
-  });
-  closers.push(
-    () => runner.stop(),
-    () => mailer.close(),
-    () => bus.close(),
-    () => events.close(),
-    () => reads.close(),
-    async () => {
-      for (const db of connections) db.close();
-    },
-  );
   return {
     config,
     clock,
@@ -168,25 +112,54 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     billing: new EmbeddedBilling(),
     ledger,
     meter,
-    queries: {
-      reads: queryReads,
-      memo,
-      events,
-      meter,
-      visibility: (entitlements) => visibility.get(entitlements, clock.now()),
-      baseUrl,
-      async ledgerCaughtUp(accountId) {
-        const position = ledger.position(accountId);
-        if (position) await Promise.race([runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
-      },
-    },
+    queries: queryContext({ reads: queryReads, events, meter, ledger, runner, clock, baseUrl }),
     metrics,
     baseUrl,
     setListenUrl: (url) => {
       listenUrl = url;
     },
     async close() {
-      for (const c of closers) await c();
+      await runner.stop();
+      await mailer.close();
+      await stores.close();
+    },
+  };
+}
+
+/**
+ * What the read side is given, with its caches (visibility, memoised read models), each dropped
+ * as the runner applies the events that change it, as the latest-scores cache and the meter's key
+ * lookups are.
+ */
+function queryContext(parts: {
+  reads: CachedReadStore;
+  events: EventStore;
+  meter: LedgerMeter;
+  ledger: LedgerService;
+  runner: ProjectorRunner;
+  clock: Clock;
+  baseUrl: () => string;
+}): QueryContext {
+  const { reads, events, meter, ledger, runner, clock, baseUrl } = parts;
+  const visibility = new VisibilityCache(reads);
+  const memo = new ReadModelMemo();
+  runner.onBatch((batch) => {
+    reads.invalidate(batch);
+    memo.invalidate(batch);
+    // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
+    if (batch.some((e) => e.streamId.startsWith('account-'))) meter.forgetKeys();
+    if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
+  });
+  return {
+    reads,
+    memo,
+    events,
+    meter,
+    visibility: (entitlements) => visibility.get(entitlements, clock.now()),
+    baseUrl,
+    async ledgerCaughtUp(accountId) {
+      const position = ledger.position(accountId);
+      if (position) await Promise.race([runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
 }

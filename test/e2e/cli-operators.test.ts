@@ -3,7 +3,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { buildCli } from '../../src/app/cli/main.js';
-import { readDemoKeys } from '../../src/app/server.js';
+import { readDemoKeys } from '../../src/app/demo-keys.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { KEY_PREFIX } from '../../src/domain/accounts/api-keys.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';

@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEMO_DEFAULT_SEED } from '../../commands/seed-demo/dataset/generate.js';
-import { DEMO_KEY_FILE, readDemoKeys } from '../../src/app/server.js';
+import { DEMO_KEY_FILE, readDemoKeys } from '../../src/app/demo-keys.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { KEY_PREFIX, hashApiKey } from '../../src/domain/accounts/api-keys.js';
 import { TIERS } from '../../src/domain/plans.js';

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { readDemoKeys, startServer, type RunningServer } from '../../src/app/server.js';
+import { readDemoKeys } from '../../src/app/demo-keys.js';
+import { startServer, type RunningServer } from '../../src/app/server.js';
 import type { Tier } from '../../src/domain/plans.js';
 import type { Logger } from 'pino';
 

@@ -10,15 +10,15 @@ import { requestIdOf } from './authentication.js';
 import { API_HEADERS, HEADER } from '../../web/response-headers.js';
 import { provideHttpContext } from './http-context.js';
 import { useLeanJson } from './json-response.js';
-import { methodsByRoute, queryParamsByRoute, servedOpenApi } from './openapi.js';
+import { queryParamsByRoute, servedOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { compressBodies, dailyEtag, DAILY_FREE_PATHS } from './fair-use.js';
 import { noStore, PRIVATE_PATH_PREFIXES } from './private-responses.js';
 import { problemOf } from '../../web/problem.js';
 import { registerPages } from './pages/index.js';
 import { registerAccount } from './account/index.js';
-import { mcpMethodNotAllowed, mcpRoute } from '../mcp/http.js';
 import { observeRequests, registerMetricsRoutes } from './metrics.routes.js';
+import { v1PathsAndMethods } from './v1-paths.js';
 
 function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/app/http/generated/swagger.json');
@@ -29,38 +29,38 @@ function loadOpenApi(): Record<string, unknown> {
 const PAGE_PREFIXES = ['/stocks', '/license', '/docs'];
 
 /**
- * The document's spelling of a /v1 path, read case-insensitively and without a trailing slash:
- * the declared literal segments with the request's parameter values, or null when no declared
- * path matches even so (an unknown path). Literal segments beat parameters, so `/v1/scores/HISTORY`
- * is `/v1/scores/history`, not the ticker route (which it matches as sent); between two equally
- * literal readings, the one spelt as sent.
+ * Routes the composition adds after the pages and the account pages, before the 404 (server.ts
+ * mounts MCP so: src/app/mcp may use src/app/http, never the other way round).
  */
-function canonicalV1Path(path: string, routes: readonly { route: string }[]): string | null {
-  const given = path.replace(/\/$/, '').split('/');
-  let best: { path: string; literals: number } | null = null;
-  for (const { route } of routes) {
-    const declared = route.split('/');
-    if (declared.length !== given.length) continue;
-    let literals = 0;
-    const out: string[] = [];
-    for (const [i, seg] of declared.entries()) {
-      const sent = given[i]!;
-      if (seg.startsWith(':')) {
-        out.push(sent);
-      } else if (seg.toLowerCase() === sent.toLowerCase()) {
-        out.push(seg);
-        literals++;
-      } else break;
-    }
-    const candidate = out.join('/');
-    if (out.length === declared.length && (!best || literals > best.literals || (literals === best.literals && candidate === path))) best = { path: candidate, literals };
-  }
-  return best?.path ?? null;
+export type RouteMount = (app: Express, openapi: Record<string, unknown>) => void;
+
+/** The HTTP face: tsoa routes, health, the OpenAPI document, the pages, `mounts`, and one problem+json error handler. */
+export function createApp(services: Services, mounts: readonly RouteMount[] = []): Express {
+  const app = express();
+  configure(app, services);
+  const openapi = loadOpenApi();
+  provideContext(app, services, openapi);
+  app.use(v1PathsAndMethods(services, openapi));
+  app.use(compressBodies());
+  app.get(DAILY_FREE_PATHS, dailyEtag);
+  app.use(PRIVATE_PATH_PREFIXES, noStore);
+  // The API first: it takes almost all the traffic, and its routes share no path with the rest.
+  RegisterRoutes(app);
+  registerServiceRoutes(app, services, openapi);
+  app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
+  registerPages(app, services);
+  registerAccount(app, services);
+  for (const mount of mounts) mount(app, openapi);
+
+  app.use((req, res) => {
+    sendProblem(res, problemOf('not_found', `no route for ${req.method} ${req.path}`, services.baseUrl()));
+  });
+  app.use(problemHandler(() => services.baseUrl(), services.log, services.meter));
+  return app;
 }
 
-/** The HTTP face: tsoa routes, health, the OpenAPI document, and one problem+json error handler. */
-export function createApp(services: Services): Express {
-  const app = express();
+/** The settings, then the first middleware every request passes: the access log, lean JSON, the API headers. */
+function configure(app: Express, services: Services): void {
   // One spelling per path, everywhere: express would also serve `/OpenAPI.json` and `/docs/`.
   // Set before the first route, when express makes its router.
   app.set('case sensitive routing', true);
@@ -79,7 +79,10 @@ export function createApp(services: Services): Express {
     res.setHeader(HEADER.requestId, requestIdOf(req, services.ids));
     next();
   });
-  const openapi = loadOpenApi();
+}
+
+/** What tsoa's controllers are given (src/app/http/ioc.ts): the queries' and the commands' ports. */
+function provideContext(app: Express, services: Services, openapi: Record<string, unknown>): void {
   const queryParams = queryParamsByRoute(openapi);
   provideHttpContext(app, {
     queries: services.queries,
@@ -99,34 +102,10 @@ export function createApp(services: Services): Express {
     ids: services.ids,
     queryParams,
   });
-  // Every /v1 path answers the methods the OpenAPI document declares for it, and no other: HEAD
-  // would run (and charge) the whole call for headers alone; other methods would fall through to
-  // a 404 for a path that exists.
-  const v1Routes = [...methodsByRoute(openapi)].map(([p, methods]) => ({ route: p, exact: new RegExp(`^${p.replace(/:[^/]+/g, '[^/]+')}$`), methods }));
-  // Mounted without a path, which would match case-sensitively: `/V1/USAGE` is a /v1 path spelt otherwise.
-  app.use((req, res, next) => {
-    const path = req.originalUrl.split('?')[0]!;
-    if (!/^\/v1(\/|$)/i.test(path)) return next();
-    // One spelling per path, the document's, named in the 404. A case variant of a literal segment
-    // can match a parameter as sent (`/v1/scores/HISTORY`, the ticker route): refused as well.
-    const matched = v1Routes.filter((r) => r.exact.test(path));
-    const canonical = canonicalV1Path(path, v1Routes);
-    if (matched.length === 0 || canonical !== path) {
-      const hint = canonical ? `; the path is ${canonical} (paths are case-sensitive, without a trailing slash)` : '';
-      return sendProblem(res, problemOf('not_found', `no route for ${req.method} ${path}${hint}`, services.baseUrl()));
-    }
-    const allowed = [...new Set(matched.flatMap((r) => r.methods))].sort();
-    if (req.method !== 'HEAD' && allowed.includes(req.method)) return next();
-    res.setHeader(HEADER.allow, allowed.join(', '));
-    const why = req.method === 'HEAD' ? ': a HEAD would be charged for data it does not deliver' : '';
-    sendProblem(res, problemOf('method_not_allowed', `${req.method} is not served here; this /v1 endpoint answers ${allowed.join(', ')}${why}`, services.baseUrl()));
-  });
-  app.use(compressBodies());
-  app.get(DAILY_FREE_PATHS, dailyEtag);
-  app.use(PRIVATE_PATH_PREFIXES, noStore);
-  // The API first: it takes almost all the traffic, and its routes share no path with the rest.
-  RegisterRoutes(app);
+}
 
+/** The service's own documents: /openapi.json, /metrics, /readyz and /healthz. */
+function registerServiceRoutes(app: Express, services: Services, openapi: Record<string, unknown>): void {
   let served: { base: string; doc: Record<string, unknown> } | null = null;
   app.get('/openapi.json', (_req, res) => {
     const base = services.baseUrl();
@@ -147,17 +126,4 @@ export function createApp(services: Services): Express {
       projections,
     });
   });
-
-  app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
-  registerPages(app, services);
-  registerAccount(app, services);
-  // A body is read here and by the webhook commands (JSON, 16 KiB: commands/manage-webhooks/webhooks.controller.ts).
-  app.post('/mcp/http', ...mcpRoute(services, openapi));
-  app.all('/mcp/http', mcpMethodNotAllowed(services));
-
-  app.use((req, res) => {
-    sendProblem(res, problemOf('not_found', `no route for ${req.method} ${req.path}`, services.baseUrl()));
-  });
-  app.use(problemHandler(() => services.baseUrl(), services.log, services.meter));
-  return app;
 }

@@ -1,0 +1,57 @@
+import { CommanderError } from 'commander';
+import { IngestValidationError } from '../../../commands/ingest/ingest.parser.js';
+import { AppError } from '../../core/errors.js';
+import { ConfigError } from '../config.js';
+import { ListenError } from '../server.js';
+import { StoreBusyError } from '../store-users.js';
+
+/**
+ * Exit codes: 1 a runtime error, 2 a usage error (an unknown command or option, a missing argument,
+ * a bad value: as POSIX utilities and commander's own conventions have it), 3 `audit` found a
+ * difference (a finding, neither of the two).
+ */
+export const EXIT = { runtime: 1, usage: 2, auditDiffers: 3 } as const;
+
+/** The stable codes of the CLI's own errors (besides the service's error codes, src/core/errors.ts). */
+const CLI_ERRORS = {
+  usage: 'Usage error',
+  file_unreadable: 'File cannot be read',
+  invalid_file: 'File not valid',
+  config_invalid: 'Configuration not valid',
+  cannot_listen: 'Cannot listen',
+  busy: 'Another process holds the store',
+  not_found: 'Not found',
+  internal: 'Internal error',
+} as const;
+export type CliErrorCode = keyof typeof CLI_ERRORS;
+
+/** An error the CLI reports in one line: a usage error unless `code` says otherwise. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly code: CliErrorCode = 'usage',
+  ) {
+    super(message);
+  }
+}
+
+/** What `--json` prints on stderr for an error: a problem-like object with a stable `code`. */
+export interface CliProblem {
+  code: string;
+  title: string;
+  detail: string;
+  exit_code: number;
+  [extension: string]: unknown;
+}
+
+export function problemOfError(err: unknown): CliProblem {
+  const own = (code: CliErrorCode, detail: string): CliProblem => ({ code, title: CLI_ERRORS[code], detail, exit_code: code === 'usage' ? EXIT.usage : EXIT.runtime });
+  if (err instanceof CommanderError) return own('usage', err.code === 'commander.help' ? 'no command given: `scores --help` lists them' : err.message.replace(/^error: /, ''));
+  if (err instanceof AppError) return { ...err.extensions, code: err.code, title: err.title, status: err.status, detail: err.detail, exit_code: EXIT.runtime };
+  if (err instanceof CliError) return own(err.code, err.message);
+  if (err instanceof IngestValidationError) return own('invalid_file', err.message);
+  if (err instanceof ConfigError) return own('config_invalid', err.message);
+  if (err instanceof ListenError) return own('cannot_listen', err.message);
+  if (err instanceof StoreBusyError) return own('busy', err.message);
+  return own('internal', err instanceof Error ? err.message : String(err));
+}

@@ -1,0 +1,81 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { dropLedgerSnapshots } from '../../../commands/ledger/drop-snapshots.handler.js';
+import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
+import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
+import { CliError, EXIT } from './cli-errors.js';
+import { accountOption, printer, withServices } from './command-kit.js';
+
+/** For auditors: `audit` and `ledger export|drop-snapshot`. */
+export function addLedgerCommands(program: Command): void {
+  program
+    .command('audit')
+    .description("Replay an account's credit ledger from its first event, verify its hash chain and compare every month with the usage read model")
+    .option('--account <id>', 'the account to audit')
+    .option('--month <YYYY-MM>', 'with --account: only that month, replayed from the previous month\'s closing event', parseMonth)
+    .option('--all', 'audit every account')
+    .option('--json', 'machine-readable output')
+    .action(async (opts: { account?: string; month?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
+      if (opts.month && !opts.account) throw new CliError('--month needs --account');
+      await withServices(
+        async (s) => {
+          const deps = { events: s.events, reads: s.reads };
+          if (opts.month) {
+            const report = await auditMonth({ ...deps, accountId: opts.account!, month: opts.month });
+            printer(Boolean(opts.json))(formatMonthAudit(report), report);
+            if (!report.ok) process.exitCode = EXIT.auditDiffers;
+            return;
+          }
+          if (opts.all) {
+            const all = await auditAll(deps);
+            printer(Boolean(opts.json))(formatAuditSummary(all), all);
+            if (!all.ok) process.exitCode = EXIT.auditDiffers;
+            return;
+          }
+          const report = await auditAccount({ ...deps, accountId: opts.account! });
+          if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`, 'not_found');
+          printer(Boolean(opts.json))(formatAuditReport(report), report);
+          if (!report.ok) process.exitCode = EXIT.auditDiffers;
+        },
+        { readModels: true },
+      );
+    });
+
+  const ledger = program.command('ledger').description("An account's credit ledger, for auditors");
+  ledger
+    .command('export')
+    .description('Print the ledger (or one month of it) from the log as JSON lines, with the hashes: verify it with the recipe in docs/ledger.md')
+    .addOption(accountOption())
+    .option('--month <YYYY-MM>', 'only that month (its first prev_hash is the previous month\'s last hash)', parseMonth)
+    .action(async (opts: { account: string; month?: string; json?: boolean }) => {
+      await withServices(
+        async (s) => {
+          const lines = await exportLedger({ events: s.events, reads: s.reads, accountId: opts.account, month: opts.month });
+          if (lines.length === 0 && opts.month === undefined) throw new CliError(`account ${opts.account} has no credit ledger`, 'not_found');
+          // JSON lines are the export's own format; `--json` makes it one document like every command's.
+          if (opts.json) process.stdout.write(`${JSON.stringify({ account_id: opts.account, month: opts.month ?? null, lines })}\n`);
+          else for (const line of lines) process.stdout.write(`${JSON.stringify(line)}\n`);
+        },
+        { readModels: true },
+      );
+    });
+
+  ledger
+    .command('drop-snapshot')
+    .description("Drop an account's ledger snapshot (a cache, e.g. one the audit reports as differing): the next start folds its stream from the log")
+    .option('--account <id>', 'the account')
+    .option('--all', 'every account')
+    .action(async (opts: { account?: string; all?: boolean; json?: boolean }) => {
+      if (!opts.account === !opts.all) throw new CliError('give either --account ID or --all');
+      await withServices(async (s) => {
+        const dropped = await dropLedgerSnapshots(s.reads, opts.account ?? null);
+        printer(Boolean(opts.json))(`${dropped} ledger snapshot${dropped === 1 ? '' : 's'} dropped`, { dropped, account_id: opts.account ?? null });
+      });
+    });
+}
+
+/** `--month`: a calendar month YYYY-MM. */
+function parseMonth(value: string): string {
+  if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(value)) throw new InvalidArgumentError('must be a month YYYY-MM');
+  return value;
+}

@@ -1,0 +1,72 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { openServices } from '../container.js';
+import { startServer } from '../server.js';
+
+/** `--port`: an integer 0-65535. */
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > 65535) {
+    throw new InvalidArgumentError('must be an integer 0-65535 (0 picks a free port)');
+  }
+  return n;
+}
+
+/** `scores serve`: REST and MCP until SIGINT or SIGTERM. */
+export function addServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('Serve REST and MCP on PORT; seeds the demo into an empty store first')
+    .option('--port <port>', 'override PORT (0-65535; 0 picks a free one)', parsePort)
+    .action(async (opts: { port?: number; json?: boolean }) => {
+      const services = await openServices(loadConfig());
+      let running: Awaited<ReturnType<typeof startServer>>;
+      try {
+        running = await startServer(services, { port: opts.port });
+      } catch (err) {
+        // Nothing serves: close the stores (their threads would keep the process alive).
+        await services.close().catch(() => undefined);
+        throw err;
+      }
+      // Before the "listening" line: whoever waits for it (a supervisor, a test) may stop the
+      // process at once, and the stop must be the clean one (in-flight requests, stores, run lock).
+      const stop = () => {
+        services.log.info('shutting down: finishing in-flight requests');
+        void running.shutdown().then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      services.log.info({ url: running.url, base_url: running.baseUrl, demo_key_file: running.demoKeyFile }, 'listening');
+      printStartBanner(running, Boolean(opts.json));
+    });
+}
+
+/**
+ * The start banner, on stderr: stdout is the JSON log stream (a log shipper stores it), and a
+ * demo key's value is shown only on a terminal, where a person reads it; elsewhere the banner names
+ * `<SCORES_DATA_DIR>/demo-keys.json`. The demo accounts got random keys on their first start and
+ * the store keeps only hashes, so a key the file no longer holds cannot be shown again.
+ */
+function printStartBanner(running: Awaited<ReturnType<typeof startServer>>, json: boolean): void {
+  const terminal = Boolean(process.stderr.isTTY);
+  const demoKeys = running.demoKeys.map(({ key, ...k }) => (terminal ? { ...k, key } : k));
+  const openapi = `${running.baseUrl}/openapi.json`;
+  if (json) {
+    const banner = { listening: running.url, base_url: running.baseUrl, openapi, demo_key_file: running.demoKeyFile, demo_keys: demoKeys, demo_keys_unknown: running.demoKeysUnknown };
+    process.stderr.write(`${JSON.stringify(banner)}\n`);
+    return;
+  }
+  const w = (line: string) => process.stderr.write(`${line}\n`);
+  w(`\nscores service listening on ${running.url}\n  base URL: ${running.baseUrl}\n  OpenAPI:  ${openapi}`);
+  if (!running.demoKeyFile) return;
+  w(`\ndemo API keys (one per tier; send as X-API-Key; kept in ${running.demoKeyFile}, readable by its owner only${terminal ? '' : '; shown on a terminal only'}):`);
+  for (const k of running.demoKeys) w(`  ${k.tier.padEnd(10)} ${terminal ? k.key : `${k.key_id} (${k.account_id})`}`);
+  for (const u of running.demoKeysUnknown) w(`  ${u.tier.padEnd(10)} not in the file, cannot be shown again (active: ${u.key_ids.join(', ') || 'none'})`);
+  if (running.demoKeysUnknown.length) {
+    w('  Demo keys are random and written only to that file, on their first start; the store keeps their hashes.');
+    w('  A new key for an account (printed once, not added to the file):');
+    w('  npx scores keys rotate <key_id>');
+  }
+  const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0];
+  if (example && terminal) w(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL`);
+}
