@@ -7,6 +7,18 @@ import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import type { Services } from './container.js';
 
+/**
+ * The background workers, by the name the guides (README, docs/architecture.md) and the logs use.
+ * `projections` is the projector runner, started by catchUpReadModels in server.ts before the
+ * others; the rest start here in this order and stop in the reverse of `STOP_ORDER`.
+ */
+export const WORKER_NAMES = ['projections', 'publisher', 'alerts', 'webhooks', 'ingest', 'invoices', 'exports'] as const;
+export type WorkerName = (typeof WORKER_NAMES)[number];
+
+interface Stoppable {
+  stop(): Promise<void>;
+}
+
 /** The workers a serving process runs beside the projector runner, started and stopped together. */
 export interface BackgroundWorkers {
   /** Issues the invoices of closed months (every 5 s; `drain()` runs a pass now). */
@@ -15,23 +27,24 @@ export interface BackgroundWorkers {
   stop(): Promise<void>;
 }
 
+const STOP_ORDER: readonly Exclude<WorkerName, 'projections'>[] = ['exports', 'publisher', 'alerts', 'invoices', 'webhooks', 'ingest'];
+
 /** Starts the background workers; `dataset` (the demo's one simulation) drives the demo publisher. */
 export async function startBackgroundWorkers(services: Services, dataset: DemoDataset | null): Promise<BackgroundWorkers> {
-  const publisher = dataset ? runDemoPublisher(services, dataset) : null;
-  const alerts = runUsageAlerts(services);
-  const webhookDispatcher = await runWebhookDelivery(services);
-  const ingestConsumer = await runIngestConsumer(services);
-  const invoiceIssuer = runInvoiceIssuer(services);
-  const exportsSchedule = services.config.exportsSchedule ? runExportSchedule(services, services.config.exportsSchedule) : null;
+  const schedule = services.config.exportsSchedule;
+  // Started in the literal's order.
+  const running: Record<Exclude<WorkerName, 'projections'>, Stoppable | null> & { invoices: InvoiceIssuer } = {
+    publisher: dataset ? runDemoPublisher(services, dataset) : null,
+    alerts: runUsageAlerts(services),
+    webhooks: await runWebhookDelivery(services),
+    ingest: await runIngestConsumer(services),
+    invoices: runInvoiceIssuer(services),
+    exports: schedule ? runExportSchedule(services, schedule) : null,
+  };
   return {
-    invoices: invoiceIssuer,
+    invoices: running.invoices,
     async stop() {
-      await exportsSchedule?.stop();
-      await publisher?.stop();
-      await alerts.stop();
-      await invoiceIssuer.stop();
-      await webhookDispatcher.stop();
-      await ingestConsumer.stop();
+      for (const name of STOP_ORDER) await running[name]?.stop();
     },
   };
 }
