@@ -108,7 +108,8 @@ function toEsdbRevision(expected: ExpectedRevision): AppendExpectedRevision {
  * - Positions are the server's (commit, prepare) pair, encoded by `encodePosition`.
  * - System events (`$`-prefixed) are never returned: they are the server's bookkeeping.
  * - `appendMany` is NOT atomic across streams: EventStoreDB has no multi-stream transaction.
- *   Streams are appended in order, each atomically; a failure leaves the earlier ones written.
+ *   Conditions are checked first, then streams are appended in order, each atomically; a failure
+ *   leaves the earlier ones written, and a lease fence has a window (docs/scaling.md).
  * - Subscriptions resubscribe by themselves after a transient failure (the client's catch-up
  *   subscriptions do not), from the last position they delivered.
  */
@@ -165,10 +166,17 @@ export class EventStoreDbEventStore implements EventStore {
     return { nextExpectedRevision, position: position ?? '' };
   }
 
-  /** Appends stream by stream, in order. Not atomic across streams (see the class comment). */
+  /**
+   * Appends stream by stream, in order, after checking the conditions (appends without events:
+   * the server checks an empty append's expected revision). Not atomic across streams (see the
+   * class comment): a condition's stream may move between its check and the appends that follow.
+   */
   async appendMany(appends: StreamAppend[]): Promise<AppendResult[]> {
-    const results: AppendResult[] = [];
-    for (const a of appends) results.push(await this.append(a.streamId, a.events, a.expectedRevision ?? 'any'));
+    const results: AppendResult[] = new Array<AppendResult>(appends.length);
+    const order = appends.map((a, i) => ({ a, i, condition: a.events.length === 0 }));
+    for (const { a, i } of [...order.filter((o) => o.condition), ...order.filter((o) => !o.condition)]) {
+      results[i] = await this.append(a.streamId, a.events, a.expectedRevision ?? 'any');
+    }
     return results;
   }
 

@@ -44,6 +44,8 @@ const COLUMNS = `position, tx::text AS tx, id, stream_id, revision, type, data, 
  */
 const FENCE = 'e.tx < pg_snapshot_xmin(pg_current_snapshot())';
 
+const APPEND_LOCK = (schema: string) => `hashtext('scores.event-log.appends.${schema}')`;
+
 export function statements(schema: string) {
   const channel = `${schema}_events`;
   return {
@@ -58,19 +60,26 @@ export function statements(schema: string) {
      * order of the arrays, numbered by the sequence, and the notification (sent at commit). In a
      * serialised log the statement first takes the append lock, which it holds until it has
      * committed: numbers are drawn under it (`+ l.zero` makes each draw wait for it), so they
-     * become visible in the order they were drawn.
+     * become visible in the order they were drawn. A fenced log takes the same lock shared: appends
+     * run side by side, and a commit with conditions (`lockAppends`) waits until they committed.
      */
     append: (mode: PositionMode) => `
-      WITH ${mode === 'serialised' ? `l AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtext('scores.event-log.appends.${schema}')) AS locked, 0 AS zero),` : ''}
+      WITH l AS MATERIALIZED (SELECT ${mode === 'serialised' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared'}(${APPEND_LOCK(schema)}) AS locked, 0 AS zero),
       written AS (
         INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, recorded_at)
-        SELECT nextval('${schema}.event_position')${mode === 'serialised' ? ' + l.zero' : ''}, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, $7
-        FROM ${mode === 'serialised' ? 'l, ' : ''}unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[])
+        SELECT nextval('${schema}.event_position') + l.zero, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, $7
+        FROM l, unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[])
           AS u(stream_id, revision, id, type, data, metadata)
         RETURNING stream_id, revision, position, tx
       ),
       notified AS (SELECT pg_notify('${channel}', '') AS sent)
       SELECT w.stream_id, w.revision, w.position, w.tx::text AS tx FROM written w, notified`,
+    /**
+     * Taken first by a commit that checks a stream it does not write (a condition): every append
+     * holds this lock until it commits, so once it is granted, the next statement reads every
+     * stream's last revision as it stays until this commit (held until the transaction ends).
+     */
+    lockAppends: `SELECT pg_advisory_xact_lock(${APPEND_LOCK(schema)})`,
     readStream: `SELECT ${COLUMNS} FROM ${schema}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
     readAllSerialised: `SELECT ${COLUMNS} FROM ${schema}.events WHERE position > $1 ORDER BY position LIMIT $2`,
     // `e.tx`, not `tx`: in ORDER BY a bare name is the output column, the transaction id as text.

@@ -64,6 +64,12 @@ function holds(expected: ExpectedRevision, current: number | null): boolean {
   );
 }
 
+/** A stream checked but not written: `appendMany`'s condition (see the port). */
+const isCondition = (a: PreparedAppend) => a.events.length === 0 && a.expectedRevision !== 'any';
+
+/** The pool, or one connection inside a transaction. */
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
 /** A commit lost a race on a stream's revision to another process. */
 class RevisionRace extends Error {}
 
@@ -193,36 +199,43 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Reads each stream's last revision, decides every writer in order against them, and writes
-   * the accepted events with one statement (its own transaction). The revisions are read outside
-   * that transaction: if another process appends to one of the streams in between, the unique
-   * (stream, revision) index refuses the statement and the batch is decided again.
+   * A batch with a condition (a stream checked, not written) reads the streams' revisions under
+   * the append lock, in a transaction that holds it until commit: no append can come between the
+   * check and the commit (the fencing of docs/scaling.md). Other batches take the lock only to
+   * insert, and a lost race is caught by the unique index instead.
    */
   private async commit(groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[]> {
+    if (!groups.some((g) => g.some(isCondition))) return this.commitOn(this.pool, groups, recordedAt);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(this.sql.lockAppends);
+      const outcomes = await this.commitOn(client, groups, recordedAt);
+      await client.query('COMMIT');
+      return outcomes;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * Reads each stream's last revision, decides every writer in order against them, and writes
+   * the accepted events with one statement. Outside a transaction the revisions are read apart
+   * from the write: if another process appends to one of the streams in between, the unique
+   * (stream, revision) index refuses the statement and the batch is decided again.
+   */
+  private async commitOn(db: Queryable, groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[]> {
     const streamIds = [...new Set(groups.flatMap((g) => g.map((a) => a.streamId)))];
-    const found = await this.pool.query<{ stream_id: string; revision: number | null }>({
+    const found = await db.query<{ stream_id: string; revision: number | null }>({
       name: `${this.schema}.streamHeads`,
       text: this.sql.streamHeads,
       values: [streamIds],
     });
     const plan = planInserts(groups, new Map(found.rows.map((r) => [r.stream_id, r.revision])));
-    const positions = new Map<string, string>();
-    if (plan.rows.length > 0) {
-      const col = <K extends keyof PlannedRow>(k: K) => plan.rows.map((r) => r[k]);
-      let written;
-      try {
-        written = await this.pool.query<{ stream_id: string; revision: number; position: string; tx: string }>({
-          name: `${this.schema}.append`,
-          text: this.sql.append(this.mode),
-          values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt],
-        });
-      } catch (err) {
-        const e = err as { code?: string; constraint?: string };
-        if (e.code === UNIQUE_VIOLATION && e.constraint === 'events_stream_revision') throw new RevisionRace('another writer appended to the same stream');
-        throw err;
-      }
-      for (const r of written.rows) positions.set(`${r.revision}:${r.stream_id}`, encodePosition(this.mode, r));
-    }
+    const positions = plan.rows.length > 0 ? await this.insert(db, plan.rows, recordedAt) : new Map<string, string>();
     return plan.outcomes.map((o) =>
       o.ok
         ? {
@@ -234,6 +247,24 @@ export class PostgresEventStore implements EventStore {
           }
         : o,
     );
+  }
+
+  /** Inserts the rows in one statement; answers each row's position by `revision:stream`. */
+  private async insert(db: Queryable, rows: PlannedRow[], recordedAt: string): Promise<Map<string, string>> {
+    const col = <K extends keyof PlannedRow>(k: K) => rows.map((r) => r[k]);
+    let written;
+    try {
+      written = await db.query<{ stream_id: string; revision: number; position: string; tx: string }>({
+        name: `${this.schema}.append`,
+        text: this.sql.append(this.mode),
+        values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt],
+      });
+    } catch (err) {
+      const e = err as { code?: string; constraint?: string };
+      if (e.code === UNIQUE_VIOLATION && e.constraint === 'events_stream_revision') throw new RevisionRace('another writer appended to the same stream');
+      throw err;
+    }
+    return new Map(written.rows.map((r) => [`${r.revision}:${r.stream_id}`, encodePosition(this.mode, r)]));
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

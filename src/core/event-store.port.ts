@@ -43,6 +43,12 @@ export interface AppendResult {
   position: string;
 }
 
+/**
+ * One stream's part of an `appendMany`. With no events and an `expectedRevision` other than `any`
+ * it is a condition: it writes nothing, and the whole `appendMany` fails with ConcurrencyError
+ * unless the stream is still there (a fenced write: src/core/lease.ts). Its result's
+ * `nextExpectedRevision` is the stream's revision (-1: no stream); its position is unspecified.
+ */
 export interface StreamAppend {
   streamId: string;
   events: NewEvent[];
@@ -93,8 +99,10 @@ export interface EventStore {
   /** Atomic for one stream. Throws ConcurrencyError when `expectedRevision` does not hold. */
   append(streamId: string, events: NewEvent[], expectedRevision?: ExpectedRevision): Promise<AppendResult>;
   /**
-   * Several streams at once. Atomic on the embedded store and PostgreSQL (all or nothing); engines without
-   * multi-stream transactions apply them in order, each stream atomically.
+   * Several streams at once. Atomic on the embedded store and PostgreSQL (all or nothing, conditions
+   * included: no append to a checked stream comes between the check and the commit); engines without
+   * multi-stream transactions check the conditions first, then apply the appends in order, each
+   * stream atomically.
    */
   appendMany(appends: StreamAppend[]): Promise<AppendResult[]>;
   /** Events of one stream in order; [] when the stream does not exist. */

@@ -233,6 +233,80 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreF
       });
     });
 
+    describe('When an append without events is a condition on its stream', function () {
+      it('writes the other streams while the checked stream is still at its revision, and leaves it as it was', async function () {
+        const [job, lease] = [stream('job'), stream('lease')];
+        await store.append(lease, [event('LeaseAcquired'), event('LeaseRenewed')]);
+
+        const results = await store.appendMany([
+          { streamId: job, events: [event('J0')], expectedRevision: 'no_stream' },
+          { streamId: lease, events: [], expectedRevision: 1 },
+        ]);
+
+        expect(results.map((r) => r.nextExpectedRevision)).to.deep.equal([0, 1]);
+        expect((await store.readStream(job)).map((e) => e.type)).to.deep.equal(['J0']);
+        expect((await store.readStream(lease)).map((e) => e.type)).to.deep.equal(['LeaseAcquired', 'LeaseRenewed']);
+      });
+
+      it('holds on a stream that must not exist yet while it does not', async function () {
+        const [job, lease] = [stream('job'), stream('lease')];
+
+        const results = await store.appendMany([
+          { streamId: lease, events: [], expectedRevision: 'no_stream' },
+          { streamId: job, events: [event('J0')] },
+        ]);
+
+        expect(results[0]!.nextExpectedRevision).to.equal(-1);
+        expect(await store.readStream(job)).to.have.length(1);
+        expect(await store.readStream(lease)).to.deep.equal([]);
+      });
+
+      it('writes nothing once the checked stream has moved on, and says which stream moved', async function () {
+        const [job, lease] = [stream('job'), stream('lease')];
+        await store.append(lease, [event('LeaseAcquired'), event('LeaseAcquired')]);
+
+        const err = await failureOf(
+          store.appendMany([
+            { streamId: job, events: [event('J0')] },
+            { streamId: lease, events: [], expectedRevision: 0 },
+          ]),
+        );
+
+        expect(err).to.be.instanceOf(ConcurrencyError);
+        expect((err as ConcurrencyError).streamId).to.equal(lease);
+        expect(await store.readStream(job)).to.deep.equal([]);
+        expect(await store.readStream(lease)).to.have.length(2);
+      });
+
+      it('lets no append to the checked stream from another process commit between the check and the write', async function () {
+        if (!fixture.atomicAppendMany || !fixture.another) this.skip();
+        const other = await fixture.another();
+        for (let round = 0; round < 30; round++) {
+          const [job, lease] = [stream(`job${round}`), stream(`lease${round}`)];
+          await store.append(lease, [event('LeaseAcquired')]);
+
+          const [fenced, moved] = await Promise.allSettled([
+            store.appendMany([
+              { streamId: job, events: [event('J0')] },
+              { streamId: lease, events: [], expectedRevision: 0 },
+            ]),
+            other.append(lease, [event('LeaseAcquired')], 0),
+          ]);
+
+          expect(moved.status, `round ${round}: the other process's append`).to.equal('fulfilled');
+          if (fenced.status === 'rejected') {
+            expect(fenced.reason).to.be.instanceOf(ConcurrencyError);
+            expect(await store.readStream(job)).to.deep.equal([]);
+          } else {
+            // Written under the condition, so before the lease moved: earlier in the log.
+            const [jobEvent] = await store.readStream(job);
+            const [, takeover] = await store.readStream(lease);
+            expect(jobEvent!.position < takeover!.position, `round ${round}: the fenced write comes before the lease moved`).to.equal(true);
+          }
+        }
+      });
+    });
+
     describe('When reading the whole log', function () {
       it('returns events in append order across streams, positions increasing as strings', async function () {
         const head = await store.headPosition();
