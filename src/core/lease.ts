@@ -115,10 +115,11 @@ export class JobLease {
     return this.write('LeaseAcquired', last ? last.revision : 'no_stream');
   }
 
-  /** Extends the lease; false when it was lost (another owner appended since). */
+  /** Extends the lease; false when it was lost (another owner appended since). One renewal at a time. */
   async renew(): Promise<boolean> {
-    if (!this.held) return false;
-    const renewal = this.write('LeaseRenewed', this.held.revision);
+    const renewal = (this.renewal ?? Promise.resolve(true))
+      .catch(() => false)
+      .then(() => (this.held ? this.write('LeaseRenewed', this.held.revision) : false));
     this.renewal = renewal;
     try {
       return await renewal;
