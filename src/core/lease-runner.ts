@@ -24,6 +24,16 @@ export interface LeaseRun {
   stop(): Promise<void>;
 }
 
+/** Renews; when the store cannot be reached, keeps the job until the lease expired by this clock. */
+async function keep(lease: JobLease, onError: (err: unknown) => void): Promise<boolean> {
+  try {
+    return await lease.renew();
+  } catch (err) {
+    onError(err);
+    return lease.valid;
+  }
+}
+
 /**
  * Runs a job only while this process owns its lease: tries to acquire it at once and then every
  * `retryMs`, starts the job when it is acquired, renews every `renewMs`, stops the job when a
@@ -46,14 +56,6 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
     options.onOwnerChange?.(false);
     await running.stop();
   };
-  const keep = async (): Promise<boolean> => {
-    try {
-      return await lease.renew();
-    } catch (err) {
-      options.onError(err);
-      return lease.valid;
-    }
-  };
   const take = async (): Promise<void> => {
     if (!(await lease.acquire())) return;
     try {
@@ -66,7 +68,7 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
   };
   const step = async (): Promise<void> => {
     if (!job) await take();
-    else if (!(await keep())) await stopJob();
+    else if (!(await keep(lease, (err) => options.onError(err)))) await stopJob();
   };
   const schedule = (ms: number): void => {
     if (stopped) return;
