@@ -7,6 +7,7 @@ import { fixedClock, systemClock, type Clock } from '../../src/core/clock.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { JobLease, LeaseLostError, leaseStreamOf } from '../../src/core/lease.js';
 import { runWhileOwned, type LeaseRun } from '../../src/core/lease-runner.js';
+import { fencedEventStore } from '../../src/core/fenced-event-store.js';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
@@ -77,6 +78,25 @@ function jobLeaseSuite(name: string, open: () => Promise<Log>): void {
       expect(refused).to.be.instanceOf(LeaseLostError);
       expect((await log.one.readStream(`webhooks-${job}`)).map((e) => e.data)).to.deep.equal([{ n: 1 }, { n: 2 }]);
       expect(await paused.renew(), 'the paused owner’s renewal').to.equal(false);
+    });
+
+    it('fences every write of a job given the fenced store, single and multi-stream alike', async function () {
+      const clock = fixedClock('2025-01-01T00:00:00Z');
+      const paused = lease(log.one, 'paused', clock);
+      const next = lease(log.two, 'next', clock);
+      expect(await paused.acquire()).to.equal(true);
+      const store = fencedEventStore(log.one, paused);
+      await store.append(`webhooks-${job}`, [{ type: 'BatchDecided', data: { n: 1 } }]);
+
+      clock.advance(10_000);
+      expect(await next.acquire()).to.equal(true);
+
+      const single = await store.append(`webhooks-${job}`, [{ type: 'BatchDecided', data: { n: 2 } }]).catch((err: unknown) => err);
+      const many = await store.appendMany([jobEvent(3), { streamId: `alerts-${job}`, events: [{ type: 'AlertSent', data: {} }] }]).catch((err: unknown) => err);
+      expect(single).to.be.instanceOf(LeaseLostError);
+      expect(many).to.be.instanceOf(LeaseLostError);
+      expect((await store.readStream(`webhooks-${job}`)).map((e) => e.data)).to.deep.equal([{ n: 1 }]);
+      expect(await log.two.readStream(`alerts-${job}`)).to.deep.equal([]);
     });
 
     it('keeps the lease while the owner renews within the ttl', async function () {
