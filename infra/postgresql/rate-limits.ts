@@ -28,8 +28,10 @@ export class PostgresTokenBuckets implements TokenBucketStore {
     return this.table;
   }
 
+  /** Under a lock: two replicas creating the table at once would collide in the catalog. */
   private async createTable(): Promise<void> {
     await this.pool.query(`
+      SELECT pg_advisory_xact_lock(hashtext('scores.rate-buckets.${this.schema}'));
       CREATE SCHEMA IF NOT EXISTS ${this.schema};
       CREATE TABLE IF NOT EXISTS ${this.schema}.rate_buckets (
         id text PRIMARY KEY,
