@@ -44,6 +44,7 @@ const envSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL (postgres://user:password@host:5432/database)')
       .optional(),
   ),
+  RATE_LIMIT_STORE: z.preprocess(unsetIfBlank, z.enum(['postgres', 'memory']).optional()),
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
@@ -117,6 +118,8 @@ export interface Config {
   esdbUrl: string | null;
   /** The event log in PostgreSQL (schema `scores` of that database); exclusive with `esdbUrl`. */
   postgresUrl: string | null;
+  /** Where the accounts' rate-limit buckets are: shared by the replicas in PostgreSQL, or in each process. */
+  rateLimitStore: 'postgres' | 'memory';
   mongodbUri: string | null;
   mongodbDb: string;
   kafkaBrokers: string[] | null;
@@ -149,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   if (e.ESDB_URL && e.POSTGRES_URL) throw new ConfigError('invalid environment:\n  ESDB_URL, POSTGRES_URL: the event log is in one place; set one of them');
+  if (e.RATE_LIMIT_STORE === 'postgres' && !e.POSTGRES_URL) throw new ConfigError('invalid environment:\n  RATE_LIMIT_STORE: postgres needs POSTGRES_URL');
   const dataDir = resolve(e.SCORES_DATA_DIR);
   return {
     port: e.PORT,
@@ -162,6 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     esdbUrl: e.ESDB_URL ?? null,
     postgresUrl: e.POSTGRES_URL ?? null,
+    // Replicas on a PostgreSQL log share the limit there unless told otherwise.
+    rateLimitStore: e.RATE_LIMIT_STORE ?? (e.POSTGRES_URL ? 'postgres' : 'memory'),
     mongodbUri: e.MONGODB_URI ?? null,
     mongodbDb: e.MONGODB_DB,
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,

@@ -25,6 +25,7 @@ import type { Meter } from '../web/meter.port.js';
 import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/visibility.js';
 import type { QueryContext } from '../../queries/shared/query-context.js';
 import { LedgerMeter } from './metering/meter.js';
+import { followKeyEvents } from './metering/key-events.js';
 import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
 
@@ -95,7 +96,11 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
-  const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost));
+  const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost), stores.rates);
+  // On a shared log another process may revoke a key and project it: this one reads it from the log.
+  const keyEvents = config.postgresUrl || config.esdbUrl
+    ? await followKeyEvents(events, (batch) => meter.keyEventsSeen(batch), { onError: (err) => log.warn({ err }, 'key events not followed; again in 1 s') })
+    : null;
   return {
     config,
     clock,
@@ -119,6 +124,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       listenUrl = url;
     },
     async close() {
+      await keyEvents?.stop();
       await runner.stop();
       await mailer.close();
       await stores.close();
@@ -147,7 +153,7 @@ function queryContext(parts: {
     reads.invalidate(batch);
     memo.invalidate(batch);
     // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
-    if (batch.some((e) => e.streamId.startsWith('account-'))) meter.forgetKeys();
+    meter.keyEventsSeen(batch);
     if (batch.some((e) => VISIBILITY_EVENT_TYPES.has(e.type))) visibility.invalidate();
   });
   return {

@@ -11,12 +11,16 @@ import type { ReadStore } from '../core/read-store.port.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics/metrics.js';
 import { InstrumentedEventStore } from './metrics/instrumented-event-store.js';
+import { TokenBuckets, type RateLimiter } from './metering/token-buckets.js';
+import { SharedTokenBuckets } from './metering/shared-buckets.js';
 
 /** The log, the read models and the bus a process works on; `close` closes them in that order (the bus first). */
 export interface Stores {
   events: EventStore;
   reads: ReadStore;
   bus: EventBus;
+  /** The accounts' rate-limit buckets (RATE_LIMIT_STORE). */
+  rates: RateLimiter;
   close(): Promise<void>;
 }
 
@@ -34,11 +38,14 @@ export async function openStores(config: Config, clock: Clock, log: Logger, metr
   const events = new InstrumentedEventStore(await openEventStore(config, clock, embedded), metrics);
   const reads = await openReadStore(config, embedded);
   const bus = await openBus(config, log);
+  const limits = await openRateLimiter(config, log);
   return {
     events,
     reads,
     bus,
+    rates: limits.rates,
     async close() {
+      await limits.close();
       await bus.close();
       await events.close();
       await reads.close();
@@ -73,4 +80,17 @@ async function openBus(config: Config, log: Logger): Promise<EventBus> {
     return new KafkaEventBus({ brokers: config.kafkaBrokers, clientId: 'scores-service', prefix: config.kafkaTopicPrefix });
   }
   return new InMemoryEventBus({ onError: (err: unknown) => log.error({ err }, 'bus handler failed') });
+}
+
+/** The replicas' shared buckets in PostgreSQL, falling back to this process's own while it fails (docs/scaling.md). */
+async function openRateLimiter(config: Config, log: Logger): Promise<{ rates: RateLimiter; close(): Promise<void> }> {
+  if (config.rateLimitStore === 'memory' || !config.postgresUrl) return { rates: new TokenBuckets(), close: async () => undefined };
+  const { PostgresTokenBuckets } = await import('../../infra/postgresql/rate-limits.js');
+  const shared = new SharedTokenBuckets(new PostgresTokenBuckets(config.postgresUrl), {
+    onFallback: (err) =>
+      err === null
+        ? log.warn('rate-limit store answers again: the replicas share the limits again')
+        : log.error({ err }, 'rate-limit store failed: each replica limits on its own until it answers'),
+  });
+  return { rates: shared, close: () => shared.close() };
 }

@@ -17,6 +17,16 @@ describe('Configuration', () => {
     expect(loadConfig({ POSTGRES_URL: ' ' }).postgresUrl).to.equal(null);
   });
 
+  it('shares the rate limits in PostgreSQL when POSTGRES_URL is set, unless RATE_LIMIT_STORE=memory', () => {
+    const pg = 'postgres://scores@127.0.0.1:35432/scores';
+    expect(loadConfig({}).rateLimitStore).to.equal('memory');
+    expect(loadConfig({ POSTGRES_URL: pg }).rateLimitStore).to.equal('postgres');
+    expect(loadConfig({ POSTGRES_URL: pg, RATE_LIMIT_STORE: 'memory' }).rateLimitStore).to.equal('memory');
+    expect(loadConfig({ POSTGRES_URL: pg, RATE_LIMIT_STORE: ' ' }).rateLimitStore).to.equal('postgres');
+    expect(() => loadConfig({ RATE_LIMIT_STORE: 'postgres' })).to.throw(ConfigError, /RATE_LIMIT_STORE: postgres needs POSTGRES_URL/);
+    expect(() => loadConfig({ RATE_LIMIT_STORE: 'redis' })).to.throw(ConfigError, /RATE_LIMIT_STORE/);
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [

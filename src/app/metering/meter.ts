@@ -8,32 +8,43 @@ import { hashApiKey } from '../../domain/accounts/api-keys.js';
 import { creditsRemainingHeader, stateAt, usageFigures, type UsageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { LedgerState } from '../../domain/ledger/ledger.state.js';
 import { ANONYMOUS_RATE_PER_SECOND, PLANS, entitlementsOf } from '../../domain/plans.js';
-import { TokenBuckets } from './token-buckets.js';
+import { TokenBuckets, type RateLimiter } from './token-buckets.js';
+import type { RecordedEvent } from '../../core/event-store.port.js';
+import type { AccountEvent } from '../../domain/accounts/account.events.js';
 import { costOf, type RateKey } from '../../domain/rate-card.js';
 import type { Channel } from '../../domain/ledger/ledger.events.js';
 
 /** How long a key lookup is trusted at most; a key event in the read models drops it sooner (see forgetKeys). */
 const KEY_CACHE_MS = 5000;
 
+/** Revocations and rotations seen in the log kept at most (then forgotten, all at once: the read models have them by then). */
+const MAX_LOGGED_KEYS = 100_000;
+
+type LoggedKeyStatus = Pick<ApiKeyDoc, 'status' | 'grace_until'>;
+
 /** The meter over the accounts' credit ledgers and the api-keys read model. */
 export class LedgerMeter implements Meter {
   private readonly keys = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
   private readonly accountDocs = new Map<string, { at: number; doc: Promise<AccountDoc | null> }>();
-  private readonly rates = new TokenBuckets();
+  // Requests without a valid key are limited per process: a flood of them never reaches a shared store.
   private readonly anonymous = new TokenBuckets();
+  /** Keys revoked or rotated in the log, by key id, perhaps before the key read model says so (keyEventsSeen). */
+  private readonly loggedKeys = new Map<string, LoggedKeyStatus>();
 
   constructor(
     private readonly ledger: Pick<LedgerService, 'state' | 'debit'>,
     private readonly reads: ReadStore,
     private readonly clock: Clock,
     private readonly onDebited: (endpoint: RateKey, channel: Channel, cost: number) => void = () => undefined,
+    /** The accounts' buckets: in this process (default) or shared by the replicas (shared-buckets.ts). */
+    private readonly rates: RateLimiter = new TokenBuckets(),
   ) {}
 
   async authenticate(key: string | undefined, requestId: string, client?: string): Promise<Principal> {
     if (!key) throw this.anonymousRefusal(client, 'send your API key in the X-API-Key header');
     // Node joins repeated headers with ", "; no key holds a comma.
     if (key.includes(',')) throw this.anonymousRefusal(client, 'send one X-API-Key header (this request has several)');
-    const doc = await this.keyDoc(hashApiKey(key.trim()));
+    const doc = this.withLoggedStatus(await this.keyDoc(hashApiKey(key.trim())));
     if (!doc) throw this.anonymousRefusal(client, 'unknown API key');
     const now = this.clock.now();
     if (doc.status === 'revoked') throw new AppError('key_forbidden', `key ${doc.prefix}… was revoked`);
@@ -50,7 +61,7 @@ export class LedgerMeter implements Meter {
       pro: ledger.pro,
       entitlements: entitlementsOf(ledger.tier, ledger.pro),
       request_id: requestId,
-      rate: this.takeRate(doc.account_id, perSecond),
+      rate: await this.takeRate(doc.account_id, perSecond),
     };
   }
 
@@ -94,6 +105,32 @@ export class LedgerMeter implements Meter {
   forgetKeys(): void {
     this.keys.clear();
     this.accountDocs.clear();
+  }
+
+  /**
+   * Events of the log as this process learns of them (key-events.ts, the projector runner): a
+   * revocation or a rotation is enforced from now on, even while the key read model, projected
+   * perhaps by another process, does not have it yet; any account event drops the cached lookups.
+   */
+  keyEventsSeen(batch: readonly RecordedEvent[]): void {
+    let seen = false;
+    for (const raw of batch) {
+      if (!raw.streamId.startsWith('account-')) continue;
+      seen = true;
+      const event = raw as unknown as AccountEvent;
+      if (this.loggedKeys.size >= MAX_LOGGED_KEYS) this.loggedKeys.clear();
+      if (event.type === 'ApiKeyRevoked') this.loggedKeys.set(event.data.key_id, { status: 'revoked', grace_until: null });
+      if (event.type === 'ApiKeyRotated' && this.loggedKeys.get(event.data.key_id)?.status !== 'revoked') {
+        this.loggedKeys.set(event.data.key_id, { status: 'rotated', grace_until: event.data.grace_until });
+      }
+    }
+    if (seen) this.forgetKeys();
+  }
+
+  /** The key's document with what the log said of it since, when the read model has not caught up. */
+  private withLoggedStatus(doc: ApiKeyDoc | null): ApiKeyDoc | null {
+    const logged = doc && doc.status !== 'revoked' ? this.loggedKeys.get(doc.key_id) : undefined;
+    return logged ? { ...doc!, ...logged } : doc;
   }
 
   private remainingOf(state: LedgerState): string {
