@@ -10,6 +10,8 @@ import { ListenError } from './listen-error.js';
 export interface RunningWorker {
   url: string;
   server: Server;
+  /** Resolves once every job has started (rejects when one cannot start: the worker should exit). */
+  started: Promise<void>;
   /** Stops the jobs (each finishes what it is doing), closes the health server, then the stores. */
   shutdown(): Promise<void>;
 }
@@ -20,8 +22,8 @@ type JobStates = () => { name: WorkerName; state: string }[];
 /**
  * `scores worker`: the jobs named, and on PORT only `/healthz`, `/readyz` and `/metrics` (a plain
  * node:http server: no API, no pages, nothing a job does not need). It listens first, so that a
- * supervisor sees it alive while the `projections` job catches up; `/readyz` is 200 once every
- * job has started.
+ * supervisor sees it alive while the `projections` job catches up (or a consumer group forms);
+ * `/readyz` is 200 once every job has started.
  */
 export async function startWorker(services: Services, names: readonly WorkerName[], options: { port?: number } = {}): Promise<RunningWorker> {
   let jobs: RunningJobs | null = null;
@@ -29,25 +31,22 @@ export async function startWorker(services: Services, names: readonly WorkerName
   const server = createServer((req, res) => void answer(services, states, req, res));
   await listen(server, options.port ?? services.config.port, services.config.host);
   services.metrics.collectProcessMetrics();
-  try {
+  const started = (async () => {
     const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
     // Without the `projections` job here, the jobs follow what another worker's projections commit.
     if (!names.includes('projections')) await services.feed.start();
     jobs = await startJobs(services, names, { dataset });
-  } catch (err) {
-    server.close();
-    throw err;
-  }
-  const started = jobs;
+  })();
   const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
   const shutdown = () =>
     (closing ??= (async () => {
-      await started.stop();
+      await started.catch(() => undefined);
+      await jobs?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await services.close();
     })());
-  return { url: `http://localhost:${port}`, server, shutdown };
+  return { url: `http://localhost:${port}`, server, started, shutdown };
 }
 
 async function listen(server: Server, port: number, host: string): Promise<void> {

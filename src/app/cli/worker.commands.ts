@@ -40,5 +40,10 @@ export function addWorkerCommand(program: Command): void {
       services.log.info({ url: running.url, role: 'worker', jobs: names }, 'listening');
       const banner = { listening: running.url, role: 'worker', jobs: names, pid: process.pid };
       process.stderr.write(opts.json ? `${JSON.stringify(banner)}\n` : `scores worker listening on ${running.url} (jobs: ${names.join(', ')})\n`);
+      await running.started.catch(async (err: unknown) => {
+        await running.shutdown().catch(() => undefined);
+        throw err;
+      });
+      services.log.info({ jobs: names }, 'jobs started');
     });
 }
