@@ -13,6 +13,7 @@ import { addReplayCommand } from './replay.commands.js';
 import { addSeedCommand } from './seed.commands.js';
 import { addServeCommand } from './serve.commands.js';
 import { addWorkerCommand } from './worker.commands.js';
+import { addFleetCommands } from './fleet.commands.js';
 
 /** `scores`: each command group in the file named for it, in the order `--help` lists them. */
 export function buildCli(): Command {
@@ -23,6 +24,7 @@ export function buildCli(): Command {
     .exitOverride();
   addServeCommand(program);
   addWorkerCommand(program);
+  addFleetCommands(program);
   addSeedCommand(program);
   addReplayCommand(program);
   addIngestCommand(program);
