@@ -50,14 +50,14 @@ function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs:
       reject(new Error(`${err.message}\n${text.slice(-2000)}`));
     };
     child.once('exit', (code) => fail(new Error(`${role} exited (${code}) before listening`)));
-    child.stderr!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       text += d.toString();
       const url = /"listening":"(http:\/\/[^"]+)"/.exec(text)?.[1];
       if (!url) return;
       clearTimeout(timer);
       child.removeAllListeners('exit');
-      child.stderr!.removeAllListeners('data');
-      child.stderr!.resume();
+      child.stderr.removeAllListeners('data');
+      child.stderr.resume();
       resolve({ role, url, pid: child.pid!, child });
     });
   });
