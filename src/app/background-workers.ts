@@ -8,9 +8,10 @@ import { parseSchedule, startExportSchedule } from '../../commands/export-bundle
 import type { Services } from './container.js';
 
 /**
- * The background workers, by the name the guides (README, docs/architecture.md) and the logs use.
- * `projections` is the projector runner, started by catchUpReadModels in server.ts before the
- * others; the rest start here in this order and stop in the reverse of `STOP_ORDER`.
+ * The background workers (jobs), by the name the guides (README, docs/architecture.md), the logs
+ * and `scores worker --jobs` use. `startJobs` starts the ones named in this order (`projections`,
+ * the projector runner, first: the others start on caught-up read models) and stops them in
+ * STOP_ORDER's.
  */
 export const WORKER_NAMES = ['projections', 'publisher', 'alerts', 'webhooks', 'ingest', 'invoices', 'exports'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
@@ -19,34 +20,76 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
-/** The workers a serving process runs beside the projector runner, started and stopped together. */
-export interface BackgroundWorkers {
-  /** Issues the invoices of closed months (every 5 s; `drain()` runs a pass now). */
-  invoices: InvoiceIssuer;
-  /** Stops every worker (the export schedule and the publisher first, the bus consumers last). */
+/** The export schedule and the publisher first (they start work), the bus consumers, then the projections. */
+const STOP_ORDER: readonly WorkerName[] = ['exports', 'publisher', 'alerts', 'invoices', 'webhooks', 'ingest', 'projections'];
+
+/** `off`: the job's configuration turns it off here (no demo dataset, no export schedule). */
+export type JobState = 'running' | 'off';
+
+/** The jobs a process runs, started and stopped together. */
+export interface RunningJobs {
+  /** Each job asked for, in start order, with its state (`off`: its configuration turns it off). */
+  states(): { name: WorkerName; state: JobState }[];
+  /** The invoice issuer, when the `invoices` job runs here (`drain()` runs a pass now). */
+  invoices: InvoiceIssuer | null;
+  /** Stops every job started, in STOP_ORDER. */
   stop(): Promise<void>;
 }
 
-const STOP_ORDER: readonly Exclude<WorkerName, 'projections'>[] = ['exports', 'publisher', 'alerts', 'invoices', 'webhooks', 'ingest'];
+/** What starting a job needs besides the services: the demo's one simulation for the publisher. */
+export interface JobContext {
+  dataset: DemoDataset | null;
+}
 
-/** Starts the background workers; `dataset` (the demo's one simulation) drives the demo publisher. */
-export async function startBackgroundWorkers(services: Services, dataset: DemoDataset | null): Promise<BackgroundWorkers> {
-  const schedule = services.config.exportsSchedule;
-  // Started in the literal's order.
-  const running: Record<Exclude<WorkerName, 'projections'>, Stoppable | null> & { invoices: InvoiceIssuer } = {
-    publisher: dataset ? runDemoPublisher(services, dataset) : null,
-    alerts: runUsageAlerts(services),
-    webhooks: await runWebhookDelivery(services),
-    ingest: await runIngestConsumer(services),
-    invoices: runInvoiceIssuer(services),
-    exports: schedule ? runExportSchedule(services, schedule) : null,
+/** How each job starts; null: its configuration turns it off (no demo, no export schedule). */
+const STARTERS: Record<WorkerName, (services: Services, ctx: JobContext) => Promise<Stoppable | null> | Stoppable | null> = {
+  projections: runProjections,
+  publisher: (services, { dataset }) => (dataset ? runDemoPublisher(services, dataset) : null),
+  alerts: runUsageAlerts,
+  webhooks: runWebhookDelivery,
+  ingest: runIngestConsumer,
+  invoices: runInvoiceIssuer,
+  exports: (services) => (services.config.exportsSchedule ? runExportSchedule(services, services.config.exportsSchedule) : null),
+};
+
+/** The names in `text` (comma separated), or an error naming the valid ones. */
+export function parseJobNames(text: string): WorkerName[] {
+  const names = text.split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(WORKER_NAMES as readonly string[]).includes(n));
+  if (unknown.length || names.length === 0) {
+    throw new Error(`unknown job${unknown.length === 1 ? '' : 's'} ${unknown.join(', ') || '(none named)'}; the jobs are: ${WORKER_NAMES.join(', ')}`);
+  }
+  return WORKER_NAMES.filter((n) => names.includes(n));
+}
+
+/**
+ * Starts the jobs named, one by one in WORKER_NAMES' order; a job that fails to start stops those
+ * started before it and the error is thrown. A wrapper (a lease, say) may start one by its name.
+ */
+export async function startJobs(services: Services, names: readonly WorkerName[], ctx: JobContext): Promise<RunningJobs> {
+  const started: { name: WorkerName; job: Stoppable | null }[] = [];
+  const stopAll = async () => {
+    for (const name of STOP_ORDER) await started.find((s) => s.name === name)?.job?.stop();
   };
+  for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
+    try {
+      started.push({ name, job: await STARTERS[name](services, ctx) });
+    } catch (err) {
+      await stopAll();
+      throw err;
+    }
+  }
   return {
-    invoices: running.invoices,
-    async stop() {
-      for (const name of STOP_ORDER) await running[name]?.stop();
-    },
+    states: () => started.map(({ name, job }) => ({ name, state: job ? 'running' : 'off' })),
+    invoices: (started.find((s) => s.name === 'invoices')?.job as InvoiceIssuer | null | undefined) ?? null,
+    stop: stopAll,
   };
+}
+
+/** The projector runner as a job: resolves once the read models have caught up with the log. */
+async function runProjections(services: Services): Promise<Stoppable> {
+  await services.runner.start();
+  return { stop: () => services.runner.stop() };
 }
 
 function runDemoPublisher(services: Services, dataset: DemoDataset) {
@@ -72,7 +115,8 @@ function runWebhookDelivery(services: Services) {
   return startWebhookDispatcher({
     events: services.events,
     reads: services.reads,
-    runner: services.runner,
+    // The read models' progress: this process's runner, or the projections another process commits.
+    runner: services.feed,
     clock: services.clock,
     transportClock: services.transportClock,
     sender: services.webhookSender,

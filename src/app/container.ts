@@ -28,6 +28,7 @@ import { LedgerMeter } from './metering/meter.js';
 import { followKeyEvents } from './metering/key-events.js';
 import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
+import { ReadModelFollower, type ReadModelFeed } from './read-model-follower.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -45,7 +46,13 @@ export interface Services {
   events: EventStore;
   reads: ReadStore;
   bus: EventBus;
+  /** Projects the read models (started by the `projections` job, or by a command that needs them). */
   runner: ProjectorRunner;
+  /**
+   * The read models' progress as this process sees it: `runner` where the process projects, a
+   * ReadModelFollower where another one does (OpenOptions.readModels). Caches and read-your-writes wait on it.
+   */
+  feed: ReadModelFeed;
   /** Usage-alert emails: SMTP when configured, else files in `<dataDir>/outbox`. */
   mailer: Mailer;
   /** Webhook deliveries: HTTPS to public addresses only (WEBHOOK_ALLOW_SUBNETS, WEBHOOK_CA_FILE). */
@@ -74,6 +81,11 @@ export interface OpenOptions {
   transportClock?: Clock;
   ids?: Ids;
   log?: Logger;
+  /**
+   * `project` (default): this process projects the read models (`runner`). `follow`: another
+   * process does (a worker's `projections` job); `feed` follows the checkpoints it commits.
+   */
+  readModels?: 'project' | 'follow';
 }
 
 /** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
@@ -87,6 +99,10 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
   });
+  const feed: ReadModelFeed =
+    options.readModels === 'follow'
+      ? new ReadModelFollower(events, reads, { projections: allProjections().map((p) => p.name), onError: (err) => log.error({ err }, 'read-model follower failed; it follows the log again after a pause') })
+      : runner;
   const mailer: Mailer = config.smtpUrl
     ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })
     : new FileOutboxMailer({ dir: join(config.dataDir, 'outbox'), from: config.mailFrom, clock, onWritten: outboxConsole(config) });
@@ -111,13 +127,14 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     reads: queryReads,
     bus,
     runner,
+    feed,
     mailer,
     webhookSender: new HttpsWebhookSender({ allow: config.webhookAllowSubnets, caFile: config.webhookCaFile ?? undefined }),
     exportFiles: new ExportDirectory(join(config.dataDir, 'exports')),
     billing: new EmbeddedBilling(),
     ledger,
     meter,
-    queries: queryContext({ reads: queryReads, events, meter, ledger, runner, clock, baseUrl }),
+    queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl }),
     metrics,
     baseUrl,
     setListenUrl: (url) => {
@@ -126,6 +143,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     async close() {
       await keyEvents?.stop();
       await runner.stop();
+      if (feed !== runner) await feed.stop();
       await mailer.close();
       await stores.close();
     },
@@ -142,14 +160,14 @@ function queryContext(parts: {
   events: EventStore;
   meter: LedgerMeter;
   ledger: LedgerService;
-  runner: ProjectorRunner;
+  feed: ReadModelFeed;
   clock: Clock;
   baseUrl: () => string;
 }): QueryContext {
-  const { reads, events, meter, ledger, runner, clock, baseUrl } = parts;
+  const { reads, events, meter, ledger, feed, clock, baseUrl } = parts;
   const visibility = new VisibilityCache(reads);
   const memo = new ReadModelMemo();
-  runner.onBatch((batch) => {
+  feed.onBatch((batch) => {
     reads.invalidate(batch);
     memo.invalidate(batch);
     // A key event in the read models (issue, rotation, revocation) drops every cached lookup.
@@ -165,7 +183,7 @@ function queryContext(parts: {
     baseUrl,
     async ledgerCaughtUp(accountId) {
       const position = ledger.position(accountId);
-      if (position) await Promise.race([runner.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
+      if (position) await Promise.race([feed.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
     },
   };
 }

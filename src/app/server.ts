@@ -13,11 +13,11 @@ import { createExpressServer } from './http/express-server.js';
 import { answerClientError } from './http/client-error.js';
 import { mcpRoutes } from './mcp/mcp.routes.js';
 import { registerServer } from './store-users.js';
-import { startBackgroundWorkers } from './background-workers.js';
+import { startJobs, WORKER_NAMES, type RunningJobs } from './background-workers.js';
+import { ListenError } from './listen-error.js';
 import { keepDemoKeys, type DemoKey, type UnknownDemoKey } from './demo-keys.js';
 
-/** The server could not listen (address in use, no permission): nothing was served. */
-export class ListenError extends Error {}
+export { ListenError };
 
 export interface RunningServer {
   /** Where this process listens. */
@@ -31,8 +31,8 @@ export interface RunningServer {
   /** Where the demo keys are kept (`<SCORES_DATA_DIR>/demo-keys.json`), when the demo dataset is on. */
   demoKeyFile: string | null;
   server: Server;
-  /** Issues the invoices of closed months (every 5 s; `drain()` runs a pass now). */
-  invoices: InvoiceIssuer;
+  /** Issues the invoices of closed months (every 5 s; `drain()` runs a pass now); null under `--role api`. */
+  invoices: InvoiceIssuer | null;
   /** Stops accepting, lets in-flight requests finish, then closes the stores cleanly. */
   shutdown(): Promise<void>;
 }
@@ -95,8 +95,21 @@ export async function catchUpReadModels(services: Services, options: { progress?
   bar?.stop();
 }
 
+/**
+ * What a serving process runs: `all` (`npm start`, `scores serve`): every background job beside
+ * the API, on any store; `api` (`scores serve --role api`): the API alone, reading the read models
+ * a worker's `projections` job writes (its services opened with `readModels: 'follow'`).
+ */
+export type ServeRole = 'all' | 'api';
+
+export interface ServeOptions {
+  progress?: boolean;
+  port?: number;
+  role?: ServeRole;
+}
+
 /** `npm start` / `scores serve`: seed when empty, catch up, serve REST on PORT, follow the log. */
-export async function startServer(services: Services, options: { progress?: boolean; port?: number } = {}): Promise<RunningServer> {
+export async function startServer(services: Services, options: ServeOptions = {}): Promise<RunningServer> {
   // A replay must not run while this process projects into the same read models (src/app/store-users.ts).
   const unregister = registerServer(services.config.dataDir);
   try {
@@ -107,16 +120,15 @@ export async function startServer(services: Services, options: { progress?: bool
   }
 }
 
-async function serve(services: Services, options: { progress?: boolean; port?: number }, unregister: () => void): Promise<RunningServer> {
+async function serve(services: Services, options: ServeOptions, unregister: () => void): Promise<RunningServer> {
   // One simulation of the demo history serves the seed and the live publisher.
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
-  await catchUpReadModels(services, options);
-  const workers = await startBackgroundWorkers(services, dataset);
+  const jobs = options.role === 'api' ? await followReadModels(services) : await runAllJobs(services, options, dataset);
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
-  const server = await listen(services, app, options.port ?? services.config.port, () => workers.stop());
+  const server = await listen(services, app, options.port ?? services.config.port, () => jobs.stop());
   const { port } = server.address() as AddressInfo;
   services.setListenUrl(`http://localhost:${port}`);
   return {
@@ -126,13 +138,26 @@ async function serve(services: Services, options: { progress?: boolean; port?: n
     demoKeysUnknown: demo?.unknown ?? [],
     demoKeyFile: demo?.file ?? null,
     server,
-    invoices: workers.invoices,
+    invoices: jobs.invoices,
     shutdown: shutdownOnce(server, async () => {
-      await workers.stop();
+      await jobs.stop();
       await services.close();
       unregister();
     }),
   };
+}
+
+/** All-in-one: the projector runner (with its progress bar), then every other job. */
+async function runAllJobs(services: Services, options: ServeOptions, dataset: DemoDataset | null): Promise<RunningJobs> {
+  await catchUpReadModels(services, options);
+  // The runner stops with the stores (services.close), as before the roles.
+  return startJobs(services, WORKER_NAMES.filter((n) => n !== 'projections'), { dataset });
+}
+
+/** `--role api`: no job; the feed follows the checkpoints the workers' `projections` job commits. */
+async function followReadModels(services: Services): Promise<RunningJobs> {
+  await services.feed.start();
+  return { states: () => [], invoices: null, stop: () => services.feed.stop() };
 }
 
 /** Listens on `asked`; when it cannot, stops the workers and throws a ListenError with the reason. */

@@ -268,7 +268,7 @@ describe('The account area in a real browser', function () {
       expect(call.status, await call.clone().text()).to.equal(200);
     }
     await server.services.runner.waitForHead();
-    await server.running.invoices.drain();
+    await server.running.invoices!.drain();
     for (const id of [accountId, second.account_id]) expect(await streamLength(invoicesStream(id)), `invoices of ${id}`).to.equal(1);
 
     // The week-long session ended while the user was away: they sign in again, to the same account.

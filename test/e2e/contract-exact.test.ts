@@ -391,7 +391,7 @@ describe('The contract says exactly what is served', function () {
       (server.services.clock as ReturnType<typeof fixedClock>).set('2019-05-02T09:00:00Z');
       expect((await call('GET', '/v1/scores/AAPL', key)).status).to.equal(200);
       await server.services.runner.waitForHead();
-      await server.running.invoices.drain();
+      await server.running.invoices!.drain();
       await server.services.runner.waitForHead();
       b = await signIn();
       const page = await b.request('/account');

@@ -410,7 +410,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         (acct.services.clock as ReturnType<typeof fixedClock>).set(MAY);
         for (const key of [first.key!, other.key]) expect((await call(acct.url, 'GET', '/v1/scores/AAPL', { key })).status).to.equal(200);
         await acct.services.runner.waitForHead();
-        await acct.running.invoices.drain();
+        await acct.running.invoices!.drain();
         // The invoices read model lists them once it has the InvoiceIssued events.
         await acct.services.runner.waitForHead();
         // The session of April has ended by May: sign in again.

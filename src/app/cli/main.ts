@@ -12,6 +12,8 @@ import { addLedgerCommands } from './ledger.commands.js';
 import { addReplayCommand } from './replay.commands.js';
 import { addSeedCommand } from './seed.commands.js';
 import { addServeCommand } from './serve.commands.js';
+import { addWorkerCommand } from './worker.commands.js';
+import { addFleetCommands } from './fleet.commands.js';
 
 /** `scores`: each command group in the file named for it, in the order `--help` lists them. */
 export function buildCli(): Command {
@@ -21,6 +23,8 @@ export function buildCli(): Command {
     .showHelpAfterError()
     .exitOverride();
   addServeCommand(program);
+  addWorkerCommand(program);
+  addFleetCommands(program);
   addSeedCommand(program);
   addReplayCommand(program);
   addIngestCommand(program);

@@ -1,10 +1,11 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { openServices } from '../container.js';
-import { startServer } from '../server.js';
+import { requireSharedStores } from '../roles.js';
+import { startServer, type ServeRole } from '../server.js';
 
 /** `--port`: an integer 0-65535. */
-function parsePort(value: string): number {
+export function parsePort(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n > 65535) {
     throw new InvalidArgumentError('must be an integer 0-65535 (0 picks a free port)');
@@ -18,11 +19,16 @@ export function addServeCommand(program: Command): void {
     .command('serve')
     .description('Serve REST and MCP on PORT; seeds the demo into an empty store first')
     .option('--port <port>', 'override PORT (0-65535; 0 picks a free one)', parsePort)
-    .action(async (opts: { port?: number; json?: boolean }) => {
-      const services = await openServices(loadConfig());
+    .addOption(
+      new Option('--role <role>', 'api: REST, MCP and pages only, no background job (the jobs run in `scores worker`; needs the shared engines)').choices(['api', 'all']).default('all'),
+    )
+    .action(async (opts: { port?: number; json?: boolean; role: ServeRole }) => {
+      const config = loadConfig();
+      if (opts.role === 'api') requireSharedStores(config, '`scores serve --role api`');
+      const services = await openServices(config, { readModels: opts.role === 'api' ? 'follow' : 'project' });
       let running: Awaited<ReturnType<typeof startServer>>;
       try {
-        running = await startServer(services, { port: opts.port });
+        running = await startServer(services, { port: opts.port, role: opts.role });
       } catch (err) {
         // Nothing serves: close the stores (their threads would keep the process alive).
         await services.close().catch(() => undefined);
@@ -30,15 +36,20 @@ export function addServeCommand(program: Command): void {
       }
       // Before the "listening" line: whoever waits for it (a supervisor, a test) may stop the
       // process at once, and the stop must be the clean one (in-flight requests, stores, run lock).
-      const stop = () => {
+      stopOnSignals(() => {
         services.log.info('shutting down: finishing in-flight requests');
-        void running.shutdown().then(() => process.exit(0));
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      services.log.info({ url: running.url, base_url: running.baseUrl, demo_key_file: running.demoKeyFile }, 'listening');
+        return running.shutdown();
+      });
+      services.log.info({ url: running.url, base_url: running.baseUrl, role: opts.role, demo_key_file: running.demoKeyFile }, 'listening');
       printStartBanner(running, Boolean(opts.json));
     });
+}
+
+/** On the first SIGINT or SIGTERM: `shutdown`, then exit 0. */
+export function stopOnSignals(shutdown: () => Promise<void>): void {
+  const stop = () => void shutdown().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
 }
 
 /**

@@ -118,7 +118,7 @@ function registerServiceRoutes(app: Express, services: Services, openapi: Record
   // 503 while the read models are not following the log (a projector failed and waits to retry).
   app.get('/healthz', async (_req, res) => {
     const head = await services.events.headPosition();
-    const projections = { ...services.runner.health, position: services.runner.position };
+    const projections = { ...services.feed.health, position: services.feed.position };
     res.status(projections.state === 'retrying' ? 503 : 200).json({
       status: projections.state === 'retrying' ? 'degraded' : 'ok',
       time: services.clock.now().toISOString(),

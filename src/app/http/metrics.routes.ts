@@ -139,6 +139,7 @@ export function registerMetricsRoutes(app: Express, services: Services): void {
     const lagging = state.lags.filter((l) => l.events > bound).map((l) => l.projection);
     res.status(lagging.length ? 503 : 200).json({
       status: lagging.length ? 'lagging' : 'ready',
+      waits_for: 'every projection within max_lag_events of the log head (the read models this process serves)',
       log_position: state.head,
       lag_events: Math.max(0, ...state.lags.map((l) => l.events)),
       max_lag_events: bound,

@@ -19,7 +19,7 @@ async function ownKey(events: EventStore, accountId: string, keyId: string): Pro
 
 export async function createKey(r: AccountRequest): Promise<void> {
   const issued = await issueKey(r.services, r.who.account_id);
-  await r.services.runner.waitForHead();
+  await r.services.feed.waitForHead();
   await renderAccount(r, newKeyNotice(issued.key, issued.prefix));
 }
 
@@ -29,7 +29,7 @@ export async function rotateOwnKey(r: AccountRequest): Promise<void> {
   const hours = Number(formField(r.req, 'grace_hours') || '0');
   if (!GRACE_HOURS.includes(hours)) throw new AppError('bad_request', 'Choose a grace period offered on the page');
   const rotated = await rotateKey(r.services, keyId, hours * 3600);
-  await r.services.runner.waitForHead();
+  await r.services.feed.waitForHead();
   await renderAccount(r, newKeyNotice(rotated.key, rotated.prefix));
 }
 
@@ -37,6 +37,6 @@ export async function revokeOwnKey(r: AccountRequest): Promise<void> {
   const keyId = String(r.req.params['id']);
   await ownKey(r.services.events, r.who.account_id, keyId);
   await revokeKey(r.services, keyId);
-  await r.services.runner.waitForHead();
+  await r.services.feed.waitForHead();
   backTo(r.res, 'keys');
 }

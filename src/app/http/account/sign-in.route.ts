@@ -70,7 +70,7 @@ export async function redeemLink({ req, res, services, web }: SignInRequest): Pr
     web.startSession(req, res, signed.session_id, signed.expires_at);
     if (!signed.new_key) return res.redirect(303, '/account');
     // The key works from the moment it is shown: the key read model has it first.
-    await services.runner.waitForHead();
+    await services.feed.waitForHead();
     sendAccountPage(res, 200, 'Welcome', welcomePage(signed.new_key));
   } catch (err) {
     if (err instanceof AppError) return accountErrorPage(err, res);

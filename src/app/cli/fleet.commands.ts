@@ -1,0 +1,33 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { startFleet } from '../fleet/fleet.js';
+import { parsePort, stopOnSignals } from './serve.commands.js';
+
+function count(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 16) throw new InvalidArgumentError('must be an integer 1-16');
+  return n;
+}
+
+/** `scores fleet up`: a local scaled deployment (engines, API processes behind a front, workers). */
+export function addFleetCommands(program: Command): void {
+  const fleet = program.command('fleet').description('A local fleet: API processes behind a round-robin front, and workers');
+  fleet
+    .command('up')
+    .description('Start the engines, the workers, the API processes and the front on PORT; Ctrl-C stops them all')
+    .option('--api <n>', 'API processes (1-16)', count, 2)
+    .option('--workers <n>', 'worker processes, each running every job (1-16)', count, 2)
+    .option('--port <port>', "the front's port (default PORT)", parsePort)
+    .action(async (opts: { api: number; workers: number; port?: number; json?: boolean }) => {
+      const config = loadConfig();
+      const running = await startFleet({ apis: opts.api, workers: opts.workers, port: opts.port ?? config.port, host: config.host });
+      stopOnSignals(() => running.stop());
+      const processes = running.processes.map(({ role, url, pid }) => ({ role, url, pid }));
+      if (opts.json) process.stderr.write(`${JSON.stringify({ listening: running.url, base_url: running.url, processes })}\n`);
+      else {
+        process.stderr.write(`\nscores fleet listening on ${running.url}\n`);
+        for (const p of processes) process.stderr.write(`  ${p.role.padEnd(6)} ${p.url} (pid ${p.pid})\n`);
+        process.stderr.write('Ctrl-C stops them all.\n');
+      }
+    });
+}

@@ -1,0 +1,65 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createProxyServer } from 'http-proxy-3';
+
+/** One API process behind the front, and whether its last /healthz answered. */
+interface Backend {
+  url: string;
+  healthy: boolean;
+}
+
+export interface Front {
+  url: string;
+  /** Stops the health checks and the listener. */
+  close(): Promise<void>;
+}
+
+/**
+ * The local fleet's front: round robin over the API processes whose `/healthz` answered at the
+ * last check (every `checkMs`), through http-proxy-3 (streams request and response bodies, keeps
+ * the Host header's origin out of the backend's way). A request that fails to reach a backend
+ * marks it down at once and is answered 502; the next one goes to the next healthy process.
+ */
+export async function startFront(targets: readonly string[], options: { port: number; host: string; checkMs?: number }): Promise<Front> {
+  const backends: Backend[] = targets.map((url) => ({ url, healthy: true }));
+  const proxy = createProxyServer({ xfwd: true, proxyTimeout: 60_000 });
+  let next = 0;
+  const pick = () => {
+    const healthy = backends.filter((b) => b.healthy);
+    return healthy.length ? healthy[next++ % healthy.length]! : null;
+  };
+  const server: Server = createServer((req, res) => {
+    const backend = pick();
+    if (!backend) return void res.writeHead(503, { 'Content-Type': 'application/problem+json' }).end(JSON.stringify({ title: 'No API process answers', status: 503 }));
+    proxy.web(req, res, { target: backend.url }, () => {
+      backend.healthy = false;
+      if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'application/problem+json' }).end(JSON.stringify({ title: 'API process unreachable; retry', status: 502 }));
+    });
+  });
+  const timer = setInterval(() => void checkAll(backends), options.checkMs ?? 1000);
+  server.listen(options.port, options.host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://localhost:${port}`,
+    async close() {
+      clearInterval(timer);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      proxy.close();
+    },
+  };
+}
+
+async function checkAll(backends: Backend[]): Promise<void> {
+  await Promise.all(
+    backends.map(async (b) => {
+      try {
+        b.healthy = (await fetch(`${b.url}/healthz`, { signal: AbortSignal.timeout(800) })).ok;
+      } catch {
+        b.healthy = false;
+      }
+    }),
+  );
+}

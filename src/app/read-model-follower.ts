@@ -1,0 +1,134 @@
+import type { EventStore, RecordedEvent, Subscription } from '../core/event-store.port.js';
+import type { ReadStore } from '../core/read-store.port.js';
+
+/**
+ * What a process needs to know of the read models' progress: where they are, each batch once it
+ * is in them (caches are dropped on it), and a wait for read-your-writes. The projector runner
+ * gives it in a process that projects; `ReadModelFollower` in one that only reads.
+ */
+export interface ReadModelFeed {
+  readonly position: string | null;
+  readonly health: { state: 'live' | 'catching_up' | 'retrying'; error: string | null };
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void;
+  waitFor(position: string): Promise<void>;
+  waitForHead(): Promise<void>;
+}
+
+export interface FollowerOptions {
+  /** The projections whose checkpoints must pass a batch before it counts as in the read models. */
+  projections: readonly string[];
+  /** How often the checkpoints are read while a batch waits for them (default 100 ms). */
+  pollMs?: number;
+  onError?(err: unknown): void;
+}
+
+/**
+ * The read models' progress in a process that does not project them (`scores serve --role api`,
+ * a worker without the `projections` job): it follows the log, and hands on each batch once every
+ * projection's stored checkpoint has reached its last event, i.e. once another process (the
+ * `projections` job of a worker) has committed it. Checkpoints are read only while a batch waits.
+ */
+export class ReadModelFollower implements ReadModelFeed {
+  private subscription: Subscription | null = null;
+  private lastPosition: string | null = null;
+  private live = false;
+  private stopped = false;
+  private failure: string | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private waiters: { position: string; resolve(): void }[] = [];
+  private readonly listeners = new Set<(events: readonly RecordedEvent[]) => void>();
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly reads: ReadStore,
+    private readonly options: FollowerOptions,
+  ) {}
+
+  get position(): string | null {
+    return this.lastPosition;
+  }
+
+  get health(): ReadModelFeed['health'] {
+    if (this.retry) return { state: 'retrying', error: this.failure };
+    return { state: this.live ? 'live' : 'catching_up', error: this.failure };
+  }
+
+  /** Starts at the read models' position (the least advanced checkpoint); resolves once following. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.lastPosition = await this.readModelsPosition();
+    await new Promise<void>((resolve, reject) => this.follow(resolve, reject));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.live = false;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const subscription = this.subscription;
+    this.subscription = null;
+    await subscription?.stop();
+  }
+
+  onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  waitFor(position: string): Promise<void> {
+    if (this.lastPosition !== null && this.lastPosition >= position) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ position, resolve }));
+  }
+
+  async waitForHead(): Promise<void> {
+    const head = await this.events.headPosition();
+    if (head) await this.waitFor(head);
+  }
+
+  private follow(caughtUp: () => void, failed: (err: unknown) => void): void {
+    this.subscription = this.events.subscribeToAll({
+      after: this.lastPosition,
+      onEvents: (batch) => this.handle(batch),
+      onCaughtUp: () => {
+        this.live = true;
+        this.failure = null;
+        caughtUp();
+      },
+      onError: (err) => {
+        this.options.onError?.(err);
+        const wasLive = this.live;
+        this.live = false;
+        this.subscription = null;
+        this.failure = err instanceof Error ? err.message : String(err);
+        if (!wasLive) return failed(err);
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          this.follow(() => undefined, () => undefined);
+        }, 1000);
+      },
+    });
+  }
+
+  private async handle(batch: RecordedEvent[]): Promise<void> {
+    const last = batch[batch.length - 1]!.position;
+    while (!this.stopped && !(await this.projected(last))) await new Promise((r) => setTimeout(r, this.options.pollMs ?? 100));
+    if (this.stopped) return;
+    this.lastPosition = last;
+    for (const l of this.listeners) l(batch);
+    this.waiters = this.waiters.filter((w) => (w.position <= last ? (w.resolve(), false) : true));
+  }
+
+  private async projected(position: string): Promise<boolean> {
+    const at = await this.readModelsPosition();
+    return at !== null && at >= position;
+  }
+
+  /** The least advanced projection's stored checkpoint (null: one has none yet). */
+  private async readModelsPosition(): Promise<string | null> {
+    const checkpoints = await Promise.all(this.options.projections.map((name) => this.reads.checkpoint(name)));
+    if (checkpoints.some((c) => c === null)) return null;
+    return checkpoints.reduce((a, b) => (a! < b! ? a : b), checkpoints[0] ?? null);
+  }
+}

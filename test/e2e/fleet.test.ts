@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { startFleet, type Fleet } from '../../src/app/fleet/fleet.js';
+import { until } from '../support/processes.js';
+import { demoKey, tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-03-29T12:00:00Z';
+const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
+
+/** How many requests an API process answered on `route`, from its own /metrics. */
+async function served(url: string, route: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('scores_http_request_duration_seconds_count') && l.includes(`route="${route}"`))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+describe('The local fleet: two API processes behind the round-robin front, one worker', function () {
+  this.timeout(600_000);
+  const unset = ENGINES.filter((name) => !process.env[name]);
+  if (unset.length > 0) {
+    it(`runs on the engines when ${ENGINES.join(', ')} are set (unset: ${unset.join(', ')})`);
+    return;
+  }
+  const run = randomUUID().replaceAll('-', '').slice(0, 10);
+  const database = `scores_fleet_${run}`;
+  const dir = tempDir('scores-fleet-e2e-');
+  let admin: PgSession;
+  let fleet: Fleet | null = null;
+
+  before(async () => {
+    admin = await pgSession(process.env['POSTGRES_URL']!);
+    await admin.query(`CREATE DATABASE ${database}`);
+    const env = testEnv(dir, NOW, {
+      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
+      MONGODB_URI: process.env['MONGODB_URI']!,
+      MONGODB_DB: database,
+      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
+      KAFKA_TOPIC_PREFIX: `fleet-${run}.`,
+    });
+    // The processes run the CLI from source, as this test does.
+    process.argv[1] = 'src/app/cli/bin.ts';
+    fleet = await startFleet({ apis: 2, workers: 1, port: 0, host: '127.0.0.1', env });
+  });
+
+  after(async () => {
+    await fleet?.stop();
+    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
+    await reads.dropDatabase().catch(() => undefined);
+    await reads.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin?.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('round-robins: two requests through the front land on two API processes', async () => {
+    const apis = fleet!.processes.filter((p) => p.role === 'api');
+    const before = await Promise.all(apis.map((a) => served(a.url, '/openapi.json')));
+    for (let i = 0; i < 2; i++) expect((await fetch(`${fleet!.url}/openapi.json`)).status).to.equal(200);
+    const after = await Promise.all(apis.map((a) => served(a.url, '/openapi.json')));
+    expect(after.map((n, i) => n - before[i]!)).to.deep.equal([1, 1]);
+  });
+
+  it('keeps serving /v1/scores/AAPL when one API process is killed (kill -9)', async () => {
+    const key = demoKey(dir, 'hobbyist');
+    const ok = async () => (await fetch(`${fleet!.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': key } })).status === 200;
+    await until(ok, 60_000, 200);
+    const victim = fleet!.processes.find((p) => p.role === 'api')!;
+    victim.child.kill('SIGKILL');
+    await until(() => victim.child.exitCode !== null || victim.child.signalCode !== null, 10_000);
+    // The first request after the kill may be the one that finds it down (502); within the next check every request is served.
+    await until(async () => (await ok()) && (await ok()) && (await ok()), 10_000, 100);
+    for (let i = 0; i < 6; i++) expect(await ok()).to.equal(true);
+  });
+});

@@ -1,0 +1,126 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
+import { demoKey, getJson, tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-03-29T12:00:00Z';
+const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
+
+interface Proc {
+  url: string;
+  child: ChildProcess;
+  done: Promise<Exit>;
+}
+
+/** A CLI process; resolves once stderr names the URL it listens on. */
+async function start(args: string[], env: NodeJS.ProcessEnv): Promise<Proc> {
+  const { child, done } = spawnCli(args, env);
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const listening = /listening on (http:\/\/\S+)/;
+  await until(() => listening.test(err) || child.exitCode !== null, 240_000, 100);
+  if (!listening.test(err)) throw new Error(`scores ${args.join(' ')} exited before listening:\n${(await done).stderr}`);
+  return { url: listening.exec(err)![1]!, child, done };
+}
+
+async function stop(proc: Proc | null, signal: NodeJS.Signals = 'SIGTERM'): Promise<Exit | null> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return null;
+  proc.child.kill(signal);
+  return proc.done;
+}
+
+describe('Process roles: scores worker and scores serve --role api', function () {
+  this.timeout(600_000);
+
+  it('refuses --role api and scores worker on the embedded store, and unknown job names (exit 2, listing the jobs)', async () => {
+    const dir = tempDir('scores-roles-');
+    try {
+      const env = testEnv(dir, NOW);
+      const api = await runCli(['serve', '--role', 'api'], env);
+      expect(api.code).to.equal(1);
+      expect(api.stderr).to.match(/POSTGRES_URL.*MONGODB_URI/s);
+      const worker = await runCli(['worker'], env);
+      expect(worker.code).to.equal(1);
+      expect(worker.stderr).to.contain('scores worker');
+      const unknown = await runCli(['worker', '--jobs', 'projections,mailer'], env);
+      expect(unknown.code).to.equal(2);
+      expect(unknown.stderr).to.contain('unknown job mailer; the jobs are: projections, publisher, alerts, webhooks, ingest, invoices, exports');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  const unset = ENGINES.filter((name) => !process.env[name]);
+  if (unset.length > 0) {
+    it(`runs on the engines when ${ENGINES.join(', ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
+    return;
+  }
+  const run = randomUUID().replaceAll('-', '').slice(0, 10);
+  const database = `scores_roles_${run}`;
+  const dir = tempDir('scores-roles-e2e-');
+  let env: NodeJS.ProcessEnv;
+  let admin: PgSession;
+  let worker: Proc | null = null;
+  let api: Proc | null = null;
+
+  before(async () => {
+    admin = await pgSession(process.env['POSTGRES_URL']!);
+    await admin.query(`CREATE DATABASE ${database}`);
+    env = testEnv(dir, NOW, {
+      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
+      MONGODB_URI: process.env['MONGODB_URI']!,
+      MONGODB_DB: database,
+      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
+      KAFKA_TOPIC_PREFIX: `roles-${run}.`,
+    });
+  });
+
+  after(async () => {
+    await stop(api, 'SIGKILL');
+    await stop(worker, 'SIGKILL');
+    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
+    await reads.dropDatabase().catch(() => undefined);
+    await reads.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin?.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('scores worker --jobs projections,webhooks serves /healthz, /readyz naming its jobs, /metrics, and no /v1 path', async () => {
+    worker = await start(['worker', '--jobs', 'projections,webhooks'], env);
+    expect((await getJson(`${worker.url}/healthz`)).body).to.include({ status: 'ok', role: 'worker' });
+    await until(async () => (await fetch(`${worker!.url}/readyz`)).status === 200, 120_000, 200);
+    const ready = await getJson(`${worker.url}/readyz`);
+    expect(ready.body['jobs']).to.deep.equal([
+      { name: 'projections', state: 'running' },
+      { name: 'webhooks', state: 'running' },
+    ]);
+    expect(ready.body['waits_for']).to.be.a('string');
+    const metrics = await fetch(`${worker.url}/metrics`);
+    expect(metrics.status).to.equal(200);
+    expect(await metrics.text()).to.contain('scores_event_store_append_seconds');
+    expect((await fetch(`${worker.url}/v1/scores/AAPL`)).status).to.equal(404);
+  });
+
+  it('scores serve --role api serves /v1/scores/AAPL with a demo key while the worker projects, and runs no job', async () => {
+    api = await start(['serve', '--role', 'api'], env);
+    const key = demoKey(dir, 'hobbyist');
+    await until(async () => (await fetch(`${api!.url}/readyz`)).status === 200, 120_000, 200);
+    const score = await getJson(`${api.url}/v1/scores/AAPL`, key);
+    expect(score.status, JSON.stringify(score.body)).to.equal(200);
+    expect(score.body['ticker']).to.equal('AAPL');
+    // The key's usage reaches the read models through the worker's projections (read-your-writes).
+    const usage = await getJson(`${api.url}/v1/usage`, key);
+    expect(usage.status, JSON.stringify(usage.body)).to.equal(200);
+  });
+
+  it('stops the worker cleanly on SIGTERM', async () => {
+    await stop(api);
+    const exit = await stop(worker);
+    expect(exit?.code, exit?.stderr).to.equal(0);
+  });
+});
