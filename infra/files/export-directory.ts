@@ -4,9 +4,7 @@ import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ExportFileSink, ExportFiles, RunLock } from '../../src/core/export-files.port.js';
-import { isBundleId } from '../../src/domain/exports/export-bundle.js';
-
-const FILE_NAME = /^[a-z0-9_]+(\.[a-z0-9]+)+$/;
+import { checkExportPath, isBundleId } from '../../src/domain/exports/export-bundle.js';
 
 /**
  * Export bundles as files: `<root>/<run_id>/<name>`. A file is written as `.<name>.partial`,
@@ -21,13 +19,13 @@ export class ExportDirectory implements ExportFiles {
   constructor(private readonly root: string) {}
 
   private dir(runId: string): string {
-    if (!isBundleId(runId)) throw new Error(`bad export run id ${JSON.stringify(runId)}`);
+    checkExportPath(runId);
     return join(this.root, runId);
   }
 
   private path(runId: string, name: string): string {
-    if (!FILE_NAME.test(name)) throw new Error(`bad export file name ${JSON.stringify(name)}`);
-    return join(this.dir(runId), name);
+    checkExportPath(runId, name);
+    return join(this.root, runId, name);
   }
 
   lock(): Promise<RunLock | null> {
@@ -96,6 +94,10 @@ export class ExportDirectory implements ExportFiles {
       throw err;
     }
     return entries.filter((e) => e.isDirectory() && isBundleId(e.name)).map((e) => e.name).sort();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 
   async remove(runId: string): Promise<void> {
