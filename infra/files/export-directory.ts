@@ -16,6 +16,9 @@ import { checkExportPath, isBundleId } from '../../src/domain/exports/export-bun
  * naming a pid would have to be judged stale, and pids are reused.
  */
 export class ExportDirectory implements ExportFiles {
+  /** The locks this adapter holds, released by `close`. */
+  private readonly held = new Set<RunLock>();
+
   constructor(private readonly root: string) {}
 
   private dir(runId: string): string {
@@ -39,15 +42,18 @@ export class ExportDirectory implements ExportFiles {
       if ((err as { code?: string }).code === 'SQLITE_BUSY') return Promise.resolve(null);
       throw err;
     }
-    return Promise.resolve({
-      release() {
+    const lock: RunLock = {
+      release: () => {
+        this.held.delete(lock);
         if (db.open) {
           db.exec('ROLLBACK');
           db.close();
         }
         return Promise.resolve();
       },
-    });
+    };
+    this.held.add(lock);
+    return Promise.resolve(lock);
   }
 
   async create(runId: string, name: string): Promise<ExportFileSink> {
@@ -96,8 +102,8 @@ export class ExportDirectory implements ExportFiles {
     return entries.filter((e) => e.isDirectory() && isBundleId(e.name)).map((e) => e.name).sort();
   }
 
-  close(): Promise<void> {
-    return Promise.resolve();
+  async close(): Promise<void> {
+    for (const lock of [...this.held]) await lock.release();
   }
 
   async remove(runId: string): Promise<void> {

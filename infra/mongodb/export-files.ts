@@ -48,6 +48,8 @@ export class GridFsExportFiles implements ExportFiles {
   private readonly chunks: Collection<{ files_id: string }>;
   private readonly leases: Collection<LeaseDoc>;
   private readonly leaseMs: number;
+  /** The locks this adapter holds, released by `close`. */
+  private readonly held = new Set<RunLock>();
 
   constructor(clientOrUrl: MongoClient | string, dbName: string, options: GridFsExportFilesOptions = {}) {
     this.ownsClient = typeof clientOrUrl === 'string';
@@ -68,15 +70,15 @@ export class GridFsExportFiles implements ExportFiles {
       this.leases.updateOne({ _id: LEASE_ID, owner }, { $set: { expires_at: this.expiry() } }).catch(() => undefined);
     }, Math.max(1, Math.floor(this.leaseMs / 3)));
     renew.unref();
-    let released = false;
-    return {
+    const lock: RunLock = {
       release: async () => {
-        if (released) return;
-        released = true;
+        if (!this.held.delete(lock)) return;
         clearInterval(renew);
         await this.leases.deleteOne({ _id: LEASE_ID, owner });
       },
     };
+    this.held.add(lock);
+    return lock;
   }
 
   private expiry(): Date {
@@ -141,6 +143,7 @@ export class GridFsExportFiles implements ExportFiles {
   }
 
   async close(): Promise<void> {
+    for (const lock of [...this.held]) await lock.release();
     if (this.ownsClient) await this.client.close();
   }
 

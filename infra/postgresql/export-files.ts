@@ -48,6 +48,8 @@ export class PostgresExportFiles implements ExportFiles {
   private readonly schema: string;
   private readonly chunkBytes: number;
   private ready: Promise<void> | null = null;
+  /** The locks this adapter holds, released by `close`. */
+  private readonly held = new Set<RunLock>();
 
   constructor(
     private readonly url: string,
@@ -81,15 +83,15 @@ export class PostgresExportFiles implements ExportFiles {
       await client.end();
       return null;
     }
-    let released = false;
-    return {
-      async release() {
-        if (released) return;
-        released = true;
+    const lock: RunLock = {
+      release: async () => {
+        if (!this.held.delete(lock)) return;
         // Ending the session drops its advisory locks.
         await client.end().catch(() => undefined);
       },
     };
+    this.held.add(lock);
+    return lock;
   }
 
   async create(runId: string, name: string): Promise<ExportFileSink> {
@@ -215,6 +217,7 @@ export class PostgresExportFiles implements ExportFiles {
   }
 
   async close(): Promise<void> {
+    for (const lock of [...this.held]) await lock.release();
     await this.pool.end();
   }
 }
