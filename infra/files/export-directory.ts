@@ -4,9 +4,7 @@ import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ExportFileSink, ExportFiles, RunLock } from '../../src/core/export-files.port.js';
-import { isBundleId } from '../../src/domain/exports/export-bundle.js';
-
-const FILE_NAME = /^[a-z0-9_]+(\.[a-z0-9]+)+$/;
+import { checkExportPath, isBundleId } from '../../src/domain/exports/export-bundle.js';
 
 /**
  * Export bundles as files: `<root>/<run_id>/<name>`. A file is written as `.<name>.partial`,
@@ -18,16 +16,19 @@ const FILE_NAME = /^[a-z0-9_]+(\.[a-z0-9]+)+$/;
  * naming a pid would have to be judged stale, and pids are reused.
  */
 export class ExportDirectory implements ExportFiles {
+  /** The locks this adapter holds, released by `close`. */
+  private readonly held = new Set<RunLock>();
+
   constructor(private readonly root: string) {}
 
   private dir(runId: string): string {
-    if (!isBundleId(runId)) throw new Error(`bad export run id ${JSON.stringify(runId)}`);
+    checkExportPath(runId);
     return join(this.root, runId);
   }
 
   private path(runId: string, name: string): string {
-    if (!FILE_NAME.test(name)) throw new Error(`bad export file name ${JSON.stringify(name)}`);
-    return join(this.dir(runId), name);
+    checkExportPath(runId, name);
+    return join(this.root, runId, name);
   }
 
   lock(): Promise<RunLock | null> {
@@ -41,15 +42,18 @@ export class ExportDirectory implements ExportFiles {
       if ((err as { code?: string }).code === 'SQLITE_BUSY') return Promise.resolve(null);
       throw err;
     }
-    return Promise.resolve({
-      release() {
+    const lock: RunLock = {
+      release: () => {
+        this.held.delete(lock);
         if (db.open) {
           db.exec('ROLLBACK');
           db.close();
         }
         return Promise.resolve();
       },
-    });
+    };
+    this.held.add(lock);
+    return Promise.resolve(lock);
   }
 
   async create(runId: string, name: string): Promise<ExportFileSink> {
@@ -96,6 +100,10 @@ export class ExportDirectory implements ExportFiles {
       throw err;
     }
     return entries.filter((e) => e.isDirectory() && isBundleId(e.name)).map((e) => e.name).sort();
+  }
+
+  async close(): Promise<void> {
+    for (const lock of [...this.held]) await lock.release();
   }
 
   async remove(runId: string): Promise<void> {

@@ -57,7 +57,10 @@ export interface Services {
   mailer: Mailer;
   /** Webhook deliveries: HTTPS to public addresses only (WEBHOOK_ALLOW_SUBNETS, WEBHOOK_CA_FILE). */
   webhookSender: WebhookSender;
-  /** Bulk export bundles: files under `<dataDir>/exports`. */
+  /**
+   * Bulk export bundles: in PostgreSQL when POSTGRES_URL is set, else in GridFS when MONGODB_URI
+   * is, so that every replica serves every bundle (docs/scaling.md); else files under `<dataDir>/exports`.
+   */
   exportFiles: ExportFiles;
   /** Payments for what the account page sells (embedded: every payment succeeds). */
   billing: Billing;
@@ -95,6 +98,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const log = options.log ?? pino({ level: config.logLevel });
   const metrics = new Metrics();
   const stores = await openStores(config, clock, log, metrics);
+  const exportFiles = await openExportFiles(config);
   const { events, reads, bus } = stores;
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
@@ -130,7 +134,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     feed,
     mailer,
     webhookSender: new HttpsWebhookSender({ allow: config.webhookAllowSubnets, caFile: config.webhookCaFile ?? undefined }),
-    exportFiles: new ExportDirectory(join(config.dataDir, 'exports')),
+    exportFiles,
     billing: new EmbeddedBilling(),
     ledger,
     meter,
@@ -145,9 +149,26 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       await runner.stop();
       if (feed !== runner) await feed.stop();
       await mailer.close();
+      await exportFiles.close();
       await stores.close();
     },
   };
+}
+
+/**
+ * Where export bundles live. PostgreSQL first: its run lock is an advisory lock the server drops
+ * the moment a holder's connection dies, where GridFS's is a lease that must run out.
+ */
+async function openExportFiles(config: Config): Promise<ExportFiles> {
+  if (config.postgresUrl) {
+    const { PostgresExportFiles } = await import('../../infra/postgresql/export-files.js');
+    return new PostgresExportFiles(config.postgresUrl);
+  }
+  if (config.mongodbUri) {
+    const { GridFsExportFiles } = await import('../../infra/mongodb/export-files.js');
+    return new GridFsExportFiles(config.mongodbUri, config.mongodbDb);
+  }
+  return new ExportDirectory(join(config.dataDir, 'exports'));
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
- * ExportFiles port: where bulk export bundles are kept (adapter: infra/files, a directory under
- * `$SCORES_DATA_DIR/exports`). A file is written under a temporary name and appears under its own
+ * ExportFiles port: where bulk export bundles are kept. Adapters: infra/files (a directory under
+ * `$SCORES_DATA_DIR/exports`, the embedded default), infra/mongodb/export-files.ts (GridFS on the
+ * read-store server) and infra/postgresql/export-files.ts (chunked rows), the shared ones served by
+ * every replica (docs/scaling.md). A file is written under a temporary name and appears under its own
  * name only when it is complete and on disk, so a reader never sees half a file.
  */
 import type { Readable, Writable } from 'node:stream';
@@ -20,8 +22,10 @@ export interface RunLock {
 
 export interface ExportFiles {
   /**
-   * The right to run an export, exclusive across processes; null while another process (or
-   * another run in this one) holds it. The operating system drops it when its process dies.
+   * The right to run an export, exclusive across every process on the same store; null while
+   * another process (or another run in this one) holds it. It is dropped when its holder dies:
+   * by the operating system (directory), the database server when the holder's connection
+   * closes (PostgreSQL), or once its lease runs out (GridFS).
    */
   lock(): Promise<RunLock | null>;
   create(runId: string, name: string): Promise<ExportFileSink>;
@@ -33,4 +37,6 @@ export interface ExportFiles {
   runs(): Promise<string[]>;
   /** Removes a run's files, complete or not. */
   remove(runId: string): Promise<void>;
+  /** Closes the adapter's own connections (a held lock goes with them). */
+  close(): Promise<void>;
 }

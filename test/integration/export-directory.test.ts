@@ -8,6 +8,7 @@ import type { RunLock } from '../../src/core/export-files.port.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { until } from '../support/processes.js';
 import { tempDir } from '../support/server.js';
+import { exportFilesContract } from './export-files.contract.js';
 
 const RUN = 'exp_20261124T2230Z_3fa9c1';
 const NAME = 'scores_history.csv.gz';
@@ -257,5 +258,14 @@ describe('Export files in a directory (infra/files)', function () {
       }
       expect(await files.runs()).to.deep.equal([]);
     });
+  });
+});
+
+exportFilesContract('a directory (infra/files)', () => {
+  const root = join(tempDir('scores-export-dir-'), 'exports');
+  return Promise.resolve({
+    files: new ExportDirectory(root),
+    another: () => new ExportDirectory(root),
+    cleanup: () => Promise.resolve(rmSync(join(root, '..'), { recursive: true, force: true })),
   });
 });

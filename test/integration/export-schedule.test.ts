@@ -81,6 +81,7 @@ describe('The nightly export schedule', function () {
         read: (runId, name, range) => real.read(runId, name, range),
         runs: () => real.runs(),
         remove: (runId) => real.remove(runId),
+        close: () => real.close(),
       };
       schedule = startExportSchedule({
         events: services.events,

@@ -34,6 +34,14 @@ export const EXPORT_COLUMNS: Readonly<Record<ExportName, readonly string[]>> = {
 /** Whether a text can be a bundle (run) id: also a directory name, so nothing that could leave the exports directory. */
 export const isBundleId = (id: string): boolean => /^[A-Za-z0-9_-]{1,100}$/.test(id);
 
+const FILE_NAME = /^[a-z0-9_]+(\.[a-z0-9]+)+$/;
+
+/** Refuses a run id or file name an export store would not make (every ExportFiles adapter checks both). */
+export function checkExportPath(runId: string, name?: string): void {
+  if (!isBundleId(runId)) throw new Error(`bad export run id ${JSON.stringify(runId)}`);
+  if (name !== undefined && !FILE_NAME.test(name)) throw new Error(`bad export file name ${JSON.stringify(name)}`);
+}
+
 /** Completed bundles kept on disk (the newest is listed; older ones serve downloads already under way). */
 export const BUNDLES_KEPT = 3;
 
