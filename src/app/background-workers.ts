@@ -5,6 +5,9 @@ import { startAlertDispatcher } from '../../commands/send-usage-alerts/usage-ale
 import { startInvoiceIssuer, type InvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
+import { fencedEventStore } from '../core/fenced-event-store.js';
+import { JobLease, processOwnerId } from '../core/lease.js';
+import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
 import type { Services } from './container.js';
 
 /**
@@ -23,8 +26,11 @@ interface Stoppable {
 /** The export schedule and the publisher first (they start work), the bus consumers, then the projections. */
 const STOP_ORDER: readonly WorkerName[] = ['exports', 'publisher', 'alerts', 'invoices', 'webhooks', 'ingest', 'projections'];
 
-/** `off`: the job's configuration turns it off here (no demo dataset, no export schedule). */
-export type JobState = 'running' | 'off';
+/**
+ * `off`: the job's configuration turns it off here (no demo dataset, no export schedule);
+ * `standby`: another process owns the job's lease, this one takes it over when that one stops.
+ */
+export type JobState = 'running' | 'standby' | 'off';
 
 /** The jobs a process runs, started and stopped together. */
 export interface RunningJobs {
@@ -39,6 +45,50 @@ export interface RunningJobs {
 /** What starting a job needs besides the services: the demo's one simulation for the publisher. */
 export interface JobContext {
   dataset: DemoDataset | null;
+}
+
+/**
+ * Jobs run under a lease (src/core/lease.ts) where the event log is shared by several processes
+ * (POSTGRES_URL, ESDB_URL): one owner per job across the fleet, its writes fenced. `projections`
+ * is not leased: its writes go to the read store, which the lease cannot fence (docs/scaling.md).
+ * The embedded log belongs to one process, which runs every job itself.
+ */
+const LEASE_TTL_MS = 15_000;
+const leased = (services: Services, name: WorkerName) => name !== 'projections' && (services.config.postgresUrl !== null || services.config.esdbUrl !== null);
+
+/** Whether the job's configuration turns it off here, so that no process should run it. */
+const isOff = (services: Services, name: WorkerName, ctx: JobContext) =>
+  (name === 'publisher' && !ctx.dataset) || (name === 'exports' && !services.config.exportsSchedule);
+
+interface Started {
+  name: WorkerName;
+  job: Stoppable | null;
+  lease?: LeaseRun;
+  /** What runs in this process now: the job, or under a lease the job while owned. */
+  current(): Stoppable | null;
+}
+
+/** Starts the job whenever this process owns its lease; every write of the job is fenced by it. */
+function startLeased(services: Services, name: WorkerName, ctx: JobContext, owner: string): Started {
+  const lease = new JobLease(services.events, services.transportClock, { job: name, owner, ttlMs: LEASE_TTL_MS });
+  let job: Stoppable | null = null;
+  const run = runWhileOwned(
+    lease,
+    async (held) => {
+      job = await STARTERS[name]({ ...services, events: fencedEventStore(services.events, held) }, ctx);
+      return {
+        async stop() {
+          await job?.stop();
+          job = null;
+        },
+      };
+    },
+    {
+      onError: (err) => services.log.warn({ err, job: name }, 'job lease: not started or not renewed; retried'),
+      onOwnerChange: (owned) => services.log.info({ job: name, owner }, owned ? 'job lease taken: running the job here' : 'job lease lost: job stopped here'),
+    },
+  );
+  return { name, job: { stop: () => run.stop() }, lease: run, current: () => job };
 }
 
 /** How each job starts; null: its configuration turns it off (no demo, no export schedule). */
@@ -67,21 +117,28 @@ export function parseJobNames(text: string): WorkerName[] {
  * started before it and the error is thrown. A wrapper (a lease, say) may start one by its name.
  */
 export async function startJobs(services: Services, names: readonly WorkerName[], ctx: JobContext): Promise<RunningJobs> {
-  const started: { name: WorkerName; job: Stoppable | null }[] = [];
+  const started: Started[] = [];
+  const owner = processOwnerId();
   const stopAll = async () => {
     for (const name of STOP_ORDER) await started.find((s) => s.name === name)?.job?.stop();
   };
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
-      started.push({ name, job: await STARTERS[name](services, ctx) });
+      if (leased(services, name) && !isOff(services, name, ctx)) started.push(startLeased(services, name, ctx, owner));
+      else {
+        const job = await STARTERS[name](services, ctx);
+        started.push({ name, job, current: () => job });
+      }
     } catch (err) {
       await stopAll();
       throw err;
     }
   }
+  const invoices = started.find((s) => s.name === 'invoices');
   return {
-    states: () => started.map(({ name, job }) => ({ name, state: job ? 'running' : 'off' })),
-    invoices: (started.find((s) => s.name === 'invoices')?.job as InvoiceIssuer | null | undefined) ?? null,
+    states: () => started.map(({ name, job, lease }) => ({ name, state: !job ? 'off' : lease && !lease.owned ? 'standby' : 'running' })),
+    // Under a lease, a pass runs only in the process that owns the issuer (0 elsewhere).
+    invoices: invoices?.job ? { drain: async () => (await (invoices.current() as InvoiceIssuer | null)?.drain()) ?? 0, stop: () => invoices.job!.stop() } : null,
     stop: stopAll,
   };
 }

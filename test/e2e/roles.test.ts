@@ -118,6 +118,30 @@ describe('Process roles: scores worker and scores serve --role api', function ()
     expect(usage.status, JSON.stringify(usage.body)).to.equal(200);
   });
 
+  it('runs each leased job in one of two workers, and in the other once the owner is killed (kill -9)', async () => {
+    const a = await start(['worker', '--jobs', 'alerts,invoices'], env);
+    const b = await start(['worker', '--jobs', 'alerts,invoices'], env);
+    type Jobs = { name: string; state: string }[];
+    const jobsOf = async (p: Proc) => ((await getJson(`${p.url}/readyz`)).body['jobs'] ?? []) as Jobs;
+    const stateOf = (jobs: Jobs, name: string) => jobs.find((j) => j.name === name)?.state;
+    try {
+      let seen: [Jobs, Jobs] = [[], []];
+      await until(async () => {
+        seen = [await jobsOf(a), await jobsOf(b)];
+        return ['alerts', 'invoices'].every((n) => [stateOf(seen[0], n), stateOf(seen[1], n)].sort().join() === 'running,standby');
+      }, 60_000, 200);
+      const owner = stateOf(seen[0], 'alerts') === 'running' ? a : b;
+      const other = owner === a ? b : a;
+      const killedAt = Date.now();
+      await stop(owner, 'SIGKILL');
+      await until(async () => stateOf(await jobsOf(other), 'alerts') === 'running' && stateOf(await jobsOf(other), 'invoices') === 'running', 60_000, 200);
+      console.log(`      (hand-over after kill -9: ${Date.now() - killedAt} ms; lease ttl 15 s)`);
+    } finally {
+      await stop(a, 'SIGKILL');
+      await stop(b, 'SIGKILL');
+    }
+  });
+
   it('stops the worker cleanly on SIGTERM', async () => {
     await stop(api);
     const exit = await stop(worker);
