@@ -186,7 +186,12 @@ describe('Logs and CLI for operators', function () {
       'exports run': () => [],
       'exports list': () => [],
       'exports downloads': () => [],
+      // Long-running on shared engines only (test/fleet runs them there): here, their refusals.
+      worker: () => [],
+      'fleet up': () => ['--api', '0'],
     };
+    /** Commands whose example is a refusal: the exit code and the problem's stable code on stderr. */
+    const refusals: Record<string, [exit: number, code: string]> = { worker: [1, 'config_invalid'], 'fleet up': [2, 'usage'] };
 
     for (const { path, command } of leafCommands(buildCli())) {
       const name = path.join(' ');
@@ -205,6 +210,15 @@ describe('Logs and CLI for operators', function () {
           return;
         }
         const r = await runCli([...path, ...example(), '--json'], env);
+        const refusal = refusals[name];
+        if (refusal) {
+          expect(r.code, `${name}: ${r.stderr}`).to.equal(refusal[0]);
+          expect(r.stdout).to.equal('');
+          const [problem, ...more] = jsonLines(r.stderr, 'stderr');
+          expect(more).to.deep.equal([]);
+          expect(problem!['code']).to.equal(refusal[1]);
+          return;
+        }
         expect(r.code, `${name}: ${r.stderr}`).to.equal(0);
         expect(() => JSON.parse(r.stdout) as unknown, `${name}: stdout is one JSON document:\n${r.stdout}`).to.not.throw();
         expect(JSON.parse(r.stdout)).to.be.an('object');
