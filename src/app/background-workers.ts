@@ -45,16 +45,18 @@ export interface RunningJobs {
 /** What starting a job needs besides the services: the demo's one simulation for the publisher. */
 export interface JobContext {
   dataset: DemoDataset | null;
+  /** `scores worker`: run the jobs under leases (below); all-in-one runs them itself. */
+  leases?: boolean;
 }
 
 /**
- * Jobs run under a lease (src/core/lease.ts) where the event log is shared by several processes
- * (POSTGRES_URL, ESDB_URL): one owner per job across the fleet, its writes fenced. `projections`
- * is not leased: its writes go to the read store, which the lease cannot fence (docs/scaling.md).
- * The embedded log belongs to one process, which runs every job itself.
+ * A worker (`scores worker`, shared engines only) runs its jobs under a lease (src/core/lease.ts):
+ * one owner per job across the fleet, its writes fenced. `projections` is not leased: its writes go
+ * to the read store, which the lease cannot fence (docs/scaling.md). An all-in-one process runs
+ * every job itself, so its log carries no lease renewals.
  */
 const LEASE_TTL_MS = 15_000;
-const leased = (services: Services, name: WorkerName) => name !== 'projections' && (services.config.postgresUrl !== null || services.config.esdbUrl !== null);
+const leased = (ctx: JobContext, name: WorkerName) => ctx.leases === true && name !== 'projections';
 
 /** Whether the job's configuration turns it off here, so that no process should run it. */
 const isOff = (services: Services, name: WorkerName, ctx: JobContext) =>
@@ -124,7 +126,7 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   };
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
-      if (leased(services, name) && !isOff(services, name, ctx)) started.push(startLeased(services, name, ctx, owner));
+      if (leased(ctx, name) && !isOff(services, name, ctx)) started.push(startLeased(services, name, ctx, owner));
       else {
         const job = await STARTERS[name](services, ctx);
         started.push({ name, job, current: () => job });

@@ -35,7 +35,7 @@ export async function startWorker(services: Services, names: readonly WorkerName
     const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
     // Without the `projections` job here, the jobs follow what another worker's projections commit.
     if (!names.includes('projections')) await services.feed.start();
-    jobs = await startJobs(services, names, { dataset });
+    jobs = await startJobs(services, names, { dataset, leases: true });
   })();
   const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
