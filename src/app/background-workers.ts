@@ -66,42 +66,31 @@ interface Started {
   name: WorkerName;
   job: Stoppable | null;
   lease?: LeaseRun;
-  /** What runs in this process now: the job, or under a lease the job while owned. */
-  current(): Stoppable | null;
 }
 
 /** Starts the job whenever this process owns its lease; every write of the job is fenced by it. */
 function startLeased(services: Services, name: WorkerName, ctx: JobContext, owner: string): Started {
   const lease = new JobLease(services.events, services.transportClock, { job: name, owner, ttlMs: LEASE_TTL_MS });
-  let job: Stoppable | null = null;
   const run = runWhileOwned(
     lease,
-    async (held) => {
-      job = await STARTERS[name]({ ...services, events: fencedEventStore(services.events, held) }, ctx);
-      return {
-        async stop() {
-          await job?.stop();
-          job = null;
-        },
-      };
-    },
+    async (held) => STARTERS[name]({ ...services, events: fencedEventStore(services.events, held) }, ctx),
     {
       onError: (err) => services.log.warn({ err, job: name }, 'job lease: not started or not renewed; retried'),
       onOwnerChange: (owned) => services.log.info({ job: name, owner }, owned ? 'job lease taken: running the job here' : 'job lease lost: job stopped here'),
     },
   );
-  return { name, job: { stop: () => run.stop() }, lease: run, current: () => job };
+  return { name, job: { stop: () => run.stop() }, lease: run };
 }
 
-/** How each job starts; null: its configuration turns it off (no demo, no export schedule). */
-const STARTERS: Record<WorkerName, (services: Services, ctx: JobContext) => Promise<Stoppable | null> | Stoppable | null> = {
+/** How each job starts (`isOff` has ruled out a job its configuration turns off). */
+const STARTERS: Record<WorkerName, (services: Services, ctx: JobContext) => Promise<Stoppable> | Stoppable> = {
   projections: runProjections,
-  publisher: (services, { dataset }) => (dataset ? runDemoPublisher(services, dataset) : null),
+  publisher: (services, { dataset }) => runDemoPublisher(services, dataset!),
   alerts: runUsageAlerts,
   webhooks: runWebhookDelivery,
   ingest: runIngestConsumer,
   invoices: runInvoiceIssuer,
-  exports: (services) => (services.config.exportsSchedule ? runExportSchedule(services, services.config.exportsSchedule) : null),
+  exports: (services) => runExportSchedule(services, services.config.exportsSchedule!),
 };
 
 /** The names in `text` (comma separated), or an error naming the valid ones. */
@@ -126,11 +115,9 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   };
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
-      if (leased(ctx, name) && !isOff(services, name, ctx)) started.push(startLeased(services, name, ctx, owner));
-      else {
-        const job = await STARTERS[name](services, ctx);
-        started.push({ name, job, current: () => job });
-      }
+      if (isOff(services, name, ctx)) started.push({ name, job: null });
+      else if (leased(ctx, name)) started.push(startLeased(services, name, ctx, owner));
+      else started.push({ name, job: await STARTERS[name](services, ctx) });
     } catch (err) {
       await stopAll();
       throw err;
@@ -139,8 +126,8 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   const invoices = started.find((s) => s.name === 'invoices');
   return {
     states: () => started.map(({ name, job, lease }) => ({ name, state: !job ? 'off' : lease && !lease.owned ? 'standby' : 'running' })),
-    // Under a lease, a pass runs only in the process that owns the issuer (0 elsewhere).
-    invoices: invoices?.job ? { drain: async () => (await (invoices.current() as InvoiceIssuer | null)?.drain()) ?? 0, stop: () => invoices.job!.stop() } : null,
+    // `drain()` is for the all-in-one process; under a lease the issuer runs wherever the lease is.
+    invoices: invoices && !invoices.lease ? (invoices.job as InvoiceIssuer | null) : null,
     stop: stopAll,
   };
 }

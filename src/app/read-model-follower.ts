@@ -1,4 +1,5 @@
-import type { EventStore, RecordedEvent, Subscription } from '../core/event-store.port.js';
+import type { EventStore, RecordedEvent } from '../core/event-store.port.js';
+import { LogFollower, type FollowHealth } from '../core/log-follower.js';
 import type { ReadStore } from '../core/read-store.port.js';
 
 /**
@@ -8,7 +9,7 @@ import type { ReadStore } from '../core/read-store.port.js';
  */
 export interface ReadModelFeed {
   readonly position: string | null;
-  readonly health: { state: 'live' | 'catching_up' | 'retrying'; error: string | null };
+  readonly health: FollowHealth;
   start(): Promise<void>;
   stop(): Promise<void>;
   onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void;
@@ -31,12 +32,10 @@ export interface FollowerOptions {
  * `projections` job of a worker) has committed it. Checkpoints are read only while a batch waits.
  */
 export class ReadModelFollower implements ReadModelFeed {
-  private subscription: Subscription | null = null;
   private lastPosition: string | null = null;
-  private live = false;
   private stopped = false;
-  private failure: string | null = null;
-  private retry: NodeJS.Timeout | null = null;
+  /** Follows the log from the last batch handed on; after a failure once live, again 1 s later. */
+  private readonly follower: LogFollower;
   private waiters: { position: string; resolve(): void }[] = [];
   private readonly listeners = new Set<(events: readonly RecordedEvent[]) => void>();
 
@@ -44,32 +43,32 @@ export class ReadModelFollower implements ReadModelFeed {
     private readonly events: EventStore,
     private readonly reads: ReadStore,
     private readonly options: FollowerOptions,
-  ) {}
+  ) {
+    this.follower = new LogFollower(events, {
+      after: () => this.lastPosition,
+      onEvents: (batch) => this.handle(batch),
+      onError: (err) => this.options.onError?.(err),
+    });
+  }
 
   get position(): string | null {
     return this.lastPosition;
   }
 
-  get health(): ReadModelFeed['health'] {
-    if (this.retry) return { state: 'retrying', error: this.failure };
-    return { state: this.live ? 'live' : 'catching_up', error: this.failure };
+  get health(): FollowHealth {
+    return this.follower.health;
   }
 
   /** Starts at the read models' position (the least advanced checkpoint); resolves once following. */
   async start(): Promise<void> {
     this.stopped = false;
     this.lastPosition = await this.readModelsPosition();
-    await new Promise<void>((resolve, reject) => this.follow(resolve, reject));
+    await this.follower.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.live = false;
-    if (this.retry) clearTimeout(this.retry);
-    this.retry = null;
-    const subscription = this.subscription;
-    this.subscription = null;
-    await subscription?.stop();
+    await this.follower.stop();
   }
 
   onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void {
@@ -85,30 +84,6 @@ export class ReadModelFollower implements ReadModelFeed {
   async waitForHead(): Promise<void> {
     const head = await this.events.headPosition();
     if (head) await this.waitFor(head);
-  }
-
-  private follow(caughtUp: () => void, failed: (err: unknown) => void): void {
-    this.subscription = this.events.subscribeToAll({
-      after: this.lastPosition,
-      onEvents: (batch) => this.handle(batch),
-      onCaughtUp: () => {
-        this.live = true;
-        this.failure = null;
-        caughtUp();
-      },
-      onError: (err) => {
-        this.options.onError?.(err);
-        const wasLive = this.live;
-        this.live = false;
-        this.subscription = null;
-        this.failure = err instanceof Error ? err.message : String(err);
-        if (!wasLive) return failed(err);
-        this.retry = setTimeout(() => {
-          this.retry = null;
-          this.follow(() => undefined, () => undefined);
-        }, 1000);
-      },
-    });
   }
 
   private async handle(batch: RecordedEvent[]): Promise<void> {

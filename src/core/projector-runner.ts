@@ -1,4 +1,5 @@
-import type { EventStore, RecordedEvent, Subscription } from './event-store.port.js';
+import type { EventStore, RecordedEvent } from './event-store.port.js';
+import { LogFollower, type FollowHealth } from './log-follower.js';
 import type { CollectionDef, ReadStore, Write } from './read-store.port.js';
 import type { Projection, ProjectionContext } from './projection.js';
 
@@ -23,7 +24,6 @@ export interface RunnerOptions {
  * commit together with the checkpoints, so a crash never applies an event twice or skips one.
  */
 export class ProjectorRunner {
-  private subscription: Subscription | null = null;
   private checkpoints = new Map<string, string | null>();
   private lastPosition: string | null = null;
   private waiters: { position: string; resolve(): void }[] = [];
@@ -32,12 +32,8 @@ export class ProjectorRunner {
   private readonly batchListeners = new Set<(events: readonly RecordedEvent[]) => void>();
   /** Ends the current live coalescing wait early (null when not waiting). */
   private endGathering: (() => void) | null = null;
-  /** Caught up with the log and following it. */
-  private live = false;
-  /** The pending re-subscription after a failure, and how many failures in a row. */
-  private retry: NodeJS.Timeout | null = null;
-  private failures = 0;
-  private failure: string | null = null;
+  /** Follows the log; after a failure once live, again after a pause doubling from 1 s to 60 s. */
+  private readonly follower: LogFollower;
   /**
    * The documents of the last committed batch, as the projections left them (null after a
    * failure, a stop or a reset): the next batch reads them from here instead of parsing them
@@ -54,6 +50,14 @@ export class ProjectorRunner {
     private readonly options: RunnerOptions = {},
   ) {
     this.eventTypes = new Map(projections.map((p) => [p, new Set(p.eventTypes)]));
+    this.follower = new LogFollower(events, {
+      after: () => this.resumePosition(),
+      // Large batches during catch-up: each month bucket is rewritten once per batch.
+      maxBatch: this.batchSize,
+      onEvents: (batch) => this.handle(batch),
+      onError: (err) => this.options.onError?.(err),
+      pauseMs: (failures) => Math.min(1000 * 2 ** failures, 60_000),
+    });
   }
 
   private get batchSize(): number {
@@ -84,7 +88,7 @@ export class ProjectorRunner {
     const fresh = this.projections.filter((p) => this.checkpoints.get(p.name) === null);
     if (fresh.length && !emptied) await this.store.reset(fresh.flatMap((p) => p.collections.map((c) => c.name)), []);
     this.lastPosition = this.resumePosition();
-    await new Promise<void>((resolve, reject) => this.follow(resolve, reject));
+    await this.follower.start();
   }
 
   /** Where to read from: the least advanced projection's checkpoint (null = the beginning). */
@@ -93,38 +97,9 @@ export class ProjectorRunner {
     return values.some((v) => v === null) ? null : values.reduce((a, b) => (a! < b! ? a : b), values[0] ?? null);
   }
 
-  private follow(caughtUp: () => void, failed: (err: unknown) => void): void {
-    this.subscription = this.events.subscribeToAll({
-      after: this.resumePosition(),
-      // Large batches during catch-up: each month bucket is rewritten once per batch.
-      maxBatch: this.batchSize,
-      onEvents: (batch) => this.handle(batch),
-      onCaughtUp: () => {
-        this.live = true;
-        this.failures = 0;
-        this.failure = null;
-        caughtUp();
-      },
-      onError: (err) => {
-        this.options.onError?.(err);
-        const wasLive = this.live;
-        this.live = false;
-        this.subscription = null;
-        this.failure = err instanceof Error ? err.message : String(err);
-        if (!wasLive) return failed(err);
-        const pause = Math.min(1000 * 2 ** this.failures++, 60_000);
-        this.retry = setTimeout(() => {
-          this.retry = null;
-          this.follow(() => undefined, () => undefined);
-        }, pause);
-      },
-    });
-  }
-
   /** `live` (following the log), `catching_up`, or `retrying` after a failure (with its message). */
-  get health(): { state: 'live' | 'catching_up' | 'retrying'; error: string | null } {
-    if (this.retry) return { state: 'retrying', error: this.failure };
-    return { state: this.live ? 'live' : 'catching_up', error: this.failure };
+  get health(): FollowHealth {
+    return this.follower.health;
   }
 
   /** Calls `listener` after every committed batch; returns the function that removes it. */
@@ -164,13 +139,8 @@ export class ProjectorRunner {
   }
 
   async stop(): Promise<void> {
-    this.live = false;
-    if (this.retry) clearTimeout(this.retry);
-    this.retry = null;
     this.endGathering?.();
-    const subscription = this.subscription;
-    this.subscription = null;
-    await subscription?.stop();
+    await this.follower.stop();
     // Whoever stops the runner may change the read models (a replay resets them).
     this.recent = null;
   }
@@ -222,7 +192,7 @@ export class ProjectorRunner {
       }
       return true;
     });
-    if (this.live && batch.length < this.batchSize && this.waiters.length === 0) await this.gather();
+    if (this.follower.live && batch.length < this.batchSize && this.waiters.length === 0) await this.gather();
   }
 
   /** The live coalescing wait (see `liveCoalesceMs`). */
