@@ -842,12 +842,14 @@ describe('Self-serve billing: an account that makes no call after its month', fu
     clock.set('2024-05-01T00:00:05Z');
     const issuer = startInvoiceIssuer({ ledger: s.ledger, events: s.events, reads: s.reads, billing: s.billing, clock, intervalMs: 3_600_000 });
     try {
-      // The first pass closes April (the account made no call since); the next one invoices it.
-      await issuer.drain();
+      // The first pass closes April (the account made no call since). It invoices April too when
+      // the projector shows the closed month before the pass looks for pending months, else the
+      // next pass does: either way exactly one invoice across the two.
+      const first = await issuer.drain();
       const events = await ledgerOfAccount(s, account);
       expect(ofType(events, 'LedgerPeriodClosed').map((e) => e.data.period)).to.deep.equal(['2024-04']);
       await s.runner.waitForHead();
-      expect(await issuer.drain()).to.equal(1);
+      expect(first + (await issuer.drain())).to.equal(1);
       const invoice = await issuedInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock }, account, '2024-04');
       expect(invoice.total_cents).to.equal(1_900);
       // Swept once a month: another pass closes nothing more.
