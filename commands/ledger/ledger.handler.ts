@@ -42,7 +42,7 @@ interface Queued {
 }
 
 /** How often a batch is decided again after another writer (a replica, the CLI) got in first. */
-const RETRIES = { attempts: 10 };
+const RETRIES = { attempts: 25 };
 
 type Outcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown };
 

@@ -102,6 +102,9 @@ export async function handleCommand(
       return { result, written };
     } catch (err) {
       if (!(err instanceof ConcurrencyError) || attempt >= attempts) throw err;
+      // Another process appended to the stream first (two API replicas charging one account): a
+      // short random pause from the second conflict on, so the writers stop colliding in step.
+      if (attempt > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(2 ** attempt, 64)));
     }
   }
 }

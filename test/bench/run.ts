@@ -8,14 +8,15 @@ import { benchLedgerGrowth } from './ledger-growth.bench.js';
 import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchPostgresLog } from './postgresql.bench.js';
+import { benchScaleOut } from './scale-out.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
 import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines,scale picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines,scale').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -33,6 +34,7 @@ if (only.has('webhooks')) await benchWebhooks(runs);
 if (only.has('ledger')) await benchLedgerGrowth(runs);
 if (only.has('pg')) await benchPostgresLog(runs, now);
 if (only.has('engines')) await benchEngines(runs);
+if (only.has('scale')) await benchScaleOut(runs);
 if (only.has('exports')) {
   await benchExports(runs, now);
   await benchExportServerMemory(now);

@@ -5,6 +5,8 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { tempDir, testEnv } from '../support/server.js';
+import { LedgerMeter } from '../../src/app/metering/meter.js';
+import { AppError, ConcurrencyError } from '../../src/core/errors.js';
 
 /** The one meter REST, the problem handler and MCP share: keys, charges and the balance they report. */
 describe('The meter', function () {
@@ -56,5 +58,19 @@ describe('The meter', function () {
     await revokeKey(services, k.key_id);
     await services.runner.waitForHead();
     expect(await refusal(services.meter.authenticate(k.key, 'req_z'))).to.include({ code: 'key_forbidden', status: 403 });
+  });
+
+  it('answers a debit that lost every race to another replica as 429 rate_limited with a retry delay, charging nothing', async () => {
+    const k = await createAccountWithKey(services, { tier: 'builder' });
+    await services.runner.waitForHead();
+    const p = await services.meter.authenticate(k.key, 'req_race');
+    const busy = {
+      state: (account: string) => services.ledger.state(account),
+      debit: () => Promise.reject(new ConcurrencyError(ledgerStream(k.account_id), 7, 8)),
+    };
+    const meter = new LedgerMeter(busy, services.reads, services.clock);
+    expect(await refusal(meter.charge(p, 'scores', 1, 'rest'))).to.include({ code: 'rate_limited', status: 429 });
+    expect(((await refusal(meter.charge(p, 'scores', 1, 'rest'))) as unknown as AppError).extensions).to.deep.equal({ retry_after_seconds: 1 });
+    expect((await services.events.readStream(ledgerStream(k.account_id))).flatMap((e) => ledgerLines(e as unknown as LedgerEvent)).filter((e) => e.type === 'CreditsDebited')).to.have.length(0);
   });
 });

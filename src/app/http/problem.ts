@@ -16,6 +16,9 @@ export function sendProblem(res: Response, problem: ProblemDetails): void {
   res.locals[PROBLEM_CODE_LOCAL] = problem.code;
   // Every 401, REST's and MCP's, says how to authenticate (RFC 9110 §11.6.1).
   if (problem.status === 401) res.setHeader(HEADER.wwwAuthenticate, API_KEY_CHALLENGE);
+  // Every 429 says when to come back, whichever step refused the call.
+  const retryAfter = (problem as { retry_after_seconds?: unknown }).retry_after_seconds;
+  if (problem.status === 429 && typeof retryAfter === 'number' && !res.hasHeader(HEADER.retryAfter)) res.setHeader(HEADER.retryAfter, String(retryAfter));
   res.status(problem.status).type(PROBLEM_JSON).send(JSON.stringify(problem));
 }
 

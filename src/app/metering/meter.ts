@@ -1,7 +1,7 @@
 import type { LedgerService } from '../../../commands/ledger/ledger.handler.js';
 import { accounts, apiKeys, type AccountDoc, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
 import type { Clock } from '../../core/clock.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, ConcurrencyError } from '../../core/errors.js';
 import type { Charge, Meter, Principal } from '../../web/meter.port.js';
 import type { ReadStore } from '../../core/read-store.port.js';
 import { hashApiKey } from '../../domain/accounts/api-keys.js';
@@ -88,7 +88,12 @@ export class LedgerMeter implements Meter {
 
   async charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
     const cost = costOf(endpoint, quantity);
-    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost });
+    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost }).catch((err: unknown) => {
+      // Another process (a second API replica) kept winning the race to the account's ledger
+      // stream through every retry: nothing was charged, and the caller may simply try again.
+      if (err instanceof ConcurrencyError) throw new AppError('rate_limited', "This account's ledger is busy with calls served by another process; nothing was charged: retry in 1 s", { retry_after_seconds: 1 });
+      throw err;
+    });
     this.onDebited(endpoint, channel, cost);
     return { cost, remaining: this.remainingOf(outcome.state) };
   }
