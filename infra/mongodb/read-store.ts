@@ -62,6 +62,7 @@ export class MongoReadStore implements ReadStore {
   private readonly db: Db;
   private readonly defs = new Map<string, AnyDef>();
   private transactions: Promise<boolean> | null = null;
+  private perCommand: Promise<number> | null = null;
 
   constructor(
     clientOrUrl: MongoClient | string,
@@ -228,19 +229,21 @@ export class MongoReadStore implements ReadStore {
       });
       if (!advances) return; // a re-delivered batch: already applied
     }
-    // Consecutive writes to one collection go in one ordered bulkWrite; runs keep batch order.
+    // Consecutive writes to one collection go in ordered bulkWrites; runs keep batch order.
+    const perCommand = await this.writesPerCommand();
     let i = 0;
     while (i < batch.writes.length) {
       const name = batch.writes[i]!.collection;
       const ops: AnyBulkWriteOperation<StoredDoc>[] = [];
-      for (; i < batch.writes.length && batch.writes[i]!.collection === name; i++) ops.push(toBulkOp(batch.writes[i]!));
+      for (; i < batch.writes.length && batch.writes[i]!.collection === name && ops.length < perCommand; i++) ops.push(toBulkOp(batch.writes[i]!));
       await this.coll(name).bulkWrite(ops, { ordered: true, session });
     }
     if (entries.length > 0) {
       // `$max`: a checkpoint never moves backwards, even when two writers race without a transaction.
+      // `updateMany` (one document at most, by `_id`): see `writesPerCommand` for why not `updateOne`.
       await this.checkpoints.bulkWrite(
         entries.map(([p, position]) => ({
-          updateOne: { filter: { _id: p }, update: { $max: { position } }, upsert: true },
+          updateMany: { filter: { _id: p }, update: { $max: { position } }, upsert: true },
         })),
         { ordered: true, session },
       );
@@ -259,6 +262,28 @@ export class MongoReadStore implements ReadStore {
         throw err;
       });
     return this.transactions;
+  }
+
+  /**
+   * How many writes one `update` command may carry. FerretDB 1.x (checked up to 1.24.2) keeps the
+   * PostgreSQL query of every single-document statement of an `update` command open until the
+   * whole command is done (`defer closer.Close()` in a loop in its `updateDocument`), and each
+   * statement that matches a document then takes a second connection for its write. So a batch
+   * replacing more existing documents than its pool holds (`pool_max_conns`, 50 by default)
+   * waits forever for a connection that it holds itself, and every other command, even `ping`,
+   * waits behind it until FerretDB is restarted. One statement per command holds at most two
+   * connections at a time; MongoDB gets the whole run in one command.
+   */
+  private writesPerCommand(): Promise<number> {
+    this.perCommand ??= this.db
+      .admin()
+      .command({ buildInfo: 1 })
+      .then((info) => (info['ferretdbVersion'] === undefined ? Number.POSITIVE_INFINITY : 1))
+      .catch((err: unknown) => {
+        this.perCommand = null; // ask again next time
+        throw err;
+      });
+    return this.perCommand;
   }
 
   async checkpoint(projector: string): Promise<string | null> {

@@ -1,0 +1,88 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { defineCollection } from '../../src/core/read-store.port.js';
+
+interface Row {
+  id: string;
+  n: number;
+}
+
+const rows = defineCollection<Row>({ name: 'rows', key: (r) => r.id, fields: ['n'], indexes: [] });
+
+/** More than FerretDB's PostgreSQL pool holds by default (`pool_max_conns=50`), with room to spare. */
+const MANY = 150;
+
+/** Rejects when `promise` takes longer than `ms`: a wedged server must fail the test, not hang it. */
+function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+function batch(n: number, position: string) {
+  const ids = Array.from({ length: MANY }, (_, i) => `r${String(i).padStart(3, '0')}`);
+  return {
+    writes: ids.map((id) => ({ op: 'upsert' as const, collection: rows.name, id, doc: { id, n } })),
+    checkpoints: Object.fromEntries(ids.map((id) => [`projector_${id}`, position])),
+  };
+}
+
+/**
+ * FerretDB 1.24 holds a PostgreSQL connection for every single-document statement of an `update`
+ * command until the command ends, so one command replacing more documents than its pool holds
+ * waits forever on itself and the whole server stops answering (docs/scaling.md, "What is not
+ * verified yet"). The read store must never send such a command.
+ */
+describe('MongoDB adapter: a commit that replaces many existing documents at once', function () {
+  this.timeout(120_000);
+  const uri = process.env['MONGODB_URI'];
+  if (!uri) {
+    it('runs when MONGODB_URI is set (npm run engines starts FerretDB)');
+    return;
+  }
+  const database = `scores_bulk_${randomUUID().slice(0, 8)}`;
+  const updates: CommandStartedEvent[] = [];
+  let client: MongoClient;
+  let store: MongoReadStore;
+
+  before(async () => {
+    client = new MongoClient(uri, { monitorCommands: true, serverSelectionTimeoutMS: 5000 });
+    client.on('commandStarted', (e) => {
+      if (e.commandName === 'update') updates.push(e);
+    });
+    store = new MongoReadStore(client, database);
+    await store.register([rows]);
+  });
+
+  after(async () => {
+    await within(10_000, store.dropDatabase(), 'dropDatabase').catch(() => undefined);
+    await client?.close(true);
+  });
+
+  it(`replaces ${MANY} documents and advances ${MANY} checkpoints in one commit, and the server still answers`, async () => {
+    await within(30_000, store.commit(batch(1, '1')), 'the first commit (all new documents)');
+    await within(30_000, store.commit(batch(2, '2')), `the commit replacing ${MANY} existing documents`);
+    const ping = new MongoClient(uri, { serverSelectionTimeoutMS: 5000 });
+    try {
+      expect(await within(10_000, ping.db('admin').command({ ping: 1 }), 'ping from another client')).to.include({ ok: 1 });
+    } finally {
+      await ping.close(true);
+    }
+    const page = await store.find(rows, {}, {});
+    expect(page.items).to.have.length(MANY);
+    expect(page.items.every((r) => r.n === 2)).to.equal(true);
+    expect(await store.checkpoint(`projector_r${String(MANY - 1)}`)).to.equal('2');
+  });
+
+  it('sends FerretDB no update command with two single-document statements', async function () {
+    const info = await client.db('admin').command({ buildInfo: 1 });
+    if (info['ferretdbVersion'] === undefined) this.skip(); // MongoDB runs a whole run in one command
+    expect(updates.length).to.be.greaterThan(0);
+    const widest = Math.max(...updates.map((e) => (e.command['updates'] as { multi?: boolean }[]).filter((u) => u.multi !== true).length));
+    expect(widest).to.be.at.most(1);
+  });
+});
