@@ -80,11 +80,21 @@ describe('Process roles on the engines: scores worker and scores serve --role ap
     worker = await start(['worker', '--jobs', 'projections,webhooks'], env);
     expect((await getJson(`${worker.url}/healthz`)).body).to.include({ status: 'ok', role: 'worker' });
     await until(async () => (await fetch(`${worker!.url}/readyz`)).status === 200, 120_000, 200);
-    const ready = await getJson(`${worker.url}/readyz`);
-    expect(ready.body['jobs']).to.deep.equal([
+    // Ready once every job started; a leased job is `standby` until its lease is taken and the
+    // job (webhooks: a Kafka consumer group to join) has started, which may come a little later.
+    let ready = await getJson(`${worker.url}/readyz`);
+    const jobs = () => ready.body['jobs'] as { name: string; state: string }[];
+    expect(jobs().map((j) => j.name)).to.deep.equal(['projections', 'webhooks']);
+    expect(jobs()[0]!.state).to.equal('running');
+    await until(async () => {
+      ready = await getJson(`${worker!.url}/readyz`);
+      return jobs().every((j) => j.state === 'running');
+    }, 60_000, 200);
+    expect(jobs()).to.deep.equal([
       { name: 'projections', state: 'running' },
       { name: 'webhooks', state: 'running' },
     ]);
+    expect(ready.status).to.equal(200);
     expect(ready.body['waits_for']).to.be.a('string');
     const metrics = await fetch(`${worker.url}/metrics`);
     expect(metrics.status).to.equal(200);
