@@ -38,8 +38,8 @@ async function stop(proc: Proc | null, signal: NodeJS.Signals = 'SIGTERM'): Prom
 }
 
 /**
- * The split deployment on the engines: not part of `npm test` (see docs/scaling.md, "What is not
- * verified yet"); `npm run test:fleet` runs it with the engines' variables set.
+ * The split deployment on the engines, in `npm test` when the engines' variables are set
+ * (`npm run test:fleet` runs test/fleet alone).
  */
 describe('Process roles on the engines: scores worker and scores serve --role api', function () {
   this.timeout(600_000);
