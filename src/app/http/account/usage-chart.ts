@@ -42,7 +42,13 @@ export const USAGE_CHART_JS = `(() => {
       // Whole credits only: no 2.5 on the axis.
       { label: 'Credits per day', size: 60, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8], values: (u, ticks) => ticks.map((t) => count(t)) },
     ],
-    hooks: { draw: [(u) => el.setAttribute('data-drawn', String(xs.length))] },
+    // What was drawn, on the element (the axes are canvas text: the browser tests read them here).
+    hooks: { draw: [(u) => {
+      const iso = (ts) => new Date(ts * 1000).toISOString().slice(0, 10);
+      el.setAttribute('data-axes', u.axes.map((a) => a.label).join('|'));
+      el.setAttribute('data-x-range', iso(u.scales.x.min + 43200) + '/' + iso(u.scales.x.max - 43200));
+      el.setAttribute('data-drawn', String(xs.length));
+    }] },
   };
   el.textContent = '';
   const plot = new window.uPlot(opts, [xs, data.credits], el);
