@@ -1,8 +1,8 @@
 /**
  * The account page's HTML: keys, usage this month (a daily chart and the figures), the ledger of
- * charges, alerts, webhooks, plan and membership, packs, overage, the upcoming invoice, invoices. Server-rendered: every
- * action is a plain form; only the chart needs JavaScript (uPlot, served by the service). The
- * usage, ledger and upcoming-invoice sections are in usage.page.ts.
+ * charges, alerts, webhooks, plan and membership, packs, overage, the upcoming invoice, invoices.
+ * Server-rendered: every action is a plain form; only the chart needs JavaScript (uPlot, served
+ * by the service). The usage, ledger and upcoming-invoice sections are in usage.page.ts.
  */
 import { CREDIT_PACKS, TIERS, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/accounts/api-keys.js';
