@@ -8,14 +8,12 @@ import type { Billing } from '../../src/core/billing.port.js';
 import type { Clock } from '../../src/core/clock.js';
 import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
 import { notFound } from '../../src/core/errors.js';
-import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { billMonth } from '../../src/domain/billing/month-bill.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
-import { foldLedger, initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
-import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
-import { ledgerEntries, usageProjection } from '../../projections/usage/usage.projection.js';
+import { readLedgerMonth } from '../../projections/usage/ledger-month.js';
 import { accountOf } from '../../src/domain/accounts/account.state.js';
 
 export interface InvoiceDeps {
@@ -38,31 +36,12 @@ const invoicesOf = (accountId: string): Stream<InvoicesState, BillingEvent> => (
 /** `acct_1a2b3c4d…` → `1A2B3C4D`: the readable part of an invoice number. */
 const numberPrefix = (accountId: string) => accountId.replace(/^acct_/, '').replace(/[^A-Za-z0-9]/g, '').slice(0, 8).toUpperCase() || 'ACCOUNT';
 
-const PAGE = 5_000;
-
 /** The month's ledger events, from its first to its closing event, and the state before them. */
 async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: string) {
-  await deps.reads.register(usageProjection.collections);
-  const first = (await deps.reads.find(ledgerEntries, { account_id: accountId, period }, { sort: [['seq', 1]], limit: 1 })).items[0];
-  if (!first) throw notFound(`account ${accountId} has no ledger month ${period}`);
-  const stream = ledgerStream(accountId);
-  const events: RecordedEvent[] = [];
-  for (let from = first.revision; ; from += PAGE) {
-    const page = await deps.events.readStream(stream, { fromRevision: from, maxCount: PAGE });
-    const end = page.findIndex((e) => e.type === 'LedgerPeriodClosed' && (e.data as { period?: unknown }).period === period);
-    events.push(...(end >= 0 ? page.slice(0, end + 1) : page));
-    if (end >= 0) break;
-    if (page.length < PAGE) throw notFound(`ledger month ${period} of account ${accountId} is not closed yet`);
-  }
-  // The state the month opened on: the previous month's closing event carries it whole.
-  const [previous] = first.revision > 0 ? await deps.events.readStream(stream, { fromRevision: first.revision - 1, maxCount: 1 }) : [];
-  const before =
-    previous === undefined
-      ? initialLedgerState
-      : previous.type === 'LedgerPeriodClosed'
-        ? foldLedger([previous])
-        : foldLedger(await deps.events.readStream(stream, { maxCount: first.revision }));
-  return { before, events: events as unknown as LedgerEvent[] };
+  const month = await readLedgerMonth(deps.reads, deps.events, accountId, period);
+  if (!month) throw notFound(`account ${accountId} has no ledger month ${period}`);
+  if (!month.closed) throw notFound(`ledger month ${period} of account ${accountId} is not closed yet`);
+  return month;
 }
 
 /** The month's invoice, issued now unless it was already (`issued` says which). */

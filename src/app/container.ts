@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './logger.js';
 import { allProjections } from '../../projections/index.js';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
@@ -95,7 +96,7 @@ export interface OpenOptions {
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
   const transportClock = options.transportClock ?? options.clock ?? systemClock;
-  const log = options.log ?? pino({ level: config.logLevel });
+  const log = options.log ?? createLogger(config.logLevel);
   const metrics = new Metrics();
   const stores = await openStores(config, clock, log, metrics);
   const exportFiles = await openExportFiles(config);

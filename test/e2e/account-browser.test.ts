@@ -221,12 +221,19 @@ describe('The account area in a real browser', function () {
     const ledgerRow = page.getByRole('table', { name: 'Ledger entries' }).locator('tbody tr', { hasText: requestId! });
     expect(await ledgerRow.count(), `a ledger line for request ${requestId}`).to.equal(1);
     const cells = await ledgerRow.locator('td').allInnerTexts();
-    expect(cells[2]).to.equal('CreditsDebited');
-    expect(cells[4]).to.equal(requestId);
-    expect(Number(cells[3]!.match(/(\d+) credits?/)?.[1]), cells[3]).to.equal(cost);
+    // A human label first; the event's name and the request id only as detail.
+    const [label, detail, proof] = cells[2]!.split('\n');
+    expect(label).to.equal('API call');
+    expect(proof).to.equal(`Event CreditsDebited, request ${requestId}`);
+    expect(Number(detail!.match(/^(\d+) credits? for /)?.[1]), detail).to.equal(cost);
+    expect(cells[3]).to.equal(`−${cost}`);
+    // The instant readable, the exact UTC instant in the <time> element.
+    expect(cells[1]).to.match(/^10 Apr 2019, \d\d:\d\d UTC$/);
+    expect(await ledgerRow.locator('time').getAttribute('datetime')).to.match(/^2019-04-10T\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(await page.locator('#used').innerText()).to.equal(used.toLocaleString('en-US'));
     const dayRow = page.getByRole('table', { name: 'Usage per day' }).locator('tbody tr');
-    expect(await dayRow.allInnerTexts()).to.deep.equal([`2019-04-10\t${callsBefore + 1}\t${used}`]);
+    expect(await dayRow.allInnerTexts()).to.deep.equal([`10 Apr 2019\t${callsBefore + 1}\t${used}`]);
+    expect(await dayRow.locator('time').getAttribute('datetime')).to.equal('2019-04-10');
     await page.locator('#usage-chart[data-drawn]').waitFor({ state: 'attached', timeout: 10_000 });
     expect(await page.locator('#usage-chart').getAttribute('data-drawn')).to.equal('1');
     expect(await page.locator('#usage-chart canvas').count()).to.be.greaterThan(0);
@@ -365,7 +372,7 @@ describe('The account area in a real browser', function () {
 
     const days = await noJsPage.getByRole('table', { name: 'Usage per day' }).locator('tbody tr').allInnerTexts();
     expect(days).to.have.length(1);
-    expect(days[0]).to.match(/^2019-05-02\t2\t\d+$/);
+    expect(days[0]).to.match(/^2 May 2019\t2\t\d+$/);
     const overage = () => noJsPage.locator('#usage dt:has-text("Overage") + dd').innerText();
     expect(await overage()).to.equal('off (hard stop)');
     await noJsPage.getByRole('button', { name: /^Switch overage on/ }).click();

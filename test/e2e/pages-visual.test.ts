@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { buyPack } from '../../commands/billing/billing.handler.js';
 import type { TestServer } from '../support/server.js';
 import { startTestServer } from '../support/server.js';
 
@@ -69,6 +70,23 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     await context.addCookies([{ name: SESSION_COOKIE, value, url: `${server.url.replace(/^http:/, 'https:')}/`, secure: true, httpOnly: true, sameSite: 'Lax' }]);
   }
 
+  /**
+   * Gives the account what its page shows: calls with the key the welcome page showed (usage,
+   * ledger lines) and a credit pack (a line of the upcoming invoice).
+   */
+  async function useTheAccount(page: Page): Promise<void> {
+    const key = (await page.locator('#new-key').innerText()).trim();
+    await server.services.runner.waitForHead();
+    for (const ticker of ['AAPL', 'MSFT', 'AAPL']) {
+      const res = await fetch(`${server.url}/v1/scores/${ticker}`, { headers: { 'X-API-Key': key } });
+      expect(res.status, await res.text()).to.equal(200);
+    }
+    await page.goto(`${server.url}/account`);
+    const accountId = (await page.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).trim();
+    const s = server.services;
+    await buyPack({ ledger: s.ledger, billing: s.billing, clock: s.clock }, accountId, 'pack-10k', 'visual-check-pack-1');
+  }
+
   before(async function () {
     if (!existsSync(CHROMIUM)) {
       console.log(`      ${CHROMIUM} is absent: apt-get install -y chromium`);
@@ -87,6 +105,7 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     }
     const page = await context.newPage();
     await signIn(page);
+    await useTheAccount(page);
     await page.close();
     axeContext = await browser.newContext({ bypassCSP: true, storageState: await context.storageState() });
     axeVisitor = await browser.newContext({ bypassCSP: true });
@@ -105,7 +124,7 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     { name: 'stock-AAPL', path: '/stocks/AAPL', ready: (p) => p.locator('#score-chart[data-drawn]').waitFor() },
     { name: 'docs', path: '/docs', ready: (p) => p.locator('#redoc .api-content').waitFor({ timeout: 60_000 }) },
     { name: 'sign-in', path: '/account/sign-in', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor(), anonymous: true },
-    { name: 'account', path: '/account', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
+    { name: 'account', path: '/account', ready: (p) => p.locator('#usage-chart[data-drawn]').waitFor() },
   ];
 
   for (const width of WIDTHS) {
@@ -180,6 +199,37 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
       expect(scale.days).to.be.greaterThan(20);
       expect(scale.first).to.match(/^\d{4}-\d{2}-\d{2}$/);
       expect(Number(await page.locator('#score-chart').getAttribute('data-drawn'))).to.equal(scale.days);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows on /account the keys, the usage chart with axes and a legend of figures, the ledger in words and the upcoming invoice', async () => {
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/account`);
+      await page.locator('#usage-chart[data-drawn]').waitFor();
+      expect(await page.getByRole('table', { name: 'API keys' }).locator('tbody tr').count()).to.be.greaterThan(0);
+      // The legend at rest: the month and its total, not uPlot's "--".
+      const usage = await page.evaluate<{ days: string[]; credits: number[]; calls: number[] }>("JSON.parse(document.getElementById('usage-data').textContent)");
+      expect(usage.days).to.deep.equal(['2019-04-10']);
+      const legend = page.locator('#usage-chart .u-legend');
+      expect(await legend.locator('.u-label').allInnerTexts()).to.deep.equal(['Date', 'Credits']);
+      expect(await legend.locator('.u-value').allInnerTexts()).to.deep.equal(['April 2019', `${usage.credits[0]} in all`]);
+      // Pointing at the chart: the day's figures (the only day with calls is the nearest).
+      await page.locator('#usage-chart .u-over').hover();
+      expect(await legend.locator('.u-value').allInnerTexts()).to.deep.equal(['10 Apr 2019', `${usage.credits[0]} (${usage.calls[0]} calls)`]);
+      // The axes as uPlot drew them: labelled, the whole month on the x-axis.
+      expect(await page.locator('#usage-chart').getAttribute('data-axes')).to.equal('Date (UTC)|Credits per day');
+      expect(await page.locator('#usage-chart').getAttribute('data-x-range')).to.equal('2019-04-01/2019-04-30');
+      expect(await page.locator('#resets time').getAttribute('datetime')).to.equal('2019-05-01T00:00:00.000Z');
+      expect(await page.locator('#resets').innerText()).to.equal('1 May 2019, 00:00 UTC');
+      const entries = await page.getByRole('table', { name: 'Ledger entries' }).locator('tbody td strong.entry').allInnerTexts();
+      expect(entries).to.include.members(['API call', 'Credit pack', 'Monthly allowance']);
+      const kinds = await Promise.all((await page.locator('#upcoming-lines tbody tr').all()).map((row) => row.getAttribute('data-kind')));
+      expect(kinds).to.deep.equal(['plan', 'pack']);
+      expect(await page.locator('#upcoming-total').innerText()).to.equal('$5.00');
+      expect(await page.locator('#upcoming-due').innerText()).to.equal('$0.00');
     } finally {
       await page.close();
     }

@@ -13,11 +13,14 @@ import { PROBLEM_CODE_LOCAL } from './problem.js';
 /** The label of a request no route matched (a 404, or an answer from a middleware): never the raw URL. */
 const NO_ROUTE = '(none)';
 
+/** Routes of the probes and the scraper, logged at debug rather than info. */
+export const HEALTH_CHECK_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+
 /**
- * Runs first for every request: when its response is done, one access-log line at `info`
- * (request id, method, route pattern, status, duration, the key's shown prefix: never the key)
- * and the request's duration in `scores_http_request_duration_seconds`; a 429 also counts in
- * `scores_http_too_many_requests_total` under its problem code.
+ * Runs first for every request: when its response is done, one access-log line at `info` (at
+ * `debug` for the health checks) (request id, method, route pattern, status, duration, the key's
+ * shown prefix: never the key) and the request's duration in `scores_http_request_duration_seconds`;
+ * a 429 also counts in `scores_http_too_many_requests_total` under its problem code.
  */
 export function observeRequests(services: Services): RequestHandler {
   const { log, metrics } = services;
@@ -30,8 +33,10 @@ export function observeRequests(services: Services): RequestHandler {
       const code = res.locals[PROBLEM_CODE_LOCAL] as string | undefined;
       metrics.request(req.method, route, status, ms / 1000);
       if (status === 429) metrics.tooManyRequests.inc({ code: code ?? 'unknown' });
-      if (!log.isLevelEnabled('info')) return;
-      log.info(
+      // Probes poll the health checks every few seconds: their lines would bury the calls.
+      const level = HEALTH_CHECK_ROUTES.has(route) ? 'debug' : 'info';
+      if (!log.isLevelEnabled(level)) return;
+      log[level](
         {
           req_id: requestIdOf(req, services.ids),
           method: req.method,

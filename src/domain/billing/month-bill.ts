@@ -1,8 +1,9 @@
 /**
- * A closed month's bill, from the ledger alone: what its invoice lists. The month's own events
- * (from the state it opened on to its closing event) say which plan and membership it started
- * with (billed for the whole month, in arrears), what was prorated and which packs were sold
- * (already paid when bought), and the overage its closing state carries.
+ * A month's bill, from the ledger alone: what its invoice lists and, while the month is still
+ * open, its upcoming invoice (the same code). The month's own events (from the state it opened on
+ * to its closing event, or to the last one so far) say which plan and membership it started with
+ * (billed for the whole month, in arrears), what was prorated and which packs were sold (already
+ * paid when bought), and the overage its last state carries.
  */
 import { evolve, type LedgerState } from '../ledger/ledger.state.js';
 import type { LedgerEvent } from '../ledger/ledger.events.js';
@@ -35,6 +36,15 @@ const line = (kind: InvoiceLine['kind'], description: string, amount: number, qu
 export function billMonth(period: string, before: LedgerState, events: readonly LedgerEvent[]): MonthBill {
   const closing = events[events.length - 1];
   if (closing?.type !== 'LedgerPeriodClosed' || closing.data.period !== period) throw new Error(`the events given do not end with the closing of ${period}`);
+  return billSoFar(period, before, events);
+}
+
+/**
+ * The bill of `period` as its events so far make it: the upcoming invoice of a month still open,
+ * and (once the closing event is among them) the invoice itself. The overage is the state's after
+ * the last event, which for a closed month is what its closing event carries.
+ */
+export function billSoFar(period: string, before: LedgerState, events: readonly LedgerEvent[]): MonthBill {
   let state = before;
   let opening: { tier: Tier; pro: boolean } | null = null;
   const bought: InvoiceLine[] = [];
@@ -56,10 +66,9 @@ export function billMonth(period: string, before: LedgerState, events: readonly 
   lines.push(line('plan', `${title(start.tier)} plan, ${monthName(period)}${price === null ? ' (billed by contract)' : ''}`, price ?? 0));
   if (start.pro) lines.push(line('pro', `Pro membership, ${monthName(period)}`, PRO_MONTHLY_PRICE_CENTS));
   lines.push(...bought);
-  const carried = closing.data.carried;
-  if (carried.overage_credits > 0) {
-    const cents = Math.round(carried.overage_micro_usd / 10_000);
-    lines.push(line('overage', `Overage: ${carried.overage_credits.toLocaleString('en-US')} credits beyond the allowance`, cents));
+  if (state.period === period && state.overage_credits > 0) {
+    const cents = Math.round(state.overage_micro_usd / 10_000);
+    lines.push(line('overage', `Overage: ${state.overage_credits.toLocaleString('en-US')} credits beyond the allowance`, cents));
   }
   const total = lines.reduce((n, l) => n + l.amount_cents, 0);
   const paid = bought.reduce((n, l) => n + l.amount_cents, 0);

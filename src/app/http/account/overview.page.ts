@@ -1,20 +1,20 @@
 /**
  * The account page's HTML: keys, usage this month (a daily chart and the figures), the ledger of
- * charges, alerts, webhooks, plan and membership, packs, overage, invoices. Server-rendered: every
- * action is a plain form; only the chart needs JavaScript (uPlot, served by the service).
+ * charges, alerts, webhooks, plan and membership, packs, overage, the upcoming invoice, invoices.
+ * Server-rendered: every action is a plain form; only the chart needs JavaScript (uPlot, served
+ * by the service). The usage, ledger and upcoming-invoice sections are in usage.page.ts.
  */
-import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
+import { CREDIT_PACKS, TIERS, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/accounts/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
-import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
-import type { LedgerPageResponse } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import type { WebhookListItem } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import type { InvoiceDoc } from '../../../../projections/invoices/invoices.projection.js';
-import type { UsageDayDoc } from '../../../../projections/usage-days/usage-days.projection.js';
-import { html, raw, type SafeHtml } from '../pages/html.js';
+import { html, type SafeHtml } from '../pages/html.js';
+import { instant } from '../pages/time.js';
 import { csrfField } from './account-web.js';
+import { ledgerSection, upcomingSection, usageSection, type UsageView } from './usage.page.js';
 
 const count = (n: number) => n.toLocaleString('en-US');
 
@@ -24,19 +24,14 @@ export function newKeyNotice(key: string, prefix: string): SafeHtml {
 <p><code id="new-key">${key}</code></p><p class="muted">Its prefix <code>${prefix}</code> names it on this page from now on. Send it as the <code>X-API-Key</code> header.</p></div>`;
 }
 
-export interface AccountView {
+export interface AccountView extends UsageView {
   account_id: string;
-  email: string | null;
   now: Date;
-  figures: UsageFigures;
   /** A downgrade or cancellation waiting for the month's end. */
   scheduled: { tier: Tier; at: string } | null;
   keys: KeyState[];
-  days: UsageDayDoc[];
-  ledger: LedgerPageResponse;
   webhooks: WebhookListItem[];
   invoices: InvoiceDoc[];
-  csrf: string;
   /** A fresh nonce per pack form: the purchase reference, so a form sent twice buys once. */
   purchaseIds: string[];
   notice?: SafeHtml;
@@ -64,49 +59,11 @@ ${revoke(k)}`
 <form method="post" action="/account/keys">${csrfField(v.csrf)}<button type="submit">Create a key</button></form></section>`;
 }
 
-function usageSection(v: AccountView): SafeHtml {
-  const f = v.figures;
-  const series = { month: f.period, days: v.days.map((d) => d.day), credits: v.days.map((d) => d.credits), calls: v.days.map((d) => d.calls) };
-  const total = v.days.reduce((n, d) => n + d.credits, 0);
-  return html`<section id="usage" aria-labelledby="usage-h"><h2 id="usage-h">Usage in ${monthName(f.period)}</h2>
-<dl>
-<dt>Plan</dt><dd>${title(f.tier)}${f.pro_member ? ' with the Pro membership' : ''}</dd>
-<dt>Allowance</dt><dd>${f.monthly_allowance === null ? 'unmetered' : `${count(f.monthly_allowance)} credits`}; used <span id="used">${count(f.used_this_month)}</span>${f.credits_remaining === null ? '' : `, ${count(f.credits_remaining)} left`}; resets ${f.resets_at}</dd>
-<dt>Prepaid credits</dt><dd>${count(f.prepaid_credits)}</dd>
-<dt>Overage</dt><dd>${f.allow_overage ? `on: ${count(f.overage_credits)} credits, ${formatUsd(Math.round(f.overage_cost_usd * 100))} so far` : 'off (hard stop)'}</dd>
-</dl>
-<figure><div id="usage-chart"></div><figcaption class="muted">Credits charged per day this month: ${count(total)} in all.</figcaption></figure>
-<table aria-label="Usage per day"><thead><tr><th>Day</th><th class="num">Calls</th><th class="num">Credits</th></tr></thead><tbody>${v.days.map((d) => html`<tr><td>${d.day}</td><td class="num">${count(d.calls)}</td><td class="num">${count(d.credits)}</td></tr>`)}</tbody></table>
-<script type="application/json" id="usage-data">${raw(JSON.stringify(series).replace(/</g, '\\u003c'))}</script>
-<h3>Usage alerts</h3><p>Emails at ${USAGE_ALERT_THRESHOLDS.map((t) => `${t}%`).join(', ')} of the allowance, once a month each${v.email ? html` to <strong>${v.email}</strong>` : ''}. Raised this month: <span id="alerts">${f.monthly_allowance === null ? 'none (unmetered)' : alertsRaised(f)}</span>.</p>
-${
-  overageAllowed(f.tier)
-    ? html`<form method="post" action="/account/overage">${csrfField(v.csrf)}<input type="hidden" name="on" value="${f.allow_overage ? 'off' : 'on'}"><button type="submit">${f.allow_overage ? 'Switch overage off (hard stop)' : `Switch overage on (${formatUsd(Math.round((PLANS[f.tier].overage_per_1k_usd ?? 0) * 100))} per 1,000 credits beyond the allowance)`}</button></form>`
-    : html`<p class="muted">Overage is not available on the ${title(f.tier)} plan: calls stop when the credits run out.</p>`
-}</section>`;
-}
-
-const alertsRaised = (f: UsageFigures) => {
-  const used = f.monthly_allowance ? (f.used_this_month * 100) / f.monthly_allowance : 0;
-  const raised = USAGE_ALERT_THRESHOLDS.filter((t) => used >= t);
-  return raised.length ? raised.map((t) => `${t}%`).join(', ') : 'none';
-};
-
-function ledgerSection(v: AccountView): SafeHtml {
-  const rows = v.ledger.entries.map(
-    (e) => html`<tr><td class="num">${e.seq}</td><td>${e.at.slice(0, 19).replace('T', ' ')}</td><td>${e.kind}</td><td>${e.detail}</td><td>${e.request_id ? html`<code>${e.request_id}</code>` : ''}</td><td><code title="${e.hash}">${e.hash.slice(0, 12)}…</code></td></tr>`,
-  );
-  return html`<section id="ledger" aria-labelledby="ledger-h"><h2 id="ledger-h">Ledger of charges</h2>
-<p class="muted">The entries of <a href="/docs#tag/Account">GET /v1/usage/ledger</a>, newest first, each hash-chained to the one before.</p>
-<table aria-label="Ledger entries"><thead><tr><th class="num">Seq</th><th>At (UTC)</th><th>Kind</th><th>Detail</th><th>Request</th><th>Hash</th></tr></thead><tbody>${rows}</tbody></table>
-${v.ledger.next_cursor ? html`<p><a href="/account?cursor=${v.ledger.next_cursor}#ledger">Older entries</a></p>` : ''}</section>`;
-}
-
 function webhooksSection(v: AccountView): SafeHtml {
   if (v.webhooks.length === 0) return html`<section id="webhooks"><h2>Webhooks</h2><p class="muted">None. Register them with <code>POST /v1/webhooks</code> (quant plans and up).</p></section>`;
   return html`<section id="webhooks" aria-labelledby="webhooks-h"><h2 id="webhooks-h">Webhooks</h2>
 <table aria-label="Webhooks"><thead><tr><th>Id</th><th>Event</th><th>URL</th><th>Active</th><th>Last fired</th></tr></thead><tbody>${v.webhooks.map(
-    (w) => html`<tr><td><a href="/account/webhooks/${w.id}">${w.id}</a></td><td>${w.event_type}</td><td>${w.url}</td><td>${w.is_active ? 'yes' : `no (${w.consecutive_failures} failures)`}</td><td>${w.last_fired_at ?? '—'}</td></tr>`,
+    (w) => html`<tr><td><a href="/account/webhooks/${w.id}">${w.id}</a></td><td>${w.event_type}</td><td>${w.url}</td><td>${w.is_active ? 'yes' : `no (${w.consecutive_failures} failures)`}</td><td>${w.last_fired_at ? instant(w.last_fired_at) : '—'}</td></tr>`,
   )}</tbody></table></section>`;
 }
 
@@ -146,8 +103,8 @@ export function accountBody(v: AccountView): SafeHtml {
 <p>${v.email ? html`Signed in as <strong id="email">${v.email}</strong>` : 'Signed in'} · account <code>${v.account_id}</code>
 <form method="post" action="/account/sign-out" class="inline">${csrfField(v.csrf)}<button type="submit">Sign out</button></form></p>
 ${v.notice ?? ''}
-<nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
-${keysSection(v)}${usageSection(v)}${ledgerSection(v)}${planSection(v)}${invoicesSection(v)}${webhooksSection(v)}`;
+<nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
+${keysSection(v)}${usageSection(v)}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}`;
 }
 
 /** The head of the account page: uPlot and the chart script, both served by the service (no CDN). */

@@ -1,11 +1,12 @@
 /**
- * The account page (`GET /account`): keys, the month's usage, the ledger, plan, invoices and
- * webhooks. The account and its ledger are read as the commands see them (their streams), the
- * rest from the read models once they hold the account's last ledger write.
+ * The account page (`GET /account`): keys, the month's usage, the ledger, plan, the upcoming
+ * invoice, invoices and webhooks. The account and its ledger are read as the commands see them
+ * (their streams), the rest from the read models once they hold the account's last ledger write.
  */
 import { loadAccount } from '../../../../commands/manage-keys/keys.handler.js';
 import { listInvoices } from '../../../../queries/get-invoices/get-invoices.query.js';
 import { getUsageDays } from '../../../../queries/get-usage-days/get-usage-days.query.js';
+import { getUpcomingInvoice } from '../../../../queries/get-upcoming-invoice/get-upcoming-invoice.query.js';
 import { getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { listWebhooks } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import { stateAt, usageFigures } from '../../../domain/ledger/ledger.figures.js';
@@ -29,11 +30,12 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const state = stateAt(await services.ledger.state(accountId), now);
   const figures = usageFigures(state, now);
   const cursor = typeof req.query['cursor'] === 'string' ? req.query['cursor'] : null;
-  const [days, ledger, webhooks, invoices] = await Promise.all([
+  const [days, ledger, webhooks, invoices, upcoming] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
     getUsageLedger(services.reads, services.events, { accountId, limit: LEDGER_PAGE, cursor }),
     listWebhooks(services.reads, accountId),
     listInvoices(services.reads, accountId),
+    getUpcomingInvoice(services.reads, services.events, accountId, now),
   ]);
   const body = accountBody({
     account_id: accountId,
@@ -46,6 +48,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     ledger,
     webhooks: webhooks.webhooks,
     invoices,
+    upcoming,
     csrf: web.csrfToken(req, res),
     purchaseIds: CREDIT_PACKS.map(() => services.ids.next('', 12)),
     notice,

@@ -1,6 +1,7 @@
 /** The pages of sign-in by emailed link: the form, "check your email", the link's confirmation, the welcome with the first key. */
 import { SIGN_IN_LINK_MINUTES, SIGN_IN_MAILS_PER_ADDRESS } from '../../../../commands/sign-in/sign-in.handler.js';
 import { html, type SafeHtml } from '../pages/html.js';
+import { instant } from '../pages/time.js';
 import { csrfField } from './account-web.js';
 import { newKeyNotice } from './overview.page.js';
 
@@ -32,7 +33,7 @@ export const linkNotValidPage = (status: 'unknown' | 'used' | 'expired'): SafeHt
 export const confirmSignInPage = (v: { email: string; token: string; expiresAt: string; csrf: string }): SafeHtml =>
   html`<h1>Sign in as ${v.email}</h1>
 <form method="post" action="/account/sign-in/${v.token}">${csrfField(v.csrf)}<p><button type="submit">Sign in</button></p></form>
-<p class="muted">The link works once, until ${v.expiresAt.slice(11, 16)} UTC.</p>`;
+<p class="muted">The link works once, until ${instant(v.expiresAt)}.</p>`;
 
 export const welcomePage = (key: { key: string; prefix: string }): SafeHtml =>
   html`<h1>Welcome to Scores API</h1><p>Your developer account is ready, on the free tier.</p>${newKeyNotice(key.key, key.prefix)}<p><a href="/account">Continue to your account</a></p>`;

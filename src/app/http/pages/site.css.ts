@@ -104,6 +104,14 @@ svg.sparkline { display: block; max-width: 100%; height: auto; }
   header.site .brand { width: 100%; }
   th, td { padding: var(--s1) var(--s2); }
 }
+
+/* Account page: usage chart, ledger, upcoming invoice, readable times (issue 33, item 3) */
+figure.usage { margin: var(--s3) 0 var(--s4); }
+figure.usage figcaption { font-size: var(--t-sm); }
+time[title] { text-decoration: underline dotted; text-underline-offset: .2em; }
+table.ledger td:nth-child(2) { min-width: 8.5rem; }
+table.ledger td:nth-child(3) { min-width: 14rem; }
+#upcoming-lines tfoot th { font-size: var(--t-base); color: var(--fg); white-space: normal; font-weight: 600; }
 `;
 
 /** The stylesheet's URL, versioned by its content so it can be cached for a long time. */
