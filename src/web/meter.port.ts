@@ -56,6 +56,9 @@ export type AuthedRequest = Request & { user?: Principal; requestId?: string };
 /** The response header that shows a caller's credits left, on every /v1 response (`Meter.remaining`). */
 export const CREDITS_HEADER = HEADER.creditsRemaining;
 
+/** A caller's address, or how to find it when it is needed. */
+export type ClientAddress = string | (() => string);
+
 export interface Charge {
   cost: number;
   /** The `X-Credits-Remaining` value after the charge. */
@@ -72,8 +75,10 @@ export interface Meter {
    * `key_forbidden` for a revoked one (or a rotated one past its grace period). The principal
    * carries the request's rate check (`admit` enforces it); `client` (the caller's address)
    * limits requests without a valid key, 429 `rate_limited` instead of 401 once over the limit.
+   * It may be given as a function: only a request without a valid key needs the address, and
+   * working it out (parsing it, `TRUST_PROXY`'s hops) is then left off every valid call.
    */
-  authenticate(key: string | undefined, requestId: string, client?: string): Promise<Principal>;
+  authenticate(key: string | undefined, requestId: string, client?: ClientAddress): Promise<Principal>;
   /**
    * Charges a call once its result is known: the cost comes from the rate card and the number of
    * rows it returns. Resolves only when the debit is durable; a call the credits do not cover is

@@ -28,10 +28,10 @@ export async function load(url: string, headers: Record<string, string>, seconds
  * GET /v1/scores/{ticker} with a metered key (every debit durable before the response) against a
  * bare express + better-sqlite3 server returning the same JSON, 50 connections, same run.
  *
- * The target compares with the bare server as the issue describes it (`app.listen()`). A second
- * bare server, built the service's own way (`createExpressServer`), is measured beside it and its
- * ratio printed without a target: what that construction gains is no metering saving, and this
- * line keeps the two apart.
+ * The first targets compare with the bare server as the issue describes it (`app.listen()`). A
+ * second bare server, built the service's own way (`createExpressServer`), is measured beside it:
+ * what that construction gains is no metering saving, so issue 34's targets (throughput >= 60%,
+ * p99 <= 2x) are set against it.
  */
 export async function benchHttp(runs: number, seconds = 8): Promise<void> {
   const dir = tempDir('scores-bench-http-');
@@ -74,7 +74,9 @@ export async function benchHttp(runs: number, seconds = 8): Promise<void> {
     report('metered / bare throughput', `${fmt((mr / sr) * 100, 0)}%`, '>= 100%', mr / sr >= 1);
     report('metered / bare p99 latency', `${fmt(mp / Math.max(sp, 1), 2)}x`, '<= 1.5x', mp / Math.max(sp, 1) <= 1.5);
     info('bare, built like the service', `${fmt(pr, 0)} req/s, p99 ${fmt(pp, 0)} ms`, '(createExpressServer; see docs/benchmarks.md)');
-    info('metered / bare built alike', `${fmt((mr / pr) * 100, 0)}%, p99 ${fmt(mp / Math.max(pp, 1), 2)}x`, '(no target)');
+    // Issue 34: what metering costs beside a server built the same way (same run, same machine).
+    report('metered / bare built alike throughput', `${fmt((mr / pr) * 100, 0)}%`, '>= 60%', mr / pr >= 0.6);
+    report('metered / bare built alike p99 latency', `${fmt(mp / Math.max(pp, 1), 2)}x`, '<= 2x', mp / Math.max(pp, 1) <= 2);
   } finally {
     for (const server of [metered, bare, alike]) server.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));

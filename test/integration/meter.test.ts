@@ -73,4 +73,23 @@ describe('The meter', function () {
     expect(((await refusal(meter.charge(p, 'scores', 1, 'rest'))) as unknown as AppError).extensions).to.deep.equal({ retry_after_seconds: 1 });
     expect((await services.events.readStream(ledgerStream(k.account_id))).flatMap((e) => ledgerLines(e as unknown as LedgerEvent)).filter((e) => e.type === 'CreditsDebited')).to.have.length(0);
   });
+
+  it("asks for the caller's address only to refuse a request without a valid key, and limits those by it", async () => {
+    const k = await createAccountWithKey(services, { tier: 'builder' });
+    await services.runner.waitForHead();
+    const unasked = () => {
+      throw new Error('a valid key needs no client address');
+    };
+    expect((await services.meter.authenticate(k.key, 'req_addr', unasked)).account_id).to.equal(k.account_id);
+    let asked = 0;
+    const address = () => {
+      asked++;
+      return '198.51.100.7';
+    };
+    const codes: string[] = [];
+    for (let i = 0; i < 200 && !codes.includes('rate_limited'); i++) codes.push((await refusal(services.meter.authenticate('sk_live_nope', `req_${i}`, address)))!.code);
+    expect(codes[0]).to.equal('unauthorized');
+    expect(codes.at(-1)).to.equal('rate_limited');
+    expect(asked).to.equal(codes.length);
+  });
 });

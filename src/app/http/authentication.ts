@@ -6,7 +6,7 @@ import { admit, type Principal } from '../../web/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
 import { isRateKey, requireTier } from '../../domain/rate-card.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
-import { clientAddress } from './client-address.js';
+import { clientAddressWhenAsked } from './client-address.js';
 import { httpContextOf } from './http-context.js';
 
 /** The request's id (`req_` and 96 random bits), made on first use: its response and its ledger entry name it. */
@@ -26,7 +26,7 @@ export async function expressAuthentication(request: Request, securityName: stri
   const req = request as AuthedRequest;
   let principal: Principal;
   try {
-    principal = await ctx.meter.authenticate(request.header(API_KEY_HEADER), requestIdOf(req, ctx.ids), clientAddress(request));
+    principal = await ctx.meter.authenticate(request.header(API_KEY_HEADER), requestIdOf(req, ctx.ids), clientAddressWhenAsked(request));
   } catch (err) {
     if (err instanceof AppError && err.code === 'rate_limited') request.res?.setHeader(HEADER.retryAfter, String(Number(err.extensions['retry_after_seconds'] ?? 1)));
     throw err;

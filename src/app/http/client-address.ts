@@ -43,3 +43,13 @@ export function clientAddress(req: Request): string {
   if (!address) return 'unknown';
   return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;
 }
+
+/**
+ * `clientAddress(req)`, worked out only when asked: a valid key's call never needs it. The
+ * socket's peer is read now (node keeps it once read), so that the answer is the same after the
+ * client has gone.
+ */
+export function clientAddressWhenAsked(req: Request): () => string {
+  void req.socket.remoteAddress;
+  return () => clientAddress(req);
+}

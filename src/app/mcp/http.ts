@@ -2,7 +2,7 @@ import express, { type Request, type RequestHandler } from 'express';
 import { isInitializeRequest, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCRequest, type JSONRPCResponse } from '@modelcontextprotocol/sdk/types.js';
 import type { Services } from '../container.js';
 import { requestIdOf, setRateHeaders } from '../http/authentication.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddressWhenAsked } from '../http/client-address.js';
 import { admit, CREDITS_HEADER, type AuthedRequest, type Principal } from '../../web/meter.port.js';
 import { AppError } from '../../core/errors.js';
 import { problemOf } from '../../web/problem.js';
@@ -55,7 +55,7 @@ export function mcpRoute(services: Services, spec: Record<string, unknown>): Req
 function mcpAuthentication(services: Services): RequestHandler {
   return async (req, res, next) => {
     try {
-      const principal = await services.meter.authenticate(req.header(API_KEY_HEADER), requestIdOf(req, services.ids), clientAddress(req));
+      const principal = await services.meter.authenticate(req.header(API_KEY_HEADER), requestIdOf(req, services.ids), clientAddressWhenAsked(req));
       (req as AuthedRequest).user = principal;
       const remaining = await services.meter.remaining(principal).catch(() => null);
       if (remaining !== null) res.setHeader(CREDITS_HEADER, remaining);
@@ -195,7 +195,7 @@ async function callersOf(messages: Message[], principal: Principal, req: Request
 
 async function ownCaller(req: Request, services: Services): Promise<Principal | AppError> {
   try {
-    const own = await services.meter.authenticate(req.header(API_KEY_HEADER), newRequestId(services.ids), clientAddress(req));
+    const own = await services.meter.authenticate(req.header(API_KEY_HEADER), newRequestId(services.ids), clientAddressWhenAsked(req));
     admit(own);
     return own;
   } catch (err) {

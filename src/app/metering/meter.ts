@@ -2,7 +2,7 @@ import type { LedgerService } from '../../../commands/ledger/ledger.handler.js';
 import { accounts, apiKeys, type AccountDoc, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
 import type { Clock } from '../../core/clock.js';
 import { AppError, ConcurrencyError } from '../../core/errors.js';
-import type { Charge, Meter, Principal } from '../../web/meter.port.js';
+import type { Charge, ClientAddress, Meter, Principal } from '../../web/meter.port.js';
 import type { ReadStore } from '../../core/read-store.port.js';
 import { hashApiKey } from '../../domain/accounts/api-keys.js';
 import { creditsRemainingHeader, stateAt, usageFigures, type UsageFigures } from '../../domain/ledger/ledger.figures.js';
@@ -40,7 +40,7 @@ export class LedgerMeter implements Meter {
     private readonly rates: RateLimiter = new TokenBuckets(),
   ) {}
 
-  async authenticate(key: string | undefined, requestId: string, client?: string): Promise<Principal> {
+  async authenticate(key: string | undefined, requestId: string, client?: ClientAddress): Promise<Principal> {
     if (!key) throw this.anonymousRefusal(client, 'send your API key in the X-API-Key header');
     // Node joins repeated headers with ", "; no key holds a comma.
     if (key.includes(',')) throw this.anonymousRefusal(client, 'send one X-API-Key header (this request has several)');
@@ -74,9 +74,9 @@ export class LedgerMeter implements Meter {
   }
 
   /** 401 for a request without a valid key, or 429 once its client address sent too many. */
-  private anonymousRefusal(client: string | undefined, why: string): AppError {
+  private anonymousRefusal(client: ClientAddress | undefined, why: string): AppError {
     if (client !== undefined) {
-      const d = this.anonymous.take(client, ANONYMOUS_RATE_PER_SECOND);
+      const d = this.anonymous.take(typeof client === 'function' ? client() : client, ANONYMOUS_RATE_PER_SECOND);
       if (!d.allowed) {
         return new AppError('rate_limited', `Too many requests without a valid key from this address; retry in ${d.retryAfterSeconds} s`, {
           retry_after_seconds: d.retryAfterSeconds,
