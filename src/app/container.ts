@@ -92,16 +92,6 @@ export interface OpenOptions {
   readModels?: 'project' | 'follow';
 }
 
-/**
- * The log of a serving process (`scores serve`, `scores worker`), whose stdout is nothing but its
- * JSON log stream: lines are written to it asynchronously, those logged while a write is under
- * way going out together in the next one, instead of one blocking write(2) per line (the access
- * log has one line per request). pino writes what is left when the process exits.
- */
-export function servingLog(level: Config['logLevel']): Logger {
-  return pino({ level }, pino.destination({ dest: 1, sync: false }));
-}
-
 /** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);

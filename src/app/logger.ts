@@ -47,3 +47,15 @@ export function createLogger(level: string, out: LogOutput = process.stdout): Lo
   if (out.isTTY) return pino({ level }, prettyStream(out));
   return out === process.stdout ? pino({ level }) : pino({ level }, out);
 }
+
+/**
+ * The log of a serving process (`scores serve`, `scores worker`). On a terminal, as createLogger.
+ * Otherwise its stdout is nothing but its JSON log stream: lines are written asynchronously, those
+ * logged while a write is under way going out together in the next one, instead of one blocking
+ * write(2) per line (the access log has one line per request). pino writes what is left when the
+ * process exits.
+ */
+export function servingLog(level: string): Logger {
+  if (process.stdout.isTTY) return createLogger(level);
+  return pino({ level }, pino.destination({ dest: 1, sync: false }));
+}

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { projectRoot } from '../../src/core/paths.js';
 
 /**
- * A serving process writes its log lines asynchronously (src/app/container.ts, servingLog): none
+ * A serving process writes its log lines asynchronously (src/app/logger.ts, servingLog): none
  * may be lost when the process exits right after logging them, as `scores serve` does on SIGTERM.
  */
 describe('The serving log', function () {
@@ -11,7 +11,7 @@ describe('The serving log', function () {
 
   it('writes every line logged before process.exit, in order, as JSON on stdout', () => {
     const script = [
-      "const { servingLog } = await import('./src/app/container.ts');",
+      "const { servingLog } = await import('./src/app/logger.ts');",
       "const log = servingLog('info');",
       "for (let i = 0; i < 5000; i++) log.info({ i }, 'line');",
       'process.exit(0);',

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { openServices, servingLog } from '../container.js';
+import { openServices } from '../container.js';
+import { servingLog } from '../logger.js';
 import { requireSharedStores } from '../roles.js';
 import { startServer, type ServeRole } from '../server.js';
 
@@ -25,7 +26,7 @@ export function addServeCommand(program: Command): void {
     .action(async (opts: { port?: number; json?: boolean; role: ServeRole }) => {
       const config = loadConfig();
       if (opts.role === 'api') requireSharedStores(config, '`scores serve --role api`');
-      const services = await openServices(config, { readModels: opts.role === 'api' ? 'follow' : 'project' , log: servingLog(config.logLevel) });
+      const services = await openServices(config, { readModels: opts.role === 'api' ? 'follow' : 'project', log: servingLog(config.logLevel) });
       let running: Awaited<ReturnType<typeof startServer>>;
       try {
         running = await startServer(services, { port: opts.port, role: opts.role });

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config.js';
-import { openServices, servingLog } from '../container.js';
+import { openServices } from '../container.js';
+import { servingLog } from '../logger.js';
 import { parseJobNames, WORKER_NAMES, type WorkerName } from '../background-workers.js';
 import { requireSharedStores } from '../roles.js';
 import { startWorker } from '../worker-server.js';
@@ -25,7 +26,7 @@ export function addWorkerCommand(program: Command): void {
       const config = loadConfig();
       requireSharedStores(config, '`scores worker`');
       const names = opts.jobs ?? [...WORKER_NAMES];
-      const services = await openServices(config, { readModels: names.includes('projections') ? 'project' : 'follow' , log: servingLog(config.logLevel) });
+      const services = await openServices(config, { readModels: names.includes('projections') ? 'project' : 'follow', log: servingLog(config.logLevel) });
       let running: Awaited<ReturnType<typeof startWorker>>;
       try {
         running = await startWorker(services, names, { port: opts.port });
