@@ -188,6 +188,7 @@ function runInvoiceIssuer(services: Services): InvoiceIssuer {
     reads: services.reads,
     billing: services.billing,
     clock: services.clock,
+    signer: services.keyring.signer,
     onError: (err, month) => services.log.warn({ err, account_id: month?.account_id, period: month?.period }, 'invoice not issued; retried on the next pass'),
   });
 }

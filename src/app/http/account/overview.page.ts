@@ -9,7 +9,7 @@ import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
 import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
-import type { LedgerPageResponse } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import type { LedgerPage } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import type { WebhookListItem } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import type { InvoiceDoc } from '../../../../projections/invoices/invoices.projection.js';
 import type { UsageDayDoc } from '../../../../projections/usage-days/usage-days.projection.js';
@@ -33,7 +33,7 @@ export interface AccountView {
   scheduled: { tier: Tier; at: string } | null;
   keys: KeyState[];
   days: UsageDayDoc[];
-  ledger: LedgerPageResponse;
+  ledger: LedgerPage;
   webhooks: WebhookListItem[];
   invoices: InvoiceDoc[];
   csrf: string;
