@@ -49,7 +49,7 @@ export async function renderInvoicePdf(
 
   drawHeader(doc, invoice, seller, issuedAt);
   drawLines(doc, invoice);
-  drawLedgerHead(doc, invoice);
+  drawLedgerHead(doc, invoice, seller.baseUrl);
   drawFooters(doc, invoice);
   doc.end();
   return done;
@@ -173,11 +173,11 @@ function drawLines(doc: PDFKit.PDFDocument, invoice: Invoice): void {
  * The signed head of the ledger the invoice bills (its month's closing line), in full, so that a
  * customer holding only the PDF can hold the operator to the ledger up to that line.
  */
-function drawLedgerHead(doc: PDFKit.PDFDocument, invoice: Invoice): void {
+function drawLedgerHead(doc: PDFKit.PDFDocument, invoice: Invoice, baseUrl: string): void {
   const h = invoice.ledger_head;
   if (!h) return;
   const text = [
-    `Signed ledger head (${h.statement}, ${h.alg}; keys at ${'/.well-known/scores-ledger-keys.json'}):`,
+    `Signed ledger head (${h.statement}, ${h.alg}; keys at ${baseUrl}/.well-known/scores-ledger-keys.json):`,
     `account ${h.account_id}, line ${h.seq}, hash ${h.hash}, at ${h.at}, key ${h.key_id}`,
     `signature ${h.signature}`,
   ].map(pdfText);
