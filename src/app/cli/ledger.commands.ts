@@ -10,8 +10,16 @@ import { rotateLedgerKey } from '../../../infra/files/ledger-keyring.js';
 import { CliError, EXIT } from './cli-errors.js';
 import { accountOption, printer, withServices } from './command-kit.js';
 
-/** For auditors: `audit` and `ledger export|drop-snapshot`. */
+/** For auditors: `audit` and `ledger export|head|rotate-key|drop-snapshot`. */
 export function addLedgerCommands(program: Command): void {
+  addAuditCommand(program);
+  const ledger = program.command('ledger').description("An account's credit ledger, for auditors");
+  addExportCommand(ledger);
+  addSigningCommands(ledger);
+  addDropSnapshotCommand(ledger);
+}
+
+function addAuditCommand(program: Command): void {
   program
     .command('audit')
     .description("Replay an account's credit ledger from its first event, verify its hash chain and compare every month with the usage read model")
@@ -47,8 +55,9 @@ export function addLedgerCommands(program: Command): void {
         { readModels: true },
       );
     });
+}
 
-  const ledger = program.command('ledger').description("An account's credit ledger, for auditors");
+function addExportCommand(ledger: Command): void {
   ledger
     .command('export')
     .description('Print the ledger (or one month of it) from the log as JSON lines, with the hashes: verify it with the recipe in docs/ledger.md')
@@ -66,7 +75,10 @@ export function addLedgerCommands(program: Command): void {
         { readModels: true },
       );
     });
+}
 
+/** `ledger head` and `ledger rotate-key` (docs/ledger.md, "Signed heads"). */
+function addSigningCommands(ledger: Command): void {
   ledger
     .command('head')
     .description("Print the account's ledger head (its last line) signed now with the service's key: what /v1/usage/ledger gives as signed_head")
@@ -93,7 +105,9 @@ export function addLedgerCommands(program: Command): void {
         printer(Boolean(opts.json))(`Key ${rotated.retired.key_id} retired; key ${rotated.current.key_id} signs from now on (restart the server to use it)`, rotated);
       });
     });
+}
 
+function addDropSnapshotCommand(ledger: Command): void {
   ledger
     .command('drop-snapshot')
     .description("Drop an account's ledger snapshot (a cache, e.g. one the audit reports as differing): the next start folds its stream from the log")
