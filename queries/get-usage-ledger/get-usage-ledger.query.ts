@@ -91,10 +91,7 @@ export interface SignedLedgerHeadResponse {
   seq: number;
   /** The last line's hash. */
   hash: string;
-  /**
-   * When the service signed it.
-   * @format date-time
-   */
+  /** When the service signed it: an ISO 8601 UTC instant, kept as the text signed (no date type, which could respell it). */
   at: string;
   /** The signing key's id, as the well-known key list names it. */
   key_id: string;

@@ -781,10 +781,7 @@ export interface components {
             seq: number;
             /** @description The last line's hash. */
             hash: string;
-            /**
-             * Format: date-time
-             * @description When the service signed it.
-             */
+            /** @description When the service signed it: an ISO 8601 UTC instant, kept as the text signed (no date type, which could respell it). */
             at: string;
             /** @description The signing key's id, as the well-known key list names it. */
             key_id: string;
