@@ -8,6 +8,7 @@
 import { computeHash, GENESIS_HASH } from '../../src/domain/ledger/ledger.events.js';
 import { verifySignedHead, type LedgerPublicKey, type SignedLedgerHead } from '../../src/domain/ledger/ledger-head.js';
 import type { AuditDeps } from './audit-ledger.query.js';
+import { invoicesStream, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
 import { exportLedger, type ExportedLedgerLine } from './ledger-month.query.js';
 
 /** A line of the log that is not what the kept head (or the chain) says. */
@@ -119,6 +120,36 @@ function firstChainBreak(lines: readonly ExportedLedgerLine[]): ExportedLedgerLi
     prev = line.hash;
   }
   return null;
+}
+
+/** The signed heads of an account's invoices held against its log: each month's closing line must still carry the signed hash. */
+export interface InvoiceHeadsReport {
+  ok: boolean;
+  /** Invoices carrying a signed head. */
+  checked: number;
+  problems: string[];
+}
+
+/**
+ * `scores audit --account A` also checks the heads the service signed on A's invoices (each a
+ * month's closing line): a rewrite of a line before an invoiced month's end shows there, with
+ * nothing kept by the customer. A head whose signature fails is reported too.
+ */
+export async function auditInvoiceHeads(deps: AuditDeps & { keys: readonly LedgerPublicKey[]; accountId: string }): Promise<InvoiceHeadsReport> {
+  const issued = (await deps.events.readStream(invoicesStream(deps.accountId))) as unknown as InvoiceIssued[];
+  const heads = issued.flatMap((e) => (e.type === 'InvoiceIssued' && e.data.invoice.ledger_head ? [{ invoice: e.data.invoice.number, head: e.data.invoice.ledger_head }] : []));
+  const report: InvoiceHeadsReport = { ok: true, checked: heads.length, problems: [] };
+  if (heads.length === 0) return report;
+  const log = await exportLedger({ events: deps.events, reads: deps.reads, accountId: deps.accountId });
+  for (const { invoice, head } of heads) {
+    const check = verifySignedHead(head, deps.keys);
+    if (!check.ok) report.problems.push(`Invoice ${invoice}: its signed ledger head does not verify: ${check.reason}.`);
+    else if (log[head.seq]?.hash !== head.hash) {
+      report.problems.push(`Invoice ${invoice}: line ${head.seq} of the log no longer has the hash signed on it at ${head.at} (${head.hash.slice(0, 12)}…): the ledger was rewritten at or before that line.`);
+    }
+  }
+  report.ok = report.problems.length === 0;
+  return report;
 }
 
 /** Human text of an audit against a signed head. */

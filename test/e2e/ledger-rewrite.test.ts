@@ -4,44 +4,17 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { openSqlite } from '../../infra/sqlite/database.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
-import { computeHash, debitLines, GENESIS_HASH, ledgerStream, type CreditsDebitedBatch } from '../../src/domain/ledger/ledger.events.js';
 import { verifySignedHead } from '../../src/domain/ledger/ledger-head.js';
 import { loadDocsLedgerVerifier, type DocsLedgerVerifier } from '../support/docs-ledger-verifier.js';
 import { runCli } from '../support/processes.js';
+import { rewriteLedger } from '../support/ledger-rewrite.js';
 import { getJson, startTestServer, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-03-15T12:00:00Z';
 
 type Entry = { seq: number; kind: string; at: string; prev_hash: string; hash: string; data: Record<string, unknown> };
-
-/**
- * What an attacker with write access to the store does (issue 34): edits a line of the log, then
- * recomputes the hash of it and of every later event, so that the chain holds again.
- */
-function rewriteLedger(sqliteFile: string, accountId: string, edit: (type: string, data: Record<string, unknown>) => boolean): void {
-  const db = openSqlite(sqliteFile);
-  try {
-    const rows = db.prepare('SELECT position, type, data FROM events WHERE stream_id = ? ORDER BY revision').all(ledgerStream(accountId)) as { position: number; type: string; data: string }[];
-    const update = db.prepare('UPDATE events SET data = ? WHERE position = ?');
-    let prev = GENESIS_HASH;
-    let rewriting = false;
-    for (const row of rows) {
-      const data = JSON.parse(row.data) as Record<string, unknown> & { prev_hash: string; hash: string };
-      rewriting = edit(row.type, data) || rewriting;
-      if (rewriting) {
-        data.prev_hash = prev;
-        data.hash = row.type === 'CreditsDebitedBatch' ? debitLines(data as unknown as CreditsDebitedBatch['data'])!.at(-1)!.data.hash : computeHash(row.type, data);
-        update.run(JSON.stringify(data), row.position);
-      }
-      prev = data.hash;
-    }
-  } finally {
-    db.close();
-  }
-}
 
 describe('A ledger rewritten with write access to the store, against a signed head kept before', function () {
   this.timeout(180_000);

@@ -3,6 +3,9 @@ import { rmSync } from 'node:fs';
 import { issueInvoice } from '../../commands/billing/invoice.handler.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { exportLedger } from '../../queries/audit-ledger/ledger-month.query.js';
+import { auditAccount } from '../../queries/audit-ledger/audit-ledger.query.js';
+import { auditInvoiceHeads } from '../../queries/audit-ledger/audit-against-head.query.js';
+import { rewriteLedger } from '../support/ledger-rewrite.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { fixedClock } from '../../src/core/clock.js';
@@ -14,6 +17,7 @@ describe("An invoice carries its month's closing line, signed", function () {
   const dir = tempDir('scores-invoice-head-');
   const clock = fixedClock('2024-04-10T12:00:00Z');
   let s: Services;
+  let account = '';
   let requests = 0;
   const debit = (account: string) => s.ledger.debit(account, { request_id: `req_head_${++requests}`, endpoint: 'scores', channel: 'rest', cost: 1 });
 
@@ -27,7 +31,8 @@ describe("An invoice carries its month's closing line, signed", function () {
   });
 
   it('signs the LedgerPeriodClosed line at the instant of issue, with the published key', async () => {
-    const { account_id: account } = await createAccountWithKey(s, { tier: 'hobbyist' });
+    account = (await createAccountWithKey(s, { tier: 'hobbyist' })).account_id;
+    await s.ledger.execute(account, { type: 'PurchasePack', data: { pack_id: 'pack-10k', credits: 10_000 } });
     for (let i = 0; i < 3; i++) await debit(account);
     clock.set('2024-05-02T00:00:00Z');
     await debit(account); // closes April
@@ -42,5 +47,23 @@ describe("An invoice carries its month's closing line, signed", function () {
     // The head is kept with the invoice in the log: the same invoice again is the one issued.
     const again = await issueInvoice({ events: s.events, reads: s.reads, billing: s.billing, clock, signer: s.keyring.signer }, account, '2024-04');
     expect(again).to.deep.equal({ invoice, issued: false });
+  });
+
+  it('lets plain `scores audit` catch a rewrite of the invoiced month that recomputed every hash', async () => {
+    const deps = { events: s.events, reads: s.reads, keys: s.keyring.keys, accountId: account };
+    expect(await auditInvoiceHeads(deps)).to.deep.equal({ ok: true, checked: 1, problems: [] });
+    await s.close();
+    rewriteLedger(s.config.sqliteFile, account, (type, data) => {
+      if (type !== 'PackPurchased') return false;
+      data['credits'] = 1_000_000;
+      return true;
+    });
+    s = await openServices(loadConfig(testEnv(dir, '2024-05-02T00:00:05Z', { SCORES_DEMO: 'off' })), { clock });
+    await s.runner.replay();
+    const after = { ...deps, events: s.events, reads: s.reads };
+    expect((await auditAccount(after)).chain).to.equal(null); // the hashes alone hold
+    const heads = await auditInvoiceHeads(after);
+    expect(heads).to.include({ ok: false, checked: 1 });
+    expect(heads.problems[0]).to.match(/^Invoice [A-Z0-9]+-0001: line \d+ of the log no longer has the hash signed on it at 2024-05-02T00:00:05.000Z/);
   });
 });

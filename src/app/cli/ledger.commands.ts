@@ -2,7 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { dropLedgerSnapshots } from '../../../commands/ledger/drop-snapshots.handler.js';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../../queries/audit-ledger/ledger-month.query.js';
-import { auditAgainstHead, formatHeadAudit, readKept } from '../../../queries/audit-ledger/audit-against-head.query.js';
+import { auditAgainstHead, auditInvoiceHeads, formatHeadAudit, readKept } from '../../../queries/audit-ledger/audit-against-head.query.js';
 import { readFileSync } from 'node:fs';
 import type { Services } from '../container.js';
 import { ledgerHead } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
@@ -49,8 +49,12 @@ function addAuditCommand(program: Command): void {
           }
           const report = await auditAccount({ ...deps, accountId: opts.account! });
           if (report.events === 0) throw new CliError(`account ${opts.account} has no credit ledger`, 'not_found');
-          printer(Boolean(opts.json))(formatAuditReport(report), report);
-          if (!report.ok) process.exitCode = EXIT.auditDiffers;
+          const heads = await auditInvoiceHeads({ ...deps, keys: s.keyring.keys, accountId: opts.account! });
+          const text = heads.ok
+            ? formatAuditReport(report)
+            : [formatAuditReport(report), `Signed heads on invoices: ${heads.problems.length} of ${heads.checked} differ from the log.`, ...heads.problems.map((p) => `  - ${p}`)].join('\n');
+          printer(Boolean(opts.json))(text, { ...report, ok: report.ok && heads.ok, invoice_heads: heads });
+          if (!report.ok || !heads.ok) process.exitCode = EXIT.auditDiffers;
         },
         { readModels: true },
       );
