@@ -8,7 +8,7 @@ import { parseSchedule, startExportSchedule } from '../../commands/export-bundle
 import { fencedEventStore } from '../core/fenced-event-store.js';
 import { JobLease, processOwnerId } from '../core/lease.js';
 import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
-import type { Services } from './container.js';
+import { warnIfUnsigned, type Services } from './container.js';
 
 /**
  * The background workers (jobs), by the name the guides (README, docs/architecture.md), the logs
@@ -182,6 +182,7 @@ function runIngestConsumer(services: Services) {
 }
 
 function runInvoiceIssuer(services: Services): InvoiceIssuer {
+  warnIfUnsigned(services, 'invoices');
   return startInvoiceIssuer({
     ledger: services.ledger,
     events: services.events,

@@ -102,7 +102,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const metrics = new Metrics();
   const stores = await openStores(config, clock, log, metrics);
   const exportFiles = await openExportFiles(config);
-  const keyring = openKeyring(config, clock, log);
+  const keyring = openKeyring(config, clock);
   const { events, reads, bus } = stores;
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
@@ -165,11 +165,16 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
  * data directory, so only LEDGER_SIGNING_KEY may sign there: every process given it signs with
  * the same key, and one without it signs nothing rather than with a key of its own.
  */
-function openKeyring(config: Config, clock: Clock, log: Logger): LedgerKeyring {
+function openKeyring(config: Config, clock: Clock): LedgerKeyring {
   const sharedLog = Boolean(config.postgresUrl || config.esdbUrl);
-  const keyring = openLedgerKeyring({ dataDir: config.dataDir, signingKey: config.ledgerSigningKey, retired: config.ledgerRetiredKeys, sharedLog, now: clock.now() });
-  if (keyring.signer === null) log.warn('LEDGER_SIGNING_KEY is not set: on a shared log this process signs no ledger heads (docs/operations.md, "The ledger signing key")');
-  return keyring;
+  return openLedgerKeyring({ dataDir: config.dataDir, signingKey: config.ledgerSigningKey, retired: config.ledgerRetiredKeys, sharedLog, now: clock.now() });
+}
+
+/** Said once by a process that would sign (the API, the invoice issuer) when it cannot; a CLI command's stdout stays its own. */
+export function warnIfUnsigned(services: Services, what: string): void {
+  if (services.keyring.signer === null) {
+    services.log.warn(`LEDGER_SIGNING_KEY is not set: on a shared log ${what} carry no signed ledger head (docs/operations.md, "The ledger signing key")`);
+  }
 }
 
 /**
