@@ -5,7 +5,7 @@
  * generated on first start (mode 0600). No function here writes key material anywhere but that file.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { headSigner, ledgerKeyId, publicKeyEntry, type HeadSigner, type LedgerPublicKey } from '../../src/domain/ledger/ledger-head.js';
 
@@ -82,6 +82,12 @@ function readKeyFile(dataDir: string): KeyFile | null {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
+  }
+  // A copy of the directory may have widened its mode: the key is for its owner only.
+  try {
+    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  } catch {
+    // Not this user's file: its owner keeps it.
   }
   const parsed = JSON.parse(text) as Partial<KeyFile>;
   if (typeof parsed.current?.private_key !== 'string') throw new Error(`${path} holds no ledger signing key (current.private_key)`);

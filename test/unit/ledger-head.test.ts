@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { headSigner, headStatement, verifySignedHead, type LedgerHead } from '../../src/domain/ledger/ledger-head.js';
 import { LEDGER_KEY_FILE, openLedgerKeyring, parseRetiredKeys, parseSigningKey, rotateLedgerKey } from '../../infra/files/ledger-keyring.js';
@@ -60,7 +60,9 @@ describe('Signed ledger heads', () => {
       expect(statSync(join(d, LEDGER_KEY_FILE)).mode & 0o777).to.equal(0o600);
       expect(first.keys).to.have.length(1);
       expect(first.keys[0]).to.include({ key_id: first.signer!.keyId, alg: 'Ed25519', created_at: '2026-11-01T00:00:00.000Z', retired_at: null });
+      chmodSync(join(d, LEDGER_KEY_FILE), 0o644); // a copy of the directory that widened it
       expect(fileKeyring(d, '2026-12-01T00:00:00Z').signer!.keyId).to.equal(first.signer!.keyId);
+      expect(statSync(join(d, LEDGER_KEY_FILE)).mode & 0o777).to.equal(0o600);
     });
 
     it('keeps heads signed before a rotation valid: the old key stays listed, retired', () => {
