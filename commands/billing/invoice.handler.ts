@@ -14,6 +14,8 @@ import { billMonth } from '../../src/domain/billing/month-bill.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
 import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
 import { readLedgerMonth } from '../../projections/usage/ledger-month.js';
+import { lineCount } from '../../src/domain/ledger/ledger.events.js';
+import type { HeadSigner, LedgerHead } from '../../src/domain/ledger/ledger-head.js';
 import { accountOf } from '../../src/domain/accounts/account.state.js';
 
 export interface InvoiceDeps {
@@ -21,6 +23,8 @@ export interface InvoiceDeps {
   reads: ReadStore;
   billing: Billing;
   clock: Clock;
+  /** Signs the month's closing line on the invoice; without one the invoice carries no head. */
+  signer?: HeadSigner | null;
 }
 
 interface InvoicesState {
@@ -41,14 +45,17 @@ async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: strin
   const month = await readLedgerMonth(deps.reads, deps.events, accountId, period);
   if (!month) throw notFound(`account ${accountId} has no ledger month ${period}`);
   if (!month.closed) throw notFound(`ledger month ${period} of account ${accountId} is not closed yet`);
-  return month;
+  // The closing event is one line, the month's last: its seq follows the lines of the events before it.
+  const lines = month.events.reduce((n, e) => n + lineCount(e as never), 0);
+  const closing: Omit<LedgerHead, 'at'> = { account_id: accountId, seq: month.firstSeq + lines - 1, hash: (month.events.at(-1)!.data as { hash: string }).hash };
+  return { ...month, closing };
 }
 
 /** The month's invoice, issued now unless it was already (`issued` says which). */
 export async function issueInvoice(deps: InvoiceDeps, accountId: string, period: string): Promise<{ invoice: Invoice; issued: boolean }> {
   const existing = (await handleCommand(deps.events, invoicesOf(accountId), (s) => ({ writes: [], result: s.issued.get(period) ?? null }))).result;
   if (existing) return { invoice: existing, issued: false };
-  const { before, events } = await monthOfLedger(deps, accountId, period);
+  const { before, events, closing } = await monthOfLedger(deps, accountId, period);
   const bill = billMonth(period, before, events);
   const { email } = (await foldStream(deps.events, accountOf(accountId))).state;
   const paid = bill.due_cents > 0 ? await deps.billing.charge({ account_id: accountId, amount_cents: bill.due_cents, description: `Invoice for ${period}`, idempotency_key: `invoice:${period}` }) : null;
@@ -66,6 +73,7 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
       lines: bill.lines,
       total_cents: bill.total_cents,
       status: 'paid',
+      ...(deps.signer ? { ledger_head: deps.signer.sign({ ...closing, at }) } : {}),
     };
     const event: InvoiceIssued = { type: 'InvoiceIssued', data: { invoice, due_cents: bill.due_cents, payment_ref: paid?.payment_ref ?? null, at } };
     return { writes: [{ streamId: invoicesStream(accountId), events: [event] }], result: { invoice, issued: true } };

@@ -16,6 +16,8 @@ export interface LedgerMonth {
   /** The month's events, in order: up to its `LedgerPeriodClosed` when `closed`, else all so far. */
   events: LedgerEvent[];
   closed: boolean;
+  /** The ledger line number (`seq`) of the month's first line. */
+  firstSeq: number;
 }
 
 const PAGE = 5_000;
@@ -45,5 +47,5 @@ export async function readLedgerMonth(reads: ReadStore, events: EventStore, acco
       : previous.type === 'LedgerPeriodClosed'
         ? foldLedger([previous])
         : foldLedger(await events.readStream(stream, { maxCount: first.revision }));
-  return { before, events: month as unknown as LedgerEvent[], closed };
+  return { before, events: month as unknown as LedgerEvent[], closed, firstSeq: first.seq };
 }

@@ -49,6 +49,7 @@ export async function renderInvoicePdf(
 
   drawHeader(doc, invoice, seller, issuedAt);
   drawLines(doc, invoice);
+  drawLedgerHead(doc, invoice, seller.baseUrl);
   drawFooters(doc, invoice);
   doc.end();
   return done;
@@ -166,6 +167,22 @@ function drawLines(doc: PDFKit.PDFDocument, invoice: Invoice): void {
   doc.text(formatUsd(invoice.total_cents), x + COLUMNS[2]!.width, y, { width: COLUMNS[3]!.width, align: 'right' });
   y += totalHeight + 14;
   doc.font(FONT).fontSize(TEXT_SIZE - 1).fillColor(MUTED).text(note, MARGIN, y, { width: contentWidth(doc) });
+}
+
+/**
+ * The signed head of the ledger the invoice bills (its month's closing line), in full, so that a
+ * customer holding only the PDF can hold the operator to the ledger up to that line.
+ */
+function drawLedgerHead(doc: PDFKit.PDFDocument, invoice: Invoice, baseUrl: string): void {
+  const h = invoice.ledger_head;
+  if (!h) return;
+  const text = [
+    `Signed ledger head (${h.statement}, ${h.alg}; keys at ${baseUrl}/.well-known/scores-ledger-keys.json):`,
+    `account ${h.account_id}, line ${h.seq}, hash ${h.hash}, at ${h.at}, key ${h.key_id}`,
+    `signature ${h.signature}`,
+  ].map(pdfText);
+  doc.moveDown(1.5);
+  doc.font(FONT).fontSize(TEXT_SIZE - 2).fillColor(MUTED).text(text.join('\n'), MARGIN, doc.y, { width: contentWidth(doc) });
 }
 
 function continueOnNewPage(doc: PDFKit.PDFDocument, invoice: Invoice): number {

@@ -4,7 +4,7 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
 import { parseIntParam } from '../../src/web/int-param.js';
-import { USAGE_LEDGER_LIMIT, getUsageLedger, type LedgerPageResponse } from './get-usage-ledger.query.js';
+import { USAGE_LEDGER_LIMIT, getUsageLedger, ledgerHead, type LedgerPageResponse } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')
 @Tags('Account')
@@ -16,6 +16,9 @@ export class GetUsageLedgerController extends MeteredController {
    * SHA-256 `hash` and the previous entry's `prev_hash`, and `data` exactly as hashed, so you can
    * verify the chain yourself: `sha256hex(prev_hash + "\n" + kind + "\n" + canonicalJson(data
    * without "hash")) == hash`, and each `prev_hash` equals the `hash` of the entry before it.
+   * `signed_head` is the head of the whole ledger (its newest line) signed now by the service's
+   * Ed25519 key (keys at `/.well-known/scores-ledger-keys.json`): keep one, and a later rewrite of
+   * any line up to it shows.
    * @summary Your credit ledger
    * @param month Calendar month `YYYY-MM` (UTC); default: every month.
    * @param limit Entries per page (default 100, max 1000).
@@ -49,6 +52,7 @@ export async function run(
   // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
   const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
   const page = await getUsageLedger(call.ctx.reads, call.ctx.events, { accountId: p.account_id, month, limit: rows, cursor });
+  const head = await ledgerHead(call.ctx.reads, call.ctx.events, p.account_id);
   await call.charge('usage_ledger');
-  return page;
+  return { ...page, signed_head: head && call.ctx.signHead(head) };
 }

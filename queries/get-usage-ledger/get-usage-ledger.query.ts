@@ -4,6 +4,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Filter } from '../../src/core/read-store.port.js';
 import { ledgerStream, type Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
+import type { LedgerHead } from '../../src/domain/ledger/ledger-head.js';
 import { ledgerEntries, statementLines, type LedgerEntryDoc, type LedgerLine } from '../../projections/usage/usage.projection.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
@@ -73,6 +74,33 @@ export interface LedgerEntryData {
   [field: string]: unknown;
 }
 
+/**
+ * The service's signature over the head of your ledger: its last line, `seq` and `hash`, at `at`.
+ * The signature covers the statement `scores-ledger-head:v1\n<account_id>\n<seq>\n<hash>\n<at>\n<key_id>`
+ * (Ed25519, base64); the keys are at `/.well-known/scores-ledger-keys.json`. Keep it: a later
+ * ledger whose line `seq` has another hash was rewritten.
+ */
+export interface SignedLedgerHeadResponse {
+  /** Always `scores-ledger-head:v1`. */
+  statement: string;
+  account_id: string;
+  /**
+   * The last line's seq.
+   * @isInt
+   */
+  seq: number;
+  /** The last line's hash. */
+  hash: string;
+  /** When the service signed it: an ISO 8601 UTC instant, kept as the text signed (no date type, which could respell it). */
+  at: string;
+  /** The signing key's id, as the well-known key list names it. */
+  key_id: string;
+  /** Always `Ed25519`. */
+  alg: string;
+  /** Ed25519 signature of the statement, base64. */
+  signature: string;
+}
+
 export interface LedgerPageResponse {
   /**
    * The month asked for; null when every month is listed.
@@ -88,7 +116,12 @@ export interface LedgerPageResponse {
    * @isInt
    */
   count: number;
+  /** The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads. */
+  signed_head: SignedLedgerHeadResponse | null;
 }
+
+/** A page of the ledger, before the controller adds the signed head. */
+export type LedgerPage = Omit<LedgerPageResponse, 'signed_head'>;
 
 /** A calendar month `YYYY-MM` (the `month` parameter; the OpenAPI document declares this pattern). */
 export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
@@ -130,7 +163,7 @@ function parseCursor(cursor: string | null | undefined): number | null {
  * The `ledger_entries` read model says which events of the log hold the page's lines; the lines
  * are read from the log, where each is stored once (a batch of calls as one event).
  */
-export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 'readStream'>, params: UsageLedgerParams): Promise<LedgerPageResponse> {
+export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 'readStream'>, params: UsageLedgerParams): Promise<LedgerPage> {
   const month = params.month ?? null;
   if (month !== null && !MONTH.test(month)) throw invalidParameter('month', 'must be YYYY-MM');
   const limit = params.limit ?? USAGE_LEDGER_DEFAULT_LIMIT;
@@ -159,4 +192,14 @@ export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 're
   const page = lines.slice(0, limit);
   const next = lines[limit];
   return { month, entries: page.map(toEntry), next_cursor: next ? String(next.seq) : null, count: page.length };
+}
+
+/** The account's last ledger line (`seq`, `hash`), read where the `ledger_entries` read model points into the log; null without one. */
+export async function ledgerHead(reads: ReadStore, log: Pick<EventStore, 'readStream'>, accountId: string): Promise<Omit<LedgerHead, 'at'> | null> {
+  const [entry] = (await reads.find(ledgerEntries, { account_id: accountId }, { sort: [['seq', -1]], limit: 1 })).items;
+  if (!entry) return null;
+  const [event] = await log.readStream(ledgerStream(accountId), { fromRevision: entry.revision, maxCount: 1 });
+  const last = event ? statementLines(entry, event).at(-1) : undefined;
+  if (!last) throw new AppError('internal', `ledger event ${entry.revision} of account ${accountId} is missing from the log`);
+  return { account_id: accountId, seq: last.seq, hash: last.hash };
 }

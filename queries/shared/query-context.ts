@@ -6,6 +6,7 @@ import type { Entitlements } from '../../src/domain/plans.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
 import type { Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { Visibility } from './visibility.js';
+import type { LedgerHead, SignedLedgerHead } from '../../src/domain/ledger/ledger-head.js';
 
 /** What the read side needs of the app serving it, for REST controllers and MCP tools alike. */
 export interface QueryContext {
@@ -22,6 +23,8 @@ export interface QueryContext {
   visibility(entitlements: Entitlements): Promise<Visibility>;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */
   baseUrl(): string;
+  /** The head signed now with the service's ledger key; null when this process has none (docs/ledger.md, "Signed heads"). */
+  signHead(head: Omit<LedgerHead, 'at'>): SignedLedgerHead | null;
   /** Read your own writes: resolves once the read models hold the account's last ledger write (2 s at most). */
   ledgerCaughtUp(accountId: string): Promise<void>;
 }

@@ -8,7 +8,7 @@ import { parseSchedule, startExportSchedule } from '../../commands/export-bundle
 import { fencedEventStore } from '../core/fenced-event-store.js';
 import { JobLease, processOwnerId } from '../core/lease.js';
 import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
-import type { Services } from './container.js';
+import { warnIfUnsigned, type Services } from './container.js';
 
 /**
  * The background workers (jobs), by the name the guides (README, docs/architecture.md), the logs
@@ -182,12 +182,14 @@ function runIngestConsumer(services: Services) {
 }
 
 function runInvoiceIssuer(services: Services): InvoiceIssuer {
+  warnIfUnsigned(services, 'invoices');
   return startInvoiceIssuer({
     ledger: services.ledger,
     events: services.events,
     reads: services.reads,
     billing: services.billing,
     clock: services.clock,
+    signer: services.keyring.signer,
     onError: (err, month) => services.log.warn({ err, account_id: month?.account_id, period: month?.period }, 'invoice not issued; retried on the next pass'),
   });
 }

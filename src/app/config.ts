@@ -5,6 +5,9 @@ import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import { parseTrustProxy, type TrustProxy } from './http/client-address.js';
+import { parseRetiredKeys, parseSigningKey } from '../../infra/files/ledger-keyring.js';
+import type { KeyObject } from 'node:crypto';
+import type { LedgerPublicKey } from '../domain/ledger/ledger-head.js';
 
 const optionalString = z
   .string()
@@ -23,6 +26,17 @@ const instant = z.string().transform((text, ctx) => {
   ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be ${reading.reason}` });
   return z.NEVER;
 });
+
+/** `parse(text)` of a set variable (undefined when unset), or a validation issue with its message. */
+function parsedOrIssue<T>(text: string | undefined, parse: (text: string) => T, ctx: z.RefinementCtx): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parse(text);
+  } catch (err) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: (err as Error).message });
+    return z.NEVER;
+  }
+}
 
 /** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
 const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
@@ -94,6 +108,9 @@ const envSchema = z.object({
       return z.NEVER;
     }
   }),
+  // Parsed here, so that a bad key stops the start; the messages never repeat the value.
+  LEDGER_SIGNING_KEY: optionalString.transform((text, ctx) => parsedOrIssue(text, parseSigningKey, ctx)),
+  LEDGER_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredKeys, ctx)),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
@@ -140,6 +157,10 @@ export interface Config {
   readyMaxLagEvents: number;
   /** The proxies whose `X-Forwarded-For` names the client (src/app/http/client-address.ts); false: none. */
   trustProxy: TrustProxy;
+  /** `LEDGER_SIGNING_KEY`: the Ed25519 key that signs ledger heads; null: the data directory's (embedded store) or none (shared log). */
+  ledgerSigningKey: KeyObject | null;
+  /** `LEDGER_RETIRED_KEYS`: public keys that signed heads before a rotation, still listed. */
+  ledgerRetiredKeys: LedgerPublicKey[];
 }
 
 export class ConfigError extends Error {}
@@ -180,5 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsAllowSubnets: e.METRICS_ALLOW_SUBNETS,
     readyMaxLagEvents: e.READY_MAX_LAG_EVENTS,
     trustProxy: e.TRUST_PROXY,
+    ledgerSigningKey: e.LEDGER_SIGNING_KEY ?? null,
+    ledgerRetiredKeys: e.LEDGER_RETIRED_KEYS ?? [],
   };
 }

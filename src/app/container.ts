@@ -30,6 +30,7 @@ import { followKeyEvents } from './metering/key-events.js';
 import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
 import { ReadModelFollower, type ReadModelFeed } from './read-model-follower.js';
+import { openLedgerKeyring, type LedgerKeyring } from '../../infra/files/ledger-keyring.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -65,6 +66,8 @@ export interface Services {
   exportFiles: ExportFiles;
   /** Payments for what the account page sells (embedded: every payment succeeds). */
   billing: Billing;
+  /** The key that signs ledger heads and the public keys published (docs/ledger.md, "Signed heads"). */
+  keyring: LedgerKeyring;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
@@ -100,6 +103,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const metrics = new Metrics();
   const stores = await openStores(config, clock, log, metrics);
   const exportFiles = await openExportFiles(config);
+  const keyring = openKeyring(config, clock);
   const { events, reads, bus } = stores;
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
@@ -139,7 +143,8 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     billing: new EmbeddedBilling(),
     ledger,
     meter,
-    queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl }),
+    keyring,
+    queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl, keyring }),
     metrics,
     baseUrl,
     setListenUrl: (url) => {
@@ -154,6 +159,23 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       await stores.close();
     },
   };
+}
+
+/**
+ * The ledger's signing key. On a shared log (POSTGRES_URL, ESDB_URL) processes need not share a
+ * data directory, so only LEDGER_SIGNING_KEY may sign there: every process given it signs with
+ * the same key, and one without it signs nothing rather than with a key of its own.
+ */
+function openKeyring(config: Config, clock: Clock): LedgerKeyring {
+  const sharedLog = Boolean(config.postgresUrl || config.esdbUrl);
+  return openLedgerKeyring({ dataDir: config.dataDir, signingKey: config.ledgerSigningKey, retired: config.ledgerRetiredKeys, sharedLog, now: clock.now() });
+}
+
+/** Said once by a process that would sign (the API, the invoice issuer) when it cannot; a CLI command's stdout stays its own. */
+export function warnIfUnsigned(services: Services, what: string): void {
+  if (services.keyring.signer === null) {
+    services.log.warn(`LEDGER_SIGNING_KEY is not set: on a shared log ${what} carry no signed ledger head (docs/operations.md, "The ledger signing key")`);
+  }
 }
 
 /**
@@ -185,8 +207,9 @@ function queryContext(parts: {
   feed: ReadModelFeed;
   clock: Clock;
   baseUrl: () => string;
+  keyring: LedgerKeyring;
 }): QueryContext {
-  const { reads, events, meter, ledger, feed, clock, baseUrl } = parts;
+  const { reads, events, meter, ledger, feed, clock, baseUrl, keyring } = parts;
   const visibility = new VisibilityCache(reads);
   const memo = new ReadModelMemo();
   feed.onBatch((batch) => {
@@ -203,6 +226,7 @@ function queryContext(parts: {
     meter,
     visibility: (entitlements) => visibility.get(entitlements, clock.now()),
     baseUrl,
+    signHead: (head) => keyring.signer?.sign({ ...head, at: clock.now().toISOString() }) ?? null,
     async ledgerCaughtUp(accountId) {
       const position = ledger.position(accountId);
       if (position) await Promise.race([feed.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);

@@ -7,7 +7,7 @@ import { advanceDemo } from '../../commands/seed-demo/seed-demo.handler.js';
 import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
 import type { InvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
-import type { Services } from './container.js';
+import { warnIfUnsigned, type Services } from './container.js';
 import { createApp } from './http/app.js';
 import { createExpressServer } from './http/express-server.js';
 import { answerClientError } from './http/client-error.js';
@@ -126,6 +126,7 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
   const jobs = options.role === 'api' ? await followReadModels(services) : await runAllJobs(services, options, dataset);
+  warnIfUnsigned(services, '/v1/usage/ledger pages');
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
   const server = await listen(services, app, options.port ?? services.config.port, () => jobs.stop());

@@ -180,6 +180,8 @@ describe('Logs and CLI for operators', function () {
       overage: () => ['on', '--account', ctx.account],
       audit: () => ['--account', ctx.account],
       'ledger export': () => ['--account', ctx.account],
+      'ledger head': () => ['--account', ctx.account],
+      'ledger rotate-key': () => [],
       'ledger drop-snapshot': () => ['--all'],
       'rate-limit set': () => ['--account', ctx.account, '--per-second', '5'],
       'packs add': () => ['--account', ctx.account, '--credits', '100'],

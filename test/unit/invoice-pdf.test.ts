@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import { generateKeyPairSync } from 'node:crypto';
 import { renderInvoicePdf } from '../../queries/get-invoices/invoice-pdf.js';
+import { headSigner } from '../../src/domain/ledger/ledger-head.js';
 import { formatUsd, type Invoice, type InvoiceLine } from '../../src/domain/billing/invoice.js';
 
 const SELLER = { name: 'Scores API', baseUrl: 'https://scores.example.com' };
@@ -174,6 +176,16 @@ describe('Invoice PDF', () => {
     expect(pages.map((page) => page.filter((l) => l === total).length)).to.deep.equal([...pages.slice(1).map(() => 0), 1]);
     // And the compressed output has as many pages.
     expect(pageCount(await renderInvoicePdf(invoice, SELLER))).to.equal(pages.length);
+  });
+
+  it('prints the signed ledger head the invoice carries, in full, and none on an invoice without one', async () => {
+    const { privateKey } = generateKeyPairSync('ed25519');
+    const head = headSigner(privateKey).sign({ account_id: 'acc_1a2b3c', seq: 4_812, hash: 'c0ffee'.padEnd(64, '7'), at: INVOICE.issued_at });
+    const text = flat(pagesText(await renderInvoicePdf(invoiceOf(LINES, { ledger_head: head }), SELLER, { compress: false })));
+    expect(text).to.include('Signed ledger head (scores-ledger-head:v1, Ed25519; keys at https://scores.example.com/.well-known/scores-ledger-keys.json)');
+    expect(text).to.include(`account acc_1a2b3c, line 4812, hash ${head.hash}, at ${head.at}, key ${head.key_id}`);
+    expect(text).to.include(`signature ${head.signature}`);
+    expect(flat(pagesText(await renderInvoicePdf(INVOICE, SELLER, { compress: false })))).not.to.include('Signed ledger head');
   });
 
   it('leaves the email out when the account has none', async () => {

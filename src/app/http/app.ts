@@ -19,6 +19,10 @@ import { registerPages } from './pages/index.js';
 import { registerAccount } from './account/index.js';
 import { observeRequests, registerMetricsRoutes } from './metrics.routes.js';
 import { v1PathsAndMethods } from './v1-paths.js';
+import { HEAD_STATEMENT } from '../../domain/ledger/ledger-head.js';
+
+/** Where the ledger's public keys are published. */
+export const LEDGER_KEYS_PATH = '/.well-known/scores-ledger-keys.json';
 
 function loadOpenApi(): Record<string, unknown> {
   const file = join(projectRoot(), 'src/app/http/generated/swagger.json');
@@ -104,7 +108,7 @@ function provideContext(app: Express, services: Services, openapi: Record<string
   });
 }
 
-/** The service's own documents: /openapi.json, /metrics, /readyz and /healthz. */
+/** The service's own documents: /openapi.json, the ledger keys, /metrics, /readyz and /healthz. */
 function registerServiceRoutes(app: Express, services: Services, openapi: Record<string, unknown>): void {
   let served: { base: string; doc: Record<string, unknown> } | null = null;
   app.get('/openapi.json', (_req, res) => {
@@ -113,6 +117,11 @@ function registerServiceRoutes(app: Express, services: Services, openapi: Record
       served = { base, doc: servedOpenApi(openapi, base) };
     }
     res.json(served.doc);
+  });
+  // The public keys of signed ledger heads (docs/ledger.md, "Signed heads"): free, no key, cacheable.
+  app.get(LEDGER_KEYS_PATH, (_req, res) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.json({ statement: HEAD_STATEMENT, keys: services.keyring.keys });
   });
   registerMetricsRoutes(app, services); // GET /metrics (loopback, METRICS_ALLOW_SUBNETS) and /readyz
   // 503 while the read models are not following the log (a projector failed and waits to retry).

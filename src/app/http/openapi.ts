@@ -355,7 +355,7 @@ function rateCardOf(key: RateKey): { text: string; extensions: Json } {
  *   rate-card key, price and minimum tier are `x-rate-card`, `x-credits`, `x-min-tier` and a line
  *   of its description, from the rate card;
  * - schemas: a `$ref` with a description beside it goes into an `allOf` (OpenAPI 3.0 ignores
- *   siblings of `$ref`), a nullable reference to an enum becomes the enum with null, the service's
+ *   siblings of `$ref`), a nullable reference to an enum becomes the enum with null (to an object, gets `type: object`), the service's
  *   text formats become patterns, and the rules tsoa cannot read (closed sets, patterns) are added.
  */
 export function completeOpenApi(spec: Json, baseUrl: string): Json {
@@ -454,6 +454,8 @@ function completeSchemas(schemas: Record<string, Json>): Record<string, Json> {
     const target = schemas[single.replace('#/components/schemas/', '')];
     // OpenAPI 3.0 reads `nullable` only beside `type`: a nullable enum is the enum, with null.
     if (own['nullable'] === true && target && Array.isArray(target['enum'])) return { ...target, ...own, enum: [...(target['enum'] as unknown[]), null] };
+    // ...and a nullable object is `type: object` beside the reference.
+    if (own['nullable'] === true && target?.['type'] === 'object') return { type: 'object', allOf: [{ $ref: single }], ...own };
     return Object.keys(own).length === 0 ? { $ref: single } : { allOf: [{ $ref: single }], ...own };
   };
   const out: Record<string, Json> = {};

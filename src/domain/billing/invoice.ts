@@ -1,3 +1,5 @@
+import type { SignedLedgerHead } from '../ledger/ledger-head.js';
+
 /**
  * An invoice: what an account is billed for one calendar month (UTC), issued once the month is
  * closed (the ledger's `LedgerPeriodClosed`) and immutable from then on. Amounts are whole US
@@ -31,6 +33,12 @@ export interface Invoice {
   total_cents: number;
   /** The embedded billing treats every payment as succeeding (see the Billing port). */
   status: 'paid';
+  /**
+   * The month's closing line (`LedgerPeriodClosed`), signed when the invoice was issued: the
+   * ledger it bills, up to that line (docs/ledger.md, "Signed heads"). Absent on invoices issued
+   * before heads were signed, or by a process without a signing key.
+   */
+  ledger_head?: SignedLedgerHead;
 }
 
 /** `1234` → `$12.34` (negative amounts as `-$12.34`). */

@@ -185,6 +185,48 @@ class LedgerEntryResponse(BaseModel):
     """
 
 
+class SignedLedgerHeadResponse(BaseModel):
+    """
+    The service's signature over the head of your ledger: its last line, `seq` and `hash`, at `at`.
+    The signature covers the statement `scores-ledger-head:v1\\n<account_id>\\n<seq>\\n<hash>\\n<at>\\n<key_id>`
+    (Ed25519, base64); the keys are at `/.well-known/scores-ledger-keys.json`. Keep it: a later
+    ledger whose line `seq` has another hash was rewritten.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    statement: str
+    """
+    Always `scores-ledger-head:v1`.
+    """
+    account_id: str
+    seq: int
+    """
+    The last line's seq.
+    """
+    hash: str
+    """
+    The last line's hash.
+    """
+    at: str
+    """
+    When the service signed it: an ISO 8601 UTC instant, kept as the text signed (no date type, which could respell it).
+    """
+    key_id: str
+    """
+    The signing key's id, as the well-known key list names it.
+    """
+    alg: str
+    """
+    Always `Ed25519`.
+    """
+    signature: str
+    """
+    Ed25519 signature of the statement, base64.
+    """
+
+
 class LedgerPageResponse(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -204,6 +246,10 @@ class LedgerPageResponse(BaseModel):
     count: int
     """
     Entries on this page.
+    """
+    signed_head: SignedLedgerHeadResponse | None = Field(...)
+    """
+    The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads.
     """
 
 

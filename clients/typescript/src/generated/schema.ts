@@ -73,6 +73,9 @@ export interface paths {
          *     SHA-256 `hash` and the previous entry's `prev_hash`, and `data` exactly as hashed, so you can
          *     verify the chain yourself: `sha256hex(prev_hash + "\n" + kind + "\n" + canonicalJson(data
          *     without "hash")) == hash`, and each `prev_hash` equals the `hash` of the entry before it.
+         *     `signed_head` is the head of the whole ledger (its newest line) signed now by the service's
+         *     Ed25519 key (keys at `/.well-known/scores-ledger-keys.json`): keep one, and a later rewrite of
+         *     any line up to it shows.
          *
          *     **Rate card** `usage_ledger`: free, on every plan.
          */
@@ -761,6 +764,32 @@ export interface components {
             /** @description The entry's data exactly as hashed. */
             data: components["schemas"]["LedgerEntryData"];
         };
+        /**
+         * @description The service's signature over the head of your ledger: its last line, `seq` and `hash`, at `at`.
+         *     The signature covers the statement `scores-ledger-head:v1\n<account_id>\n<seq>\n<hash>\n<at>\n<key_id>`
+         *     (Ed25519, base64); the keys are at `/.well-known/scores-ledger-keys.json`. Keep it: a later
+         *     ledger whose line `seq` has another hash was rewritten.
+         */
+        SignedLedgerHeadResponse: {
+            /** @description Always `scores-ledger-head:v1`. */
+            statement: string;
+            account_id: string;
+            /**
+             * Format: int32
+             * @description The last line's seq.
+             */
+            seq: number;
+            /** @description The last line's hash. */
+            hash: string;
+            /** @description When the service signed it: an ISO 8601 UTC instant, kept as the text signed (no date type, which could respell it). */
+            at: string;
+            /** @description The signing key's id, as the well-known key list names it. */
+            key_id: string;
+            /** @description Always `Ed25519`. */
+            alg: string;
+            /** @description Ed25519 signature of the statement, base64. */
+            signature: string;
+        };
         LedgerPageResponse: {
             /** @description The month asked for; null when every month is listed. */
             month: string | null;
@@ -773,6 +802,8 @@ export interface components {
              * @description Entries on this page.
              */
             count: number;
+            /** @description The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads. */
+            signed_head: components["schemas"]["SignedLedgerHeadResponse"] | null;
         };
         /** @enum {string} */
         Tier: "free" | "hobbyist" | "builder" | "quant" | "enterprise";
