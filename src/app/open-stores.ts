@@ -63,7 +63,7 @@ async function openEventStore(config: Config, clock: Clock, embedded: Embedded):
     const { PostgresEventStore } = await import('../../infra/postgresql/event-store.js');
     return new PostgresEventStore(config.postgresUrl, clock, { codec: logEncoding });
   }
-  return new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
+  return new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding, debits: config.logDebits });
 }
 
 async function openReadStore(config: Config, embedded: Embedded): Promise<ReadStore> {

@@ -52,8 +52,8 @@ const MAY = '2024-05-10T10:00:00.000Z';
 const JUNE = '2024-06-03T09:00:00.000Z';
 const JULY = '2024-07-02T08:00:00.000Z';
 
-/** The statement line of an unbatched event's entry, read from the recorded "log". */
-const lineOf = (l: Ledger, e: LedgerEntryDoc): LedgerLine => statementLines(e, l.recorded[e.revision]!)[0]!;
+/** The first statement line of an entry, read from the recorded "log". */
+const lineOf = (l: Ledger, e: LedgerEntryDoc): LedgerLine => statementLines(e, l.recorded.slice(e.revision, e.revision + e.events))[0]!;
 
 const docs = <T>(h: ProjectionHarness, collection: string) => [...(h.docs.get(collection)?.values() ?? [])] as T[];
 const balance = (h: ProjectionHarness, account: string, period: string) =>
@@ -120,7 +120,7 @@ describe('Usage projection', () => {
       const seq = l.recorded.findIndex((e) => (e.data as { request_id?: string }).request_id === 'r-3');
       const r3 = h.docs.get('ledger_entries')!.get(entryKey('acc-1', seq)) as LedgerEntryDoc;
       // Stored: where the event's lines are in the log, and what the entry is found by; never its data.
-      expect(r3).to.deep.equal({ account_id: 'acc-1', seq, lines: 1, revision: seq, period: '2024-05', kind: 'CreditsDebited' });
+      expect(r3).to.deep.equal({ account_id: 'acc-1', seq, lines: 1, revision: seq, events: 1, period: '2024-05', kind: 'CreditsDebited' });
       // Shown: every field of the line, derived from the event's data as the log holds it.
       expect(lineOf(l, r3).data).to.deep.equal(l.recorded[seq]!.data);
       expect(lineOf(l, r3)).to.include({
