@@ -42,7 +42,7 @@ export function debitRecordOf(type: string, data: unknown): DebitRecord | null {
   const keys = Object.keys(d);
   if (keys.length !== KEYS.length || keys.some((k, i) => k !== KEYS[i])) return null;
   const { request_id, endpoint, channel, cost, from_allowance, from_prepaid, from_overage, period, at, prev_hash, hash } = d;
-  if (typeof request_id !== 'string' || !isName(endpoint) || !isName(channel) || typeof period !== 'string') return null;
+  if (typeof request_id !== 'string' || !isName(endpoint) || !isName(channel) || !isName(period)) return null;
   if (![cost, from_allowance, from_prepaid, from_overage].every(isCount)) return null;
   if (typeof prev_hash !== 'string' || typeof hash !== 'string' || !HEX64.test(prev_hash) || !HEX64.test(hash)) return null;
   if (typeof at !== 'string') return null;
