@@ -98,5 +98,5 @@ export function recordOfBytes(b: Buffer): DebitRecord {
   const [cost, from_allowance, from_prepaid, from_overage] = [r.varint(), r.varint(), r.varint(), r.varint()];
   const at = r.raw(6).readUIntBE(0, 6);
   const period = r.text() || null;
-  return { request_id, endpoint, channel, cost: cost!, from_allowance: from_allowance!, from_prepaid: from_prepaid!, from_overage: from_overage!, at, period, prev_hash: r.raw(32).toString('hex'), hash: r.raw(32).toString('hex') };
+  return { request_id, endpoint, channel, cost: cost, from_allowance: from_allowance, from_prepaid: from_prepaid, from_overage: from_overage, at, period, prev_hash: r.raw(32).toString('hex'), hash: r.raw(32).toString('hex') };
 }

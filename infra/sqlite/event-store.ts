@@ -39,13 +39,15 @@ export interface EventRow {
 }
 
 /** A row of the log as read: an `events` row, or a `debit_records` row (whose `data` is null). */
-interface LogRow extends Omit<EventRow, 'id' | 'data' | 'recorded_at'> {
+interface LogRow extends Omit<EventRow, 'id' | 'stream_id' | 'data' | 'recorded_at'> {
   id: string | null;
+  /** A record's: the code of its stream's name. */
+  stream_id: string | number;
   data: string | null;
   recorded_at: string | number;
   request: Buffer | string | null;
-  endpoint: string | null;
-  channel: string | null;
+  endpoint: number | null;
+  channel: number | null;
   cost: number | null;
   from_allowance: number | null;
   from_prepaid: number | null;
@@ -58,9 +60,10 @@ interface LogRow extends Omit<EventRow, 'id' | 'data' | 'recorded_at'> {
 
 const EVENT_COLUMNS = `position, id, stream_id, revision, type, data, metadata, recorded_at, NULL AS request, NULL AS endpoint, NULL AS channel,
   NULL AS cost, NULL AS from_allowance, NULL AS from_prepaid, NULL AS from_overage, NULL AS at, NULL AS period, NULL AS prev_hash, NULL AS hash`;
-const RECORD_COLUMNS = `d.position, NULL, s.name, d.revision, '${DEBIT_RECORD_TYPE}', NULL, '{}', d.recorded, d.request, e.name, c.name,
+/** A record's stream, endpoint and channel are codes of `log_names` here (`SqliteEventStore.nameOf` reads them). */
+const RECORD_COLUMNS = `d.position, NULL, d.stream, d.revision, '${DEBIT_RECORD_TYPE}', NULL, '{}', d.recorded, d.request, d.endpoint, d.channel,
   d.cost, d.from_allowance, d.from_prepaid, d.from_overage, d.at, d.period, d.prev_hash, d.hash`;
-const RECORD_JOINS = `debit_records d JOIN log_names s ON s.code = d.stream JOIN log_names e ON e.code = d.endpoint JOIN log_names c ON c.code = d.channel`;
+const RECORD_JOINS = `debit_records d`;
 
 interface Pending {
   group: SerializedGroup;
@@ -103,6 +106,8 @@ export class SqliteEventStore implements EventStore {
   private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
   private readonly closeWriter: () => Promise<void>;
   private readonly codec: EventCodec;
+  /** `log_names` as read so far: a code, once written, always names the same text. */
+  private readonly names = new Map<number, string>();
 
   constructor(
     private readonly db: SqliteDb,
@@ -114,7 +119,7 @@ export class SqliteEventStore implements EventStore {
     this.stmts = {
       readStream: db.prepare<{ stream: string; from: number; max: number }, LogRow>(
         `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = @stream AND revision >= @from
-         UNION ALL SELECT ${RECORD_COLUMNS} FROM ${RECORD_JOINS} WHERE s.name = @stream AND d.revision >= @from
+         UNION ALL SELECT ${RECORD_COLUMNS} FROM ${RECORD_JOINS} WHERE d.stream = (SELECT code FROM log_names WHERE name = @stream) AND d.revision >= @from
          ORDER BY revision LIMIT @max`,
       ),
       readAll: db.prepare<{ after: number; max: number }, LogRow>(
@@ -122,6 +127,7 @@ export class SqliteEventStore implements EventStore {
          UNION ALL SELECT ${RECORD_COLUMNS} FROM ${RECORD_JOINS} WHERE d.position > @after
          ORDER BY position LIMIT @max`,
       ),
+      name: db.prepare<[number], { name: string }>('SELECT name FROM log_names WHERE code = ?'),
       last: db.prepare<[], { position: number | null }>(
         'SELECT max(coalesce((SELECT max(position) FROM events), 0), coalesce((SELECT max(position) FROM debit_records), 0)) AS position',
       ),
@@ -244,11 +250,21 @@ export class SqliteEventStore implements EventStore {
     );
   }
 
+  private nameOf(code: number): string {
+    let name = this.names.get(code);
+    if (name === undefined) {
+      name = this.stmts.name.get(code)?.name;
+      if (name === undefined) throw new Error(`the log names no code ${code}`);
+      this.names.set(code, name);
+    }
+    return name;
+  }
+
   private toRecorded(r: LogRow): RecordedEvent {
-    if (r.data === null) return recordedDebit(r);
+    if (r.data === null) return recordedDebit(r, (code) => this.nameOf(code));
     return {
       id: r.id!,
-      streamId: r.stream_id,
+      streamId: r.stream_id as string,
       type: r.type,
       data: this.codec.decode(r.type, JSON.parse(r.data)),
       metadata: JSON.parse(r.metadata) as Record<string, unknown>,
@@ -273,15 +289,15 @@ export class SqliteEventStore implements EventStore {
 
 
 /** The `CreditsDebited` event a `debit_records` row stands for, as it was appended. */
-function recordedDebit(r: LogRow): RecordedEvent {
+function recordedDebit(r: LogRow, nameOf: (code: number) => string): RecordedEvent {
   return {
     id: debitRecordId(r.position),
-    streamId: r.stream_id,
+    streamId: nameOf(r.stream_id as number),
     type: r.type,
     data: debitData({
       request_id: requestId(r.request!),
-      endpoint: r.endpoint!,
-      channel: r.channel!,
+      endpoint: nameOf(r.endpoint!),
+      channel: nameOf(r.channel!),
       cost: r.cost!,
       from_allowance: r.from_allowance!,
       from_prepaid: r.from_prepaid!,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { catchUpReadModels } from '../../src/app/server.js';
@@ -81,7 +81,7 @@ async function writeLedger(dir: string, forms: ['events' | 'records', 'events' |
 
 const openAt = (dir: string) => openServices(loadConfig(testEnv(dir, APRIL, { SCORES_DEMO: 'off' })), { clock: fixedClock(APRIL) });
 const count = (dir: string, sql: string): number => {
-  const db = new Database(`${dir}/scores.sqlite`, { readonly: true });
+  const db = openSqlite(`${dir}/scores.sqlite`, { readonly: true });
   try {
     return (db.prepare(sql).get() as { n: number }).n;
   } finally {
@@ -173,10 +173,10 @@ describe('Debit records: a call charged alone stored as a fixed-width row', func
   });
 
   describe('When a record is altered or removed', () => {
-    let db: Database.Database;
+    let db: SqliteDb;
     let row: { position: number; revision: number; cost: number };
     before(() => {
-      db = new Database(`${upgraded}/scores.sqlite`);
+      db = openSqlite(`${upgraded}/scores.sqlite`);
       row = db.prepare('SELECT position, revision, cost FROM debit_records ORDER BY position LIMIT 1 OFFSET 3').get() as typeof row;
     });
     after(() => db.close());
