@@ -2,6 +2,9 @@
  * The event log's tables and statements, for one schema.
  *
  * `events` holds every event. `log` is one row: how this log orders its events (`positions`).
+ * A call charged alone is an `events` row with its `record` (src/core/debit-record.ts, as bytes:
+ * debit-record-bytes.ts) instead of an id, JSON data and metadata; the (stream, revision) index
+ * stays the one every append is checked by.
  */
 
 /** How a log orders its events; fixed when the log is created (docs/architecture.md compares the two). */
@@ -22,6 +25,8 @@ export function eventLogDdl(schema: string): string {
       recorded_at timestamptz NOT NULL,
       CONSTRAINT events_stream_revision UNIQUE (stream_id, revision)
     );
+    ALTER TABLE ${schema}.events ADD COLUMN IF NOT EXISTS record bytea;
+    ALTER TABLE ${schema}.events ALTER COLUMN id DROP NOT NULL, ALTER COLUMN data DROP NOT NULL, ALTER COLUMN metadata DROP NOT NULL;
     CREATE SEQUENCE IF NOT EXISTS ${schema}.event_position;
     CREATE TABLE IF NOT EXISTS ${schema}.log (
       singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -35,7 +40,7 @@ export function fencedDdl(schema: string): string {
 }
 
 /** Columns of a read, with the instant as the port's ISO text (sessions run in UTC). */
-const COLUMNS = `position, tx::text AS tx, id, stream_id, revision, type, data, metadata,
+const COLUMNS = `position, tx::text AS tx, id, stream_id, revision, type, data, metadata, record,
   to_char(recorded_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at`;
 
 /**
@@ -66,10 +71,10 @@ export function statements(schema: string) {
     append: (mode: PositionMode) => `
       WITH l AS MATERIALIZED (SELECT ${mode === 'serialised' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared'}(${APPEND_LOCK(schema)}) AS locked, 0 AS zero),
       written AS (
-        INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, recorded_at)
-        SELECT nextval('${schema}.event_position') + l.zero, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, $7
-        FROM l, unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[])
-          AS u(stream_id, revision, id, type, data, metadata)
+        INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, record, recorded_at)
+        SELECT nextval('${schema}.event_position') + l.zero, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, u.record, $7
+        FROM l, unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[], $8::bytea[])
+          AS u(stream_id, revision, id, type, data, metadata, record)
         RETURNING stream_id, revision, position, tx
       ),
       notified AS (SELECT pg_notify('${channel}', '') AS sent)
@@ -94,11 +99,13 @@ export function statements(schema: string) {
 export interface EventRow {
   position: string;
   tx: string;
-  id: string;
+  /** Null for a debit record (its data is in `record`). */
+  id: string | null;
   stream_id: string;
   revision: number;
   type: string;
   data: unknown;
-  metadata: Record<string, unknown>;
+  metadata: Record<string, unknown> | null;
+  record: Buffer | null;
   recorded_at: string;
 }

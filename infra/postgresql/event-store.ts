@@ -3,6 +3,7 @@ import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type pg from 'pg';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
+import { debitData, debitRecordId, debitRecordOf } from '../../src/core/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -21,6 +22,7 @@ import { uuidV7 } from '../sqlite/uuid-v7.js';
 import { checkSchemaName, openPool, UNIQUE_VIOLATION } from './database.js';
 import { eventLogDdl, fencedDdl, statements, type EventRow, type PositionMode } from './event-log.sql.js';
 import { decodePosition, encodePosition } from './positions.js';
+import { recordBytes, recordOfBytes } from './debit-record-bytes.js';
 import { Notifications } from './notifications.js';
 
 export interface PostgresEventStoreOptions {
@@ -37,13 +39,22 @@ export interface PostgresEventStoreOptions {
   codec?: EventCodec;
   /** Connections for appends and reads (LISTEN has one more of its own). */
   poolSize?: number;
+  /**
+   * `records` (default): a lone metered call's debit is stored as its record's bytes
+   * (debit-record-bytes.ts); `events`: with an id and JSON data like any event (the form before
+   * records, which a log may hold too: both are read).
+   */
+  debits?: 'records' | 'events';
 }
+
+/** An event as inserted: with its id, data and metadata, or (a debit record) its record's bytes alone. */
+type PreparedEvent = { id: string; type: string; data: string; metadata: string; record: null } | { id: null; type: string; data: null; metadata: null; record: Buffer };
 
 /** One writer's appends, ready to insert. */
 interface PreparedAppend {
   streamId: string;
   expectedRevision: ExpectedRevision;
-  events: { id: string; type: string; data: string; metadata: string }[];
+  events: PreparedEvent[];
 }
 
 interface Pending {
@@ -145,12 +156,12 @@ export class PostgresEventStore implements EventStore {
       prepared = appends.map((a) => ({
         streamId: a.streamId,
         expectedRevision: a.expectedRevision ?? 'any',
-        events: a.events.map((e) => ({
-          id: e.id ?? uuidV7(),
-          type: e.type,
-          data: JSON.stringify(this.codec.encode(e.type, e.data)),
-          metadata: JSON.stringify(e.metadata ?? {}),
-        })),
+        events: a.events.map((e): PreparedEvent => {
+          const record = this.recordOf(e);
+          return record
+            ? { id: null, type: e.type, data: null, metadata: null, record }
+            : { id: e.id ?? uuidV7(), type: e.type, data: JSON.stringify(this.codec.encode(e.type, e.data)), metadata: JSON.stringify(e.metadata ?? {}), record: null };
+        }),
       }));
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
@@ -160,6 +171,14 @@ export class PostgresEventStore implements EventStore {
     });
   }
 
+
+  /** A debit's record: only for an event without an id or metadata of its own, which a record does not keep. */
+  private recordOf(e: NewEvent): Buffer | null {
+    if ((this.options.debits ?? 'records') !== 'records' || e.id !== undefined) return null;
+    if (e.metadata !== undefined && Object.keys(e.metadata).length > 0) return null;
+    const record = debitRecordOf(e.type, e.data);
+    return record && recordBytes(record);
+  }
 
   /**
    * Commits every queued writer in one transaction. If it fails for another reason than a
@@ -257,7 +276,7 @@ export class PostgresEventStore implements EventStore {
       written = await db.query<{ stream_id: string; revision: number; position: string; tx: string }>({
         name: `${this.schema}.append`,
         text: this.sql.append(this.mode),
-        values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt],
+        values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt, col('record')],
       });
     } catch (err) {
       const e = err as { code?: string; constraint?: string };
@@ -326,14 +345,15 @@ export class PostgresEventStore implements EventStore {
   }
 
   private toRecorded(r: EventRow): RecordedEvent {
+    const position = encodePosition(this.mode, r);
     return {
-      id: r.id,
+      id: r.id ?? debitRecordId(Number(r.position)),
       streamId: r.stream_id,
       type: r.type,
-      data: this.codec.decode(r.type, r.data),
-      metadata: r.metadata,
+      data: r.record ? debitData(recordOfBytes(r.record)) : this.codec.decode(r.type, r.data),
+      metadata: r.metadata ?? {},
       revision: r.revision,
-      position: encodePosition(this.mode, r),
+      position,
       recordedAt: r.recorded_at,
     };
   }
@@ -355,14 +375,7 @@ export class PostgresEventStore implements EventStore {
 }
 
 /** An event to insert, in commit order. */
-interface PlannedRow {
-  streamId: string;
-  revision: number;
-  id: string;
-  type: string;
-  data: string;
-  metadata: string;
-}
+type PlannedRow = { streamId: string; revision: number } & PreparedEvent;
 
 type PlannedOutcome =
   | { ok: true; revisions: number[]; /** Per append, the index of its last row (null: no events). */ lastRows: (number | null)[] }

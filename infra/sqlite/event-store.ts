@@ -2,6 +2,7 @@ import { LogWakeups, subscribeCatchUp } from '../../src/core/catch-up-subscripti
 import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
+import { debitData, debitRecordId, debitRecordOf, DEBIT_RECORD_TYPE } from '../../src/core/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -19,7 +20,7 @@ import type {
 import type { SqliteDb } from './database.js';
 import { uuidV7 } from './uuid-v7.js';
 import { startWorker } from './worker.js';
-import { EVENTS_DDL, groupWriter, type GroupOutcome, type SerializedGroup } from './event-writes.js';
+import { EVENTS_DDL, groupWriter, requestId, type GroupOutcome, type SerializedGroup } from './event-writes.js';
 
 const POSITION_WIDTH = 20;
 export const encodePosition = (n: number | bigint) => n.toString().padStart(POSITION_WIDTH, '0');
@@ -37,6 +38,33 @@ export interface EventRow {
   recorded_at: string;
 }
 
+/** A row of the log as read: an `events` row, or a `debit_records` row (whose `data` is null). */
+interface LogRow extends Omit<EventRow, 'id' | 'stream_id' | 'data' | 'recorded_at'> {
+  id: string | null;
+  /** A record's: the code of its stream's name. */
+  stream_id: string | number;
+  data: string | null;
+  recorded_at: string | number;
+  request: Buffer | string | null;
+  endpoint: number | null;
+  channel: number | null;
+  cost: number | null;
+  from_allowance: number | null;
+  from_prepaid: number | null;
+  from_overage: number | null;
+  at: number | null;
+  period: string | null;
+  prev_hash: Buffer | null;
+  hash: Buffer | null;
+}
+
+const EVENT_COLUMNS = `position, id, stream_id, revision, type, data, metadata, recorded_at, NULL AS request, NULL AS endpoint, NULL AS channel,
+  NULL AS cost, NULL AS from_allowance, NULL AS from_prepaid, NULL AS from_overage, NULL AS at, NULL AS period, NULL AS prev_hash, NULL AS hash`;
+/** A record's stream, endpoint and channel are codes of `log_names` here (`SqliteEventStore.nameOf` reads them). */
+const RECORD_COLUMNS = `d.position, NULL, d.stream, d.revision, '${DEBIT_RECORD_TYPE}', NULL, '{}', d.recorded, d.request, d.endpoint, d.channel,
+  d.cost, d.from_allowance, d.from_prepaid, d.from_overage, d.at, d.period, d.prev_hash, d.hash`;
+const RECORD_JOINS = `debit_records d`;
+
 interface Pending {
   group: SerializedGroup;
   resolve(results: AppendResult[]): void;
@@ -53,6 +81,12 @@ export interface SqliteEventStoreOptions {
   writer?: 'worker' | 'inline';
   /** How event data is stored (default: as given). */
   codec?: EventCodec;
+  /**
+   * `records` (default): a lone metered call's debit is stored as a fixed-width row of
+   * `debit_records` (src/core/debit-record.ts); `events`: as any event, a row of `events` (the
+   * form before records, which a store may hold too: both are read).
+   */
+  debits?: 'records' | 'events';
 }
 
 /**
@@ -72,6 +106,8 @@ export class SqliteEventStore implements EventStore {
   private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
   private readonly closeWriter: () => Promise<void>;
   private readonly codec: EventCodec;
+  /** `log_names` as read so far: a code, once written, always names the same text. */
+  private readonly names = new Map<number, string>();
 
   constructor(
     private readonly db: SqliteDb,
@@ -81,11 +117,20 @@ export class SqliteEventStore implements EventStore {
     db.exec(EVENTS_DDL);
     this.codec = options.codec ?? plainEncoding;
     this.stmts = {
-      readStream: db.prepare<[string, number, number], EventRow>(
-        'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
+      readStream: db.prepare<{ stream: string; from: number; max: number }, LogRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = @stream AND revision >= @from
+         UNION ALL SELECT ${RECORD_COLUMNS} FROM ${RECORD_JOINS} WHERE d.stream = (SELECT code FROM log_names WHERE name = @stream) AND d.revision >= @from
+         ORDER BY revision LIMIT @max`,
       ),
-      readAll: db.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?'),
-      last: db.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events'),
+      readAll: db.prepare<{ after: number; max: number }, LogRow>(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE position > @after
+         UNION ALL SELECT ${RECORD_COLUMNS} FROM ${RECORD_JOINS} WHERE d.position > @after
+         ORDER BY position LIMIT @max`,
+      ),
+      name: db.prepare<[number], { name: string }>('SELECT name FROM log_names WHERE code = ?'),
+      last: db.prepare<[], { position: number | null }>(
+        'SELECT max(coalesce((SELECT max(position) FROM events), 0), coalesce((SELECT max(position) FROM debit_records), 0)) AS position',
+      ),
     };
     const useWorker = (options.writer ?? 'worker') === 'worker' && !db.memory;
     if (useWorker) {
@@ -131,12 +176,12 @@ export class SqliteEventStore implements EventStore {
         appends: appends.map((a) => ({
           streamId: a.streamId,
           expectedRevision: a.expectedRevision ?? 'any',
-          events: a.events.map((e) => ({
-            id: e.id ?? uuidV7(),
-            type: e.type,
-            data: JSON.stringify(this.codec.encode(e.type, e.data)),
-            metadata: JSON.stringify(e.metadata ?? {}),
-          })),
+          events: a.events.map((e) => {
+            const record = this.recordOf(e);
+            return record
+              ? { id: '', type: e.type, data: '', metadata: '', record }
+              : { id: e.id ?? uuidV7(), type: e.type, data: JSON.stringify(this.codec.encode(e.type, e.data)), metadata: JSON.stringify(e.metadata ?? {}) };
+          }),
         })),
       };
     } catch (err) {
@@ -147,6 +192,12 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
+  /** A debit's record: only for an event without an id or metadata of its own, which a record does not keep. */
+  private recordOf(e: NewEvent) {
+    if ((this.options.debits ?? 'records') !== 'records' || e.id !== undefined) return null;
+    if (e.metadata !== undefined && Object.keys(e.metadata).length > 0) return null;
+    return debitRecordOf(e.type, e.data);
+  }
 
   private async flush(batch: Pending[]): Promise<void> {
     let outcomes: GroupOutcome[];
@@ -169,7 +220,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
-    const rows = this.stmts.readStream.all(streamId, options.fromRevision ?? 0, options.maxCount ?? -1);
+    const rows = this.stmts.readStream.all({ stream: streamId, from: options.fromRevision ?? 0, max: options.maxCount ?? -1 });
     return Promise.resolve(rows.map((r) => this.toRecorded(r)));
   }
 
@@ -178,12 +229,12 @@ export class SqliteEventStore implements EventStore {
   }
 
   private readAllSync(after: string | null | undefined, max: number): RecordedEvent[] {
-    return this.stmts.readAll.all(decodePosition(after), max).map((r) => this.toRecorded(r));
+    return this.stmts.readAll.all({ after: decodePosition(after), max }).map((r) => this.toRecorded(r));
   }
 
   headPosition(): Promise<string | null> {
     const p = this.stmts.last.get()?.position;
-    return Promise.resolve(p == null ? null : encodePosition(p));
+    return Promise.resolve(!p ? null : encodePosition(p));
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
@@ -199,16 +250,27 @@ export class SqliteEventStore implements EventStore {
     );
   }
 
-  private toRecorded(r: EventRow): RecordedEvent {
+  private nameOf(code: number): string {
+    let name = this.names.get(code);
+    if (name === undefined) {
+      name = this.stmts.name.get(code)?.name;
+      if (name === undefined) throw new Error(`the log names no code ${code}`);
+      this.names.set(code, name);
+    }
+    return name;
+  }
+
+  private toRecorded(r: LogRow): RecordedEvent {
+    if (r.data === null) return recordedDebit(r, (code) => this.nameOf(code));
     return {
-      id: r.id,
-      streamId: r.stream_id,
+      id: r.id!,
+      streamId: r.stream_id as string,
       type: r.type,
       data: this.codec.decode(r.type, JSON.parse(r.data)),
       metadata: JSON.parse(r.metadata) as Record<string, unknown>,
       revision: r.revision,
       position: encodePosition(r.position),
-      recordedAt: r.recorded_at,
+      recordedAt: r.recorded_at as string,
     };
   }
 
@@ -225,3 +287,29 @@ export class SqliteEventStore implements EventStore {
   }
 }
 
+
+/** The `CreditsDebited` event a `debit_records` row stands for, as it was appended. */
+function recordedDebit(r: LogRow, nameOf: (code: number) => string): RecordedEvent {
+  return {
+    id: debitRecordId(r.position),
+    streamId: nameOf(r.stream_id as number),
+    type: r.type,
+    data: debitData({
+      request_id: requestId(r.request!),
+      endpoint: nameOf(r.endpoint!),
+      channel: nameOf(r.channel!),
+      cost: r.cost!,
+      from_allowance: r.from_allowance!,
+      from_prepaid: r.from_prepaid!,
+      from_overage: r.from_overage!,
+      at: r.at!,
+      period: r.period,
+      prev_hash: r.prev_hash!.toString('hex'),
+      hash: r.hash!.toString('hex'),
+    }),
+    metadata: {},
+    revision: r.revision,
+    position: encodePosition(r.position),
+    recordedAt: new Date(r.recorded_at).toISOString(),
+  };
+}

@@ -1,7 +1,8 @@
 /**
  * Usage read models from the credit ledgers (`ledger-<account_id>`):
  * - `usage_balances`: one document per account and month with that month's figures;
- * - `ledger_entries`: one document per ledger event, what `GET /v1/usage/ledger` lists;
+ * - `ledger_entries`: where the lines `GET /v1/usage/ledger` lists are in the log: one document per
+ *   event, or per run of debits (a range);
  * - `ledger_states`: the folded `LedgerState` of each account, so that each event is applied
  *   with the decider's own `evolve` and its figures come from `usageFigures` (no second copy of
  *   the metering arithmetic here).
@@ -63,19 +64,23 @@ export interface UsageBalanceDoc {
 }
 
 /**
- * Where one ledger event's lines are: its revision in the log, the seq of its first line and how
- * many lines it stands for (a batch of calls: one per call), and what it is found by. The lines
- * themselves are read from the log (`statementLines`): a copy here would store every metered
- * call twice.
+ * Where a range of ledger lines is in the log: the revision of its first event and how many
+ * consecutive events it covers, the seq of its first line and how many lines they stand for (a
+ * batch of calls: one per call), and what it is found by. An entry is one event, or a run of
+ * debits of one kind and month (up to RANGE_LINES lines): a call made alone adds a line to the
+ * open range rather than a document of its own. The lines themselves are read from the log
+ * (`statementLines`): a copy here would store every metered call twice.
  */
 export interface LedgerEntryDoc {
   account_id: string;
   /** Seq of the event's first ledger line: lines are numbered 0, 1, 2… without a gap over the account's ledger. */
   seq: number;
-  /** Lines the event stands for: a batch's calls, otherwise 1. */
+  /** Lines the entry's events stand for: a batch's calls one each, any other event 1. */
   lines: number;
-  /** The event's revision in `ledger-<account_id>` (0-based). */
+  /** The first event's revision in `ledger-<account_id>` (0-based). */
   revision: number;
+  /** Consecutive events of the stream the entry covers, from `revision`. */
+  events: number;
   /** `YYYY-MM` its lines belong to: the event's own period, else the month of `at`. */
   period: string;
   kind: LedgerEventType;
@@ -113,6 +118,8 @@ export interface LedgerStateDoc {
   seq: number;
   /** Ledger lines applied (the seq the next line gets). */
   lines: number;
+  /** The last entry written, which the next debit may extend; null before the first. */
+  open: LedgerEntryDoc | null;
   state: LedgerState;
   /** Calls charged and credits debited in `state.period`. */
   debits: number;
@@ -151,7 +158,7 @@ export const ledgerStates = defineCollection<LedgerStateDoc>({
 // Pure fold (shared by the projection and the audit)
 
 export function startFold(accountId: string): LedgerStateDoc {
-  return { account_id: accountId, seq: -1, lines: 0, state: initialLedgerState, debits: 0, credits_debited: 0 };
+  return { account_id: accountId, seq: -1, lines: 0, open: null, state: initialLedgerState, debits: 0, credits_debited: 0 };
 }
 
 /** `YYYY-MM` of an ISO instant as written in event data ('' when it is not one). */
@@ -240,10 +247,21 @@ function describeEvent(e: LedgerEvent): string {
 const num = (x: unknown): number | null => (typeof x === 'number' ? x : null);
 const str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
 
+/** Lines a range of debits covers at most: a page of the statement reads at most that many events per entry. */
+export const RANGE_LINES = 100;
+
 /** The entry of the ledger event at `revision`, whose first line is `seq`. */
 export function entryOf(accountId: string, seq: number, revision: number, e: LedgerEvent): LedgerEntryDoc {
   const d = e.data as unknown as Record<string, unknown>;
-  return { account_id: accountId, seq, lines: lineCount(e), revision, period: str(d['period']) || monthOf(d['at']), kind: e.type };
+  return { account_id: accountId, seq, lines: lineCount(e), revision, events: 1, period: str(d['period']) || monthOf(d['at']), kind: e.type };
+}
+
+/** `open` extended by the next event's entry `own`, or null when `own` starts an entry of its own. */
+function extended(open: LedgerEntryDoc | null, own: LedgerEntryDoc): LedgerEntryDoc | null {
+  if (open === null || (own.kind !== 'CreditsDebited' && own.kind !== 'CreditsDebitedBatch')) return null;
+  if (open.kind !== own.kind || open.period !== own.period || open.revision + open.events !== own.revision) return null;
+  if (open.seq + open.lines !== own.seq || open.lines + own.lines > RANGE_LINES) return null;
+  return { ...open, lines: open.lines + own.lines, events: open.events + 1 };
 }
 
 /** The statement line of one ledger line (an event, or one call of a batch): every field from its data. */
@@ -269,18 +287,27 @@ export function lineOf(seq: number, period: string, e: LedgerEvent): LedgerLine 
   };
 }
 
-/** The statement lines of an entry, oldest first, from its event as read from the log. */
-export function statementLines(entry: LedgerEntryDoc, event: { type: string; data: unknown }): LedgerLine[] {
+/** The statement lines of one event whose first line is `seq`, oldest first, from the event as read from the log. */
+export function eventLines(seq: number, period: string, event: { type: string; data: unknown }): LedgerLine[] {
   if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return [];
-  return ledgerLines(event).map((line, i) => lineOf(entry.seq + i, entry.period, line));
+  return ledgerLines(event).map((line, i) => lineOf(seq + i, period, line));
+}
+
+/** The statement lines of an entry, oldest first, from its events (in order) as read from the log. */
+export function statementLines(entry: LedgerEntryDoc, events: ReadonlyArray<{ type: string; data: unknown }>): LedgerLine[] {
+  const lines: LedgerLine[] = [];
+  for (const e of events) lines.push(...eventLines(entry.seq + lines.length, entry.period, e));
+  return lines;
 }
 
 export interface UsageStep {
   fold: LedgerStateDoc;
   /** The month document to write, or null when the event leaves every month as it was. */
   balance: UsageBalanceDoc | null;
-  /** Null for an event whose data is not a ledger event's (nothing to show). */
+  /** The entry the event is in (a new one, or the open range it extends); null for data that is not a ledger event's (nothing to show). */
   entry: LedgerEntryDoc | null;
+  /** Seq of the event's first line. */
+  seq: number;
 }
 
 /**
@@ -292,22 +319,25 @@ export interface UsageStep {
  * there, not on the finished month.
  */
 export function usageStep(fold: LedgerStateDoc, event: { type: string; data: unknown }, revision: number): UsageStep {
-  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return { fold: { ...fold, seq: revision }, balance: null, entry: null };
+  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return { fold: { ...fold, seq: revision }, balance: null, entry: null, seq: fold.lines };
   const e = event;
   const state = evolve(fold.state, e);
   const newPeriod = state.period !== fold.state.period;
   const { calls, credits } = charged(e);
+  const own = entryOf(fold.account_id, fold.lines, revision, e);
+  const entry = extended(fold.open, own) ?? own;
   const next: LedgerStateDoc = {
     account_id: fold.account_id,
     seq: revision,
-    lines: fold.lines + lineCount(e),
+    lines: fold.lines + own.lines,
+    open: entry,
     state,
     debits: (newPeriod ? 0 : fold.debits) + calls,
     credits_debited: (newPeriod ? 0 : fold.credits_debited) + credits,
   };
   const decidedIn = monthOf(e.data.at);
   const balance = state.period !== null && decidedIn <= state.period ? balanceOf(next) : null;
-  return { fold: next, balance, entry: entryOf(fold.account_id, fold.lines, revision, e) };
+  return { fold: next, balance, entry, seq: fold.lines };
 }
 
 /** Calls an event charges and the credits they cost. */
@@ -324,8 +354,14 @@ export interface UsageReplay {
   fold: LedgerStateDoc;
   /** Every month's document, oldest first. */
   balances: UsageBalanceDoc[];
-  /** Every entry, in seq order. */
+  /** Every entry, in seq order (a range as it ends). */
   entries: LedgerEntryDoc[];
+}
+
+/** Adds a step's entry to entries in seq order: a range it extends is replaced. */
+export function addEntry(entries: LedgerEntryDoc[], entry: LedgerEntryDoc): void {
+  if (entries.at(-1)?.seq === entry.seq) entries[entries.length - 1] = entry;
+  else entries.push(entry);
 }
 
 /** The read models of one account rebuilt from its stream's events (as the projection builds them). */
@@ -337,7 +373,7 @@ export function replayUsage(accountId: string, events: ReadonlyArray<{ type: str
     const step = usageStep(fold, e, e.revision);
     fold = step.fold;
     if (step.balance) balances.set(step.balance.period, step.balance);
-    if (step.entry) entries.push(step.entry);
+    if (step.entry) addEntry(entries, step.entry);
   }
   return {
     fold,
@@ -357,8 +393,8 @@ export function ledgerAccountOf(streamId: string): string | null {
 // Projection
 
 export const usageProjection: Projection = {
-  // v4: entries point into the log instead of holding the event's data (a new name rebuilds the read models of an existing store).
-  name: 'usage-v4',
+  // v5: an entry is a range of events (v4: one event; a new name rebuilds the read models of an existing store).
+  name: 'usage-v5',
   collections: [usageBalances, ledgerEntries, ledgerStates],
   eventTypes: LEDGER_EVENT_TYPES,
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {

@@ -74,7 +74,9 @@ export interface AuditReport {
   last_hash: string | null;
   periods: PeriodAudit[];
   entries: {
+    /** Events the entries the log gives cover (an entry is an event or a range of debits). */
     expected: number;
+    /** Events the stored entries cover. */
     actual: number;
     /** Lines that differ (at most ENTRY_MISMATCH_LIMIT are listed; `problems` gives the total). */
     mismatches: EntryAudit[];
@@ -237,7 +239,8 @@ export function compareEntries(stored: LedgerEntryDoc[], expected: LedgerEntryDo
     );
   }
   if (differing > mismatches.length) problems.push(`… and ${differing - mismatches.length} more ledger_entries documents differ.`);
-  return { expected: expected.length, actual: stored.length, mismatches };
+  const covered = (entries: LedgerEntryDoc[]) => entries.reduce((n, d) => n + d.events, 0);
+  return { expected: covered(expected), actual: covered(stored), mismatches };
 }
 
 /** Replays `ledger-<accountId>` and checks its hash chain and the usage read models against it. */
@@ -327,7 +330,7 @@ export function formatAuditReport(report: AuditReport): string {
     if (report.events === 0) return `Account ${report.account_id}: OK (no credit ledger).`;
     return (
       `Account ${report.account_id}: OK. ${events}, hash chain intact (last hash ${report.last_hash ?? '-'}), ` +
-      `${months} and ${report.entries.actual} ledger entries match the log.` +
+      `${months} and the ledger entries of ${report.entries.actual} events match the log.` +
       (report.not_yet_projected
         ? ` The last ${report.not_yet_projected} event${report.not_yet_projected === 1 ? ' is' : 's are'} not in the read models yet (the projector is catching up): chain checked, figures not compared.`
         : '')

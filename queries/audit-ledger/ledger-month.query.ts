@@ -11,8 +11,9 @@ import {
   ledgerEntries,
   ledgerStates,
   replayUsage,
+  addEntry,
   startFold,
-  statementLines,
+  eventLines,
   usageBalances,
   usageProjection,
   usageStep,
@@ -125,7 +126,7 @@ export async function auditMonth(deps: AuditDeps & { accountId: string; month: s
     fold = step.fold;
     compared++;
     if (step.balance?.period === month) expectedBalance = step.balance;
-    if (step.entry) expectedEntries.push(step.entry);
+    if (step.entry) addEntry(expectedEntries, step.entry);
   }
   const storedEntries: LedgerEntryDoc[] = [];
   for (let cursor: string | null = null; ; ) {
@@ -196,10 +197,10 @@ export async function exportLedger(deps: AuditDeps & { accountId: string; month?
   }
   const out: ExportedLedgerLine[] = [];
   for (const e of events) {
-    const { entry, fold: next } = usageStep(fold, e, e.revision);
+    const { entry, fold: next, seq } = usageStep(fold, e, e.revision);
     fold = next;
     if (!entry) continue;
-    for (const line of statementLines(entry, e)) {
+    for (const line of eventLines(seq, entry.period, e)) {
       out.push({ seq: line.seq, kind: line.kind, at: line.at, period: line.period, prev_hash: line.prev_hash, hash: line.hash, data: line.data });
     }
   }

@@ -176,17 +176,17 @@ export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 're
   const filter: Filter<LedgerEntryDoc> = { account_id: params.accountId };
   if (month !== null) filter.period = month;
   if (before !== null) filter.seq = { $lte: before };
-  // Every event holds at least one line: limit + 1 events hold the page and tell whether another follows.
+  // Every entry holds at least one line: limit + 1 entries hold the page and tell whether another follows.
   const { items } = await reads.find(ledgerEntries, filter, { sort: [['seq', -1]], limit: limit + 1 });
   if (items.length === 0) return { month, entries: [], next_cursor: null, count: 0 };
-  const oldest = items[items.length - 1]!.revision;
-  const events = await log.readStream(ledgerStream(params.accountId), { fromRevision: oldest, maxCount: items[0]!.revision - oldest + 1 });
-  const byRevision = new Map(events.map((e) => [e.revision, e]));
   const lines: LedgerLine[] = [];
   for (const entry of items) {
-    const event = byRevision.get(entry.revision);
-    if (!event) throw new AppError('internal', `ledger event ${entry.revision} of account ${params.accountId} is missing from the log`);
-    const own = statementLines(entry, event);
+    if (lines.length > limit) break;
+    const events = await log.readStream(ledgerStream(params.accountId), { fromRevision: entry.revision, maxCount: entry.events });
+    if (events.length !== entry.events || events[0]?.revision !== entry.revision || events.at(-1)!.revision !== entry.revision + entry.events - 1) {
+      throw new AppError('internal', `ledger event ${entry.revision} of account ${params.accountId} is missing from the log`);
+    }
+    const own = statementLines(entry, events);
     for (let i = own.length - 1; i >= 0; i--) if (before === null || own[i]!.seq <= before) lines.push(own[i]!);
   }
   const page = lines.slice(0, limit);

@@ -49,6 +49,7 @@ const envSchema = z.object({
   SCORES_DATA_DIR: z.preprocess(unsetIfBlank, z.string().default('./data')),
   SCORES_NOW: optionalString.pipe(instant.optional()),
   SCORES_DEMO: z.preprocess(unsetIfBlank, z.enum(['on', 'off']).default('on')),
+  SCORES_LOG_DEBITS: z.preprocess(unsetIfBlank, z.enum(['records', 'events']).default('records')),
   SCORES_DEMO_SEED: z.preprocess(unsetIfBlank, z.coerce.number().int().default(20190102)),
   LOG_LEVEL: z.preprocess(unsetIfBlank, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
   ESDB_URL: optionalString,
@@ -133,6 +134,11 @@ export interface Config {
   demoSeed: number;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   esdbUrl: string | null;
+  /**
+   * How the log stores a call charged alone: `records` (fixed-width rows, docs/ledger.md), or
+   * `events` (a generic event row, the form before records: what a version without them reads).
+   */
+  logDebits: 'records' | 'events';
   /** The event log in PostgreSQL (schema `scores` of that database); exclusive with `esdbUrl`. */
   postgresUrl: string | null;
   /** Where the accounts' rate-limit buckets are: shared by the replicas in PostgreSQL, or in each process. */
@@ -185,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demo: e.SCORES_DEMO === 'on',
     demoSeed: e.SCORES_DEMO_SEED,
     logLevel: e.LOG_LEVEL,
+    logDebits: e.SCORES_LOG_DEBITS,
     esdbUrl: e.ESDB_URL ?? null,
     postgresUrl: e.POSTGRES_URL ?? null,
     // Replicas on a PostgreSQL log share the limit there unless told otherwise.

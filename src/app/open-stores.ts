@@ -61,9 +61,9 @@ async function openEventStore(config: Config, clock: Clock, embedded: Embedded):
   }
   if (config.postgresUrl) {
     const { PostgresEventStore } = await import('../../infra/postgresql/event-store.js');
-    return new PostgresEventStore(config.postgresUrl, clock, { codec: logEncoding });
+    return new PostgresEventStore(config.postgresUrl, clock, { codec: logEncoding, debits: config.logDebits });
   }
-  return new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding });
+  return new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding, debits: config.logDebits });
 }
 
 async function openReadStore(config: Config, embedded: Embedded): Promise<ReadStore> {

@@ -46,9 +46,9 @@ function storeBytes(file: string): number {
  * indexes), over `calls` calls of one account, `inFlight` at a time: the calls that queue while
  * an append commits are charged in one event, so the figure depends on how many arrive together.
  */
-export async function bytesPerCall(calls: number, inFlight = IN_FLIGHT): Promise<number> {
+export async function bytesPerCall(calls: number, inFlight = IN_FLIGHT, debits: 'records' | 'events' = 'records'): Promise<number> {
   const dir = tempDir('scores-bench-ledger-bytes-');
-  const s = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })));
+  const s = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off', SCORES_LOG_DEBITS: debits })));
   try {
     const { account_id } = await createAccountWithKey(s, { tier: 'enterprise' });
     await catchUpReadModels(s, { progress: false });
@@ -156,8 +156,19 @@ export async function benchLedgerGrowth(runs: number): Promise<void> {
   );
   const perCall = await bytesPerCall(50_000);
   report(`store bytes per metered call (log + read models + indexes, 50,000 calls, ${IN_FLIGHT} in flight)`, `${fmt(perCall, 0)} B`, '< 400 B', perCall < 400);
-  for (const inFlight of [50, 1]) {
-    info(`  the same, ${inFlight} in flight (10,000 calls)`, `${fmt(await bytesPerCall(10_000, inFlight), 0)} B`, inFlight === 1 ? '(one call an event)' : '(batches as they form)');
+  // Beside each, its baseline in the same run: the log writing a lone call as a generic event (SCORES_LOG_DEBITS=events, the form before debit records).
+  for (const [inFlight, target] of [
+    [1, 200],
+    [50, 100],
+  ] as const) {
+    const records = await bytesPerCall(10_000, inFlight);
+    const events = await bytesPerCall(10_000, inFlight, 'events');
+    report(
+      `  the same, ${inFlight} in flight (10,000 calls); baseline: lone calls as generic events`,
+      `${fmt(records, 0)} B (baseline ${fmt(events, 0)} B)`,
+      `< ${target} B`,
+      records < target,
+    );
   }
   report(
     `  baseline in the same run: the whole stream folded`,

@@ -1,15 +1,18 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pgSession, withDatabase } from '../../infra/postgresql/database.js';
 import type { PositionMode } from '../../infra/postgresql/event-log.sql.js';
 import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
+import { LedgerService } from '../../commands/ledger/ledger.handler.js';
+import { fixedClock, systemClock } from '../../src/core/clock.js';
+import { logEncoding } from '../../src/core/log-encoding.js';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
-import { systemClock } from '../../src/core/clock.js';
+
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { tempDir, testEnv } from '../support/server.js';
@@ -69,6 +72,40 @@ function postgresTarget(url: string, positions: PositionMode): Target {
       };
     },
   };
+}
+
+/**
+ * What one metered call of one account adds to the PostgreSQL log (its `events` table with its
+ * indexes, after VACUUM so that only live rows count), `inFlight` calls at a time, with lone
+ * calls stored as debit records or (the baseline) as generic events.
+ */
+async function pgBytesPerCall(url: string, calls: number, inFlight: number, debits: 'records' | 'events'): Promise<number> {
+  const schema = `bench_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const clock = fixedClock('2024-03-15T12:00:00Z');
+  const store = new PostgresEventStore(url, clock, { schema, debits, codec: logEncoding });
+  const admin = await pgSession(url);
+  const size = async () => {
+    await admin.query(`VACUUM ${schema}.events`);
+    return Number((await admin.query<{ n: string }>(`SELECT pg_total_relation_size('${schema}.events') AS n`))[0]!.n);
+  };
+  try {
+    const ledger = new LedgerService(store, clock);
+    await ledger.execute('acct-bench', { type: 'OpenLedger', data: { account_id: 'acct-bench', tier: 'enterprise', pro: false } });
+    const before = await size();
+    let next = 0;
+    const worker = async () => {
+      while (next < calls) {
+        const i = next++;
+        await ledger.debit('acct-bench', { request_id: `req_${randomBytes(12).toString('base64url')}`, endpoint: 'scores', channel: 'rest', cost: 1 + (i % 3) });
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+    return ((await size()) - before) / calls;
+  } finally {
+    await store.close();
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
 }
 
 /**
@@ -159,6 +196,11 @@ export async function benchPostgresLog(runs: number, now: string): Promise<void>
   if (!url) {
     process.stdout.write('SKIP  PostgreSQL event log: POSTGRES_URL is not set (npm run engines starts one and prints it)\n');
     return;
+  }
+  for (const inFlight of [1, 50]) {
+    const records = await pgBytesPerCall(url, 5_000, inFlight, 'records');
+    const events = await pgBytesPerCall(url, 5_000, inFlight, 'events');
+    info(`PostgreSQL log bytes per metered call, ${inFlight} in flight (5,000 calls, table + indexes)`, `${fmt(records, 0)} B`, `(baseline, lone calls as generic events: ${fmt(events, 0)} B)`);
   }
   const targets = [sqliteTarget(), postgresTarget(url, 'serialised'), postgresTarget(url, 'fenced')];
   // Targets take turns within each run: the machine's load drifts, each gets a share of it.

@@ -101,7 +101,9 @@ describe('Ledger audit', () => {
 
   before(async () => {
     dir = tempDir();
-    services = await openServices(loadConfig(testEnv(dir, '2024-07-15T12:00:00Z', { SCORES_DEMO: 'off' })));
+    // The log's rows are edited as JSON below: every event a row of `events`, the form before debit
+    // records (test/integration/debit-records.test.ts does the same to records).
+    services = await openServices(loadConfig(testEnv(dir, '2024-07-15T12:00:00Z', { SCORES_DEMO: 'off', SCORES_LOG_DEBITS: 'events' })));
     refused = await runLedger(services.events, ACCOUNT, SCRIPT);
     await runLedger(services.events, ENTERPRISE, [
       [{ type: 'OpenLedger', data: { account_id: ENTERPRISE, tier: 'enterprise', pro: false } }, '2024-06-10T08:00:00Z'],

@@ -6,6 +6,7 @@ import type { RecordedEvent, Subscription } from '../../src/core/event-store.por
 import { pgSession, type PgSession } from '../../infra/postgresql/database.js';
 import type { PositionMode } from '../../infra/postgresql/event-log.sql.js';
 import { PostgresEventStore, type PostgresEventStoreOptions } from '../../infra/postgresql/event-store.js';
+import { GENESIS_HASH, sealEvent, verifyChain } from '../../src/domain/ledger/ledger.events.js';
 
 /**
  * What the PostgreSQL event log promises beyond the contract every adapter meets: no catch-up
@@ -248,6 +249,45 @@ describe('PostgreSQL event log', function () {
       );
 
       expect(String(err)).to.include('orders positions "serialised"');
+    });
+  });
+
+  describe('When a call charged alone is appended (debit records)', function () {
+    /** Lone debits of one ledger, chained as the ledger seals them. */
+    const debits = (n: number, from: number, prev: string) => {
+      const out: { type: string; data: Record<string, unknown> }[] = [];
+      for (let i = from; i < from + n; i++) {
+        const e = sealEvent(
+          'CreditsDebited',
+          { request_id: i % 2 ? `req_${String(i).padStart(16, 'Q')}` : `client-${i}`, endpoint: 'scores', channel: 'rest', cost: 2 + i, from_allowance: 2 + i, from_prepaid: 0, from_overage: 0, period: '2024-03' },
+          `2024-03-0${1 + (i % 9)}T10:00:00.000Z`,
+          prev,
+        );
+        out.push(e as unknown as (typeof out)[number]);
+        prev = e.data.hash;
+      }
+      return out;
+    };
+
+    it('stores the old form and the record side by side, and reads back both exactly as appended', async function () {
+      const before = open({ debits: 'events' });
+      const old = debits(3, 0, GENESIS_HASH);
+      await before.append('ledger-a', old);
+      await before.close();
+      const after = open();
+      const fresh = debits(3, 3, old[2]!.data['hash'] as string);
+      await after.append('ledger-a', fresh, 2);
+      const read = await after.readStream('ledger-a');
+      expect(read.map((e) => JSON.stringify([e.type, e.data]))).to.deep.equal([...old, ...fresh].map((e) => JSON.stringify([e.type, e.data])));
+      expect(verifyChain(read)).to.equal(null);
+      const rows = await admin.query<{ n: number; records: number }>(`SELECT count(*)::int AS n, count(record)::int AS records FROM ${schema}.events`);
+      expect(rows[0]).to.deep.equal({ n: 6, records: 3 });
+      const all = await after.readAll();
+      expect(all.map((e) => e.id)).to.have.lengthOf(6);
+      expect(new Set(all.map((e) => e.id)).size).to.equal(6);
+      // The (stream, revision) index still refuses a second writer on the same revision.
+      const err = await after.append('ledger-a', debits(1, 9, GENESIS_HASH), 2).catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(ConcurrencyError);
     });
   });
 });

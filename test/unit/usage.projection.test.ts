@@ -12,6 +12,7 @@ import {
   replayUsage,
   usageProjection,
   statementLines,
+  RANGE_LINES,
   type LedgerEntryDoc,
   type LedgerLine,
   type UsageBalanceDoc,
@@ -52,8 +53,8 @@ const MAY = '2024-05-10T10:00:00.000Z';
 const JUNE = '2024-06-03T09:00:00.000Z';
 const JULY = '2024-07-02T08:00:00.000Z';
 
-/** The statement line of an unbatched event's entry, read from the recorded "log". */
-const lineOf = (l: Ledger, e: LedgerEntryDoc): LedgerLine => statementLines(e, l.recorded[e.revision]!)[0]!;
+/** The first statement line of an entry, read from the recorded "log". */
+const lineOf = (l: Ledger, e: LedgerEntryDoc): LedgerLine => statementLines(e, l.recorded.slice(e.revision, e.revision + e.events))[0]!;
 
 const docs = <T>(h: ProjectionHarness, collection: string) => [...(h.docs.get(collection)?.values() ?? [])] as T[];
 const balance = (h: ProjectionHarness, account: string, period: string) =>
@@ -120,7 +121,7 @@ describe('Usage projection', () => {
       const seq = l.recorded.findIndex((e) => (e.data as { request_id?: string }).request_id === 'r-3');
       const r3 = h.docs.get('ledger_entries')!.get(entryKey('acc-1', seq)) as LedgerEntryDoc;
       // Stored: where the event's lines are in the log, and what the entry is found by; never its data.
-      expect(r3).to.deep.equal({ account_id: 'acc-1', seq, lines: 1, revision: seq, period: '2024-05', kind: 'CreditsDebited' });
+      expect(r3).to.deep.equal({ account_id: 'acc-1', seq, lines: 1, revision: seq, events: 1, period: '2024-05', kind: 'CreditsDebited' });
       // Shown: every field of the line, derived from the event's data as the log holds it.
       expect(lineOf(l, r3).data).to.deep.equal(l.recorded[seq]!.data);
       expect(lineOf(l, r3)).to.include({
@@ -256,6 +257,44 @@ describe('Usage projection', () => {
       expect(h.docs.get('usage_balances')?.size ?? 0).to.equal(0);
       expect(h.docs.get('ledger_entries')?.size ?? 0).to.equal(0);
       expect(h.docs.get('ledger_states')!.get('acc-9')).to.include({ seq: 0 });
+    });
+  });
+
+  describe('When calls are charged one at a time (ranges of debits)', () => {
+    const h = new ProjectionHarness(usageProjection);
+    const l = new Ledger(h, 'acc-r');
+    l.run(open('acc-r', 'enterprise'), MAY);
+    for (let i = 0; i < RANGE_LINES + 30; i++) l.run(debit(1, `r-${i}`), MAY);
+    l.run(pack(500), MAY);
+    for (let i = 0; i < 3; i++) l.run(debit(1, `s-${i}`), JUNE);
+    before(() => h.apply(...l.recorded));
+    const entries = () => docs<LedgerEntryDoc>(h, 'ledger_entries').sort((a, b) => a.seq - b.seq);
+
+    it('keeps a run of debits of one month as one entry, up to RANGE_LINES lines, and starts another at a pack or a new month', () => {
+      const debitsFrom = l.recorded.findIndex((e) => e.type === 'CreditsDebited');
+      const packAt = l.recorded.findIndex((e) => e.type === 'PackPurchased');
+      const ranges = entries().filter((e) => e.kind === 'CreditsDebited');
+      expect(ranges.map((e) => [e.revision, e.events, e.lines, e.period])).to.deep.equal([
+        [debitsFrom, RANGE_LINES, RANGE_LINES, '2024-05'],
+        [debitsFrom + RANGE_LINES, 30, 30, '2024-05'],
+        [l.recorded.length - 3, 3, 3, '2024-06'],
+      ]);
+      expect(entries().find((e) => e.kind === 'PackPurchased')).to.include({ revision: packAt, events: 1, seq: packAt });
+      // Every event is in exactly one entry, in order.
+      const covered = entries().flatMap((e) => Array.from({ length: e.events }, (_, i) => e.revision + i));
+      expect(covered).to.deep.equal(l.recorded.map((e) => e.revision));
+    });
+
+    it("gives each line of a range its own seq, data and hash, chained", () => {
+      const [range] = entries().filter((e) => e.kind === 'CreditsDebited');
+      const lines = statementLines(range!, l.recorded.slice(range!.revision, range!.revision + range!.events));
+      expect(lines.map((x) => x.seq)).to.deep.equal(Array.from({ length: RANGE_LINES }, (_, i) => range!.seq + i));
+      expect(lines.map((x) => x.data)).to.deep.equal(l.recorded.slice(range!.revision, range!.revision + RANGE_LINES).map((e) => e.data));
+      for (let i = 1; i < lines.length; i++) expect(lines[i]!.prev_hash).to.equal(lines[i - 1]!.hash);
+    });
+
+    it('builds exactly what a replay of the stream gives', () => {
+      expect(entries()).to.deep.equal(replayUsage('acc-r', l.recorded).entries);
     });
   });
 });
