@@ -70,7 +70,7 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
       resets_at: s.resets_at,
     });
   }
-  rec.emit('CreditsDebited', {
+  const line = {
     request_id: cmd.request_id,
     endpoint: cmd.endpoint,
     channel: cmd.channel,
@@ -79,7 +79,9 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
     from_prepaid: fromPrepaid,
     from_overage: rest,
     period: s.period ?? '',
-  });
+  };
+  // The key is recorded after the call's own fields, and only when the call names one.
+  rec.emit('CreditsDebited', cmd.key_id === undefined ? line : Object.assign(line, { key_id: cmd.key_id }));
   raiseAlerts(rec);
 }
 
@@ -217,6 +219,7 @@ function validate(command: LedgerCommand): void {
       if (!isRateKey(d.endpoint)) throw badRequest(`Unknown endpoint ${String(d.endpoint)}`);
       if (d.channel !== 'rest' && d.channel !== 'mcp') throw badRequest(`Unknown channel ${String(d.channel)}`);
       if (!isCount(d.cost, 0)) throw badRequest('cost must be a non-negative integer', { cost: d.cost });
+      if (d.key_id !== undefined && !isText(d.key_id)) throw badRequest('key_id must name a key');
       return;
     }
     case 'PurchasePack': {

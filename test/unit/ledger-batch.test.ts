@@ -109,3 +109,36 @@ describe('Debits stored as one event per batch', () => {
     expect(both.flatMap(ledgerLines)).to.deep.equal([...first.events, ...second.events]);
   });
 });
+
+describe('Debits that name their key, stored as one event per batch', () => {
+  const byKey = (i: number, key: string | undefined): LedgerCommand => ({
+    type: 'DebitCredits',
+    data: { request_id: `req_${i}`, endpoint: 'screener', channel: 'rest', cost: 10, ...(key === undefined ? {} : { key_id: key }) },
+  });
+  const start = opened();
+
+  it('packs them with a key column, and gives back exactly the events decided, keys and hashes included', () => {
+    const decided = decideAll(start, [byKey(1, 'key_a'), byKey(2, 'key_b'), byKey(3, 'key_a')], MAY);
+    const packed = packDebits(decided.events);
+    expect(packed.map((e) => e.type)).to.deep.equal(['CreditsDebitedBatch']);
+    expect((packed[0] as CreditsDebitedBatch).data.calls.key_id).to.deep.equal(['key_a', 'key_b', 'key_a']);
+    expect(packed.flatMap(ledgerLines)).to.deep.equal(decided.events);
+    expect(verifyChain(packed.flatMap(ledgerLines), start.last_hash)).to.equal(null);
+  });
+
+  it('keeps debits with a key and without one in batches of their own', () => {
+    const decided = decideAll(start, [byKey(1, 'key_a'), byKey(2, 'key_a'), byKey(3, undefined), byKey(4, undefined)], MAY);
+    const packed = packDebits(decided.events);
+    expect(packed.map((e) => [e.type, lineCount(e), (e as CreditsDebitedBatch).data.calls?.key_id ?? null])).to.deep.equal([
+      ['CreditsDebitedBatch', 2, ['key_a', 'key_a']],
+      ['CreditsDebitedBatch', 2, null],
+    ]);
+    expect(packed.flatMap(ledgerLines)).to.deep.equal(decided.events);
+  });
+
+  it('reads a batch whose key column does not match its calls as malformed', () => {
+    const decided = decideAll(start, [byKey(1, 'key_a'), byKey(2, 'key_a')], MAY);
+    const batch = packDebits(decided.events)[0] as CreditsDebitedBatch;
+    expect(debitLines({ ...batch.data, calls: { ...batch.data.calls, key_id: ['key_a'] } })).to.equal(null);
+  });
+});

@@ -88,7 +88,7 @@ export class LedgerMeter implements Meter {
 
   async charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
     const cost = costOf(endpoint, quantity);
-    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost });
+    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost, key_id: principal.key_id });
     this.onDebited(endpoint, channel, cost);
     return { cost, remaining: this.remainingOf(outcome.state) };
   }

@@ -3,7 +3,7 @@
  * billing charges it and the ledger's decider checks the confirmed amount against it again.
  */
 import { AppError, badRequest } from '../../core/errors.js';
-import type { Tier } from '../plans.js';
+import { proAddsTo, type Tier } from '../plans.js';
 import type { LedgerState } from '../ledger/ledger.state.js';
 import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from './proration.js';
 
@@ -16,8 +16,12 @@ export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {
   return prorate(to - from, now);
 }
 
-/** What the Pro membership costs now, for the rest of the month; refused (409) for a member. */
+/**
+ * What the Pro membership costs now, for the rest of the month; refused (409) for a member, and
+ * (400) on a plan it adds nothing to, which would pay for nothing (proAddsTo).
+ */
 export function quotePro(s: LedgerState, now: Date): Proration {
   if (s.pro) throw new AppError('conflict', 'This account is already a Pro member');
+  if (!proAddsTo(s.tier)) throw badRequest(`The Pro membership adds nothing to the ${s.tier} plan, which has as much of everything it gives or more`);
   return prorate(PRO_MONTHLY_PRICE_CENTS, now);
 }

@@ -48,6 +48,8 @@ export type CreditsDebited = Event<
     from_prepaid: number;
     from_overage: number;
     period: string;
+    /** The key that made the call (the account page's "last used"); absent from debits written before keys were recorded, and from the CLI's. */
+    key_id?: string;
   }
 >;
 
@@ -60,6 +62,8 @@ export interface DebitColumns {
   from_allowance: number[];
   from_prepaid: number[];
   from_overage: number[];
+  /** Present when the calls name their keys (every call of a batch does, or none). */
+  key_id?: string[];
 }
 
 /**
@@ -246,8 +250,15 @@ export function sealEvent<T extends LedgerEventType>(
 }
 
 const DEBIT_FIELDS = ['request_id', 'endpoint', 'channel', 'cost', 'from_allowance', 'from_prepaid', 'from_overage'] as const;
-/** The keys of a `CreditsDebited` event's data: the seven call fields, `period`, and `at` with the chain. */
+/** The keys of a `CreditsDebited` event's data: the seven call fields, `period`, and `at` with the chain (and `key_id` when the call names its key). */
 const DEBIT_KEYS = DEBIT_FIELDS.length + 4;
+
+/** Whether a debit goes in a batch: the call fields and perhaps its key, nothing else. */
+const packableDebit = (e: LedgerEvent): e is CreditsDebited => {
+  if (e.type !== 'CreditsDebited') return false;
+  const n = Object.keys(e.data).length;
+  return n === DEBIT_KEYS || (n === DEBIT_KEYS + 1 && typeof e.data.key_id === 'string');
+};
 
 /** The batch of a run of debits (two or more, one `at` and `period`), chained as they were. */
 function batchOf(run: readonly CreditsDebited[]): CreditsDebitedBatch {
@@ -262,6 +273,7 @@ function batchOf(run: readonly CreditsDebited[]): CreditsDebitedBatch {
     calls.from_prepaid.push(d.from_prepaid);
     calls.from_overage.push(d.from_overage);
   }
+  if (run[0]!.data.key_id !== undefined) calls.key_id = run.map((e) => e.data.key_id!);
   const first = run[0]!.data;
   return { type: 'CreditsDebitedBatch', data: { period: first.period, calls, at: first.at, prev_hash: first.prev_hash, hash: run[run.length - 1]!.data.hash } };
 }
@@ -281,8 +293,8 @@ export function packDebits(events: readonly LedgerEvent[]): LedgerEvent[] {
     run = [];
   };
   for (const e of events) {
-    const packable = e.type === 'CreditsDebited' && Object.keys(e.data).length === DEBIT_KEYS;
-    if (packable && run.length > 0 && (run[0]!.data.at !== e.data.at || run[0]!.data.period !== e.data.period)) flush();
+    const packable = packableDebit(e);
+    if (packable && run.length > 0 && (run[0]!.data.at !== e.data.at || run[0]!.data.period !== e.data.period || (run[0]!.data.key_id === undefined) !== (e.data.key_id === undefined))) flush();
     if (packable) run.push(e);
     else {
       flush();
@@ -300,6 +312,7 @@ function columnsOf(data: unknown): DebitColumns | null {
   const n = Array.isArray(calls['request_id']) ? calls['request_id'].length : 0;
   if (n === 0) return null;
   for (const f of DEBIT_FIELDS) if (!Array.isArray(calls[f]) || (calls[f] as unknown[]).length !== n) return null;
+  if (calls['key_id'] !== undefined && (!Array.isArray(calls['key_id']) || calls['key_id'].length !== n)) return null;
   return calls as unknown as DebitColumns;
 }
 
@@ -328,7 +341,7 @@ export function debitLines(data: CreditsDebitedBatch['data']): CreditsDebited[] 
       from_overage: c.from_overage[i]!,
       period: data.period,
     };
-    const line = sealEvent('CreditsDebited', body, data.at, prev);
+    const line = sealEvent('CreditsDebited', c.key_id ? Object.assign(body, { key_id: c.key_id[i]! }) : body, data.at, prev);
     lines.push(line);
     prev = line.data.hash;
   }

@@ -19,6 +19,7 @@ import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js'
 import { AppError } from '../../../core/errors.js';
 import { HEADER, NO_STORE } from '../../../web/response-headers.js';
 import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
+import { NOTICE_COOKIE, NOTICE_MAX_AGE_MS, openNotice, sealNotice, type Notice } from './account-notice.js';
 
 export const SESSION_COOKIE = '__Host-scores.sid';
 const BROWSER_COOKIE = '__Host-scores.b';
@@ -58,6 +59,10 @@ export interface AccountWeb {
   /** Sets the session cookie (after a sign-in), and binds the next CSRF tokens to it. */
   startSession(req: Request, res: Response, sessionId: string, expiresAt: string): void;
   endSession(req: Request, res: Response): void;
+  /** Tells the page the redirect leads to what the action did (account-notice.ts). */
+  notify(res: Response, notice: Notice): void;
+  /** The notice an action left for this page, once: the cookie is cleared as it is read. */
+  takeNotice(req: Request, res: Response): Notice | null;
 }
 
 const cookieBase = { httpOnly: true, secure: true, path: '/' } as const;
@@ -119,6 +124,15 @@ export function accountWeb(services: Services): AccountWeb {
     endSession(req, res) {
       res.clearCookie(SESSION_COOKIE, { ...cookieBase, sameSite: 'lax' });
       delete (req.cookies as Record<string, string>)[SESSION_COOKIE];
+    },
+    notify(res, notice) {
+      res.cookie(NOTICE_COOKIE, sealNotice(secret, notice), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
+    },
+    takeNotice(req, res) {
+      const value = (req.cookies as Record<string, string | undefined>)[NOTICE_COOKIE];
+      if (value === undefined) return null;
+      res.clearCookie(NOTICE_COOKIE, { ...cookieBase, sameSite: 'lax' });
+      return openNotice(secret, value);
     },
   };
 }

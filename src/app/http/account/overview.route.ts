@@ -5,14 +5,16 @@
  */
 import { loadAccount } from '../../../../commands/manage-keys/keys.handler.js';
 import { listInvoices } from '../../../../queries/get-invoices/get-invoices.query.js';
+import { keysLastUsed } from '../../../../queries/get-key-usage/get-key-usage.query.js';
 import { getUsageDays } from '../../../../queries/get-usage-days/get-usage-days.query.js';
 import { getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { listWebhooks } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import { stateAt, usageFigures } from '../../../domain/ledger/ledger.figures.js';
-import { CREDIT_PACKS } from '../../../domain/plans.js';
+import type { AppError } from '../../../core/errors.js';
 import type { SafeHtml } from '../pages/html.js';
 import type { AccountRequest } from './account-route.js';
 import { sendAccountPage } from './account-web.js';
+import { noticeHtml } from './account-notice.js';
 import { accountBody, chartHead } from './overview.page.js';
 
 /** Ledger entries per page of the account page. */
@@ -20,8 +22,15 @@ const LEDGER_PAGE = 25;
 
 export const showAccount = (r: AccountRequest): Promise<void> => renderAccount(r);
 
-/** The account page, with a notice on top (a new key, shown once) when a form answers with it. */
-export async function renderAccount({ req, res, who, services, web }: AccountRequest, notice?: SafeHtml): Promise<void> {
+/** A refused action: the account page, answered with the refusal's status and an error notice naming its code. */
+export const refusedAction = (r: AccountRequest, err: AppError): Promise<void> =>
+  renderAccount(r, { status: err.status, notice: noticeHtml({ kind: 'error', text: err.message }, err.code) });
+
+/**
+ * The account page, with a notice on top: the one a form answers with (a new key, shown once; a
+ * refusal), else the one the last action left for it (account-notice.ts).
+ */
+export async function renderAccount({ req, res, who, services, web }: AccountRequest, answer: { notice?: SafeHtml; status?: number } = {}): Promise<void> {
   const now = services.clock.now();
   const accountId = who.account_id;
   await services.queries.ledgerCaughtUp(accountId);
@@ -29,11 +38,13 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const state = stateAt(await services.ledger.state(accountId), now);
   const figures = usageFigures(state, now);
   const cursor = typeof req.query['cursor'] === 'string' ? req.query['cursor'] : null;
-  const [days, ledger, webhooks, invoices] = await Promise.all([
+  const left = web.takeNotice(req, res);
+  const [days, ledger, webhooks, invoices, lastUsed] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
     getUsageLedger(services.reads, services.events, { accountId, limit: LEDGER_PAGE, cursor }),
     listWebhooks(services.reads, accountId),
     listInvoices(services.reads, accountId),
+    keysLastUsed(services.reads, accountId),
   ]);
   const body = accountBody({
     account_id: accountId,
@@ -46,9 +57,10 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     ledger,
     webhooks: webhooks.webhooks,
     invoices,
+    lastUsed,
     csrf: web.csrfToken(req, res),
-    purchaseIds: CREDIT_PACKS.map(() => services.ids.next('', 12)),
-    notice,
+    simulatedBilling: services.billing.simulated,
+    notice: answer.notice ?? (left ? noticeHtml(left) : undefined),
   });
-  sendAccountPage(res, 200, 'Your account', body, chartHead);
+  sendAccountPage(res, answer.status ?? 200, 'Your account', body, chartHead);
 }
