@@ -26,23 +26,13 @@ import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed } from '../../src/domain
 import { creditOptions, credits, creditsLeft, joinOr } from '../../src/domain/credit-options.js';
 import { isRateKey } from '../../src/domain/rate-card.js';
 import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
-import { monthlyPriceCents, type Proration } from '../../src/domain/billing/proration.js';
-import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
-import { formatUsd } from '../../src/domain/billing/invoice.js';
+import { monthlyPriceCents } from '../../src/domain/billing/proration.js';
+import { quotePro, quoteUpgrade, requireQuoted } from '../../src/domain/billing/plan-quotes.js';
 import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { advanceTo, recorder, type Recorder } from '../../src/domain/ledger/ledger.recorder.js';
 import { openLedger, validateOpening } from '../../src/domain/ledger/ledger.opening.js';
 import type { DebitCredits, DowngradePlan, LedgerCommand, PurchasePack, SetPlan, StartPro, UpgradePlan } from '../../src/domain/ledger/ledger.commands.js';
 import type { LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
-
-/** The confirmed amount must still be what is due: a quote seen yesterday is no longer today's. */
-function requireQuoted(quoted: Proration, confirmed: number): void {
-  if (quoted.amount_cents !== confirmed) {
-    throw new AppError('conflict', `The prorated amount is now ${formatUsd(quoted.amount_cents)}, not ${formatUsd(confirmed)}: review it and confirm again`, {
-      amount_cents: quoted.amount_cents,
-    });
-  }
-}
 
 const isCount = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
 const isText = (x: unknown): x is string => typeof x === 'string' && x.trim().length > 0;

@@ -5,6 +5,7 @@
 import { AppError, badRequest } from '../../core/errors.js';
 import { proAddsTo, type Tier } from '../plans.js';
 import type { LedgerState } from '../ledger/ledger.state.js';
+import { formatUsd } from './invoice.js';
 import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from './proration.js';
 
 /** What an upgrade to `tier` costs now; refused (400) when it is not an upgrade a user may buy. */
@@ -24,4 +25,11 @@ export function quotePro(s: LedgerState, now: Date): Proration {
   if (s.pro) throw new AppError('conflict', 'This account is already a Pro member');
   if (!proAddsTo(s.tier)) throw badRequest(`The Pro membership adds nothing to the ${s.tier} plan, which has as much of everything it gives or more`);
   return prorate(PRO_MONTHLY_PRICE_CENTS, now);
+}
+
+/** The confirmed amount must still be what is due: a quote seen yesterday is no longer today's (409, naming both). */
+export function requireQuoted(quoted: Proration, confirmed: number): void {
+  if (quoted.amount_cents === confirmed) return;
+  const was = Number.isSafeInteger(confirmed) ? `, not ${formatUsd(confirmed)}` : '';
+  throw new AppError('conflict', `The prorated amount is now ${formatUsd(quoted.amount_cents)}${was}: review it and confirm again`, { amount_cents: quoted.amount_cents });
 }
