@@ -60,7 +60,9 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
       resets_at: s.resets_at,
     });
   }
-  const line = {
+  // The call's key (cmd.key_id) is no field of its line: the ledger service keeps it beside the
+  // line, in the appended event's metadata (ledger.handler.ts), out of the hash and of /v1 answers.
+  rec.emit('CreditsDebited', {
     request_id: cmd.request_id,
     endpoint: cmd.endpoint,
     channel: cmd.channel,
@@ -69,9 +71,7 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
     from_prepaid: fromPrepaid,
     from_overage: rest,
     period: s.period ?? '',
-  };
-  // The key is recorded after the call's own fields, and only when the call names one.
-  rec.emit('CreditsDebited', cmd.key_id === undefined ? line : Object.assign(line, { key_id: cmd.key_id }));
+  });
   raiseAlerts(rec);
 }
 

@@ -1,11 +1,13 @@
 /**
  * `key_last_used`: when each API key last made a charged call, what the account page's keys table
- * shows as "Last used". Folded from the ledger's debits (one call or a batch of calls) that name
- * their key (`key_id`, recorded since keys had names; older debits name none and count for no key).
+ * shows as "Last used". Folded from the ledger's debits (one call or a batch of calls) by the keys
+ * their metadata names (withCallKeys in src/domain/ledger/ledger.events.ts; debits written before
+ * keys were kept, and the operator's, name none and count for no key).
  */
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
+import { callKeysOf } from '../../src/domain/ledger/ledger.events.js';
 import { ledgerAccountOf } from '../usage/usage.projection.js';
 
 export interface KeyLastUsedDoc {
@@ -22,13 +24,6 @@ export const keyLastUsed = defineCollection<KeyLastUsedDoc>({
   indexes: [['account_id']],
 });
 
-/** The keys a debit or a batch of debits names (a batch's calls share one instant). */
-function keysOf(raw: RecordedEvent): unknown[] {
-  const data = raw.data as { key_id?: unknown; calls?: { key_id?: unknown } } | null;
-  if (raw.type === 'CreditsDebitedBatch') return Array.isArray(data?.calls?.key_id) ? (data.calls.key_id as unknown[]) : [];
-  return [data?.key_id];
-}
-
 export const keyUsageProjection: Projection = {
   name: 'key-usage',
   collections: [keyLastUsed],
@@ -36,11 +31,8 @@ export const keyUsageProjection: Projection = {
   apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const accountId = ledgerAccountOf(raw.streamId);
     const at = (raw.data as { at?: unknown } | null)?.at;
-    if (accountId === null || typeof at !== 'string') return Promise.resolve();
+    if (accountId === null || typeof at !== 'string') return;
     // Events come in log order: the last one to name a key is its last use.
-    for (const keyId of new Set(keysOf(raw))) {
-      if (typeof keyId === 'string' && keyId !== '') ctx.upsert(keyLastUsed, { key_id: keyId, account_id: accountId, last_used_at: at });
-    }
-    return Promise.resolve();
+    for (const keyId of new Set(callKeysOf(raw))) ctx.upsert(keyLastUsed, { key_id: keyId, account_id: accountId, last_used_at: at });
   },
 };

@@ -141,9 +141,14 @@ describe('Account actions confirm and report (Chromium, without JavaScript)', fu
     const ci = rows.find((r) => r.name === 'CI runner')!;
     expect(ci).to.deep.include({ status: 'active', used: '2019-04-10 12:00 UTC', datetime: NOW });
     expect(rows.find((r) => r.name === 'Key 1')).to.deep.include({ used: 'never', datetime: null });
-    // The date comes from the ledger: the call's debit names the key that made it.
-    const debit = (await ledgerEvents()).map((e) => e.data as Record<string, unknown>).find((d) => d['request_id'] === requestId);
-    expect(debit).to.deep.include({ key_id: ci.id, at: NOW });
+    // The date comes from the ledger: the call's debit carries its key in its metadata, beside the
+    // hashed line, which is as before; the key id shows in no /v1 answer.
+    const debit = (await ledgerEvents()).find((e) => (e.data as Record<string, unknown>)['request_id'] === requestId)!;
+    expect(debit.metadata).to.deep.include({ key_id: ci.id });
+    expect(debit.data).to.include({ at: NOW }).and.not.to.have.property('key_id');
+    const statement = await api('/v1/usage/ledger', key);
+    expect(statement.status).to.equal(200);
+    expect(await statement.text()).to.contain(requestId!).and.not.contain(ci.id);
   });
 
   it('buys a pack only when confirmed: Cancel, or the confirmation page alone, charges nothing; Confirm charges once and says so, once', async () => {

@@ -3,12 +3,14 @@ import { decideAndFold } from '../../commands/ledger/ledger.decider.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {
+  callKeysOf,
   computeHash,
   debitLines,
   ledgerLines,
   lineCount,
   packDebits,
   verifyChain,
+  withCallKeys,
   type CreditsDebitedBatch,
   type LedgerEvent,
 } from '../../src/domain/ledger/ledger.events.js';
@@ -110,35 +112,35 @@ describe('Debits stored as one event per batch', () => {
   });
 });
 
-describe('Debits that name their key, stored as one event per batch', () => {
-  const byKey = (i: number, key: string | undefined): LedgerCommand => ({
-    type: 'DebitCredits',
-    data: { request_id: `req_${i}`, endpoint: 'screener', channel: 'rest', cost: 10, ...(key === undefined ? {} : { key_id: key }) },
-  });
+describe("Each call's key beside its line, in the appended event's metadata", () => {
   const start = opened();
+  const decided = decideAll(start, [debit(1), debit(2), debit(3)], MAY).events;
+  const later = decideAll(start, [debit(4)], LATER).events;
+  const keyOf = new Map([
+    ['req_1', 'key_a'],
+    ['req_3', 'key_b'],
+    ['req_4', 'key_a'],
+  ]);
 
-  it('packs them with a key column, and gives back exactly the events decided, keys and hashes included', () => {
-    const decided = decideAll(start, [byKey(1, 'key_a'), byKey(2, 'key_b'), byKey(3, 'key_a')], MAY);
-    const packed = packDebits(decided.events);
-    expect(packed.map((e) => e.type)).to.deep.equal(['CreditsDebitedBatch']);
-    expect((packed[0] as CreditsDebitedBatch).data.calls.key_id).to.deep.equal(['key_a', 'key_b', 'key_a']);
-    expect(packed.flatMap(ledgerLines)).to.deep.equal(decided.events);
-    expect(verifyChain(packed.flatMap(ledgerLines), start.last_hash)).to.equal(null);
+  it("puts a batch's keys in its calls' order ('' for a call without one), a single debit's key as key_id, and changes no data", () => {
+    const packed = packDebits(decided);
+    const appended = withCallKeys(packed, keyOf);
+    expect(appended.map((e) => e.type)).to.deep.equal(['CreditsDebitedBatch']);
+    expect(appended[0]!.metadata).to.deep.equal({ key_ids: ['key_a', '', 'key_b'] });
+    expect(appended.map((e) => e.data)).to.deep.equal(packed.map((e) => e.data));
+    expect(callKeysOf(appended[0]!)).to.deep.equal(['key_a', 'key_b']);
+
+    const single = withCallKeys(packDebits(later), keyOf);
+    expect(single.map((e) => [e.type, e.metadata])).to.deep.equal([['CreditsDebited', { key_id: 'key_a' }]]);
+    expect(callKeysOf(single[0]!)).to.deep.equal(['key_a']);
   });
 
-  it('keeps debits with a key and without one in batches of their own', () => {
-    const decided = decideAll(start, [byKey(1, 'key_a'), byKey(2, 'key_a'), byKey(3, undefined), byKey(4, undefined)], MAY);
-    const packed = packDebits(decided.events);
-    expect(packed.map((e) => [e.type, lineCount(e), (e as CreditsDebitedBatch).data.calls?.key_id ?? null])).to.deep.equal([
-      ['CreditsDebitedBatch', 2, ['key_a', 'key_a']],
-      ['CreditsDebitedBatch', 2, null],
-    ]);
-    expect(packed.flatMap(ledgerLines)).to.deep.equal(decided.events);
-  });
-
-  it('reads a batch whose key column does not match its calls as malformed', () => {
-    const decided = decideAll(start, [byKey(1, 'key_a'), byKey(2, 'key_a')], MAY);
-    const batch = packDebits(decided.events)[0] as CreditsDebitedBatch;
-    expect(debitLines({ ...batch.data, calls: { ...batch.data.calls, key_id: ['key_a'] } })).to.equal(null);
+  it('leaves events alone when no call names a key, and reads no key from events written before', () => {
+    const packed = packDebits(decided);
+    expect(withCallKeys(packed, new Map())).to.equal(packed);
+    expect(withCallKeys(packed, new Map([['req_9', 'key_z']]))[0]).to.equal(packed[0]);
+    expect(callKeysOf({ type: 'CreditsDebitedBatch', metadata: {} })).to.deep.equal([]);
+    expect(callKeysOf({ type: 'CreditsDebited', metadata: { key_id: 7 } })).to.deep.equal([]);
+    expect(callKeysOf({ type: 'PackPurchased', metadata: { key_id: 'key_a' } })).to.deep.equal([]);
   });
 });

@@ -10,7 +10,10 @@ import type { Channel, LedgerEvent } from './ledger.events.js';
 import type { LedgerState } from './ledger.state.js';
 
 export type OpenLedger = { type: 'OpenLedger'; data: { account_id: string; tier: Tier; pro: boolean } };
-/** `cost` comes from the rate card (`costOf`) once the call's rows are counted; `key_id`: the key that made the call. */
+/**
+ * `cost` comes from the rate card (`costOf`) once the call's rows are counted. `key_id`: the key
+ * that made the call, kept in the appended event's metadata, not in the hashed line (callKeys).
+ */
 export type DebitCredits = {
   type: 'DebitCredits';
   data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number; key_id?: string };

@@ -6,6 +6,7 @@
  * `prev_hash` being 64 zeros. `scores audit` replays a stream with `verifyChain` so that an edited,
  * inserted or removed event in the middle of a ledger is detected.
  */
+import type { NewEvent } from '../../core/event-store.port.js';
 import { sha256Hex } from '../../core/sha256.js';
 import type { Tier, UsageAlertThreshold } from '../plans.js';
 import type { RateKey } from '../rate-card.js';
@@ -48,8 +49,6 @@ export type CreditsDebited = Event<
     from_prepaid: number;
     from_overage: number;
     period: string;
-    /** The key that made the call (the account page's "last used"); absent from debits written before keys were recorded, and from the CLI's. */
-    key_id?: string;
   }
 >;
 
@@ -62,8 +61,6 @@ export interface DebitColumns {
   from_allowance: number[];
   from_prepaid: number[];
   from_overage: number[];
-  /** Present when the calls name their keys (every call of a batch does, or none). */
-  key_id?: string[];
 }
 
 /**
@@ -250,15 +247,8 @@ export function sealEvent<T extends LedgerEventType>(
 }
 
 const DEBIT_FIELDS = ['request_id', 'endpoint', 'channel', 'cost', 'from_allowance', 'from_prepaid', 'from_overage'] as const;
-/** The keys of a `CreditsDebited` event's data: the seven call fields, `period`, and `at` with the chain (and `key_id` when the call names its key). */
+/** The keys of a `CreditsDebited` event's data: the seven call fields, `period`, and `at` with the chain. */
 const DEBIT_KEYS = DEBIT_FIELDS.length + 4;
-
-/** Whether a debit goes in a batch: the call fields and perhaps its key, nothing else. */
-const packableDebit = (e: LedgerEvent): e is CreditsDebited => {
-  if (e.type !== 'CreditsDebited') return false;
-  const n = Object.keys(e.data).length;
-  return n === DEBIT_KEYS || (n === DEBIT_KEYS + 1 && typeof e.data.key_id === 'string');
-};
 
 /** The batch of a run of debits (two or more, one `at` and `period`), chained as they were. */
 function batchOf(run: readonly CreditsDebited[]): CreditsDebitedBatch {
@@ -273,7 +263,6 @@ function batchOf(run: readonly CreditsDebited[]): CreditsDebitedBatch {
     calls.from_prepaid.push(d.from_prepaid);
     calls.from_overage.push(d.from_overage);
   }
-  if (run[0]!.data.key_id !== undefined) calls.key_id = run.map((e) => e.data.key_id!);
   const first = run[0]!.data;
   return { type: 'CreditsDebitedBatch', data: { period: first.period, calls, at: first.at, prev_hash: first.prev_hash, hash: run[run.length - 1]!.data.hash } };
 }
@@ -293,8 +282,8 @@ export function packDebits(events: readonly LedgerEvent[]): LedgerEvent[] {
     run = [];
   };
   for (const e of events) {
-    const packable = packableDebit(e);
-    if (packable && run.length > 0 && (run[0]!.data.at !== e.data.at || run[0]!.data.period !== e.data.period || (run[0]!.data.key_id === undefined) !== (e.data.key_id === undefined))) flush();
+    const packable = e.type === 'CreditsDebited' && Object.keys(e.data).length === DEBIT_KEYS;
+    if (packable && run.length > 0 && (run[0]!.data.at !== e.data.at || run[0]!.data.period !== e.data.period)) flush();
     if (packable) run.push(e);
     else {
       flush();
@@ -305,6 +294,34 @@ export function packDebits(events: readonly LedgerEvent[]): LedgerEvent[] {
   return out;
 }
 
+/**
+ * The events of one append with the key of each call beside its line: `metadata.key_id` on a
+ * `CreditsDebited`, `metadata.key_ids` on a batch (in its calls' order, '' for a call that named
+ * none). Metadata, not data: the hashed lines a customer verifies stay as they were, and a key id
+ * shows in no /v1 answer. `keyOf` maps a call's request id to the key that made it.
+ */
+export function withCallKeys(events: readonly LedgerEvent[], keyOf: ReadonlyMap<string, string>): NewEvent[] {
+  if (keyOf.size === 0) return events as LedgerEvent[];
+  return events.map((e) => {
+    if (e.type === 'CreditsDebited') {
+      const key = keyOf.get(e.data.request_id);
+      return key ? { ...e, metadata: { key_id: key } } : e;
+    }
+    if (e.type === 'CreditsDebitedBatch') {
+      const keys = e.data.calls.request_id.map((r) => keyOf.get(r) ?? '');
+      return keys.some((k) => k !== '') ? { ...e, metadata: { key_ids: keys } } : e;
+    }
+    return e;
+  });
+}
+
+/** The keys a recorded debit or batch of debits names (withCallKeys); none for events written before keys were kept. */
+export function callKeysOf(e: { type: string; metadata?: Record<string, unknown> | null }): string[] {
+  const m = e.metadata ?? {};
+  const keys = e.type === 'CreditsDebitedBatch' ? m['key_ids'] : e.type === 'CreditsDebited' ? [m['key_id']] : [];
+  return Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string' && k !== '') : [];
+}
+
 /** A batch's columns when they are well formed (seven arrays of one length, at least one call), else null. */
 function columnsOf(data: unknown): DebitColumns | null {
   const calls = (data as { calls?: unknown } | null)?.calls as Record<string, unknown> | undefined;
@@ -312,7 +329,6 @@ function columnsOf(data: unknown): DebitColumns | null {
   const n = Array.isArray(calls['request_id']) ? calls['request_id'].length : 0;
   if (n === 0) return null;
   for (const f of DEBIT_FIELDS) if (!Array.isArray(calls[f]) || (calls[f] as unknown[]).length !== n) return null;
-  if (calls['key_id'] !== undefined && (!Array.isArray(calls['key_id']) || calls['key_id'].length !== n)) return null;
   return calls as unknown as DebitColumns;
 }
 
@@ -341,7 +357,7 @@ export function debitLines(data: CreditsDebitedBatch['data']): CreditsDebited[] 
       from_overage: c.from_overage[i]!,
       period: data.period,
     };
-    const line = sealEvent('CreditsDebited', c.key_id ? Object.assign(body, { key_id: c.key_id[i]! }) : body, data.at, prev);
+    const line = sealEvent('CreditsDebited', body, data.at, prev);
     lines.push(line);
     prev = line.data.hash;
   }

@@ -54,8 +54,11 @@ export const signedIn = (res: Response): Signed | null => (res.locals['signed'] 
 export interface AccountWeb {
   /** Parsers, CSRF check on POST, the session and the page headers, for every /account route. */
   middleware: express.RequestHandler[];
-  /** A fresh CSRF token for the forms of the page being rendered. */
-  csrfToken(req: Request, res: Response): string;
+  /**
+   * A fresh CSRF token for the forms of the page being rendered; with `keep`, the token the request
+   * came with while it is valid (a refused form answered on the page: the page it came from still works).
+   */
+  csrfToken(req: Request, res: Response, keep?: boolean): string;
   /** Sets the session cookie (after a sign-in), and binds the next CSRF tokens to it. */
   startSession(req: Request, res: Response, sessionId: string, expiresAt: string): void;
   endSession(req: Request, res: Response): void;
@@ -113,7 +116,7 @@ export function accountWeb(services: Services): AccountWeb {
       doubleCsrfProtection,
       loadSession,
     ],
-    csrfToken: (req, res) => generateCsrfToken(req, res, { overwrite: true }),
+    csrfToken: (req, res, keep = false) => generateCsrfToken(req, res, { overwrite: !keep }),
     startSession(req, res, sessionId, expiresAt) {
       // Relative (Max-Age), not an absolute Expires: the browser's clock need not agree with the
       // service's (a pinned SCORES_NOW of a demo, a client clock off by days); the log expires it too.

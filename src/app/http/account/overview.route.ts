@@ -22,7 +22,10 @@ const LEDGER_PAGE = 25;
 
 export const showAccount = (r: AccountRequest): Promise<void> => renderAccount(r);
 
-/** A refused action: the account page, answered with the refusal's status and an error notice naming its code. */
+/**
+ * A refused action: the account page, answered with the refusal's status and an error notice
+ * naming its code; the form's token stays valid, so the page it was sent from can send again.
+ */
 export const refusedAction = (r: AccountRequest, err: AppError): Promise<void> =>
   renderAccount(r, { status: err.status, notice: noticeHtml({ kind: 'error', text: err.message }, err.code) });
 
@@ -30,7 +33,7 @@ export const refusedAction = (r: AccountRequest, err: AppError): Promise<void> =
  * The account page, with a notice on top: the one a form answers with (a new key, shown once; a
  * refusal), else the one the last action left for it (account-notice.ts).
  */
-export async function renderAccount({ req, res, who, services, web }: AccountRequest, answer: { notice?: SafeHtml; status?: number } = {}): Promise<void> {
+export async function renderAccount({ req, res, who, services, web }: AccountRequest, answer: { notice?: SafeHtml; /** A refusal's status. */ status?: number } = {}): Promise<void> {
   const now = services.clock.now();
   const accountId = who.account_id;
   await services.queries.ledgerCaughtUp(accountId);
@@ -58,7 +61,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     webhooks: webhooks.webhooks,
     invoices,
     lastUsed,
-    csrf: web.csrfToken(req, res),
+    csrf: web.csrfToken(req, res, answer.status !== undefined),
     simulatedBilling: services.billing.simulated,
     notice: answer.notice ?? (left ? noticeHtml(left) : undefined),
   });

@@ -104,6 +104,11 @@ svg.sparkline { display: block; max-width: 100%; height: auto; }
   header.site .brand { width: 100%; }
   th, td { padding: var(--s1) var(--s2); }
 }
+
+/* Account actions (confirmation steps and notices): no gap under a notice's last line; Confirm and Cancel side by side, wrapping on a phone */
+.note > p:last-child, .notice > p:last-child { margin-bottom: 0; }
+#notice { margin: var(--s3) 0; }
+form.confirm { display: flex; flex-wrap: wrap; gap: var(--s2); align-items: center; margin-top: var(--s4); }
 `;
 
 /** The stylesheet's URL, versioned by its content so it can be cached for a long time. */
