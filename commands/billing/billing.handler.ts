@@ -6,11 +6,11 @@
  */
 import type { Billing } from '../../src/core/billing.port.js';
 import type { Clock } from '../../src/core/clock.js';
-import { AppError, badRequest } from '../../src/core/errors.js';
+import { badRequest } from '../../src/core/errors.js';
 import { CREDIT_PACKS, type Tier } from '../../src/domain/plans.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import type { Proration } from '../../src/domain/billing/proration.js';
-import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
+import { quotePro, quoteUpgrade, requireQuoted } from '../../src/domain/billing/plan-quotes.js';
 import type { Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
 
 export interface BillingDeps {
@@ -59,9 +59,7 @@ export async function upgradePlan(deps: BillingDeps, accountId: string, tier: Ti
   const now = deps.clock.now();
   const state = stateAt(await deps.ledger.state(accountId), now);
   const quote = quoteUpgrade(state, tier, now);
-  if (quote.amount_cents !== confirmedCents) {
-    throw new AppError('conflict', 'The prorated amount changed since it was shown: review it and confirm again', { amount_cents: quote.amount_cents });
-  }
+  requireQuoted(quote, confirmedCents);
   return payThenRecord(
     deps,
     accountId,
@@ -80,9 +78,7 @@ export async function startPro(deps: BillingDeps, accountId: string, confirmedCe
   const now = deps.clock.now();
   const state = stateAt(await deps.ledger.state(accountId), now);
   const quote = quotePro(state, now);
-  if (quote.amount_cents !== confirmedCents) {
-    throw new AppError('conflict', 'The prorated amount changed since it was shown: review it and confirm again', { amount_cents: quote.amount_cents });
-  }
+  requireQuoted(quote, confirmedCents);
   return payThenRecord(
     deps,
     accountId,

@@ -26,23 +26,13 @@ import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed } from '../../src/domain
 import { creditOptions, credits, creditsLeft, joinOr } from '../../src/domain/credit-options.js';
 import { isRateKey } from '../../src/domain/rate-card.js';
 import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
-import { monthlyPriceCents, type Proration } from '../../src/domain/billing/proration.js';
-import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
-import { formatUsd } from '../../src/domain/billing/invoice.js';
+import { monthlyPriceCents } from '../../src/domain/billing/proration.js';
+import { quotePro, quoteUpgrade, requireQuoted } from '../../src/domain/billing/plan-quotes.js';
 import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { advanceTo, recorder, type Recorder } from '../../src/domain/ledger/ledger.recorder.js';
 import { openLedger, validateOpening } from '../../src/domain/ledger/ledger.opening.js';
 import type { DebitCredits, DowngradePlan, LedgerCommand, PurchasePack, SetPlan, StartPro, UpgradePlan } from '../../src/domain/ledger/ledger.commands.js';
 import type { LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
-
-/** The confirmed amount must still be what is due: a quote seen yesterday is no longer today's. */
-function requireQuoted(quoted: Proration, confirmed: number): void {
-  if (quoted.amount_cents !== confirmed) {
-    throw new AppError('conflict', `The prorated amount is now ${formatUsd(quoted.amount_cents)}, not ${formatUsd(confirmed)}: review it and confirm again`, {
-      amount_cents: quoted.amount_cents,
-    });
-  }
-}
 
 const isCount = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
 const isText = (x: unknown): x is string => typeof x === 'string' && x.trim().length > 0;
@@ -70,6 +60,8 @@ function debit(rec: Recorder, cmd: DebitCredits['data']): void {
       resets_at: s.resets_at,
     });
   }
+  // The call's key (cmd.key_id) is no field of its line: the ledger service keeps it beside the
+  // line, in the appended event's metadata (ledger.handler.ts), out of the hash and of /v1 answers.
   rec.emit('CreditsDebited', {
     request_id: cmd.request_id,
     endpoint: cmd.endpoint,
@@ -217,6 +209,7 @@ function validate(command: LedgerCommand): void {
       if (!isRateKey(d.endpoint)) throw badRequest(`Unknown endpoint ${String(d.endpoint)}`);
       if (d.channel !== 'rest' && d.channel !== 'mcp') throw badRequest(`Unknown channel ${String(d.channel)}`);
       if (!isCount(d.cost, 0)) throw badRequest('cost must be a non-negative integer', { cost: d.cost });
+      if (d.key_id !== undefined && !isText(d.key_id)) throw badRequest('key_id must name a key');
       return;
     }
     case 'PurchasePack': {

@@ -5,7 +5,7 @@ import type { Tier } from '../../src/domain/plans.js';
 import { decideAndFold } from './ledger.decider.js';
 import { ledgerOf, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import type { DebitCredits, Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
-import { packDebits, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
+import { packDebits, withCallKeys, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
 
@@ -237,7 +237,15 @@ export class LedgerService implements Ledger {
         outcomes.push({ ok: false, error });
       }
     }
-    // The calls of one batch are appended as one event (their lines stay individually hashed).
-    return { writes: [{ streamId, events: packDebits(events) }], result: { outcomes, state } };
+    // The calls of one batch are appended as one event (their lines stay individually hashed),
+    // with the key of each call beside it (the account page's "last used").
+    return { writes: [{ streamId, events: withCallKeys(packDebits(events), callKeysOf(batch)) }], result: { outcomes, state } };
   }
+}
+
+/** The key of each queued call that names one, by its request id. */
+function callKeysOf(batch: readonly Queued[]): Map<string, string> {
+  const keys = new Map<string, string>();
+  for (const { command } of batch) if (command.type === 'DebitCredits' && command.data.key_id) keys.set(command.data.request_id, command.data.key_id);
+  return keys;
 }

@@ -5,7 +5,7 @@
 import { AppError, notFound } from '../../src/core/errors.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
 import type { AccountEvent, ApiKeyRevoked } from '../../src/domain/accounts/account.events.js';
-import { evolveAccount, initialAccountState, openAccount, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
+import { evolveAccount, initialAccountState, issuedKey, openAccount, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
 
 export type AccountCommand =
   | { type: 'CreateAccount'; account_id: string; email: string | null; key: KeyMaterial }
@@ -47,7 +47,7 @@ function decide(state: AccountState, command: AccountCommand, now: Date): Accoun
           maximum: MAX_ACTIVE_KEYS_PER_ACCOUNT,
         });
       }
-      return [{ type: 'ApiKeyIssued', data: { ...command.key, at } }];
+      return [{ type: 'ApiKeyIssued', data: issuedKey(state, command.key, at) }];
     }
     case 'RevokeKey': {
       const k = state.keys.get(command.key_id);
@@ -64,7 +64,7 @@ function decide(state: AccountState, command: AccountCommand, now: Date): Accoun
       }
       const grace_until = new Date(now.getTime() + command.grace_seconds * 1000).toISOString();
       return [
-        { type: 'ApiKeyIssued', data: { ...command.key, at } },
+        { type: 'ApiKeyIssued', data: issuedKey(state, command.key, at, k.name) },
         { type: 'ApiKeyRotated', data: { key_id: k.key_id, replaced_by: command.key.key_id, grace_until, at } },
         ...endGraceBefore(state, k.key_id, now),
       ];

@@ -11,7 +11,7 @@ import { openLedger } from '../../src/domain/ledger/ledger.opening.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { accountDecider, type AccountCommand } from './account.decider.js';
-import { accountOf, evolveAccount, initialAccountState, type AccountState } from '../../src/domain/accounts/account.state.js';
+import { accountOf, evolveAccount, initialAccountState, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
 import { accountStream, type AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
@@ -22,23 +22,31 @@ export interface IssuedKey {
   /** The key itself: shown once, never stored. */
   key: string;
   prefix: string;
+  /** What the account calls the key (given, or `Key <n>`). */
+  name: string;
   tier: Tier;
   pro: boolean;
 }
 
-function keyMaterial(ids: Ids, key: string) {
-  return { key_id: ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key) };
+/** The name the decider gave the key it issued. */
+const nameIssued = (events: readonly AccountEvent[], keyId: string): string => {
+  const issued = events.find((e) => e.type === 'ApiKeyIssued' && e.data.key_id === keyId);
+  return issued?.type === 'ApiKeyIssued' ? (issued.data.name ?? '') : '';
+};
+
+function keyMaterial(ids: Ids, key: string, name?: string): KeyMaterial {
+  return { key_id: ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key), ...(name === undefined ? {} : { name }) };
 }
 
 /** Creates an account with its first key and opens its credit ledger, in one atomic append. */
 export async function createAccountWithKey(
   deps: { events: EventStore; clock: Clock; ids: Ids },
-  input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string },
+  input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string; name?: string },
 ): Promise<IssuedKey> {
   const now = deps.clock.now();
   const accountId = input.accountId ?? deps.ids.nextHex('acct_', 20);
   const key = input.key ?? generateApiKey();
-  const material = keyMaterial(deps.ids, key);
+  const material = keyMaterial(deps.ids, key, input.name);
   const pro = input.pro ?? false;
   const account = accountOf(accountId);
   const ledger = ledgerOf(accountId);
@@ -46,9 +54,12 @@ export async function createAccountWithKey(
   // whichever door it came in by); a later account given the same address is not.
   const address = emailOf(input.email);
   const claim = claimOf(address ?? '');
+  let name = '';
   await handleCommand(deps.events, [account, ledger, claim], ([accountState, ledgerState, claimState]) => {
+    const opened = accountDecider.decide(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now);
+    name = nameIssued(opened, material.key_id);
     const writes = [
-      { streamId: account.streamId, events: accountDecider.decide(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now) as never[] },
+      { streamId: account.streamId, events: opened as never[] },
       { streamId: ledger.streamId, events: openLedger(ledgerState, { account_id: accountId, tier: input.tier, pro }, now).events as never[] },
     ];
     if (address !== null && claimState.account_id === null) {
@@ -56,7 +67,7 @@ export async function createAccountWithKey(
     }
     return { writes, result: undefined };
   });
-  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: input.tier, pro };
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, name, tier: input.tier, pro };
 }
 
 /** The address normalised as sign-in reads it, or null for none (or one sign-in could never use). */
@@ -83,13 +94,13 @@ async function runAccountCommand(events: EventStore, clock: Clock, accountId: st
   return result;
 }
 
-/** A new key on an existing account (the account page's "Create a key"). */
-export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Ids }, accountId: string): Promise<IssuedKey> {
+/** A new key on an existing account (the account page's "Create a key"), named `name` or by default. */
+export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Ids }, accountId: string, name?: string): Promise<IssuedKey> {
   const key = generateApiKey();
-  const material = keyMaterial(deps.ids, key);
-  await runAccountCommand(deps.events, deps.clock, accountId, { type: 'IssueKey', key: material });
+  const material = keyMaterial(deps.ids, key, name);
+  const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'IssueKey', key: material });
   const plan = stateAt(foldLedger(await deps.events.readStream(ledgerStream(accountId))), deps.clock.now());
-  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, tier: plan.tier, pro: plan.pro };
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, name: nameIssued(out, material.key_id), tier: plan.tier, pro: plan.pro };
 }
 
 /** The account's state (its email and keys), folded from its stream. */
@@ -128,6 +139,7 @@ export async function rotateKey(
     key_id: material.key_id,
     key,
     prefix: material.prefix,
+    name: nameIssued(out, material.key_id),
     tier: plan.tier,
     pro: plan.pro,
     replaced_key_id: keyId,

@@ -162,7 +162,7 @@ export interface SignedIn {
   session_id: string;
   expires_at: string;
   /** The free key of an account this sign-in created: shown once, never again. */
-  new_key: { key_id: string; key: string; prefix: string } | null;
+  new_key: { key_id: string; key: string; prefix: string; name: string } | null;
 }
 
 /**
@@ -192,15 +192,18 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
       { streamId: signInStream(tokenHash), events: [used] },
       { streamId: sessionStream(sha256Hex(sessionId)), events: [started], expectedRevision: 'no_stream' as const },
     ];
+    let name = '';
     if (existing === null) {
+      const opened = openAccount(initialAccountState(), { account_id: accountId, email: status.email, key: material }, now);
+      name = opened.flatMap((e) => (e.type === 'ApiKeyIssued' ? [e.data.name ?? ''] : []))[0] ?? '';
       const claimed: EmailClaimed = { type: 'EmailClaimed', data: { email: status.email, account_id: accountId, at } };
       writes.push(
         { streamId: emailStream(sha256Hex(status.email)), events: [claimed] as never[], expectedRevision: 'no_stream' as const },
-        { streamId: accountStream(accountId), events: openAccount(initialAccountState(), { account_id: accountId, email: status.email, key: material }, now) as never[], expectedRevision: 'no_stream' as const },
+        { streamId: accountStream(accountId), events: opened as never[], expectedRevision: 'no_stream' as const },
         { streamId: ledgerStream(accountId), events: openLedger(initialLedgerState, { account_id: accountId, tier: 'free', pro: false }, now).events as never[], expectedRevision: 'no_stream' as const },
       );
     }
-    return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: existing === null ? { key_id: material.key_id, key, prefix: material.prefix } : null } };
+    return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: existing === null ? { key_id: material.key_id, key, prefix: material.prefix, name } : null } };
   });
   return result;
 }

@@ -7,6 +7,8 @@ import { sha256Hex } from '../../src/core/sha256.js';
  * idempotency key, so a retried request names the same payment, as a processor would answer it.
  */
 export class EmbeddedBilling implements Billing {
+  readonly simulated = true;
+
   charge(request: PaymentRequest): Promise<{ payment_ref: string }> {
     return Promise.resolve({ payment_ref: `pay_${sha256Hex(`${request.account_id}\n${request.idempotency_key}`).slice(0, 24)}` });
   }

@@ -198,8 +198,9 @@ export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 're
 export async function ledgerHead(reads: ReadStore, log: Pick<EventStore, 'readStream'>, accountId: string): Promise<Omit<LedgerHead, 'at'> | null> {
   const [entry] = (await reads.find(ledgerEntries, { account_id: accountId }, { sort: [['seq', -1]], limit: 1 })).items;
   if (!entry) return null;
-  const [event] = await log.readStream(ledgerStream(accountId), { fromRevision: entry.revision, maxCount: 1 });
-  const last = event ? statementLines(entry, event).at(-1) : undefined;
+  // The entry may be a range of events: its last line is in its last event.
+  const events = await log.readStream(ledgerStream(accountId), { fromRevision: entry.revision, maxCount: entry.events });
+  const last = events.length === entry.events ? statementLines(entry, events).at(-1) : undefined;
   if (!last) throw new AppError('internal', `ledger event ${entry.revision} of account ${accountId} is missing from the log`);
   return { account_id: accountId, seq: last.seq, hash: last.hash };
 }

@@ -17,6 +17,11 @@ export interface PaymentRequest {
 }
 
 export interface Billing {
+  /**
+   * True when no money moves (the embedded adapter): every payment step of the account page says
+   * so, so that nobody takes a recorded payment for a real one.
+   */
+  readonly simulated: boolean;
   /** Resolves once paid; rejects with PaymentDeclined when the payment is refused. */
   charge(request: PaymentRequest): Promise<{ payment_ref: string }>;
   /** Gives a payment back in full: the ledger refused what it paid for (e.g. a race with another change). */

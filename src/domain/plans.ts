@@ -140,3 +140,16 @@ export function isTier(x: unknown): x is Tier {
 export function overageAllowed(tier: Tier): boolean {
   return PLANS[tier].overage_per_1k_usd !== null;
 }
+
+/**
+ * Whether the Pro membership adds anything to `tier`: the account page offers it only then, and
+ * a purchase of it is refused otherwise (plan-quotes.ts). Decided from the one plan table, field
+ * by field (credits, delay, coverage, history): on free it adds live data, the full universe, a
+ * year of history and more credits; every paid plan already has as much or more of each, so there
+ * it would charge for nothing.
+ */
+export function proAddsTo(tier: Tier): boolean {
+  const own = entitlementsOf(tier, false);
+  const withPro = entitlementsOf(tier, true);
+  return (Object.keys(own) as (keyof Entitlements)[]).some((k) => own[k] !== withPro[k]);
+}

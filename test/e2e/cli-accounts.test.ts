@@ -85,9 +85,19 @@ describe('The scores CLI for accounts and billing', function () {
     // JSON without --json too (docs/operations.md: it prints JSON with account_id and key).
     const plain = await runCli(['keys', 'create', '--tier', 'builder'], env);
     expect(plain.code).to.equal(0);
-    expect(JSON.parse(plain.stdout)).to.include({ tier: 'builder', pro: false }).and.to.have.keys('account_id', 'key_id', 'key', 'prefix', 'tier', 'pro');
+    expect(JSON.parse(plain.stdout)).to.include({ tier: 'builder', pro: false, name: 'Key 1' }).and.to.have.keys('account_id', 'key_id', 'key', 'prefix', 'name', 'tier', 'pro');
     const bad = await runCli(['keys', 'create', '--tier', 'platinum'], env);
     expect(bad.code).to.not.equal(0);
     expect(bad.stderr).to.match(/platinum/);
+  });
+
+  it('names a key with --name (else Key <n>, its place on the account) and refuses a name too long', async () => {
+    const made = await json(['keys', 'create', '--tier', 'hobbyist', '--name', '  Nightly   job ']);
+    expect(made).to.include({ name: 'Nightly job' });
+    expect(await json(['keys', 'create', '--account', made['account_id'] as string])).to.include({ name: 'Key 2' });
+    expect(await json(['keys', 'create', '--account', made['account_id'] as string, '--name', 'Backfill'])).to.include({ name: 'Backfill' });
+    const long = await runCli(['keys', 'create', '--account', made['account_id'] as string, '--name', 'x'.repeat(61)], env);
+    expect(long.code).to.equal(1);
+    expect(long.stderr).to.match(/bad_request.*at most 60 characters/);
   });
 });

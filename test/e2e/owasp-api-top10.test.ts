@@ -989,7 +989,8 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
       const b = new Browser(url);
       const { key } = await signIn(server, b, 'api6-packs@example.test');
       await server.services.runner.waitForHead();
-      const page = await b.request('/account');
+      // The form that buys is on the pack's confirmation page (the account page's Buy leads there).
+      const page = await b.request('/account/packs?pack=pack-10k');
       const form = /<form method="post" action="\/account\/packs"[^>]*>.*?name="pack" value="pack-10k".*?name="purchase" value="([^"]+)"/s.exec(page.text);
       expect(form, 'the 10k pack form').to.not.equal(null);
       const purchase = form![1]!;

@@ -40,6 +40,9 @@ class RecordingBilling implements Billing {
   readonly charges: Array<PaymentRequest & { payment_ref: string }> = [];
   readonly refunds: Array<{ payment_ref: string; reason: string }> = [];
   constructor(private readonly inner: Billing) {}
+  get simulated(): boolean {
+    return this.inner.simulated;
+  }
   async charge(request: PaymentRequest): Promise<{ payment_ref: string }> {
     const paid = await this.inner.charge(request);
     this.charges.push({ ...request, payment_ref: paid.payment_ref });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { accountDecider, type AccountCommand } from '../../commands/manage-keys/account.decider.js';
 import type { AccountState } from '../../src/domain/accounts/account.state.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH } from '../../src/domain/accounts/api-keys.js';
 import type { AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { deciderSpec } from '../support/decider-spec.js';
 
@@ -26,7 +26,7 @@ describe('The account decider', () => {
       spec
         .given([created, ...keys(MAX_ACTIVE_KEYS_PER_ACCOUNT - 1)])
         .when({ type: 'IssueKey', key: material('new') }, NOW)
-        .then([{ type: 'ApiKeyIssued', data: { ...material('new'), at: AT } }]);
+        .then([{ type: 'ApiKeyIssued', data: { ...material('new'), name: `Key ${MAX_ACTIVE_KEYS_PER_ACCOUNT}`, at: AT } }]);
     });
 
     it(`refuses the ${MAX_ACTIVE_KEYS_PER_ACCOUNT + 1}th active key with limit_exceeded, naming the maximum`, () => {
@@ -41,12 +41,12 @@ describe('The account decider', () => {
       spec
         .given([...full, revoked('k3')])
         .when({ type: 'IssueKey', key: material('new') }, NOW)
-        .then([{ type: 'ApiKeyIssued', data: { ...material('new'), at: AT } }]);
+        .then([{ type: 'ApiKeyIssued', data: { ...material('new'), name: `Key ${MAX_ACTIVE_KEYS_PER_ACCOUNT + 1}`, at: AT } }]);
       spec
         .given(full)
         .when({ type: 'RotateKey', key_id: 'k1', grace_seconds: 3600, key: material('k1b') }, NOW)
         .then([
-          { type: 'ApiKeyIssued', data: { ...material('k1b'), at: AT } },
+          { type: 'ApiKeyIssued', data: { ...material('k1b'), name: 'Key 1', at: AT } },
           { type: 'ApiKeyRotated', data: { key_id: 'k1', replaced_by: 'k1b', grace_until: '2024-01-01T07:00:00.000Z', at: AT } },
         ]);
       // …and after it the account is still at its cap: a rotated key in grace does not count, its successor does.
@@ -80,7 +80,7 @@ describe('The account decider', () => {
         .given([created, issued('k1'), issued('k2'), rotated('k1', 'k2')])
         .when({ type: 'RotateKey', key_id: 'k2', grace_seconds: 86_400, key: material('k3') }, NOW)
         .then([
-          { type: 'ApiKeyIssued', data: { ...material('k3'), at: AT } },
+          { type: 'ApiKeyIssued', data: { ...material('k3'), name: 'Key 2', at: AT } },
           { type: 'ApiKeyRotated', data: { key_id: 'k2', replaced_by: 'k3', grace_until: '2024-01-02T06:00:00.000Z', at: AT } },
           { type: 'ApiKeyRevoked', data: { key_id: 'k1', at: AT, grace_ended_by: 'k2' } },
         ]);
@@ -117,6 +117,56 @@ describe('The account decider', () => {
 
     it('revokes a key once: a revoked key again is no change', () => {
       spec.given([created, issued('k1'), revoked('k1')]).when({ type: 'RevokeKey', key_id: 'k1' }, NOW).then([]);
+    });
+  });
+
+  describe('names keys', () => {
+    const named = (id: string, name: string): AccountEvent => ({ type: 'ApiKeyIssued', data: { ...material(id), name, at: T0 } });
+
+    it('opens an account with its first key named Key 1, or as given', () => {
+      const open = { type: 'CreateAccount', account_id: 'a1', email: null } as const;
+      spec.given([]).when({ ...open, key: material('k1') }, NOW).then([
+        { type: 'AccountCreated', data: { account_id: 'a1', email: null, at: AT } },
+        { type: 'ApiKeyIssued', data: { ...material('k1'), name: 'Key 1', at: AT } },
+      ]);
+      spec.given([]).when({ ...open, key: { ...material('k1'), name: 'Laptop' } }, NOW).then([
+        { type: 'AccountCreated', data: { account_id: 'a1', email: null, at: AT } },
+        { type: 'ApiKeyIssued', data: { ...material('k1'), name: 'Laptop', at: AT } },
+      ]);
+    });
+
+    it('stores the name given, trimmed and with runs of spaces made one; a blank name is the default for its place', () => {
+      spec.given([created, named('k1', 'Laptop')]).when({ type: 'IssueKey', key: { ...material('k2'), name: '  CI   runner ' } }, NOW).then([
+        { type: 'ApiKeyIssued', data: { ...material('k2'), name: 'CI runner', at: AT } },
+      ]);
+      spec.given([created, named('k1', 'Laptop'), revoked('k1')]).when({ type: 'IssueKey', key: { ...material('k2'), name: '   ' } }, NOW).then([
+        { type: 'ApiKeyIssued', data: { ...material('k2'), name: 'Key 2', at: AT } },
+      ]);
+    });
+
+    it('reads keys issued before names as Key <n>, by their place on the account', () => {
+      const state = [created, issued('k1'), named('k2', 'Laptop'), issued('k3')].reduce(accountDecider.evolve, accountDecider.initialState());
+      expect([...state.keys.values()].map((k) => k.name)).to.deep.equal(['Key 1', 'Laptop', 'Key 3']);
+    });
+
+    it("gives a rotation's new key the name of the key it replaces, unless another is given", () => {
+      spec.given([created, named('k1', 'Laptop')]).when({ type: 'RotateKey', key_id: 'k1', grace_seconds: 0, key: material('k2') }, NOW).then([
+        { type: 'ApiKeyIssued', data: { ...material('k2'), name: 'Laptop', at: AT } },
+        { type: 'ApiKeyRotated', data: { key_id: 'k1', replaced_by: 'k2', grace_until: AT, at: AT } },
+      ]);
+      spec.given([created, named('k1', 'Laptop')]).when({ type: 'RotateKey', key_id: 'k1', grace_seconds: 0, key: { ...material('k2'), name: 'Desktop' } }, NOW).then([
+        { type: 'ApiKeyIssued', data: { ...material('k2'), name: 'Desktop', at: AT } },
+        { type: 'ApiKeyRotated', data: { key_id: 'k1', replaced_by: 'k2', grace_until: AT, at: AT } },
+      ]);
+    });
+
+    it(`refuses a name of more than ${MAX_KEY_NAME_LENGTH} characters or with control characters (400), issuing nothing`, () => {
+      spec.given([created]).when({ type: 'IssueKey', key: { ...material('k1'), name: 'x'.repeat(MAX_KEY_NAME_LENGTH) } }, NOW).then([
+        { type: 'ApiKeyIssued', data: { ...material('k1'), name: 'x'.repeat(MAX_KEY_NAME_LENGTH), at: AT } },
+      ]);
+      const err = spec.given([created]).when({ type: 'IssueKey', key: { ...material('k1'), name: 'x'.repeat(MAX_KEY_NAME_LENGTH + 1) } }, NOW).thenThrows('bad_request');
+      expect(err.detail).to.include(`at most ${MAX_KEY_NAME_LENGTH} characters`);
+      spec.given([created]).when({ type: 'IssueKey', key: { ...material('k1'), name: 'a\u0000b' } }, NOW).thenThrows('bad_request');
     });
   });
 });

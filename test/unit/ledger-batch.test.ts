@@ -3,12 +3,14 @@ import { decideAndFold } from '../../commands/ledger/ledger.decider.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {
+  callKeysOf,
   computeHash,
   debitLines,
   ledgerLines,
   lineCount,
   packDebits,
   verifyChain,
+  withCallKeys,
   type CreditsDebitedBatch,
   type LedgerEvent,
 } from '../../src/domain/ledger/ledger.events.js';
@@ -107,5 +109,38 @@ describe('Debits stored as one event per batch', () => {
       ['CreditsDebitedBatch', 2],
     ]);
     expect(both.flatMap(ledgerLines)).to.deep.equal([...first.events, ...second.events]);
+  });
+});
+
+describe("Each call's key beside its line, in the appended event's metadata", () => {
+  const start = opened();
+  const decided = decideAll(start, [debit(1), debit(2), debit(3)], MAY).events;
+  const later = decideAll(start, [debit(4)], LATER).events;
+  const keyOf = new Map([
+    ['req_1', 'key_a'],
+    ['req_3', 'key_b'],
+    ['req_4', 'key_a'],
+  ]);
+
+  it("puts a batch's keys in its calls' order ('' for a call without one), a single debit's key as key_id, and changes no data", () => {
+    const packed = packDebits(decided);
+    const appended = withCallKeys(packed, keyOf);
+    expect(appended.map((e) => e.type)).to.deep.equal(['CreditsDebitedBatch']);
+    expect(appended[0]!.metadata).to.deep.equal({ key_ids: ['key_a', '', 'key_b'] });
+    expect(appended.map((e) => e.data)).to.deep.equal(packed.map((e) => e.data));
+    expect(callKeysOf(appended[0]!)).to.deep.equal(['key_a', 'key_b']);
+
+    const single = withCallKeys(packDebits(later), keyOf);
+    expect(single.map((e) => [e.type, e.metadata])).to.deep.equal([['CreditsDebited', { key_id: 'key_a' }]]);
+    expect(callKeysOf(single[0]!)).to.deep.equal(['key_a']);
+  });
+
+  it('leaves events alone when no call names a key, and reads no key from events written before', () => {
+    const packed = packDebits(decided);
+    expect(withCallKeys(packed, new Map())).to.equal(packed);
+    expect(withCallKeys(packed, new Map([['req_9', 'key_z']]))[0]).to.equal(packed[0]);
+    expect(callKeysOf({ type: 'CreditsDebitedBatch', metadata: {} })).to.deep.equal([]);
+    expect(callKeysOf({ type: 'CreditsDebited', metadata: { key_id: 7 } })).to.deep.equal([]);
+    expect(callKeysOf({ type: 'PackPurchased', metadata: { key_id: 'key_a' } })).to.deep.equal([]);
   });
 });

@@ -457,6 +457,52 @@ describe('Credit ledger', () => {
     });
   });
 
+  // Decision: the Pro membership is sold only where it adds something to the plan (proAddsTo in
+  // src/domain/plans.ts): every paid plan has at least its credits, delay, coverage and history.
+  describe('Pro membership sold only where it adds something', () => {
+    const days = 31 - 15 + 1; // 15 May, today included
+    const proRate = Math.round((900 * days) / 31);
+
+    it('starts it on free, charged for the days left', () => {
+      spec
+        .given(history(opened('free'), mayOpened(1_000)))
+        .when({ type: 'StartPro', data: { amount_cents: proRate, payment_ref: 'pay_1' } }, MAY)
+        .then([
+          { type: 'ProMembershipChanged', data: { pro: true } },
+          { type: 'ProrationCharged', data: { kind: 'pro', from: 'none', to: 'pro', days, days_in_month: 31, amount_cents: proRate, payment_ref: 'pay_1', period: '2024-05' } },
+        ]);
+    });
+
+    for (const tier of ['hobbyist', 'builder', 'quant', 'enterprise'] as const) {
+      it(`refuses it on ${tier} (400), which has as much of everything it gives: nothing is charged`, () => {
+        const err = spec
+          .given(history(opened(tier), mayOpened(tier === 'enterprise' ? null : 25_000)))
+          .when({ type: 'StartPro', data: { amount_cents: proRate, payment_ref: 'pay_1' } }, MAY)
+          .thenThrows('bad_request');
+        expect(err.detail).to.include(`adds nothing to the ${tier} plan`);
+      });
+    }
+
+    it("leaves the operator's SetPro alone (a grant, not a sale)", () => {
+      spec.given(history(opened('hobbyist'), mayOpened(25_000))).when({ type: 'SetPro', data: { on: true } }, MAY).then([{ type: 'ProMembershipChanged', data: { pro: true } }]);
+    });
+  });
+
+  describe('A debit naming the key that made the call', () => {
+    const given = history(opened('free'), mayOpened(1_000));
+    const byKey = (keyId: unknown): LedgerCommand => ({ type: 'DebitCredits', data: { request_id: 'r-1', endpoint: 'screener', channel: 'rest', cost: 2, key_id: keyId as string } });
+
+    it('records the same line as a call naming none: the key is no field of the hashed line (the service keeps it in metadata)', () => {
+      const [e] = spec.given(given).when(byKey('key_abc'), MAY).then([charged(2)]);
+      expect(e!.data).not.to.have.property('key_id');
+      expect(e!.data.hash).to.equal(decide(foldLedger(given), debit(2), MAY)[0]!.data.hash);
+    });
+
+    it('refuses a key id that is not text (400)', () => {
+      for (const bad of ['', '  ', 42]) spec.given(given).when(byKey(bad), MAY).thenThrows('bad_request');
+    });
+  });
+
   describe('Deciding and folding in one step (what the command handler uses)', () => {
     it('gives the state the decided events fold to, and the state given when nothing is recorded', () => {
       const given = history(opened('free'), mayOpened(1_000), spent(760));

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createAccountWithKey, issueKey, revokeKey, rotateKey } from '../../../commands/manage-keys/keys.handler.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../domain/accounts/api-keys.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH } from '../../domain/accounts/api-keys.js';
 import type { Tier } from '../../domain/plans.js';
 import { CliError } from './cli-errors.js';
 import { printer, tierOption, withServices } from './command-kit.js';
@@ -15,14 +15,16 @@ export function addKeyCommands(program: Command): void {
     .option('--account <id>', 'add the key to this existing account instead (it keeps its plan)')
     .option('--pro', 'the account holds a consumer Pro membership (overlay)')
     .option('--email <email>', 'where usage alerts are sent')
+    .option('--name <name>', `what the account calls the key (at most ${MAX_KEY_NAME_LENGTH} characters; default "Key <n>", its place on the account)`)
     .option('--json', 'machine-readable output (the default for this command)')
-    .action(async (opts: { tier?: Tier; account?: string; pro?: boolean; email?: string }) => {
+    .action(async (opts: { tier?: Tier; account?: string; pro?: boolean; email?: string; name?: string }) => {
       if (opts.email !== undefined && !/^[^@\s]+@[^@\s]+$/.test(opts.email)) throw new CliError(`--email ${opts.email} is not an email address`);
       if ((opts.account === undefined) === (opts.tier === undefined)) throw new CliError('give --tier for a new account, or --account for another key of an existing one');
       if (opts.account !== undefined && (opts.pro || opts.email !== undefined)) throw new CliError('--pro and --email describe a new account: give them with --tier');
       const { account, tier } = opts;
       await withServices(async (s) => {
-        const issued = account !== undefined ? await issueKey(s, account) : await createAccountWithKey(s, { tier: tier!, pro: Boolean(opts.pro), email: opts.email ?? null });
+        const issued =
+          account !== undefined ? await issueKey(s, account, opts.name) : await createAccountWithKey(s, { tier: tier!, pro: Boolean(opts.pro), email: opts.email ?? null, name: opts.name });
         // Always JSON with `account_id` and `key` (a script stores the key, shown once).
         printer(true)('', issued);
       });

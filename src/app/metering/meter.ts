@@ -88,7 +88,7 @@ export class LedgerMeter implements Meter {
 
   async charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
     const cost = costOf(endpoint, quantity);
-    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost }).catch((err: unknown) => {
+    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost, key_id: principal.key_id }).catch((err: unknown) => {
       // Another process (a second API replica) kept winning the race to the account's ledger
       // stream through every retry: nothing was charged, and the caller may simply try again.
       if (err instanceof ConcurrencyError) throw new AppError('rate_limited', "This account's ledger is busy with calls served by another process; nothing was charged: retry in 1 s", { retry_after_seconds: 1 });

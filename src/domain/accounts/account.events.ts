@@ -5,8 +5,12 @@ export interface AccountCreated {
 }
 export interface ApiKeyIssued {
   type: 'ApiKeyIssued';
-  /** Only the SHA-256 of the key is kept, with a short clear prefix to tell keys apart. */
-  data: { key_id: string; key_hash: string; prefix: string; at: string };
+  /**
+   * Only the SHA-256 of the key is kept, with a short clear prefix to tell keys apart. `name`: what
+   * the account calls the key; absent from events written before keys had names, which read as
+   * `Key <n>`, n the key's place among the account's keys (defaultKeyName).
+   */
+  data: { key_id: string; key_hash: string; prefix: string; name?: string; at: string };
 }
 export interface ApiKeyRevoked {
   type: 'ApiKeyRevoked';

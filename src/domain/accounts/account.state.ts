@@ -7,10 +7,13 @@
 import { AppError } from '../../core/errors.js';
 import type { Stream } from '../../core/command-handler.js';
 import { accountStream, type AccountEvent } from './account.events.js';
+import { defaultKeyName, keyNameOf } from './api-keys.js';
 
 export interface KeyState {
   key_id: string;
   prefix: string;
+  /** What the account calls the key (see ApiKeyIssued for keys issued before names). */
+  name: string;
   status: 'active' | 'revoked' | 'rotated';
   grace_until: string | null;
   /** For a rotated key: the key that replaced it. */
@@ -41,7 +44,8 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
       return { ...state, exists: true, account_id: event.data.account_id, email: event.data.email };
     case 'ApiKeyIssued': {
       const keys = new Map(state.keys);
-      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, status: 'active', grace_until: null, replaced_by: null });
+      const name = event.data.name ?? defaultKeyName(state.keys.size + 1);
+      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, name, status: 'active', grace_until: null, replaced_by: null });
       return { ...state, keys };
     }
     case 'ApiKeyRevoked': {
@@ -65,11 +69,22 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
   }
 }
 
-/** The key material a new key is recorded with (the key itself is never stored). */
+/** The key material a new key is recorded with (the key itself is never stored), and the name it was given, if any. */
 export interface KeyMaterial {
   key_id: string;
   key_hash: string;
   prefix: string;
+  name?: string;
+}
+
+/**
+ * The `ApiKeyIssued` data of a new key: its name as given, else `inherited` (a rotation's new key
+ * keeps the name of the key it replaces), else the default for its place on the account. Every
+ * new key's event carries a name.
+ */
+export function issuedKey(state: AccountState, key: KeyMaterial, at: string, inherited?: string): Extract<AccountEvent, { type: 'ApiKeyIssued' }>['data'] {
+  const name = keyNameOf(key.name) ?? inherited ?? defaultKeyName(state.keys.size + 1);
+  return { key_id: key.key_id, key_hash: key.key_hash, prefix: key.prefix, name, at };
 }
 
 /** `AccountCreated` with its first key; 409 `conflict` for an account that exists. */
@@ -78,6 +93,6 @@ export function openAccount(state: AccountState, command: { account_id: string; 
   const at = now.toISOString();
   return [
     { type: 'AccountCreated', data: { account_id: command.account_id, email: command.email, at } },
-    { type: 'ApiKeyIssued', data: { ...command.key, at } },
+    { type: 'ApiKeyIssued', data: issuedKey(state, command.key, at) },
   ];
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { badRequest } from '../../core/errors.js';
 import { sha256Hex } from '../../core/sha256.js';
 
 /** Recognisable prefix of every key: secret scanners and people can tell what leaked. */
@@ -25,4 +26,24 @@ export function hashApiKey(key: string): string {
 
 export function shownPrefix(key: string): string {
   return key.slice(0, SHOWN_PREFIX_LENGTH);
+}
+
+/** The longest name a key may be given. */
+export const MAX_KEY_NAME_LENGTH = 60;
+
+/** The name of a key given none: its place among the account's keys, `Key 1` for the first. */
+export const defaultKeyName = (place: number): string => `Key ${place}`;
+
+/**
+ * A key name as given (the account page, `scores keys create --name`): spaces trimmed and runs of
+ * them made one; null when none was given. Control characters or more than MAX_KEY_NAME_LENGTH
+ * characters are refused (400).
+ */
+export function keyNameOf(given: string | undefined): string | null {
+  const name = (given ?? '').trim().replace(/\s+/g, ' ');
+  if (name === '') return null;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw badRequest('A key name is text without control characters');
+  if ([...name].length > MAX_KEY_NAME_LENGTH) throw badRequest(`A key name has at most ${MAX_KEY_NAME_LENGTH} characters`, { maximum: MAX_KEY_NAME_LENGTH });
+  return name;
 }

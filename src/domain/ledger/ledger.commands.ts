@@ -10,10 +10,13 @@ import type { Channel, LedgerEvent } from './ledger.events.js';
 import type { LedgerState } from './ledger.state.js';
 
 export type OpenLedger = { type: 'OpenLedger'; data: { account_id: string; tier: Tier; pro: boolean } };
-/** `cost` comes from the rate card (`costOf`) once the call's rows are counted. */
+/**
+ * `cost` comes from the rate card (`costOf`) once the call's rows are counted. `key_id`: the key
+ * that made the call, kept in the appended event's metadata, not in the hashed line (callKeys).
+ */
 export type DebitCredits = {
   type: 'DebitCredits';
-  data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number };
+  data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number; key_id?: string };
 };
 /** `price_cents` and `payment_ref` when sold on the account page (paid through the Billing port). */
 export type PurchasePack = { type: 'PurchasePack'; data: { pack_id: string; credits: number; price_cents?: number; payment_ref?: string } };

@@ -6,6 +6,7 @@
  * `prev_hash` being 64 zeros. `scores audit` replays a stream with `verifyChain` so that an edited,
  * inserted or removed event in the middle of a ledger is detected.
  */
+import type { NewEvent } from '../../core/event-store.port.js';
 import { sha256Hex } from '../../core/sha256.js';
 import type { Tier, UsageAlertThreshold } from '../plans.js';
 import type { RateKey } from '../rate-card.js';
@@ -291,6 +292,34 @@ export function packDebits(events: readonly LedgerEvent[]): LedgerEvent[] {
   }
   flush();
   return out;
+}
+
+/**
+ * The events of one append with the key of each call beside its line: `metadata.key_id` on a
+ * `CreditsDebited`, `metadata.key_ids` on a batch (in its calls' order, '' for a call that named
+ * none). Metadata, not data: the hashed lines a customer verifies stay as they were, and a key id
+ * shows in no /v1 answer. `keyOf` maps a call's request id to the key that made it.
+ */
+export function withCallKeys(events: readonly LedgerEvent[], keyOf: ReadonlyMap<string, string>): NewEvent[] {
+  if (keyOf.size === 0) return events as LedgerEvent[];
+  return events.map((e) => {
+    if (e.type === 'CreditsDebited') {
+      const key = keyOf.get(e.data.request_id);
+      return key ? { ...e, metadata: { key_id: key } } : e;
+    }
+    if (e.type === 'CreditsDebitedBatch') {
+      const keys = e.data.calls.request_id.map((r) => keyOf.get(r) ?? '');
+      return keys.some((k) => k !== '') ? { ...e, metadata: { key_ids: keys } } : e;
+    }
+    return e;
+  });
+}
+
+/** The keys a recorded debit or batch of debits names (withCallKeys); none for events written before keys were kept. */
+export function callKeysOf(e: { type: string; metadata?: Record<string, unknown> | null }): string[] {
+  const m = e.metadata ?? {};
+  const keys = e.type === 'CreditsDebitedBatch' ? m['key_ids'] : e.type === 'CreditsDebited' ? [m['key_id']] : [];
+  return Array.isArray(keys) ? keys.filter((k): k is string => typeof k === 'string' && k !== '') : [];
 }
 
 /** A batch's columns when they are well formed (seven arrays of one length, at least one call), else null. */

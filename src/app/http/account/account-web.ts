@@ -19,6 +19,7 @@ import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js'
 import { AppError } from '../../../core/errors.js';
 import { HEADER, NO_STORE } from '../../../web/response-headers.js';
 import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
+import { NOTICE_COOKIE, NOTICE_MAX_AGE_MS, openNotice, sealNotice, type Notice } from './account-notice.js';
 
 export const SESSION_COOKIE = '__Host-scores.sid';
 const BROWSER_COOKIE = '__Host-scores.b';
@@ -53,11 +54,18 @@ export const signedIn = (res: Response): Signed | null => (res.locals['signed'] 
 export interface AccountWeb {
   /** Parsers, CSRF check on POST, the session and the page headers, for every /account route. */
   middleware: express.RequestHandler[];
-  /** A fresh CSRF token for the forms of the page being rendered. */
-  csrfToken(req: Request, res: Response): string;
+  /**
+   * A fresh CSRF token for the forms of the page being rendered; with `keep`, the token the request
+   * came with while it is valid (a refused form answered on the page: the page it came from still works).
+   */
+  csrfToken(req: Request, res: Response, keep?: boolean): string;
   /** Sets the session cookie (after a sign-in), and binds the next CSRF tokens to it. */
   startSession(req: Request, res: Response, sessionId: string, expiresAt: string): void;
   endSession(req: Request, res: Response): void;
+  /** Tells the page the redirect leads to what the action did (account-notice.ts). */
+  notify(res: Response, notice: Notice): void;
+  /** The notice an action left for this page, once: the cookie is cleared as it is read. */
+  takeNotice(req: Request, res: Response): Notice | null;
 }
 
 const cookieBase = { httpOnly: true, secure: true, path: '/' } as const;
@@ -108,7 +116,7 @@ export function accountWeb(services: Services): AccountWeb {
       doubleCsrfProtection,
       loadSession,
     ],
-    csrfToken: (req, res) => generateCsrfToken(req, res, { overwrite: true }),
+    csrfToken: (req, res, keep = false) => generateCsrfToken(req, res, { overwrite: !keep }),
     startSession(req, res, sessionId, expiresAt) {
       // Relative (Max-Age), not an absolute Expires: the browser's clock need not agree with the
       // service's (a pinned SCORES_NOW of a demo, a client clock off by days); the log expires it too.
@@ -119,6 +127,15 @@ export function accountWeb(services: Services): AccountWeb {
     endSession(req, res) {
       res.clearCookie(SESSION_COOKIE, { ...cookieBase, sameSite: 'lax' });
       delete (req.cookies as Record<string, string>)[SESSION_COOKIE];
+    },
+    notify(res, notice) {
+      res.cookie(NOTICE_COOKIE, sealNotice(secret, notice), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
+    },
+    takeNotice(req, res) {
+      const value = (req.cookies as Record<string, string | undefined>)[NOTICE_COOKIE];
+      if (value === undefined) return null;
+      res.clearCookie(NOTICE_COOKIE, { ...cookieBase, sameSite: 'lax' });
+      return openNotice(secret, value);
     },
   };
 }

@@ -9,31 +9,39 @@ import type { Services } from '../../container.js';
 import { registerAccountAssets } from './account-assets.js';
 import { accountErrors, signed, type AccountHandler } from './account-route.js';
 import type { AccountWeb } from './account-web.js';
-import { buyCreditPack, changePlan, joinPro, leavePro, showPlanChange, showPro, switchOverage } from './billing.route.js';
+import { buyCreditPack, changePlan, joinPro, leavePro, showPack, showPlanChange, showPro, showProEnd, switchOverage } from './billing.route.js';
 import { sendInvoice } from './invoices.route.js';
-import { createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
-import { showAccount } from './overview.route.js';
+import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
+import { refusedAction, showAccount } from './overview.route.js';
 import { showWebhook } from './webhook.route.js';
 
-/** Every signed-in route of the account, in the order express matches them. */
+/**
+ * Every signed-in route of the account, in the order express matches them. A GET of an action's
+ * path is its confirmation step (it names the amount or the consequence); only the POST acts.
+ */
 const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHandler]> = [
   ['get', '/account', showAccount],
   ['post', '/account/keys', createKey],
+  ['get', '/account/keys/:id/rotate', confirmRotate],
   ['post', '/account/keys/:id/rotate', rotateOwnKey],
+  ['get', '/account/keys/:id/revoke', confirmRevoke],
   ['post', '/account/keys/:id/revoke', revokeOwnKey],
   ['post', '/account/overage', switchOverage],
   ['get', '/account/plan', showPlanChange],
   ['post', '/account/plan', changePlan],
   ['get', '/account/pro', showPro],
   ['post', '/account/pro', joinPro],
+  ['get', '/account/pro/end', showProEnd],
   ['post', '/account/pro/end', leavePro],
+  ['get', '/account/packs', showPack],
   ['post', '/account/packs', buyCreditPack],
   ['get', '/account/invoices/:file', sendInvoice],
   ['get', '/account/webhooks/:id', showWebhook],
 ];
 
 export function registerAccountRoutes(app: Express, services: Services, web: AccountWeb): void {
-  for (const [method, path, handler] of ACCOUNT_ROUTES) app[method](path, ...web.middleware, signed(services, web, handler));
+  // A refused action (POST) answers the account page with an error notice; a GET, an error page.
+  for (const [method, path, handler] of ACCOUNT_ROUTES) app[method](path, ...web.middleware, signed(services, web, handler, method === 'post' ? refusedAction : undefined));
   registerAccountAssets(app);
   app.use('/account', accountErrors);
 }

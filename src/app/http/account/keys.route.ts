@@ -1,42 +1,67 @@
 /**
- * The key forms of the account page: create, rotate, revoke. A new key is shown once, on the
- * page answering the form; another account's key is 404, as one that does not exist.
+ * The key forms of the account page: create (named), rotate and revoke, the last two confirmed on
+ * a page naming the key and the consequence (GET) before the form that acts (POST). A new key is
+ * shown once, on the page answering the form; another account's key is 404, as one that does not exist.
  */
 import { issueKey, loadAccount, revokeKey, rotateKey } from '../../../../commands/manage-keys/keys.handler.js';
-import type { EventStore } from '../../../core/event-store.port.js';
+import type { KeyState } from '../../../domain/accounts/account.state.js';
 import { AppError, notFound } from '../../../core/errors.js';
-import { backTo, formField, type AccountRequest } from './account-route.js';
+import { done, formField, type AccountRequest } from './account-route.js';
+import { sendAccountPage } from './account-web.js';
+import { revokePage, rotatePage } from './keys.page.js';
 import { renderAccount } from './overview.route.js';
 import { newKeyNotice } from './overview.page.js';
 
 /** The grace periods the rotate form offers, in hours. */
 const GRACE_HOURS = [0, 24, 168];
 
-async function ownKey(events: EventStore, accountId: string, keyId: string): Promise<void> {
-  const account = await loadAccount(events, accountId);
-  if (!account.keys.has(keyId)) throw notFound('No such key on this account');
+async function ownKey(r: AccountRequest): Promise<KeyState> {
+  const account = await loadAccount(r.services.events, r.who.account_id);
+  const key = account.keys.get(String(r.req.params['id']));
+  if (!key) throw notFound('No such key on this account');
+  return key;
+}
+
+function graceHours(value: unknown): number {
+  const hours = Number(typeof value === 'string' && value !== '' ? value : '0');
+  if (!GRACE_HOURS.includes(hours)) throw new AppError('bad_request', 'Choose a grace period offered on the page');
+  return hours;
 }
 
 export async function createKey(r: AccountRequest): Promise<void> {
-  const issued = await issueKey(r.services, r.who.account_id);
+  const issued = await issueKey(r.services, r.who.account_id, formField(r.req, 'name'));
   await r.services.feed.waitForHead();
-  await renderAccount(r, newKeyNotice(issued.key, issued.prefix));
+  await renderAccount(r, { notice: newKeyNotice(issued.key, issued.prefix, issued.name) });
+}
+
+/** `GET /account/keys/:id/rotate?grace_hours=`: what the rotation does, before the form that rotates. */
+export async function confirmRotate(r: AccountRequest): Promise<void> {
+  const key = await ownKey(r);
+  if (key.status !== 'active') throw new AppError('conflict', `${key.name} is ${key.status}; only an active key can be rotated`);
+  const hours = graceHours(r.req.query['grace_hours']);
+  const until = new Date(r.services.clock.now().getTime() + hours * 3_600_000).toISOString();
+  sendAccountPage(r.res, 200, 'Rotate a key', rotatePage(key, hours, until, r.web.csrfToken(r.req, r.res)));
 }
 
 export async function rotateOwnKey(r: AccountRequest): Promise<void> {
-  const keyId = String(r.req.params['id']);
-  await ownKey(r.services.events, r.who.account_id, keyId);
-  const hours = Number(formField(r.req, 'grace_hours') || '0');
-  if (!GRACE_HOURS.includes(hours)) throw new AppError('bad_request', 'Choose a grace period offered on the page');
-  const rotated = await rotateKey(r.services, keyId, hours * 3600);
+  const key = await ownKey(r);
+  const hours = graceHours(formField(r.req, 'grace_hours'));
+  const rotated = await rotateKey(r.services, key.key_id, hours * 3600);
   await r.services.feed.waitForHead();
-  await renderAccount(r, newKeyNotice(rotated.key, rotated.prefix));
+  const old = hours === 0 ? 'stopped working' : `works until ${rotated.old_key_valid_until}`;
+  await renderAccount(r, { notice: newKeyNotice(rotated.key, rotated.prefix, rotated.name, `Rotated: the old key ${key.prefix}… ${old}.`) });
+}
+
+/** `GET /account/keys/:id/revoke`: the key and what its revocation does, before the form that revokes. */
+export async function confirmRevoke(r: AccountRequest): Promise<void> {
+  const key = await ownKey(r);
+  if (key.status === 'revoked') throw new AppError('conflict', `${key.name} is revoked already`);
+  sendAccountPage(r.res, 200, 'Revoke a key', revokePage(key, r.web.csrfToken(r.req, r.res)));
 }
 
 export async function revokeOwnKey(r: AccountRequest): Promise<void> {
-  const keyId = String(r.req.params['id']);
-  await ownKey(r.services.events, r.who.account_id, keyId);
-  await revokeKey(r.services, keyId);
+  const key = await ownKey(r);
+  const { revoked } = await revokeKey(r.services, key.key_id);
   await r.services.feed.waitForHead();
-  backTo(r.res, 'keys');
+  done(r, 'keys', revoked ? `${key.name} (${key.prefix}…) is revoked: calls with it are refused from now on.` : `${key.name} (${key.prefix}…) was revoked already.`);
 }

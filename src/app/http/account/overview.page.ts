@@ -4,8 +4,8 @@
  * Server-rendered: every action is a plain form; only the chart needs JavaScript (uPlot, served
  * by the service). The usage, ledger and upcoming-invoice sections are in usage.page.ts.
  */
-import { CREDIT_PACKS, TIERS, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../../domain/accounts/api-keys.js';
+import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, proAddsTo, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH, defaultKeyName } from '../../../domain/accounts/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
@@ -15,12 +15,13 @@ import { html, type SafeHtml } from '../pages/html.js';
 import { instant } from '../pages/time.js';
 import { csrfField } from './account-web.js';
 import { ledgerSection, upcomingSection, usageSection, type UsageView } from './usage.page.js';
+import { simulatedBillingNotice } from './confirm.page.js';
 
 const count = (n: number) => n.toLocaleString('en-US');
 
 /** A new key, shown once: the page that shows it is the only place it is ever written. */
-export function newKeyNotice(key: string, prefix: string): SafeHtml {
-  return html`<div class="note" role="status"><p><strong>Your new API key</strong> (shown once; it is stored only as a hash: copy it now):</p>
+export function newKeyNotice(key: string, prefix: string, name: string, lead?: string): SafeHtml {
+  return html`<div class="note" role="status"><p>${lead ? html`<strong>Done.</strong> ${lead} ` : ''}<strong>Your new API key, ${name}</strong> (shown once; it is stored only as a hash: copy it now):</p>
 <p><code id="new-key">${key}</code></p><p class="muted">Its prefix <code>${prefix}</code> names it on this page from now on. Send it as the <code>X-API-Key</code> header.</p></div>`;
 }
 
@@ -32,20 +33,29 @@ export interface AccountView extends UsageView {
   keys: KeyState[];
   webhooks: WebhookListItem[];
   invoices: InvoiceDoc[];
-  /** A fresh nonce per pack form: the purchase reference, so a form sent twice buys once. */
-  purchaseIds: string[];
+  /** When each key last made a charged call (key id → instant); a key absent was never used. */
+  lastUsed: ReadonlyMap<string, string>;
+  csrf: string;
+  /** No money moves (the embedded billing adapter): the plan section says so. */
+  simulatedBilling: boolean;
   notice?: SafeHtml;
 }
+
 
 function keysSection(v: AccountView): SafeHtml {
   const now = v.now.toISOString();
   const inGrace = (k: KeyState) => k.status === 'rotated' && k.grace_until !== null && k.grace_until > now;
-  const revoke = (k: KeyState) => html`<form method="post" action="/account/keys/${k.key_id}/revoke" class="inline">${csrfField(v.csrf)}<button type="submit">Revoke</button></form>`;
+  // Rotate and Revoke lead to a page that names the key and the consequence; its form acts.
+  const revoke = (k: KeyState) => html`<form method="get" action="/account/keys/${k.key_id}/revoke" class="inline"><button type="submit">Revoke</button></form>`;
+  const used = (k: KeyState) => {
+    const at = v.lastUsed.get(k.key_id);
+    return at ? instant(at) : html`<span class="muted">never</span>`;
+  };
   const rows = v.keys.map(
-    (k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.key_id}</td><td>${k.status}${k.status === 'rotated' && k.grace_until ? html` (${inGrace(k) ? 'works' : 'worked'} until ${k.grace_until})` : ''}</td>
+    (k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.key_id}</td><td class="key-name">${k.name}</td><td>${k.status}${k.status === 'rotated' && k.grace_until ? html` (${inGrace(k) ? 'works' : 'worked'} until ${k.grace_until})` : ''}</td><td class="key-used">${used(k)}</td>
 <td>${
       k.status === 'active'
-        ? html`<form method="post" action="/account/keys/${k.key_id}/rotate" class="inline">${csrfField(v.csrf)}<label>grace <select name="grace_hours"><option value="0">none</option><option value="24" selected>24 h</option><option value="168">7 days</option></select></label> <button type="submit">Rotate</button></form>
+        ? html`<form method="get" action="/account/keys/${k.key_id}/rotate" class="inline"><label>grace <select name="grace_hours"><option value="0">none</option><option value="24" selected>24 h</option><option value="168">7 days</option></select></label> <button type="submit">Rotate</button></form>
 ${revoke(k)}`
         : inGrace(k)
           ? revoke(k)
@@ -54,9 +64,9 @@ ${revoke(k)}`
   );
   const active = v.keys.filter((k) => k.status === 'active').length;
   return html`<section id="keys" aria-labelledby="keys-h"><h2 id="keys-h">API keys</h2>
-<table aria-label="API keys"><thead><tr><th>Prefix</th><th>Id</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>
-<p class="muted" id="key-count">${active} of ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys${active >= MAX_ACTIVE_KEYS_PER_ACCOUNT ? ': revoke one to create another' : ''}. All the keys of the account share its request rate. Rotating or revoking a key ends the grace of the key it replaced.</p>
-<form method="post" action="/account/keys">${csrfField(v.csrf)}<button type="submit">Create a key</button></form></section>`;
+<table aria-label="API keys"><thead><tr><th>Prefix</th><th>Id</th><th>Name</th><th>Status</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>
+<p class="muted" id="key-count">${active} of ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys${active >= MAX_ACTIVE_KEYS_PER_ACCOUNT ? ': revoke one to create another' : ''}. All the keys of the account share its request rate. Rotating or revoking a key ends the grace of the key it replaced. Last used: the last call charged to the key.</p>
+<form method="post" action="/account/keys">${csrfField(v.csrf)}<label for="key-name">Name of the new key</label> <input id="key-name" name="name" maxlength="${MAX_KEY_NAME_LENGTH}" placeholder="${defaultKeyName(v.keys.length + 1)}" autocomplete="off"> <button type="submit">Create a key</button></form></section>`;
 }
 
 function webhooksSection(v: AccountView): SafeHtml {
@@ -65,6 +75,19 @@ function webhooksSection(v: AccountView): SafeHtml {
 <table aria-label="Webhooks"><thead><tr><th>Id</th><th>Event</th><th>URL</th><th>Active</th><th>Last fired</th></tr></thead><tbody>${v.webhooks.map(
     (w) => html`<tr><td><a href="/account/webhooks/${w.id}">${w.id}</a></td><td>${w.event_type}</td><td>${w.url}</td><td>${w.is_active ? 'yes' : `no (${w.consecutive_failures} failures)`}</td><td>${w.last_fired_at ? instant(w.last_fired_at) : '—'}</td></tr>`,
   )}</tbody></table></section>`;
+}
+
+/**
+ * The Pro membership's line: offered only where it adds something to the plan (proAddsTo), kept
+ * with its End button for a member, and said to add nothing when the plan has caught up with it.
+ */
+function proLine(v: AccountView): SafeHtml {
+  const f = v.figures;
+  const what = html`Pro membership (${formatUsd(PRO_MONTHLY_PRICE_CENTS)} a month: live data, the full universe, a year of history, 5,000 credits a month on every key)`;
+  if (f.pro_member) {
+    return html`<p id="pro">${what}: <strong>active</strong>${proAddsTo(f.tier) ? '' : html`; it adds nothing to the ${title(f.tier)} plan`}. <form method="get" action="/account/pro/end" class="inline"><button type="submit" class="secondary">End the membership</button></form></p>`;
+  }
+  return proAddsTo(f.tier) ? html`<p id="pro">${what}: <a href="/account/pro">become a member (prorated)</a></p>` : html``;
 }
 
 function planSection(v: AccountView): SafeHtml {
@@ -76,15 +99,12 @@ function planSection(v: AccountView): SafeHtml {
     return html`<li>${title(t)}, ${formatUsd(price)} a month: <a href="/account/plan?tier=${t}">${upgrade ? 'upgrade now (prorated)' : `move at the end of ${monthName(f.period)}`}</a></li>`;
   });
   return html`<section id="plan" aria-labelledby="plan-h"><h2 id="plan-h">Plan and membership</h2>
+${v.simulatedBilling ? simulatedBillingNotice : ''}
 <p>Your plan: <strong id="plan-name">${title(f.tier)}</strong>${current === null ? ' (by contract)' : `, ${formatUsd(current)} a month`}.${v.scheduled ? html` It moves to <strong>${title(v.scheduled.tier)}</strong> at ${v.scheduled.at}.` : ''}</p>
 ${current === null ? html`<p class="muted">Contact us to change an enterprise contract.</p>` : html`<ul>${options}</ul>`}
-<p>Pro membership (${formatUsd(PRO_MONTHLY_PRICE_CENTS)} a month: live data, the full universe, a year of history, 5,000 credits a month on every key): ${
-    f.pro_member
-      ? html`<strong>active</strong>. <form method="post" action="/account/pro/end" class="inline">${csrfField(v.csrf)}<button type="submit">End the membership</button></form>`
-      : html`<a href="/account/pro">become a member (prorated)</a>`
-  }</p>
-<h3>Prepaid credit packs</h3><p class="muted">Credits that carry over month to month, drawn after the allowance.</p>
-<ul>${CREDIT_PACKS.map((p, i) => html`<li><form method="post" action="/account/packs" class="inline">${csrfField(v.csrf)}<input type="hidden" name="pack" value="${p.id}"><input type="hidden" name="purchase" value="${v.purchaseIds[i] ?? ''}">${count(p.credits)} credits for ${formatUsd(Math.round(p.price_usd * 100))} <button type="submit">Buy</button></form></li>`)}</ul></section>`;
+${proLine(v)}
+<h3>Prepaid credit packs</h3><p class="muted">Credits that carry over month to month, drawn after the allowance. Each purchase is confirmed on the next page.</p>
+<ul>${CREDIT_PACKS.map((p) => html`<li><form method="get" action="/account/packs" class="inline"><input type="hidden" name="pack" value="${p.id}">${count(p.credits)} credits for ${formatUsd(Math.round(p.price_usd * 100))} <button type="submit">Buy</button></form></li>`)}</ul></section>`;
 }
 
 function invoicesSection(v: AccountView): SafeHtml {

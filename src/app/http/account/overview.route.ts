@@ -5,15 +5,17 @@
  */
 import { loadAccount } from '../../../../commands/manage-keys/keys.handler.js';
 import { listInvoices } from '../../../../queries/get-invoices/get-invoices.query.js';
+import { keysLastUsed } from '../../../../queries/get-key-usage/get-key-usage.query.js';
 import { getUsageDays } from '../../../../queries/get-usage-days/get-usage-days.query.js';
 import { getUpcomingInvoice } from '../../../../queries/get-upcoming-invoice/get-upcoming-invoice.query.js';
 import { getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { listWebhooks } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import { stateAt, usageFigures } from '../../../domain/ledger/ledger.figures.js';
-import { CREDIT_PACKS } from '../../../domain/plans.js';
+import type { AppError } from '../../../core/errors.js';
 import type { SafeHtml } from '../pages/html.js';
 import type { AccountRequest } from './account-route.js';
 import { sendAccountPage } from './account-web.js';
+import { noticeHtml } from './account-notice.js';
 import { accountBody, chartHead } from './overview.page.js';
 
 /** Ledger entries per page of the account page. */
@@ -21,8 +23,18 @@ const LEDGER_PAGE = 25;
 
 export const showAccount = (r: AccountRequest): Promise<void> => renderAccount(r);
 
-/** The account page, with a notice on top (a new key, shown once) when a form answers with it. */
-export async function renderAccount({ req, res, who, services, web }: AccountRequest, notice?: SafeHtml): Promise<void> {
+/**
+ * A refused action: the account page, answered with the refusal's status and an error notice
+ * naming its code; the form's token stays valid, so the page it was sent from can send again.
+ */
+export const refusedAction = (r: AccountRequest, err: AppError): Promise<void> =>
+  renderAccount(r, { status: err.status, notice: noticeHtml({ kind: 'error', text: err.message }, err.code) });
+
+/**
+ * The account page, with a notice on top: the one a form answers with (a new key, shown once; a
+ * refusal), else the one the last action left for it (account-notice.ts).
+ */
+export async function renderAccount({ req, res, who, services, web }: AccountRequest, answer: { notice?: SafeHtml; /** A refusal's status. */ status?: number } = {}): Promise<void> {
   const now = services.clock.now();
   const accountId = who.account_id;
   await services.queries.ledgerCaughtUp(accountId);
@@ -30,12 +42,14 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const state = stateAt(await services.ledger.state(accountId), now);
   const figures = usageFigures(state, now);
   const cursor = typeof req.query['cursor'] === 'string' ? req.query['cursor'] : null;
-  const [days, ledger, webhooks, invoices, upcoming] = await Promise.all([
+  const left = web.takeNotice(req, res);
+  const [days, ledger, webhooks, invoices, upcoming, lastUsed] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
     getUsageLedger(services.reads, services.events, { accountId, limit: LEDGER_PAGE, cursor }),
     listWebhooks(services.reads, accountId),
     listInvoices(services.reads, accountId),
     getUpcomingInvoice(services.reads, services.events, accountId, now),
+    keysLastUsed(services.reads, accountId),
   ]);
   const body = accountBody({
     account_id: accountId,
@@ -49,9 +63,10 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     webhooks: webhooks.webhooks,
     invoices,
     upcoming,
-    csrf: web.csrfToken(req, res),
-    purchaseIds: CREDIT_PACKS.map(() => services.ids.next('', 12)),
-    notice,
+    lastUsed,
+    csrf: web.csrfToken(req, res, answer.status !== undefined),
+    simulatedBilling: services.billing.simulated,
+    notice: answer.notice ?? (left ? noticeHtml(left) : undefined),
   });
-  sendAccountPage(res, 200, 'Your account', body, chartHead);
+  sendAccountPage(res, answer.status ?? 200, 'Your account', body, chartHead);
 }

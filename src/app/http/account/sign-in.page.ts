@@ -35,5 +35,5 @@ export const confirmSignInPage = (v: { email: string; token: string; expiresAt: 
 <form method="post" action="/account/sign-in/${v.token}">${csrfField(v.csrf)}<p><button type="submit">Sign in</button></p></form>
 <p class="muted">The link works once, until ${instant(v.expiresAt)}.</p>`;
 
-export const welcomePage = (key: { key: string; prefix: string }): SafeHtml =>
-  html`<h1>Welcome to Scores API</h1><p>Your developer account is ready, on the free tier.</p>${newKeyNotice(key.key, key.prefix)}<p><a href="/account">Continue to your account</a></p>`;
+export const welcomePage = (key: { key: string; prefix: string; name: string }): SafeHtml =>
+  html`<h1>Welcome to Scores API</h1><p>Your developer account is ready, on the free tier.</p>${newKeyNotice(key.key, key.prefix, key.name)}<p><a href="/account">Continue to your account</a></p>`;

@@ -112,6 +112,11 @@ time[title] { text-decoration: underline dotted; text-underline-offset: .2em; }
 table.ledger td:nth-child(2) { min-width: 8.5rem; }
 table.ledger td:nth-child(3) { min-width: 14rem; }
 #upcoming-lines tfoot th { font-size: var(--t-base); color: var(--fg); white-space: normal; font-weight: 600; }
+
+/* Account actions (confirmation steps and notices): no gap under a notice's last line; Confirm and Cancel side by side, wrapping on a phone */
+.note > p:last-child, .notice > p:last-child { margin-bottom: 0; }
+#notice { margin: var(--s3) 0; }
+form.confirm { display: flex; flex-wrap: wrap; gap: var(--s2); align-items: center; margin-top: var(--s4); }
 `;
 
 /** The stylesheet's URL, versioned by its content so it can be cached for a long time. */

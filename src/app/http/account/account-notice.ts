@@ -1,0 +1,50 @@
+/**
+ * What an account action did, told on the page it returns to: a success or an error notice,
+ * carried across the redirect after the form (POST, 303, GET) by a short-lived cookie signed with
+ * the service's session secret, so it works without JavaScript and keeps the page's address as
+ * it was. The page that shows a notice clears the cookie: it is shown once.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { html, type SafeHtml } from '../pages/html.js';
+
+export const NOTICE_COOKIE = '__Host-scores.notice';
+/** Long enough for the redirect that follows the form; a notice is never shown on a later visit. */
+export const NOTICE_MAX_AGE_MS = 60_000;
+/** A notice is a sentence or two: a longer text is cut rather than refused. */
+const MAX_TEXT = 600;
+
+export interface Notice {
+  kind: 'success' | 'error';
+  text: string;
+}
+
+const mac = (secret: string, payload: string) => createHmac('sha256', secret).update(`notice\n${payload}`).digest('base64url');
+
+/** The cookie's value: the notice, then its signature. */
+export function sealNotice(secret: string, notice: Notice): string {
+  const payload = Buffer.from(JSON.stringify({ kind: notice.kind, text: notice.text.slice(0, MAX_TEXT) })).toString('base64url');
+  return `${payload}.${mac(secret, payload)}`;
+}
+
+/** The notice of a cookie value, or null when it is malformed or not signed with `secret`. */
+export function openNotice(secret: string, value: string | undefined): Notice | null {
+  const [payload, sig, extra] = (value ?? '').split('.');
+  if (!payload || !sig || extra !== undefined) return null;
+  const expected = Buffer.from(mac(secret, payload));
+  const given = Buffer.from(sig);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  try {
+    const n = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Partial<Notice>;
+    if ((n.kind !== 'success' && n.kind !== 'error') || typeof n.text !== 'string') return null;
+    return { kind: n.kind, text: n.text };
+  } catch {
+    return null;
+  }
+}
+
+/** A notice as the page shows it: a status for a success, an alert for an error (read out at once). */
+export function noticeHtml(n: Notice, code?: string): SafeHtml {
+  return n.kind === 'success'
+    ? html`<div class="notice ok" role="status" id="notice"><p><strong>Done.</strong> ${n.text}</p></div>`
+    : html`<div class="notice error" role="alert" id="notice"><p><strong>Not done.</strong> ${n.text}${code ? html` (code <code>${code}</code>)` : ''}</p></div>`;
+}

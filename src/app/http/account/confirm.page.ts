@@ -1,0 +1,39 @@
+/**
+ * The one shape of every confirmation step of the account (a purchase, a plan change, the Pro
+ * membership, a key revoked or rotated): a GET page that names the amount or the consequence,
+ * "You are about to …", with Confirm (the form's POST, the only request that acts) and Cancel
+ * (back to the account, nothing done). Works without JavaScript.
+ */
+import { html, type SafeHtml } from '../pages/html.js';
+import { csrfField } from './account-web.js';
+
+export interface Confirmation {
+  title: string;
+  /** What follows "You are about to": the act, with its amount or consequence. */
+  about: SafeHtml;
+  details?: SafeHtml;
+  /** The POST that acts, with its hidden fields. */
+  action: string;
+  fields?: Record<string, string>;
+  csrf: string;
+  /** The Confirm button's label ("Confirm: pay $2.53 and upgrade"). */
+  confirm: string;
+  /** Where Cancel goes back to, on the account page. */
+  cancel: string;
+  /** A step that takes a payment: the simulated-billing notice when no money moves. */
+  payment?: { simulated: boolean };
+  /** A step that cannot be undone (a revocation): the Confirm button is red. */
+  danger?: boolean;
+}
+
+/** Said on every payment step when the embedded billing adapter is in use (Billing.simulated). */
+export const simulatedBillingNotice: SafeHtml = html`<div class="notice" role="note" id="simulated-billing"><p><strong>Simulated billing.</strong> This deployment uses the embedded billing adapter: no card is charged and no money moves. What you confirm is recorded in your ledger and invoices as if it were paid.</p></div>`;
+
+export function confirmPage(c: Confirmation): SafeHtml {
+  const hidden = Object.entries(c.fields ?? {}).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`);
+  return html`<h1>${c.title}</h1>
+${c.payment?.simulated ? simulatedBillingNotice : ''}
+<p id="consequence"><strong>You are about to ${c.about}.</strong></p>
+${c.details ?? ''}
+<form method="post" action="${c.action}" class="confirm">${csrfField(c.csrf)}${hidden}<button type="submit"${c.danger ? html` class="danger"` : ''}>${c.confirm}</button> <a class="button secondary" href="${c.cancel}">Cancel</a></form>`;
+}
