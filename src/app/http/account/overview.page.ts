@@ -4,7 +4,7 @@
  * Server-rendered: every action is a plain form; only the chart needs JavaScript (uPlot, served
  * by the service). The usage, ledger and upcoming-invoice sections are in usage.page.ts.
  */
-import { CREDIT_PACKS, PLANS, TIERS, USAGE_ALERT_THRESHOLDS, overageAllowed, proAddsTo, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
+import { CREDIT_PACKS, TIERS, proAddsTo, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH, defaultKeyName } from '../../../domain/accounts/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
