@@ -125,7 +125,7 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
-  const jobs = options.role === 'api' ? await followReadModels(services) : await runAllJobs(services, options, dataset);
+  const jobs = options.role === 'api' ? followReadModels(services) : await runAllJobs(services, options, dataset);
   warnIfUnsigned(services, '/v1/usage/ledger pages');
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
@@ -155,10 +155,30 @@ async function runAllJobs(services: Services, options: ServeOptions, dataset: De
   return startJobs(services, WORKER_NAMES.filter((n) => n !== 'projections'), { dataset });
 }
 
-/** `--role api`: no job; the feed follows the checkpoints the workers' `projections` job commits. */
-async function followReadModels(services: Services): Promise<RunningJobs> {
-  await services.feed.start();
-  return { states: () => [], invoices: null, stop: () => services.feed.stop() };
+/**
+ * `--role api`: no job; the feed follows the checkpoints the workers' `projections` job commits.
+ * It listens without waiting for the feed to catch up: the read models it serves are the
+ * workers', the same for every replica, and a replica started under load would otherwise chase
+ * the log's head for as long as calls keep coming (`/readyz` reports the lag meanwhile).
+ */
+function followReadModels(services: Services): RunningJobs {
+  let stopped = false;
+  const follow = (): void => {
+    services.feed.start().catch((err: unknown) => {
+      if (stopped) return;
+      services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s');
+      setTimeout(follow, 1000).unref();
+    });
+  };
+  follow();
+  return {
+    states: () => [],
+    invoices: null,
+    stop: async () => {
+      stopped = true;
+      await services.feed.stop();
+    },
+  };
 }
 
 /** Listens on `asked`; when it cannot, stops the workers and throws a ListenError with the reason. */

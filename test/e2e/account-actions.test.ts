@@ -139,7 +139,7 @@ describe('Account actions confirm and report (Chromium, without JavaScript)', fu
     await page.goto(`${server.url}/account`);
     const rows = await keyRows();
     const ci = rows.find((r) => r.name === 'CI runner')!;
-    expect(ci).to.deep.include({ status: 'active', used: '2019-04-10 12:00 UTC', datetime: NOW });
+    expect(ci).to.deep.include({ status: 'active', used: '10 Apr 2019, 12:00 UTC', datetime: NOW });
     expect(rows.find((r) => r.name === 'Key 1')).to.deep.include({ used: 'never', datetime: null });
     // The date comes from the ledger: the call's debit carries its key in its metadata, beside the
     // hashed line, which is as before; the key id shows in no /v1 answer.
@@ -309,7 +309,7 @@ describe('Account actions confirm and report (Chromium, without JavaScript)', fu
     await page.getByRole('button', { name: 'Confirm: revoke Key 1' }).click();
     await page.waitForURL(`${server.url}/account#keys`);
     expect(await notice()).to.equal(`Done. Key 1 (${prefix}…) is revoked: calls with it are refused from now on.`);
-    expect((await keyRows()).find((r) => r.id === first.id)).to.deep.include({ status: 'revoked', used: '2019-04-10 12:00 UTC' });
+    expect((await keyRows()).find((r) => r.id === first.id)).to.deep.include({ status: 'revoked', used: '10 Apr 2019, 12:00 UTC' });
     const refused = await api('/v1/scores/AAPL', firstKey);
     expect(refused.status).to.equal(403);
     expect(((await refused.json()) as { code: string }).code).to.equal('key_forbidden');

@@ -21,7 +21,9 @@ describe('A ledger rewritten with write access to the store, against a signed he
   const dir = tempDir('scores-rewrite-');
   const signingKey = generateKeyPairSync('ed25519').privateKey;
   const signingPem = signingKey.export({ format: 'pem', type: 'pkcs8' }).toString();
-  const env = testEnv(dir, NOW, { LEDGER_SIGNING_KEY: signingPem });
+  // The attacker's tool (test/support/ledger-rewrite.ts) rewrites the log's JSON form of a debit; a
+  // compact debit record (docs/ledger.md, Storage of a debit) is as rewritable, and caught the same way.
+  const env = testEnv(dir, NOW, { LEDGER_SIGNING_KEY: signingPem, SCORES_LOG_DEBITS: 'events' });
   const logs: string[] = [];
   let docs: DocsLedgerVerifier;
   let account = '';

@@ -22,7 +22,8 @@ describe("An invoice carries its month's closing line, signed", function () {
   const debit = (account: string) => s.ledger.debit(account, { request_id: `req_head_${++requests}`, endpoint: 'scores', channel: 'rest', cost: 1 });
 
   before(async () => {
-    s = await openServices(loadConfig(testEnv(dir, '2024-04-10T12:00:00Z', { SCORES_DEMO: 'off' })), { clock });
+    // The rewrite tool edits the log's JSON form of a debit (see test/e2e/ledger-rewrite.test.ts).
+    s = await openServices(loadConfig(testEnv(dir, '2024-04-10T12:00:00Z', { SCORES_DEMO: 'off', SCORES_LOG_DEBITS: 'events' })), { clock });
     await s.runner.start();
   });
   after(async () => {
@@ -58,7 +59,7 @@ describe("An invoice carries its month's closing line, signed", function () {
       data['credits'] = 1_000_000;
       return true;
     });
-    s = await openServices(loadConfig(testEnv(dir, '2024-05-02T00:00:05Z', { SCORES_DEMO: 'off' })), { clock });
+    s = await openServices(loadConfig(testEnv(dir, '2024-05-02T00:00:05Z', { SCORES_DEMO: 'off', SCORES_LOG_DEBITS: 'events' })), { clock });
     await s.runner.replay();
     const after = { ...deps, events: s.events, reads: s.reads };
     expect((await auditAccount(after)).chain).to.equal(null); // the hashes alone hold

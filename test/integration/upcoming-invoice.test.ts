@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { buyPack, proQuote, startPro, upgradePlan, upgradeQuote, type BillingDeps } from '../../commands/billing/billing.handler.js';
+import { buyPack, upgradePlan, upgradeQuote, type BillingDeps } from '../../commands/billing/billing.handler.js';
 import { issueInvoice } from '../../commands/billing/invoice.handler.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { getUpcomingInvoice, type UpcomingInvoice } from '../../queries/get-upcoming-invoice/get-upcoming-invoice.query.js';
@@ -70,13 +70,13 @@ describe('Upcoming invoice: the preview equals the invoice issued when the month
     clock.set('2024-04-15T10:00:00Z');
     const upgrade = await upgradeQuote(deps, account, 'builder');
     await upgradePlan(deps, account, 'builder', upgrade.amount_cents);
+    // (No Pro membership here: it is sold only where it adds to the plan, on free.)
     clock.set('2024-04-20T10:00:00Z');
-    await startPro(deps, account, (await proQuote(deps, account)).amount_cents);
     await debit(1_000);
     const after = await preview();
-    expect(kinds(after)).to.deep.equal(['plan', 'pack', 'proration', 'proration', 'overage']);
+    expect(kinds(after)).to.deep.equal(['plan', 'pack', 'proration', 'overage']);
     expect(after.lines.find((l) => l.kind === 'proration')!.amount_cents).to.equal(upgrade.amount_cents);
-    expect(after.paid_cents).to.equal(500 + upgrade.amount_cents + after.lines[3]!.amount_cents);
+    expect(after.paid_cents).to.equal(500 + upgrade.amount_cents);
   });
 
   it('previews on the month’s last second exactly the invoice issued once May’s first call closed April', async () => {
@@ -95,9 +95,9 @@ describe('Upcoming invoice: the preview equals the invoice issued when the month
     expect((issued!.data as { due_cents: number }).due_cents).to.equal(last.due_cents);
   });
 
-  it('previews May from its own events: the builder plan and the membership, nothing of April', async () => {
+  it('previews May from its own events: the builder plan, nothing of April', async () => {
     const may = await preview();
-    expect(may).to.include({ period: '2024-05', total_cents: 9_900 + 900, paid_cents: 0 });
-    expect(kinds(may)).to.deep.equal(['plan', 'pro']);
+    expect(may).to.include({ period: '2024-05', total_cents: 9_900, paid_cents: 0 });
+    expect(kinds(may)).to.deep.equal(['plan']);
   });
 });
