@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Tier } from '../../src/domain/plans.js';
+import type { UsageFigures } from '../../src/domain/ledger/ledger.figures.js';
 import { cli, cliOk } from './processes.js';
 
 /** One account of the soak, and how it is set up before the load. */
@@ -256,6 +257,57 @@ export async function drain(base: string, account: Account, target: number, rec:
     else if (rowsOf(r.body) === 0) throw new Error(`${account.label}: draining, the screener returned no rows`);
   }
   throw new Error(`${account.label}: could not drain to ${target}`);
+}
+
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** The tickers the load asks for, the past dates the ingests restate; the accounts to drain drained (needs a free and an enterprise account). */
+export async function loadInputs(
+  base: string,
+  accounts: readonly Account[],
+  now: string,
+  rec: Recorder,
+  say: (line: string) => void,
+): Promise<{ tickers: string[]; dates: string[] }> {
+  const free = accounts.find((a) => a.tier === 'free')!;
+  const enterprise = accounts.find((a) => a.tier === 'enterprise')!;
+  const coverage = await getRecorded(base, free, 'coverage', '/v1/coverage', () => 0, rec);
+  const tickers = (coverage.body?.tickers as string[] | undefined) ?? [];
+  if (tickers.length < 20) throw new Error(`GET /v1/coverage (free) gave ${tickers.length} tickers`);
+  const nowMs = Date.parse(now);
+  const past = await getRecorded(
+    base,
+    enterprise,
+    'history',
+    `/v1/scores/AAPL/history?start=${isoDay(nowMs - 120 * 86_400_000)}&end=${isoDay(nowMs - 3 * 86_400_000)}`,
+    (b) => (b?.rows as unknown[]).length,
+    rec,
+  );
+  const dates = ((past.body?.rows as { date: string }[] | undefined) ?? []).map((r) => r.date);
+  if (dates.length < 10) throw new Error(`the published history has ${dates.length} past trading days to restate`);
+  await Promise.all(
+    accounts
+      .filter((a) => a.drainTo !== undefined)
+      .map(async (a) => say(`${a.label}: allowance drained to ${await drain(base, a, a.drainTo!, rec)} credits remaining`)),
+  );
+  return { tickers, dates };
+}
+
+/** After a quiet period (`quietMs`), each account's figures as /v1/usage shows them. */
+export async function finalFigures(base: string, accounts: readonly Account[], quietMs: number, rec: Recorder): Promise<Map<string, UsageFigures>> {
+  const finalUsage = new Map<string, UsageFigures>();
+  await sleep(quietMs);
+  for (const a of accounts) {
+    for (let i = 0; i < 20; i++) {
+      const r = await getRecorded(base, a, 'usage', '/v1/usage', () => 0, rec);
+      if (r.answer.code === null) {
+        finalUsage.set(a.label, r.body as UsageFigures);
+        break;
+      }
+      await sleep(1_100);
+    }
+  }
+  return finalUsage;
 }
 
 /** One request loop of an account; connection errors (the server killed) are recorded and retried after a short pause. */

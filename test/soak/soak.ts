@@ -20,8 +20,8 @@ import {
   ACCOUNT_PLANS,
   Recorder,
   createAccounts,
-  drain,
-  getRecorded,
+  finalFigures,
+  loadInputs,
   ingestLoop,
   prng,
   requestMix,
@@ -92,39 +92,14 @@ async function main(): Promise<boolean> {
   const accounts = await createAccounts(ACCOUNT_PLANS, env);
   say(`created ${accounts.length} accounts with the CLI: ${accounts.map((a) => `${a.label} (${a.account_id})`).join(', ')}`);
   await waitForKeys(base, accounts, rec);
-  const { tickers, dates } = await loadInputs(base, accounts);
+  const { tickers, dates } = await loadInputs(base, accounts, NOW, rec, say);
 
   const load = await runLoad(srv, base, env, accounts, tickers, dates, random);
-  const finalUsage = await finalFigures(base, accounts, load.aborted);
+  rec.phase = 'final';
+  const finalUsage = load.aborted ? new Map<string, UsageFigures>() : await finalFigures(base, accounts, QUIET_S * 1000, rec);
   await srv.stop();
   say('server stopped (SIGTERM)');
   return verdictOf({ accounts, ...load, ...(await runChecks(env, accounts, load.ingestRuns)), finalUsage });
-}
-
-/** The tickers the load asks for, the past dates the ingests restate; the accounts to drain drained. */
-async function loadInputs(base: string, accounts: Account[]): Promise<{ tickers: string[]; dates: string[] }> {
-  const free = accounts.find((a) => a.tier === 'free')!;
-  const enterprise = accounts.find((a) => a.tier === 'enterprise')!;
-  const coverage = await getRecorded(base, free, 'coverage', '/v1/coverage', () => 0, rec);
-  const tickers = (coverage.body?.tickers as string[] | undefined) ?? [];
-  if (tickers.length < 20) throw new Error(`GET /v1/coverage (free) gave ${tickers.length} tickers`);
-  const nowMs = Date.parse(NOW);
-  const past = await getRecorded(
-    base,
-    enterprise,
-    'history',
-    `/v1/scores/AAPL/history?start=${isoDay(nowMs - 120 * 86_400_000)}&end=${isoDay(nowMs - 3 * 86_400_000)}`,
-    (b) => (b?.rows as unknown[]).length,
-    rec,
-  );
-  const dates = ((past.body?.rows as { date: string }[] | undefined) ?? []).map((r) => r.date);
-  if (dates.length < 10) throw new Error(`the published history has ${dates.length} past trading days to restate`);
-  await Promise.all(
-    accounts
-      .filter((a) => a.drainTo !== undefined)
-      .map(async (a) => say(`${a.label}: allowance drained to ${await drain(base, a, a.drainTo!, rec)} credits remaining`)),
-  );
-  return { tickers, dates };
 }
 
 /** The load, the ingests and the kills, for SOAK_SECONDS (less when a restart fails). */
@@ -188,25 +163,6 @@ async function killAndRestart(srv: ServerProcess, loadStart: number, random: () 
     }
   }
   return { recoveries, aborted, upSince };
-}
-
-/** A quiet period, then each account's figures as /v1/usage shows them (none after an aborted load). */
-async function finalFigures(base: string, accounts: Account[], aborted: string | null): Promise<Map<string, UsageFigures>> {
-  rec.phase = 'final';
-  const finalUsage = new Map<string, UsageFigures>();
-  if (aborted) return finalUsage;
-  await sleep(QUIET_S * 1000);
-  for (const a of accounts) {
-    for (let i = 0; i < 20; i++) {
-      const r = await getRecorded(base, a, 'usage', '/v1/usage', () => 0, rec);
-      if (r.answer.code === null) {
-        finalUsage.set(a.label, r.body as UsageFigures);
-        break;
-      }
-      await sleep(1_100);
-    }
-  }
-  return finalUsage;
 }
 
 /** The checks, on the stopped store: the audit, the ledgers and restatements, a replay on a copy. */
