@@ -18,10 +18,14 @@ export type JobStates = { name: string; state: string }[];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const gone = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
 
-/** `scores serve --role api` or `scores worker` on `port` (0: any); resolves once its JSON banner names its URL. */
-export function startMember(role: Member['role'], env: NodeJS.ProcessEnv, port: number, timeoutMs: number): Promise<Member> {
+/**
+ * `scores serve --role api` or `scores worker` on `port` (0: any); resolves once its JSON banner names
+ * its URL. `spawned` is told of the process at once, so a test can kill it even while it starts.
+ */
+export function startMember(role: Member['role'], env: NodeJS.ProcessEnv, port: number, timeoutMs: number, spawned?: (child: ChildProcess) => void): Promise<Member> {
   const args = role === 'api' ? ['serve', '--role', 'api', '--port', String(port), '--json'] : ['worker', '--port', String(port), '--json'];
   const { child, done } = spawnCli(args, env);
+  spawned?.(child);
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => {
