@@ -169,7 +169,7 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
     process.argv[1] = 'src/app/cli/bin.ts';
     say('starting the fleet: 2 workers, 2 API processes, the front');
     // startFleet bounds each process's start itself (and stops those started when one fails): no process is left behind.
-    fleet = await startFleet({ apis: 2, workers: 2, port: 0, host: '127.0.0.1', env, timeoutMs: 120_000 });
+    fleet = await startFleet({ apis: 2, workers: 2, port: 0, host: '127.0.0.1', env, timeoutMs: 240_000 });
     members.push(...fleet.processes);
     const base = fleet.url;
     say(`fleet up at ${base}: ${fleet.processes.map((p) => `${p.role} ${p.pid}`).join(', ')}`);
