@@ -6,7 +6,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Tier } from '../../src/domain/plans.js';
-import { cli } from './processes.js';
+import type { UsageFigures } from '../../src/domain/ledger/ledger.figures.js';
+import { cli, cliOk } from './processes.js';
 
 /** One account of the soak, and how it is set up before the load. */
 export interface AccountPlan {
@@ -21,6 +22,8 @@ export interface AccountPlan {
   drainTo?: number;
   /** `scores rate-limit set --per-second`: `tier` leaves the plan's own rate (the key is throttled). */
   rate: 'tier' | 'unlimited' | number;
+  /** `scores keys create --email`: where its usage alerts go (none: no alert email). */
+  email?: string;
   /** Concurrent request loops, and a pause after each request. */
   workers: number;
   pauseMs: number;
@@ -195,6 +198,43 @@ export async function getRecorded(base: string, account: Account, kind: string, 
   return send(base, account, { kind, channel: 'rest', path, cost }, rec);
 }
 
+/** Every account of `plans`, made with the CLI, three at a time (each is a few CLI runs: create, overage, pack, rate limit). */
+export async function createAccounts(plans: readonly AccountPlan[], env: NodeJS.ProcessEnv): Promise<Account[]> {
+  const accounts: Account[] = [];
+  for (let i = 0; i < plans.length; i += 3) {
+    const made = await Promise.all(
+      plans.slice(i, i + 3).map(async (plan, j) => {
+        const flags = [...(plan.pro ? ['--pro'] : []), ...(plan.email ? ['--email', plan.email] : [])];
+        const issued = JSON.parse(await cliOk(['keys', 'create', '--tier', plan.tier, ...flags, '--json'], env)) as {
+          account_id: string;
+          key_id: string;
+          key: string;
+        };
+        const id = issued.account_id;
+        if (plan.overage) await cliOk(['overage', 'on', '--account', id, '--json'], env);
+        if (plan.pack) await cliOk(['packs', 'add', '--account', id, '--credits', String(plan.pack), '--json'], env);
+        if (plan.rate !== 'tier') await cliOk(['rate-limit', 'set', '--account', id, '--per-second', String(plan.rate)], env);
+        return { ...plan, index: i + j, account_id: id, key_id: issued.key_id, key: issued.key };
+      }),
+    );
+    accounts.push(...made);
+  }
+  return accounts;
+}
+
+/** The server sees the CLI's keys and rate limits once they reach its read models (about a second). */
+export async function waitForKeys(base: string, accounts: readonly Account[], rec: Recorder): Promise<void> {
+  await sleep(1_500);
+  for (const a of accounts) {
+    for (let i = 0; ; i++) {
+      const r = await getRecorded(base, a, 'usage', '/v1/usage', () => 0, rec);
+      if (r.answer.code === null) break;
+      if (i > 100) throw new Error(`${a.label}: its key is not accepted (${r.answer.status} ${r.answer.code})`);
+      await sleep(100);
+    }
+  }
+}
+
 /**
  * Spends the account's allowance down to `target` credits remaining with screener calls (2 credits a
  * row, at most 650 rows), each sized to stay at or above the target.
@@ -219,6 +259,57 @@ export async function drain(base: string, account: Account, target: number, rec:
   throw new Error(`${account.label}: could not drain to ${target}`);
 }
 
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** The tickers the load asks for, the past dates the ingests restate; the accounts to drain drained (needs a free and an enterprise account). */
+export async function loadInputs(
+  base: string,
+  accounts: readonly Account[],
+  now: string,
+  rec: Recorder,
+  say: (line: string) => void,
+): Promise<{ tickers: string[]; dates: string[] }> {
+  const free = accounts.find((a) => a.tier === 'free')!;
+  const enterprise = accounts.find((a) => a.tier === 'enterprise')!;
+  const coverage = await getRecorded(base, free, 'coverage', '/v1/coverage', () => 0, rec);
+  const tickers = (coverage.body?.tickers as string[] | undefined) ?? [];
+  if (tickers.length < 20) throw new Error(`GET /v1/coverage (free) gave ${tickers.length} tickers`);
+  const nowMs = Date.parse(now);
+  const past = await getRecorded(
+    base,
+    enterprise,
+    'history',
+    `/v1/scores/AAPL/history?start=${isoDay(nowMs - 120 * 86_400_000)}&end=${isoDay(nowMs - 3 * 86_400_000)}`,
+    (b) => (b?.rows as unknown[]).length,
+    rec,
+  );
+  const dates = ((past.body?.rows as { date: string }[] | undefined) ?? []).map((r) => r.date);
+  if (dates.length < 10) throw new Error(`the published history has ${dates.length} past trading days to restate`);
+  await Promise.all(
+    accounts
+      .filter((a) => a.drainTo !== undefined)
+      .map(async (a) => say(`${a.label}: allowance drained to ${await drain(base, a, a.drainTo!, rec)} credits remaining`)),
+  );
+  return { tickers, dates };
+}
+
+/** After a quiet period (`quietMs`), each account's figures as /v1/usage shows them. */
+export async function finalFigures(base: string, accounts: readonly Account[], quietMs: number, rec: Recorder): Promise<Map<string, UsageFigures>> {
+  const finalUsage = new Map<string, UsageFigures>();
+  await sleep(quietMs);
+  for (const a of accounts) {
+    for (let i = 0; i < 20; i++) {
+      const r = await getRecorded(base, a, 'usage', '/v1/usage', () => 0, rec);
+      if (r.answer.code === null) {
+        finalUsage.set(a.label, r.body as UsageFigures);
+        break;
+      }
+      await sleep(1_100);
+    }
+  }
+  return finalUsage;
+}
+
 /** One request loop of an account; connection errors (the server killed) are recorded and retried after a short pause. */
 export async function worker(base: string, account: Account, next: () => Request, rec: Recorder, stopped: () => boolean): Promise<void> {
   while (!stopped()) {
@@ -236,21 +327,58 @@ export interface IngestRun {
   ms: number;
   error: string | null;
   /** The rows written, in order: the last value of a (ticker, date) is what the read models must serve. */
-  values: { ticker: string; date: string; main_street: number; wall_street: number }[];
+  values: Restatement[];
+}
+
+/** One restated score row. */
+export interface Restatement {
+  ticker: string;
+  date: string;
+  main_street: number;
+  wall_street: number;
+}
+
+/** Where a batch of restatements goes (`scores ingest` of a file, or the bus's ingest topic): rows written, or why not. */
+export type RestatementSink = (values: Restatement[], n: number) => Promise<{ ok: boolean; written: number; error: string | null }>;
+
+/** `scores ingest` of a CSV file `restatements-<n>.csv` in `dir`. */
+export function cliIngest(env: NodeJS.ProcessEnv, dir: string): RestatementSink {
+  return async (values, n) => {
+    const file = join(dir, `restatements-${n}.csv`);
+    writeFileSync(file, ['ticker,date,main_street,wall_street', ...values.map((v) => `${v.ticker},${v.date},${v.main_street},${v.wall_street}`)].join('\n') + '\n');
+    const r = await cli(['ingest', file, '--json'], env);
+    if (r.code !== 0) return { ok: false, written: 0, error: (r.stderr || r.stdout).trim() };
+    return { ok: true, written: (JSON.parse(r.stdout) as { written: number }).written, error: null };
+  };
+}
+
+/** Up to `size` (ticker, date) pairs not in `used` (added to it), with random scores. */
+function pickRestatements(tickers: readonly string[], dates: readonly string[], used: Set<string>, random: () => number, size: number): Restatement[] {
+  const pairs = new Map<string, Restatement>();
+  for (let tries = 0; pairs.size < size && tries < 1_000; tries++) {
+    const ticker = tickers[Math.floor(random() * tickers.length)]!;
+    const date = dates[Math.floor(random() * dates.length)]!;
+    const key = `${ticker}|${date}`;
+    if (used.has(key)) continue;
+    const score = () => Math.round(random() * 1000) / 10;
+    pairs.set(key, { ticker, date, main_street: score(), wall_street: score() });
+    used.add(key);
+  }
+  return [...pairs.values()];
 }
 
 /**
- * Every 1.5-3.5 s, `scores ingest` of a CSV of restated scores (random values) for 20 past
- * (ticker, date) pairs of the published history, beside the load and the kills.
+ * Every 1.5-3.5 s, a batch of restated scores (random values) for 20 past (ticker, date) pairs of
+ * the published history, handed to `sink` (the soak: `scores ingest` of a CSV), beside the load
+ * and the kills.
  *
  * Each pair is restated at most once per soak. Under the pinned clock every ingest restates "now",
  * the same instant, and the score-history read model takes a second restatement of a row at the
  * instant of the first for one already applied (it keeps the first): that is no crash-safety
  * matter, so the soak leaves it out rather than fail on it every run.
  */
-export async function ingestLoop(
-  env: NodeJS.ProcessEnv,
-  dir: string,
+export async function restatementLoop(
+  sink: RestatementSink,
   tickers: readonly string[],
   dates: readonly string[],
   random: () => number,
@@ -263,28 +391,25 @@ export async function ingestLoop(
   while (!stopped()) {
     await sleep(1_500 + random() * 2_000);
     if (stopped()) break;
-    const pairs = new Map<string, { ticker: string; date: string; main_street: number; wall_street: number }>();
-    for (let tries = 0; pairs.size < 20 && tries < 1_000; tries++) {
-      const ticker = tickers[Math.floor(random() * tickers.length)]!;
-      const date = dates[Math.floor(random() * dates.length)]!;
-      const key = `${ticker}|${date}`;
-      if (used.has(key)) continue;
-      const score = () => Math.round(random() * 1000) / 10;
-      pairs.set(key, { ticker, date, main_street: score(), wall_street: score() });
-      used.add(key);
-    }
-    if (pairs.size === 0) break;
-    const values = [...pairs.values()];
-    const file = join(dir, `restatements-${++n}.csv`);
-    writeFileSync(file, ['ticker,date,main_street,wall_street', ...values.map((v) => `${v.ticker},${v.date},${v.main_street},${v.wall_street}`)].join('\n') + '\n');
+    const values = pickRestatements(tickers, dates, used, random, 20);
+    if (values.length === 0) break;
     const at = rec.now();
-    const r = await cli(['ingest', file, '--json'], env);
-    if (r.code === 0) {
-      const out = JSON.parse(r.stdout) as { rows: number; written: number };
-      runs.push({ at, ok: true, rows: out.rows, written: out.written, ms: r.ms, error: null, values });
-    } else {
-      runs.push({ at, ok: false, rows: values.length, written: 0, ms: r.ms, error: (r.stderr || r.stdout).trim(), values });
-    }
+    const t0 = performance.now();
+    const r = await sink(values, ++n);
+    runs.push({ at, ok: r.ok, rows: values.length, written: r.written, ms: performance.now() - t0, error: r.error, values });
   }
   return runs;
+}
+
+/** `scores ingest` of the restatements, as the soak runs them. */
+export function ingestLoop(
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  tickers: readonly string[],
+  dates: readonly string[],
+  random: () => number,
+  rec: Recorder,
+  stopped: () => boolean,
+): Promise<IngestRun[]> {
+  return restatementLoop(cliIngest(env, dir), tickers, dates, random, rec, stopped);
 }
