@@ -3,7 +3,7 @@ import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type pg from 'pg';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
-import { debitData, debitRecordId, debitRecordOf } from '../../src/core/debit-record.js';
+import { debitData, debitRecordId, debitRecordOf, recordableKey } from '../../src/core/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -48,7 +48,7 @@ export interface PostgresEventStoreOptions {
 }
 
 /** An event as inserted: with its id, data and metadata, or (a debit record) its record's bytes alone. */
-type PreparedEvent = { id: string; type: string; data: string; metadata: string; record: null } | { id: null; type: string; data: null; metadata: null; record: Buffer };
+type PreparedEvent = { id: string; type: string; data: string; metadata: string; record: null } | { id: null; type: string; data: null; metadata: string | null; record: Buffer };
 
 /** One writer's appends, ready to insert. */
 interface PreparedAppend {
@@ -159,7 +159,7 @@ export class PostgresEventStore implements EventStore {
         events: a.events.map((e): PreparedEvent => {
           const record = this.recordOf(e);
           return record
-            ? { id: null, type: e.type, data: null, metadata: null, record }
+            ? { id: null, type: e.type, data: null, metadata: recordableKey(e.metadata) ? JSON.stringify(e.metadata) : null, record }
             : { id: e.id ?? uuidV7(), type: e.type, data: JSON.stringify(this.codec.encode(e.type, e.data)), metadata: JSON.stringify(e.metadata ?? {}), record: null };
         }),
       }));
@@ -172,10 +172,11 @@ export class PostgresEventStore implements EventStore {
   }
 
 
-  /** A debit's record: only for an event without an id or metadata of its own, which a record does not keep. */
+  /** A debit's record: only for an event without an id of its own, whose metadata is at most the call's key. */
   private recordOf(e: NewEvent): Buffer | null {
     if ((this.options.debits ?? 'records') !== 'records' || e.id !== undefined) return null;
-    if (e.metadata !== undefined && Object.keys(e.metadata).length > 0) return null;
+    // The call's key, the only metadata a record may have, stays in the metadata column.
+    if (recordableKey(e.metadata) === undefined) return null;
     const record = debitRecordOf(e.type, e.data);
     return record && recordBytes(record);
   }

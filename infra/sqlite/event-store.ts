@@ -2,7 +2,7 @@ import { LogWakeups, subscribeCatchUp } from '../../src/core/catch-up-subscripti
 import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
-import { debitData, debitRecordId, debitRecordOf, DEBIT_RECORD_TYPE } from '../../src/core/debit-record.js';
+import { debitData, debitRecordId, debitRecordOf, recordableKey, DEBIT_RECORD_TYPE } from '../../src/core/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -20,7 +20,7 @@ import type {
 import type { SqliteDb } from './database.js';
 import { uuidV7 } from './uuid-v7.js';
 import { startWorker } from './worker.js';
-import { EVENTS_DDL, groupWriter, requestId, type GroupOutcome, type SerializedGroup } from './event-writes.js';
+import { EVENTS_DDL, addRecordKeyColumn, groupWriter, requestId, type GroupOutcome, type SerializedGroup } from './event-writes.js';
 
 const POSITION_WIDTH = 20;
 export const encodePosition = (n: number | bigint) => n.toString().padStart(POSITION_WIDTH, '0');
@@ -56,13 +56,15 @@ interface LogRow extends Omit<EventRow, 'id' | 'stream_id' | 'data' | 'recorded_
   period: string | null;
   prev_hash: Buffer | null;
   hash: Buffer | null;
+  /** A record's: the code of its call's key, when it names one. */
+  key: number | null;
 }
 
 const EVENT_COLUMNS = `position, id, stream_id, revision, type, data, metadata, recorded_at, NULL AS request, NULL AS endpoint, NULL AS channel,
-  NULL AS cost, NULL AS from_allowance, NULL AS from_prepaid, NULL AS from_overage, NULL AS at, NULL AS period, NULL AS prev_hash, NULL AS hash`;
+  NULL AS cost, NULL AS from_allowance, NULL AS from_prepaid, NULL AS from_overage, NULL AS at, NULL AS period, NULL AS prev_hash, NULL AS hash, NULL AS key`;
 /** A record's stream, endpoint and channel are codes of `log_names` here (`SqliteEventStore.nameOf` reads them). */
 const RECORD_COLUMNS = `d.position, NULL, d.stream, d.revision, '${DEBIT_RECORD_TYPE}', NULL, '{}', d.recorded, d.request, d.endpoint, d.channel,
-  d.cost, d.from_allowance, d.from_prepaid, d.from_overage, d.at, d.period, d.prev_hash, d.hash`;
+  d.cost, d.from_allowance, d.from_prepaid, d.from_overage, d.at, d.period, d.prev_hash, d.hash, d.key`;
 const RECORD_JOINS = `debit_records d`;
 
 interface Pending {
@@ -115,6 +117,7 @@ export class SqliteEventStore implements EventStore {
     private readonly options: SqliteEventStoreOptions = {},
   ) {
     db.exec(EVENTS_DDL);
+    addRecordKeyColumn(db);
     this.codec = options.codec ?? plainEncoding;
     this.stmts = {
       readStream: db.prepare<{ stream: string; from: number; max: number }, LogRow>(
@@ -179,7 +182,7 @@ export class SqliteEventStore implements EventStore {
           events: a.events.map((e) => {
             const record = this.recordOf(e);
             return record
-              ? { id: '', type: e.type, data: '', metadata: '', record }
+              ? { id: '', type: e.type, data: '', metadata: '', record, key: recordableKey(e.metadata) ?? null }
               : { id: e.id ?? uuidV7(), type: e.type, data: JSON.stringify(this.codec.encode(e.type, e.data)), metadata: JSON.stringify(e.metadata ?? {}) };
           }),
         })),
@@ -192,10 +195,10 @@ export class SqliteEventStore implements EventStore {
     });
   }
 
-  /** A debit's record: only for an event without an id or metadata of its own, which a record does not keep. */
+  /** A debit's record: only for an event without an id of its own, whose metadata is at most the call's key (which a record keeps). */
   private recordOf(e: NewEvent) {
     if ((this.options.debits ?? 'records') !== 'records' || e.id !== undefined) return null;
-    if (e.metadata !== undefined && Object.keys(e.metadata).length > 0) return null;
+    if (recordableKey(e.metadata) === undefined) return null;
     return debitRecordOf(e.type, e.data);
   }
 
@@ -307,7 +310,7 @@ function recordedDebit(r: LogRow, nameOf: (code: number) => string): RecordedEve
       prev_hash: r.prev_hash!.toString('hex'),
       hash: r.hash!.toString('hex'),
     }),
-    metadata: {},
+    metadata: r.key === null ? {} : { key_id: nameOf(r.key) },
     revision: r.revision,
     position: encodePosition(r.position),
     recordedAt: new Date(r.recorded_at).toISOString(),

@@ -4,10 +4,11 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './database.js';
-import { EVENTS_DDL, groupWriter, type SerializedGroup } from './event-writes.js';
+import { EVENTS_DDL, addRecordKeyColumn, groupWriter, type SerializedGroup } from './event-writes.js';
 
 const db = openSqlite((workerData as { file: string }).file, { synchronous: 'FULL' });
 db.exec(EVENTS_DDL);
+addRecordKeyColumn(db);
 const write = groupWriter(db);
 
 parentPort!.on('message', (msg: { id: number; groups: SerializedGroup[]; recordedAt: string } | { close: true }) => {

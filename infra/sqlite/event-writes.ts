@@ -8,7 +8,7 @@ export interface SerializedGroup {
     streamId: string;
     expectedRevision: ExpectedRevision;
     /** An event with a `record` is stored as a row of `debit_records` (its id, data and metadata unused). */
-    events: { id: string; type: string; data: string; metadata: string; record?: DebitRecord }[];
+    events: { id: string; type: string; data: string; metadata: string; record?: DebitRecord; key?: string | null }[];
   }[];
 }
 
@@ -48,8 +48,15 @@ export const EVENTS_DDL = `
     prev_hash      BLOB NOT NULL,
     hash           BLOB NOT NULL,
     recorded       INTEGER NOT NULL,
+    key            INTEGER,
     UNIQUE (stream, revision)
   );`;
+
+/** A log written before debit records kept the call's key (the code of its name) gains the column. */
+export function addRecordKeyColumn(db: Database): void {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(debit_records)').all();
+  if (!columns.some((c) => c.name === 'key')) db.exec('ALTER TABLE debit_records ADD COLUMN key INTEGER');
+}
 
 /** A request id of the service's own form (\`req_\` and 12 bytes in base64url) is stored as its 12 bytes. */
 const OWN_REQUEST_ID = /^req_[A-Za-z0-9_-]{16}$/;
@@ -95,7 +102,7 @@ export function groupWriter(db: Database): (groups: SerializedGroup[], recordedA
       for (const e of events) {
         revision += 1;
         position = e.record
-          ? insertRecord(streamId, revision, e.record, recordedAt)
+          ? insertRecord(streamId, revision, e.record, e.key ?? null, recordedAt)
           : Number(insert.run(e.id, streamId, revision, e.type, e.data, e.metadata, recordedAt).lastInsertRowid);
       }
       return { nextExpectedRevision: revision, position };
@@ -130,7 +137,7 @@ export function groupWriter(db: Database): (groups: SerializedGroup[], recordedA
  * positions: `events`' AUTOINCREMENT counter (sqlite_sequence), which a record's position is
  * written back to, so that no event, nor any record, ever gets a position used before.
  */
-function recordWriter(db: Database): (streamId: string, revision: number, r: DebitRecord, recordedAt: string) => number {
+function recordWriter(db: Database): (streamId: string, revision: number, r: DebitRecord, key: string | null, recordedAt: string) => number {
   const code = db.prepare<[string], { code: number }>('SELECT code FROM log_names WHERE name = ?');
   const addName = db.prepare<[string]>('INSERT INTO log_names (name) VALUES (?)');
   // Looked up each time, not cached: a name added by an append that failed is rolled back with it.
@@ -139,15 +146,15 @@ function recordWriter(db: Database): (streamId: string, revision: number, r: Deb
   const bump = db.prepare<[number]>("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'");
   const addSeq = db.prepare<[number]>("INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')");
   const insert = db.prepare(
-    `INSERT INTO debit_records (position, stream, revision, request, endpoint, channel, cost, from_allowance, from_prepaid, from_overage, at, period, prev_hash, hash, recorded)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO debit_records (position, stream, revision, request, endpoint, channel, cost, from_allowance, from_prepaid, from_overage, at, period, prev_hash, hash, recorded, key)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  return (streamId, revision, r, recordedAt) => {
+  return (streamId, revision, r, key, recordedAt) => {
     const position = (last.get()?.seq ?? 0) + 1;
     insert.run(
       position, codeOf(streamId), revision, requestBytes(r.request_id), codeOf(r.endpoint), codeOf(r.channel),
       r.cost, r.from_allowance, r.from_prepaid, r.from_overage, r.at, r.period,
-      Buffer.from(r.prev_hash, 'hex'), Buffer.from(r.hash, 'hex'), Date.parse(recordedAt),
+      Buffer.from(r.prev_hash, 'hex'), Buffer.from(r.hash, 'hex'), Date.parse(recordedAt), key === null ? null : codeOf(key),
     );
     bump.run(position);
     addSeq.run(position);

@@ -87,3 +87,15 @@ export function debitData(r: DebitRecord): Record<string, unknown> {
  * digit (8) no generated id (7, or 4) has.
  */
 export const debitRecordId = (position: number): string => `00000000-0000-8000-8000-${position.toString(16).padStart(12, '0')}`;
+
+/**
+ * The key a debit's metadata names, when that is all its metadata holds (the account page's "last
+ * used", src/domain/ledger/ledger.events.ts withCallKeys): a record keeps it beside the debit.
+ * `undefined` for metadata a record cannot keep (anything else): that event stays generic.
+ */
+export function recordableKey(metadata: Record<string, unknown> | undefined): string | null | undefined {
+  const keys = metadata ? Object.keys(metadata) : [];
+  if (keys.length === 0) return null;
+  const key = metadata!['key_id'];
+  return keys.length === 1 && isName(key) ? key : undefined;
+}

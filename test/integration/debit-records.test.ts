@@ -38,10 +38,14 @@ const ACCOUNT = 'acc-records';
 const MARCH = '2024-03-10T09:00:00.000Z';
 const APRIL = '2024-04-02T09:00:00.000Z';
 
-/** Calls one at a time, `n` of them, with request ids of the service's own form (`req_` and 16 base64url characters). */
+/**
+ * Calls one at a time, `n` of them, with request ids of the service's own form (`req_` and 16
+ * base64url characters); most name the key that made them (kept beside the debit), some none.
+ */
 async function lone(s: Services, from: number, n: number): Promise<void> {
   for (let i = from; i < from + n; i++) {
-    await s.ledger.debit(ACCOUNT, { request_id: `req_${String(i).padStart(16, 'A')}`, endpoint: 'scores', channel: i % 2 ? 'mcp' : 'rest', cost: 1 + (i % 3) });
+    const key_id = i % 4 === 3 ? undefined : `key_records${i % 2}`;
+    await s.ledger.debit(ACCOUNT, { request_id: `req_${String(i).padStart(16, 'A')}`, endpoint: 'scores', channel: i % 2 ? 'mcp' : 'rest', cost: 1 + (i % 3), key_id });
   }
 }
 
@@ -116,13 +120,15 @@ describe('Debit records: a call charged alone stored as a fixed-width row', func
     expect(count(upgraded, "SELECT count(*) AS n FROM events WHERE type = 'CreditsDebited'")).to.be.at.least(8);
     expect(count(upgraded, "SELECT count(*) AS n FROM events WHERE type = 'CreditsDebitedBatch'")).to.be.at.least(1);
     expect(count(upgraded, 'SELECT count(*) AS n FROM debit_records')).to.be.at.least(12);
+    // A call's key (the account page's "last used") is kept in the record, not left to a generic event.
+    expect(count(upgraded, 'SELECT count(*) AS n FROM debit_records WHERE key IS NOT NULL')).to.be.at.least(8);
     expect(count(old, 'SELECT count(*) AS n FROM debit_records')).to.equal(0);
   });
 
   it("gives back the account's stream exactly as the old form does: the same events, data and hashes", async () => {
     const o = await openAt(old);
     try {
-      const form = (events: { type: string; data: unknown; revision: number }[]) => events.map((e) => JSON.stringify([e.revision, e.type, e.data]));
+      const form = (events: { type: string; data: unknown; metadata?: unknown; revision: number }[]) => events.map((e) => JSON.stringify([e.revision, e.type, e.data, e.metadata]));
       const mine = await s.events.readStream(ledgerStream(ACCOUNT));
       expect(form(mine)).to.deep.equal(form(await o.events.readStream(ledgerStream(ACCOUNT))));
       expect(mine.filter((e) => e.type === 'CreditsDebited')).to.have.length.at.least(20);
