@@ -139,6 +139,12 @@ const DEFINED: Record<string, FieldDefinition> = {
   hash: f('string', 'SHA-256 of a ledger entry, chained to the previous one.'),
   prev_hash: f('string', 'hash of the previous ledger entry.'),
   data: f('object', 'A ledger entry’s data exactly as hashed.'),
+  signed_head: f('object or null', 'The ledger’s latest line (seq, hash) signed by the service (Ed25519): {statement, account_id, seq, hash, at, key_id, alg, signature}; null when the service signs nothing.'),
+  statement: f('string', 'The exact text a signed head’s signature covers (see docs/ledger.md, Signed heads).'),
+  account_id: f('string', 'The account a signed head is for.'),
+  key_id: f('string', 'Id of the signing key, listed at /.well-known/scores-ledger-keys.json.'),
+  alg: f('string', 'Signature algorithm: `Ed25519`.'),
+  signature: f('string', 'Base64 signature of `statement`.'),
   // Meta
   dataset: f('string', 'What the dataset is.'),
   fields: f('object', 'This data dictionary.'),

@@ -50,6 +50,6 @@ export function clientAddress(req: Request): string {
  * client has gone.
  */
 export function clientAddressWhenAsked(req: Request): () => string {
-  void req.socket.remoteAddress;
+  void req.socket?.remoteAddress;
   return () => clientAddress(req);
 }
