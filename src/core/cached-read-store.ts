@@ -95,7 +95,7 @@ export class CachedReadStore implements ReadStore {
 
   async commit(batch: CommitBatch): Promise<void> {
     await this.store.commit(batch);
-    this.clear();
+    this.dropAll();
   }
 
   checkpoint(projector: string): Promise<string | null> {
@@ -104,15 +104,14 @@ export class CachedReadStore implements ReadStore {
 
   async reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {
     await this.store.reset(collections, projectors);
-    this.clear();
+    this.dropAll();
   }
 
   close(): Promise<void> {
     return this.store.close();
   }
 
-  /** Drops every cached document (the read models were switched to another generation). */
-  clear(): void {
+  private dropAll(): void {
     for (const m of this.docs.values()) m.clear();
     this.generation++;
   }
