@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import { loadConfig } from '../../src/app/config.js';
@@ -12,27 +11,11 @@ import { auditAccount } from '../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger } from '../../queries/audit-ledger/ledger-month.query.js';
 import { runCli } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
+import { loadDocsLedgerVerifier, type DocsLedgerVerifier } from '../support/docs-ledger-verifier.js';
 
-/** The docs' verifier (docs/ledger.md, "The hash chain"), as a customer would paste it. */
-const canonical = (v: unknown): string =>
-  v === null || typeof v !== 'object'
-    ? JSON.stringify(v)
-    : Array.isArray(v)
-      ? `[${v.map(canonical).join(',')}]`
-      : `{${Object.keys(v)
-          .sort()
-          .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-          .join(',')}}`;
-function verify(entries: { seq: number; kind: string; prev_hash: string; hash: string; data: Record<string, unknown> }[], start = '0'.repeat(64)): string {
-  let prev = start;
-  for (const e of entries) {
-    const { hash: _h, ...rest } = e.data;
-    const expected = createHash('sha256').update(`${e.prev_hash}\n${e.kind}\n${canonical(rest)}`).digest('hex');
-    if (e.prev_hash !== prev || expected !== e.hash) return `chain broken at seq ${e.seq}`;
-    prev = e.hash;
-  }
-  return 'ok';
-}
+/** The docs' verifier (docs/ledger.md, "The hash chain"), run from the page as a customer would paste it. */
+const docsVerifier = await loadDocsLedgerVerifier();
+const verify: DocsLedgerVerifier['verify'] = (entries, start) => docsVerifier.verify(entries, start);
 
 const ACCOUNT = 'acc-records';
 const MARCH = '2024-03-10T09:00:00.000Z';
