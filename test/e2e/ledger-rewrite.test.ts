@@ -35,7 +35,7 @@ describe('A ledger rewritten with write access to the store, against a signed he
   before(async () => {
     docs = await loadDocsLedgerVerifier();
     const log = pino({ level: 'trace' }, { write: (line: string) => void logs.push(line) });
-    const server = await startTestServer({ now: NOW, dir, env: { LEDGER_SIGNING_KEY: signingPem, LOG_LEVEL: 'trace' }, log });
+    const server = await startTestServer({ now: NOW, dir, env: { LEDGER_SIGNING_KEY: signingPem, LOG_LEVEL: 'trace', SCORES_LOG_DEBITS: 'events' }, log });
     try {
       const k = await createAccountWithKey(server.services, { tier: 'hobbyist' });
       account = k.account_id;
