@@ -63,6 +63,9 @@ export class ReadModelFollower implements ReadModelFeed {
   async start(): Promise<void> {
     this.stopped = false;
     this.lastPosition = await this.readModelsPosition();
+    // Whoever waits for a position the read models already hold need not wait for a batch.
+    const at = this.lastPosition;
+    if (at !== null) this.waiters = this.waiters.filter((w) => (w.position <= at ? (w.resolve(), false) : true));
     await this.follower.start();
   }
 

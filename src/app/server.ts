@@ -125,7 +125,7 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
-  const jobs = options.role === 'api' ? followReadModels(services) : await runAllJobs(services, options, dataset);
+  const jobs = options.role === 'api' ? await followReadModels(services) : await runAllJobs(services, options, dataset);
   warnIfUnsigned(services, '/v1/usage/ledger pages');
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
@@ -157,11 +157,11 @@ async function runAllJobs(services: Services, options: ServeOptions, dataset: De
 
 /**
  * `--role api`: no job; the feed follows the checkpoints the workers' `projections` job commits.
- * It listens without waiting for the feed to catch up: the read models it serves are the
- * workers', the same for every replica, and a replica started under load would otherwise chase
- * the log's head for as long as calls keep coming (`/readyz` reports the lag meanwhile).
+ * It listens once the read models hold the log as it was when this process started (its own
+ * writes, the demo accounts, among it), not once the feed has caught up with a head that moves:
+ * under load a new replica would chase it for as long as calls keep coming.
  */
-function followReadModels(services: Services): RunningJobs {
+async function followReadModels(services: Services): Promise<RunningJobs> {
   let stopped = false;
   const follow = (): void => {
     services.feed.start().catch((err: unknown) => {
@@ -170,7 +170,9 @@ function followReadModels(services: Services): RunningJobs {
       setTimeout(follow, 1000).unref();
     });
   };
+  const head = await services.events.headPosition();
   follow();
+  if (head) await services.feed.waitFor(head);
   return {
     states: () => [],
     invoices: null,

@@ -73,4 +73,15 @@ describe('The read-model follower of a process that does not project', () => {
     expect(follower.position).to.equal(position);
     expect(await Promise.all(seen)).to.deep.equal([1]);
   });
+
+  it('resolves a waitFor made before it starts, for a position the read models already hold', async () => {
+    const { position } = await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+    await runner.start();
+    await runner.waitFor(position);
+    // As `scores serve --role api` does: the position first, then the follower, with nothing new to follow.
+    const waited = follower.waitFor(position);
+    await follower.start();
+    await waited;
+    expect(follower.position).to.equal(position);
+  });
 });
