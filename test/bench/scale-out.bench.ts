@@ -117,8 +117,8 @@ async function handOver(runs: number): Promise<number[]> {
   return isolated('handover', async (env) => {
     const { spawn } = await import('node:child_process');
     type Worker = { url: string; kill(): void };
-    const startWorker = async (): Promise<Worker> => {
-      const child = spawn(process.execPath, [CLI, 'worker', '--jobs', 'alerts', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const startWorker = async (jobs = 'alerts'): Promise<Worker> => {
+      const child = spawn(process.execPath, [CLI, 'worker', '--jobs', jobs, '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       child.stderr.on('data', (d: Buffer) => (err += d.toString()));
       await until(() => /listening on (http:\/\/\S+)/.test(err) || child.exitCode !== null, 120_000, 100);
@@ -130,6 +130,8 @@ async function handOver(runs: number): Promise<number[]> {
       const body = (await (await fetch(`${w.url}/readyz`)).json()) as { jobs?: { name: string; state: string }[] };
       return body.jobs?.find((j) => j.name === 'alerts')?.state;
     };
+    // The leased job's workers follow what a projecting worker commits (alerts read the usage read models).
+    const projector = await startWorker('projections');
     const workers = [await startWorker(), await startWorker()];
     const times: number[] = [];
     try {
@@ -149,7 +151,7 @@ async function handOver(runs: number): Promise<number[]> {
       }
       return times;
     } finally {
-      for (const w of workers) w.kill();
+      for (const w of [...workers, projector]) w.kill();
     }
   });
 }
