@@ -3,7 +3,7 @@ import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type pg from 'pg';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
-import { debitData, debitRecordId, debitRecordOf, recordableKey } from '../../src/core/debit-record.js';
+import { debitData, debitRecordForm, debitRecordId } from '../../src/core/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -157,9 +157,11 @@ export class PostgresEventStore implements EventStore {
         streamId: a.streamId,
         expectedRevision: a.expectedRevision ?? 'any',
         events: a.events.map((e): PreparedEvent => {
-          const record = this.recordOf(e);
+          const form = debitRecordForm(e, this.options.debits);
+          const record = form && recordBytes(form.record);
+          // A record's call key, the only metadata a record may have, stays in the metadata column.
           return record
-            ? { id: null, type: e.type, data: null, metadata: recordableKey(e.metadata) ? JSON.stringify(e.metadata) : null, record }
+            ? { id: null, type: e.type, data: null, metadata: form.key === null ? null : JSON.stringify(e.metadata), record }
             : { id: e.id ?? uuidV7(), type: e.type, data: JSON.stringify(this.codec.encode(e.type, e.data)), metadata: JSON.stringify(e.metadata ?? {}), record: null };
         }),
       }));
@@ -169,16 +171,6 @@ export class PostgresEventStore implements EventStore {
     return new Promise((resolve, reject) => {
       this.pending.push({ appends: prepared, resolve, reject });
     });
-  }
-
-
-  /** A debit's record: only for an event without an id of its own, whose metadata is at most the call's key. */
-  private recordOf(e: NewEvent): Buffer | null {
-    if ((this.options.debits ?? 'records') !== 'records' || e.id !== undefined) return null;
-    // The call's key, the only metadata a record may have, stays in the metadata column.
-    if (recordableKey(e.metadata) === undefined) return null;
-    const record = debitRecordOf(e.type, e.data);
-    return record && recordBytes(record);
   }
 
   /**

@@ -2,7 +2,7 @@ import { LogWakeups, subscribeCatchUp } from '../../src/core/catch-up-subscripti
 import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
-import { debitData, debitRecordId, debitRecordOf, recordableKey, DEBIT_RECORD_TYPE } from '../../src/core/debit-record.js';
+import { debitData, debitRecordForm, debitRecordId, DEBIT_RECORD_TYPE } from '../../src/core/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -180,9 +180,9 @@ export class SqliteEventStore implements EventStore {
           streamId: a.streamId,
           expectedRevision: a.expectedRevision ?? 'any',
           events: a.events.map((e) => {
-            const record = this.recordOf(e);
-            return record
-              ? { id: '', type: e.type, data: '', metadata: '', record, key: recordableKey(e.metadata) ?? null }
+            const form = debitRecordForm(e, this.options.debits);
+            return form
+              ? { id: '', type: e.type, data: '', metadata: '', record: form.record, key: form.key }
               : { id: e.id ?? uuidV7(), type: e.type, data: JSON.stringify(this.codec.encode(e.type, e.data)), metadata: JSON.stringify(e.metadata ?? {}) };
           }),
         })),
@@ -193,13 +193,6 @@ export class SqliteEventStore implements EventStore {
     return new Promise((resolve, reject) => {
       this.pending.push({ group, resolve, reject });
     });
-  }
-
-  /** A debit's record: only for an event without an id of its own, whose metadata is at most the call's key (which a record keeps). */
-  private recordOf(e: NewEvent) {
-    if ((this.options.debits ?? 'records') !== 'records' || e.id !== undefined) return null;
-    if (recordableKey(e.metadata) === undefined) return null;
-    return debitRecordOf(e.type, e.data);
   }
 
   private async flush(batch: Pending[]): Promise<void> {

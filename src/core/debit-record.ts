@@ -89,13 +89,19 @@ export function debitData(r: DebitRecord): Record<string, unknown> {
 export const debitRecordId = (position: number): string => `00000000-0000-8000-8000-${position.toString(16).padStart(12, '0')}`;
 
 /**
- * The key a debit's metadata names, when that is all its metadata holds (the account page's "last
- * used", src/domain/ledger/ledger.events.ts withCallKeys): a record keeps it beside the debit.
- * `undefined` for metadata a record cannot keep (anything else): that event stays generic.
+ * The record form of an appended event, or null when it stays a generic event: a store writing
+ * records (`debits`, `records` by default) keeps a `CreditsDebited` without an id of its own whose
+ * metadata is at most the call's key (the account page's "last used", withCallKeys in
+ * src/domain/ledger/ledger.events.ts): the record keeps that key beside the debit.
  */
-export function recordableKey(metadata: Record<string, unknown> | undefined): string | null | undefined {
-  const keys = metadata ? Object.keys(metadata) : [];
-  if (keys.length === 0) return null;
-  const key = metadata!['key_id'];
-  return keys.length === 1 && isName(key) ? key : undefined;
+export function debitRecordForm(
+  e: { type: string; data: unknown; metadata?: Record<string, unknown>; id?: string },
+  debits: 'records' | 'events' = 'records',
+): { record: DebitRecord; key: string | null } | null {
+  if (debits !== 'records' || e.id !== undefined) return null;
+  const names = e.metadata ? Object.keys(e.metadata) : [];
+  const key = names.length === 0 ? null : names.length === 1 && isName(e.metadata!['key_id']) ? (e.metadata!['key_id']) : undefined;
+  if (key === undefined) return null;
+  const record = debitRecordOf(e.type, e.data);
+  return record && { record, key };
 }
