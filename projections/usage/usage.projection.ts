@@ -397,15 +397,31 @@ export const usageProjection: Projection = {
   name: 'usage-v5',
   collections: [usageBalances, ledgerEntries, ledgerStates],
   eventTypes: LEDGER_EVENT_TYPES,
-  async apply(raw: RecordedEvent, ctx: ProjectionContext) {
+  apply(raw: RecordedEvent, ctx: ProjectionContext) {
+    return applyLedgerEvents([raw], ctx);
+  },
+  applyBatch: applyLedgerEvents,
+};
+
+/**
+ * Applies ledger events in order. Each account's folded state is written after its months and
+ * entries: the state's revision is what tells a re-delivered event, so a store that applies a
+ * commit's writes in order without a transaction (MongoDB standalone, FerretDB) and stops half-way
+ * must not show that revision before the documents it stands for. (Written first, a crash between
+ * left an entry short for good: the re-delivery was skipped as applied.)
+ */
+async function applyLedgerEvents(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  const folds = new Map<string, LedgerStateDoc>();
+  for (const raw of events) {
     const accountId = ledgerAccountOf(raw.streamId);
-    if (accountId === null) return;
-    const fold = (await ctx.get(ledgerStates, accountId)) ?? startFold(accountId);
+    if (accountId === null) continue;
+    const fold = folds.get(accountId) ?? (await ctx.get(ledgerStates, accountId)) ?? startFold(accountId);
     // Applied before (a re-delivery): the revision says so.
-    if (raw.revision <= fold.seq) return;
+    if (raw.revision <= fold.seq) continue;
     const step = usageStep(fold, raw, raw.revision);
-    ctx.upsert(ledgerStates, step.fold);
+    folds.set(accountId, step.fold);
     if (step.balance) ctx.upsert(usageBalances, step.balance);
     if (step.entry) ctx.upsert(ledgerEntries, step.entry);
-  },
-};
+  }
+  for (const fold of folds.values()) ctx.upsert(ledgerStates, fold);
+}

@@ -15,6 +15,11 @@ export interface ProjectionContext {
 /**
  * A read model builder. `apply` must be idempotent (applying an event twice changes nothing) and
  * must never reject an event: what it cannot use, it ignores.
+ *
+ * A store without transactions (MongoDB standalone, FerretDB) may stop half-way through a commit,
+ * whose writes land in order: collection by collection, in the order each was first written. A
+ * projection that recognises a re-delivered event by a document of its own (a revision, a
+ * sequence) writes that document after the ones it stands for (usage, score history).
  */
 export interface Projection {
   /** Checkpoint name; changing it rebuilds the read model from the start. */

@@ -220,7 +220,8 @@ export class ProjectorRunner {
     const store = this.store;
     return {
       async get<T>(def: CollectionDef<T>, id: string): Promise<T | null> {
-        const pending = writes.of(def.name).get(id);
+        // Reads never create a collection's entry: the order of `writes.all()` is that of first writes.
+        const pending = writes.collection(def.name)?.get(id);
         if (pending !== undefined) return pending as T | null;
         const kept = recent?.take(def.name, id);
         if (kept !== undefined) return kept as T | null;
@@ -228,11 +229,11 @@ export class ProjectorRunner {
       },
       async getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
         const out = new Map<string, T>();
-        const pending = writes.of(def.name);
+        const pending = writes.collection(def.name);
         const kept = recent?.collection(def.name);
         let missing: string[] | null = null;
         for (const id of ids) {
-          let doc = pending.get(id);
+          let doc = pending?.get(id);
           if (doc === undefined && kept) {
             doc = kept.get(id);
             if (doc !== undefined) kept.delete(id);
@@ -255,7 +256,8 @@ export class ProjectorRunner {
 
 /**
  * The last write of each document in a batch, per collection (only the last one matters): the
- * document, or null for a delete.
+ * document, or null for a delete. `all()` lists collections in the order of their first write: a
+ * store without transactions applies them in that order (see `Projection`).
  */
 class PendingWrites {
   private readonly byCollection = new Map<string, Map<string, unknown>>();

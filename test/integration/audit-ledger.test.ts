@@ -3,10 +3,8 @@ import { rmSync } from 'node:fs';
 import { auditAccount, auditAll, formatAuditReport, formatAuditSummary } from '../../queries/audit-ledger/audit-ledger.query.js';
 import { auditMonth, exportLedger, formatMonthAudit } from '../../queries/audit-ledger/ledger-month.query.js';
 import { createHash } from 'node:crypto';
-import { ledgerDecider } from '../../commands/ledger/ledger.decider.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 
-const { decide } = ledgerDecider;
 import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
@@ -24,6 +22,7 @@ import { AppError } from '../../src/core/errors.js';
 import type { EventStore, ReadStreamOptions } from '../../src/core/event-store.port.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
 import { tempDir, testEnv } from '../support/server.js';
+import { runLedger } from '../support/ledger-script.js';
 
 const ACCOUNT = 'acc-audit';
 const ENTERPRISE = 'acc-ent';
@@ -50,32 +49,6 @@ const SCRIPT: [LedgerCommand, string][] = [
   [{ type: 'CancelPlan' }, '2024-06-20T10:00:00Z'],
   [debit(30, 'r-7'), '2024-07-02T10:00:00Z'], // falls back to free, July opens
 ];
-
-/** Runs commands through the real decider and appends what it decides, as the metering handler does. */
-async function runLedger(events: EventStore, accountId: string, script: [LedgerCommand, string][]): Promise<string[]> {
-  const refused: string[] = [];
-  const stream = ledgerStream(accountId);
-  for (const [command, now] of script) {
-    const past = await events.readStream(stream);
-    let decided;
-    try {
-      decided = decide(foldLedger(past), command, new Date(now));
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'credits_exhausted') {
-        refused.push(now);
-        continue;
-      }
-      throw err;
-    }
-    if (decided.length === 0) continue;
-    await events.append(
-      stream,
-      decided.map((e) => ({ type: e.type, data: e.data })),
-      past.length ? past[past.length - 1]!.revision : 'no_stream',
-    );
-  }
-  return refused;
-}
 
 describe('Ledger audit', () => {
   let dir: string;
