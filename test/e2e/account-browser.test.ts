@@ -60,6 +60,8 @@ describe('The account area in a real browser', function () {
   /** Sign-ins after which the browser did not keep the session cookie, with the cookie as sent. */
   const droppedSessions: string[] = [];
   let invoiceNumber = '';
+  /** April's upcoming invoice as /account showed it before April closed: each line's kind, words and amount, and the total. */
+  let aprilPreview: { lines: { kind: string | null; description: string; amount: string }[]; total: string } | null = null;
   let second: IssuedKey;
 
   const clock = () => server.services.clock as ReturnType<typeof fixedClock>;
@@ -265,6 +267,18 @@ describe('The account area in a real browser', function () {
     await page.waitForURL(`${server.url}/account#plan`);
     expect(await page.locator('#plan-name').innerText()).to.equal('Hobbyist');
     await shot(page, '08-account-upgraded');
+
+    // The upcoming invoice as the page shows it now: April's plan and the proration just paid.
+    const rows = await page.locator('#upcoming-lines tbody tr').all();
+    const lines = await Promise.all(
+      rows.map(async (r) => {
+        const [description, amount] = await r.locator('td').allInnerTexts();
+        return { kind: await r.getAttribute('data-kind'), description: description!, amount: amount! };
+      }),
+    );
+    aprilPreview = { lines, total: await page.locator('#upcoming-total').innerText() };
+    expect(await page.locator('#upcoming-h').innerText()).to.equal('Upcoming invoice: April 2019');
+    expect(lines.map((l) => l.kind)).to.include('proration');
   });
 
   it("issues April's invoice when May opens: the PDF and the JSON carry the ledger's total", async () => {
@@ -324,6 +338,12 @@ describe('The account area in a real browser', function () {
     expect(json.status()).to.equal(200);
     const invoice = (await json.json()) as { total_cents: number; period: string; account_id: string };
     expect(invoice).to.deep.include({ total_cents: aprilTotal, period: '2019-04', account_id: accountId });
+
+    // What /account previewed in April is what was issued: the same lines, amounts and total.
+    const issued = invoice as unknown as { lines: { kind: string; description: string; amount_cents: number }[] };
+    expect(aprilPreview, 'the preview read after the upgrade').to.not.equal(null);
+    expect(aprilPreview!.lines).to.deep.equal(issued.lines.map((l) => ({ kind: l.kind, description: l.description, amount: dollars(l.amount_cents) })));
+    expect(aprilPreview!.total).to.equal(dollars(aprilTotal));
   });
 
   it('creates a key on the account page, shows it once, then lists it by prefix only', async () => {
