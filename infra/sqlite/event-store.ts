@@ -107,6 +107,7 @@ export class SqliteEventStore implements EventStore {
   private readonly stmts;
   private readonly commit: (groups: SerializedGroup[], recordedAt: string) => Promise<GroupOutcome[]>;
   private readonly closeWriter: () => Promise<void>;
+  private readonly writerReady: Promise<void>;
   private readonly codec: EventCodec;
   /** `log_names` as read so far: a code, once written, always names the same text. */
   private readonly names = new Map<number, string>();
@@ -138,6 +139,11 @@ export class SqliteEventStore implements EventStore {
     const useWorker = (options.writer ?? 'worker') === 'worker' && !db.memory;
     if (useWorker) {
       const worker = startWorker('event-writer', { file: db.name });
+      this.writerReady = new Promise((resolve, reject) => {
+        worker.on('message', (msg: { ready?: boolean }) => msg.ready && resolve());
+        worker.once('error', reject);
+      });
+      this.writerReady.catch(() => undefined); // an append reports the failure too
       let seq = 0;
       const waiting = new Map<number, { resolve(o: GroupOutcome[]): void; reject(e: unknown): void }>();
       worker.on('message', (msg: { id: number; outcomes?: GroupOutcome[]; failure?: { name: string; message: string } }) => {
@@ -164,7 +170,17 @@ export class SqliteEventStore implements EventStore {
       const write = groupWriter(db);
       this.commit = (groups, recordedAt) => Promise.resolve(write(groups, recordedAt));
       this.closeWriter = () => Promise.resolve();
+      this.writerReady = Promise.resolve();
     }
+  }
+
+  /**
+   * Resolves once the writer thread has opened its connection. Opening the services waits for it,
+   * so a process that has just started (a restart) does not make its first call wait for a thread
+   * to boot and compile (some 300 ms under tsx).
+   */
+  ready(): Promise<void> {
+    return this.writerReady;
   }
 
   append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision = 'any'): Promise<AppendResult> {

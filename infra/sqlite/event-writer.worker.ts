@@ -1,6 +1,7 @@
 /**
  * The event log's writer thread: owns the write connection, so a commit's fsync never blocks the
- * event loop that serves requests. Messages: {file} once, then {id, groups, recordedAt}.
+ * event loop that serves requests. Messages: {file} once, then {id, groups, recordedAt}; it posts
+ * {ready} once its connection is open.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './database.js';
@@ -10,6 +11,7 @@ const db = openSqlite((workerData as { file: string }).file, { synchronous: 'FUL
 db.exec(EVENTS_DDL);
 addRecordKeyColumn(db);
 const write = groupWriter(db);
+parentPort!.postMessage({ ready: true });
 
 parentPort!.on('message', (msg: { id: number; groups: SerializedGroup[]; recordedAt: string } | { close: true }) => {
   if ('close' in msg) {

@@ -63,7 +63,9 @@ async function openEventStore(config: Config, clock: Clock, embedded: Embedded):
     const { PostgresEventStore } = await import('../../infra/postgresql/event-store.js');
     return new PostgresEventStore(config.postgresUrl, clock, { codec: logEncoding, debits: config.logDebits });
   }
-  return new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding, debits: config.logDebits });
+  const store = new SqliteEventStore(embedded('FULL'), clock, { codec: logEncoding, debits: config.logDebits });
+  await store.ready();
+  return store;
 }
 
 async function openReadStore(config: Config, embedded: Embedded): Promise<ReadStore> {
