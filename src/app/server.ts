@@ -5,6 +5,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import type { Express } from 'express';
 import { advanceDemo } from '../../commands/seed-demo/seed-demo.handler.js';
 import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
+import { accountStream } from '../domain/accounts/account.events.js';
 import type { InvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { warnIfUnsigned, type Services } from './container.js';
@@ -124,8 +125,9 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   // One simulation of the demo history serves the seed and the live publisher.
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
-  const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
-  const jobs = options.role === 'api' ? await followReadModels(services) : await runAllJobs(services, options, dataset);
+  const demoAccounts = services.config.demo ? await ensureDemoAccounts(services) : [];
+  const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, demoAccounts) : null;
+  const jobs = options.role === 'api' ? await followReadModels(services, demoAccounts.map((a) => a.account_id)) : await runAllJobs(services, options, dataset);
   warnIfUnsigned(services, '/v1/usage/ledger pages');
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
@@ -157,11 +159,12 @@ async function runAllJobs(services: Services, options: ServeOptions, dataset: De
 
 /**
  * `--role api`: no job; the feed follows the checkpoints the workers' `projections` job commits.
- * It listens once the read models hold the log as it was when this process started (its own
- * writes, the demo accounts, among it), not once the feed has caught up with a head that moves:
- * under load a new replica would chase it for as long as calls keep coming.
+ * It listens once the read models hold this process's own writes (the demo accounts, whose keys
+ * it prints), and does not wait for the rest of the log: the read models are shared, so a new
+ * replica serves them as fresh as its siblings do, and under load (a projector behind the
+ * metering) a replica that waited for the head would not start for minutes.
  */
-async function followReadModels(services: Services): Promise<RunningJobs> {
+async function followReadModels(services: Services, ownAccounts: readonly string[]): Promise<RunningJobs> {
   let stopped = false;
   const follow = (): void => {
     services.feed.start().catch((err: unknown) => {
@@ -170,9 +173,9 @@ async function followReadModels(services: Services): Promise<RunningJobs> {
       setTimeout(follow, 1000).unref();
     });
   };
-  const head = await services.events.headPosition();
+  const own = await lastPositionOf(services, ownAccounts.map(accountStream));
   follow();
-  if (head) await services.feed.waitFor(head);
+  if (own) await services.feed.waitFor(own);
   return {
     states: () => [],
     invoices: null,
@@ -181,6 +184,16 @@ async function followReadModels(services: Services): Promise<RunningJobs> {
       await services.feed.stop();
     },
   };
+}
+
+/** The position of the last event of any of `streams` (null when they are all empty). */
+async function lastPositionOf(services: Services, streams: readonly string[]): Promise<string | null> {
+  let last: string | null = null;
+  for (const stream of streams) {
+    const position = (await services.events.readStream(stream)).at(-1)?.position ?? null;
+    if (position !== null && (last === null || position > last)) last = position;
+  }
+  return last;
 }
 
 /** Listens on `asked`; when it cannot, stops the workers and throws a ListenError with the reason. */
