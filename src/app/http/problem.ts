@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { ValidateError } from '@tsoa/runtime';
-import { AppError } from '../../core/errors.js';
+import { AppError, ConcurrencyError } from '../../core/errors.js';
 import { problemOf, type ProblemDetails } from '../../web/problem.js';
 import type { Meter } from '../../web/meter.port.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
@@ -54,6 +54,12 @@ export function problemHandler(
   function respond(err: unknown, req: Request, res: Response): void {
     if (err instanceof AppError) return sendProblem(res, problemOf(err.code, err.detail, baseUrl(), err.extensions));
     if (err instanceof ValidateError) return sendProblem(res, fromValidateError(err, baseUrl()));
+    // A command that lost every race for its stream to another replica (the ledger retries 25
+    // times first) changed nothing: the caller may send it again, as after any 429.
+    if (err instanceof ConcurrencyError) {
+      const detail = 'this account was changed by requests served by another process at the same moment; nothing was changed: retry in 1 s';
+      return sendProblem(res, problemOf('rate_limited', detail, baseUrl(), { retry_after_seconds: 1 }));
+    }
     const e = err as { type?: string; status?: number; message?: string; charset?: string };
     if (err instanceof URIError || (e?.status === 400 && /decode param/i.test(e.message ?? ''))) {
       return sendProblem(res, problemOf('bad_request', 'the path is not valid percent-encoded UTF-8', baseUrl()));
