@@ -8,6 +8,9 @@ import { parseSchedule, startExportSchedule } from '../../commands/export-bundle
 import { fencedEventStore } from '../core/fenced-event-store.js';
 import { JobLease, processOwnerId } from '../core/lease.js';
 import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
+import { fencedReadStore } from '../core/fenced-read-store.js';
+import { ReadModelUnit, type ReadModelDef } from '../core/read-model-unit.js';
+import { readModelUnits } from '../../projections/index.js';
 import { warnIfUnsigned, type Services } from './container.js';
 
 /**
@@ -51,12 +54,12 @@ export interface JobContext {
 
 /**
  * A worker (`scores worker`, shared engines only) runs its jobs under a lease (src/core/lease.ts):
- * one owner per job across the fleet, its writes fenced. `projections` is not leased: its writes go
- * to the read store, which the lease cannot fence (docs/scaling.md). An all-in-one process runs
- * every job itself, so its log carries no lease renewals.
+ * one owner per job across the fleet, its writes fenced; `projections` is one lease per read model
+ * (`lease-projection-<read model>`, its commits fenced by it). An all-in-one process runs every job
+ * itself, so its log carries no lease renewals.
  */
 const LEASE_TTL_MS = 15_000;
-const leased = (ctx: JobContext, name: WorkerName) => ctx.leases === true && name !== 'projections';
+const leased = (ctx: JobContext) => ctx.leases === true;
 
 /** Whether the job's configuration turns it off here, so that no process should run it. */
 const isOff = (services: Services, name: WorkerName, ctx: JobContext) =>
@@ -80,6 +83,48 @@ function startLeased(services: Services, name: WorkerName, ctx: JobContext, owne
     },
   );
   return { name, job: { stop: () => run.stop() }, lease: run };
+}
+
+/**
+ * `projections` in a worker: each read model its own leased unit, so workers split the read models
+ * and take over a stopped or dead worker's; a unit projects its read model's live generation and
+ * takes a replay's hand-over (docs/scaling.md, "Projections per read model"). Running here while
+ * any unit is owned here.
+ */
+function startReadModelUnits(services: Services, owner: string): Started {
+  const runs = readModelUnits().map((def) => startReadModelUnit(services, def, owner));
+  const run: LeaseRun = {
+    get owned() {
+      return runs.some((r) => r.owned);
+    },
+    stop: async () => {
+      await Promise.all(runs.map((r) => r.stop()));
+    },
+  };
+  return { name: 'projections', job: { stop: () => run.stop() }, lease: run };
+}
+
+function startReadModelUnit(services: Services, def: ReadModelDef, owner: string): LeaseRun {
+  const job = `projection-${def.name}`;
+  const lease = new JobLease(services.events, services.transportClock, { job, owner, ttlMs: LEASE_TTL_MS });
+  const { base, generations } = services.readModels;
+  return runWhileOwned(
+    lease,
+    async (held) => {
+      const unit = new ReadModelUnit(services.events, base, generations, def, {
+        owner,
+        fence: (store) => fencedReadStore(store, held),
+        onError: (err) => services.log.error({ err, job }, 'read model projector failed; it follows the log again from its last checkpoint after a pause'),
+        onGeneration: (generation) => services.log.info({ job, generation }, 'projecting read model generation'),
+      });
+      await unit.start();
+      return unit;
+    },
+    {
+      onError: (err) => services.log.warn({ err, job }, 'job lease: not started or not renewed; retried'),
+      onOwnerChange: (owned) => services.log.info({ job, owner }, owned ? 'job lease taken: running the job here' : 'job lease lost: job stopped here'),
+    },
+  );
 }
 
 /** How each job starts (`isOff` has ruled out a job its configuration turns off). */
@@ -116,7 +161,8 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
       if (isOff(services, name, ctx)) started.push({ name, job: null });
-      else if (leased(ctx, name)) started.push(startLeased(services, name, ctx, owner));
+      else if (leased(ctx) && name === 'projections') started.push(startReadModelUnits(services, owner));
+      else if (leased(ctx)) started.push(startLeased(services, name, ctx, owner));
       else started.push({ name, job: await STARTERS[name](services, ctx) });
     } catch (err) {
       await stopAll();

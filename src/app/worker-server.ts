@@ -33,9 +33,12 @@ export async function startWorker(services: Services, names: readonly WorkerName
   services.metrics.collectProcessMetrics();
   const started = (async () => {
     const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
-    // Without the `projections` job here, the jobs follow what another worker's projections commit.
-    if (!names.includes('projections')) await services.feed.start();
+    // The read models are committed by whichever worker owns each (perhaps this one, once its
+    // leases are taken): the jobs follow those commits. Started before the jobs, awaited after.
+    const following = services.feed.start();
+    following.catch(() => undefined); // awaited below; a failed start of the jobs must not leave it unhandled
     jobs = await startJobs(services, names, { dataset, leases: true });
+    await following;
   })();
   const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
