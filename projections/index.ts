@@ -36,6 +36,7 @@ export function readModelUnits(): ReadModelDef[] {
     webhooks: [webhooksProjection],
     exports: [exportsProjection],
     invoices: [invoicesProjection],
+    'key-usage': [keyUsageProjection],
   };
   // Each unit keeps allProjections' order.
   const order = allProjections();

@@ -31,14 +31,17 @@ const STOP_ORDER: readonly WorkerName[] = ['exports', 'publisher', 'alerts', 'in
 
 /**
  * `off`: the job's configuration turns it off here (no demo dataset, no export schedule);
- * `standby`: another process owns the job's lease, this one takes it over when that one stops.
+ * `standby`: another process owns the job's lease, this one takes it over when that one stops;
+ * `starting`: its lease is being asked for, or was taken here and the job is starting.
  */
-export type JobState = 'running' | 'standby' | 'off';
+export type JobState = 'starting' | 'running' | 'standby' | 'off';
 
 /** The jobs a process runs, started and stopped together. */
 export interface RunningJobs {
   /** Each job asked for, in start order, with its state (`off`: its configuration turns it off). */
   states(): { name: WorkerName; state: JobState }[];
+  /** Under `projections` in a worker: each read model's unit and its state here (empty elsewhere). */
+  readModels(): { name: string; state: Exclude<JobState, 'off'> }[];
   /** The invoice issuer, when the `invoices` job runs here (`drain()` runs a pass now). */
   invoices: InvoiceIssuer | null;
   /** Stops every job started, in STOP_ORDER. */
@@ -50,6 +53,11 @@ export interface JobContext {
   dataset: DemoDataset | null;
   /** `scores worker`: run the jobs under leases (below); all-in-one runs them itself. */
   leases?: boolean;
+  /**
+   * A process that follows read models others project (`scores worker`): resolves once they hold
+   * the log; the jobs after `projections` start on caught-up read models, as in the all-in-one.
+   */
+  readModelsCaughtUp?: Promise<void>;
 }
 
 /**
@@ -69,6 +77,8 @@ interface Started {
   name: WorkerName;
   job: Stoppable | null;
   lease?: LeaseRun;
+  /** A job made of leased parts (`projections`: one per read model). */
+  parts?: { name: string; run: LeaseRun }[];
 }
 
 /** Starts the job whenever this process owns its lease; every write of the job is fenced by it. */
@@ -88,36 +98,45 @@ function startLeased(services: Services, name: WorkerName, ctx: JobContext, owne
 /**
  * `projections` in a worker: each read model its own leased unit, so workers split the read models
  * and take over a stopped or dead worker's; a unit projects its read model's live generation and
- * takes a replay's hand-over (docs/scaling.md, "Projections per read model"). Running here while
- * any unit is owned here.
+ * takes a replay's hand-over (docs/scaling.md, "Projections per read model"). The job is
+ * `starting` while a unit is, else `running` while any unit runs here, else `standby`.
  */
 function startReadModelUnits(services: Services, owner: string): Started {
-  const runs = readModelUnits().map((def) => startReadModelUnit(services, def, owner));
+  const runs = readModelUnits().map((def) => ({ name: def.name, run: startReadModelUnit(services, def, owner) }));
   const run: LeaseRun = {
     get owned() {
-      return runs.some((r) => r.owned);
+      return runs.some((r) => r.run.owned);
+    },
+    get state() {
+      const states = runs.map((r) => r.run.state);
+      return states.includes('starting') ? 'starting' : states.includes('running') ? 'running' : 'standby';
     },
     stop: async () => {
-      await Promise.all(runs.map((r) => r.stop()));
+      await Promise.all(runs.map((r) => r.run.stop()));
     },
   };
-  return { name: 'projections', job: { stop: () => run.stop() }, lease: run };
+  return { name: 'projections', job: { stop: () => run.stop() }, lease: run, parts: runs };
 }
 
+/**
+ * One read model's leased unit. Its start returns once the unit is following the log, not once
+ * it caught up: the lease is renewed meanwhile, so a catch-up longer than the ttl keeps it.
+ */
 function startReadModelUnit(services: Services, def: ReadModelDef, owner: string): LeaseRun {
   const job = `projection-${def.name}`;
   const lease = new JobLease(services.events, services.transportClock, { job, owner, ttlMs: LEASE_TTL_MS });
   const { base, generations } = services.readModels;
+  const onError = (err: unknown) => services.log.error({ err, job }, 'read model projector failed; it follows the log again from its last checkpoint after a pause');
   return runWhileOwned(
     lease,
     async (held) => {
       const unit = new ReadModelUnit(services.events, base, generations, def, {
         owner,
         fence: (store) => fencedReadStore(store, held),
-        onError: (err) => services.log.error({ err, job }, 'read model projector failed; it follows the log again from its last checkpoint after a pause'),
+        onError,
         onGeneration: (generation) => services.log.info({ job, generation }, 'projecting read model generation'),
       });
-      await unit.start();
+      unit.start().catch(onError);
       return unit;
     },
     {
@@ -160,6 +179,7 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   };
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
+      if (name !== 'projections') await ctx.readModelsCaughtUp;
       if (isOff(services, name, ctx)) started.push({ name, job: null });
       else if (leased(ctx) && name === 'projections') started.push(startReadModelUnits(services, owner));
       else if (leased(ctx)) started.push(startLeased(services, name, ctx, owner));
@@ -171,7 +191,8 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   }
   const invoices = started.find((s) => s.name === 'invoices');
   return {
-    states: () => started.map(({ name, job, lease }) => ({ name, state: !job ? 'off' : lease && !lease.owned ? 'standby' : 'running' })),
+    states: () => started.map(({ name, job, lease }) => ({ name, state: !job ? 'off' : (lease?.state ?? 'running') })),
+    readModels: () => started.find((s) => s.parts)?.parts?.map((p) => ({ name: p.name, state: p.run.state })) ?? [],
     // `drain()` is for the all-in-one process; under a lease the issuer runs wherever the lease is.
     invoices: invoices && !invoices.lease ? (invoices.job as InvoiceIssuer | null) : null,
     stop: stopAll,

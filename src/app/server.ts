@@ -15,6 +15,7 @@ import { mcpRoutes } from './mcp/mcp.routes.js';
 import { registerServer } from './store-users.js';
 import { startJobs, WORKER_NAMES, type RunningJobs } from './background-workers.js';
 import { ListenError } from './listen-error.js';
+import { followReadModels } from './read-model-follower.js';
 import { keepDemoKeys, type DemoKey, type UnknownDemoKey } from './demo-keys.js';
 
 export { ListenError };
@@ -125,7 +126,7 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, await ensureDemoAccounts(services)) : null;
-  const jobs = options.role === 'api' ? await followReadModels(services) : await runAllJobs(services, options, dataset);
+  const jobs = options.role === 'api' ? await followWorkersReadModels(services) : await runAllJobs(services, options, dataset);
   warnIfUnsigned(services, '/v1/usage/ledger pages');
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
@@ -158,28 +159,16 @@ async function runAllJobs(services: Services, options: ServeOptions, dataset: De
 /**
  * `--role api`: no job; the feed follows the checkpoints the workers' `projections` job commits.
  * It listens once the read models hold the log as it was when this process started (its own
- * writes, the demo accounts, among it), not once the feed has caught up with a head that moves:
- * under load a new replica would chase it for as long as calls keep coming.
+ * writes, the demo accounts, among it): `followReadModels`.
  */
-async function followReadModels(services: Services): Promise<RunningJobs> {
-  let stopped = false;
-  const follow = (): void => {
-    services.feed.start().catch((err: unknown) => {
-      if (stopped) return;
-      services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s');
-      setTimeout(follow, 1000).unref();
-    });
-  };
-  const head = await services.events.headPosition();
-  follow();
-  if (head) await services.feed.waitFor(head);
+async function followWorkersReadModels(services: Services): Promise<RunningJobs> {
+  const following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'));
+  await following.caughtUp;
   return {
     states: () => [],
+    readModels: () => [],
     invoices: null,
-    stop: async () => {
-      stopped = true;
-      await services.feed.stop();
-    },
+    stop: () => following.stop(),
   };
 }
 

@@ -39,6 +39,9 @@ export class ReadModelUnit {
   private timer: NodeJS.Timeout | null = null;
   private pass: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Resolves on `stop`: a catch-up in progress is not waited for (a stopped runner's start never settles). */
+  private halted: Promise<void> = Promise.resolve();
+  private halt: () => void = () => undefined;
 
   constructor(
     private readonly events: EventStore,
@@ -53,17 +56,26 @@ export class ReadModelUnit {
     return this.generation;
   }
 
-  /** Starts on the live generation; resolves once caught up with the log. */
+  /**
+   * Starts on the live generation; resolves once caught up with the log (rejects when catching up
+   * failed: the unit then starts its projector again at its next look at the generations stream).
+   */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.run(liveGeneration(await this.log.current(), this.def.name));
-    this.schedule();
+    this.halted = new Promise((resolve) => (this.halt = resolve));
+    this.pass = this.log.current().then((state) => this.run(liveGeneration(state, this.def.name)));
+    try {
+      await this.pass;
+    } finally {
+      this.schedule();
+    }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halt();
     if (this.timer) clearTimeout(this.timer);
-    await this.pass;
+    await this.pass.catch(() => undefined);
     await this.runner?.stop();
     this.runner = null;
   }
@@ -78,27 +90,39 @@ export class ReadModelUnit {
     this.timer.unref();
   }
 
+  /** Projects `generation` from its checkpoints; resolves once caught up (or stopped meanwhile). */
   private async run(generation: number): Promise<void> {
     await this.runner?.stop();
+    this.runner = null;
+    if (this.stopped) return;
     const store = generationView(this.base, generation);
-    this.runner = new ProjectorRunner(this.events, this.options.fence ? this.options.fence(store) : store, this.def.projections, { onError: (err) => this.options.onError(err) });
+    const runner = new ProjectorRunner(this.events, this.options.fence ? this.options.fence(store) : store, this.def.projections, { onError: (err) => this.options.onError(err) });
+    this.runner = runner;
     this.generation = generation;
-    await this.runner.start();
-    this.options.onGeneration?.(generation);
+    try {
+      await Promise.race([runner.start(), this.halted]);
+    } catch (err) {
+      // Not caught up: nothing runs; the next look starts it again.
+      await runner.stop();
+      if (this.runner === runner) this.runner = null;
+      throw err;
+    }
+    if (!this.stopped) this.options.onGeneration?.(generation);
   }
 
   /** One look at the generations stream: follow a switch, take a hand-over, or hold still while another process switches. */
   private async check(): Promise<void> {
     const unit = (await this.log.current()).units[this.def.name];
-    if (!unit) return;
-    if (unit.next !== null && (unit.taking === null || unit.taking === this.options.owner)) return this.handover(unit.next);
-    if (unit.next !== null && unit.taking !== null) {
+    const next = unit?.next ?? null;
+    if (next !== null && (unit!.taking === null || unit!.taking === this.options.owner)) return this.handover(next);
+    if (next !== null) {
       // Another process brings the new generation up and switches it: the live one stays as it is.
       await this.runner?.stop();
       this.runner = null;
       return;
     }
-    if (unit.live !== this.generation || !this.runner) await this.run(unit.live);
+    const live = unit?.live ?? 0;
+    if (live !== this.generation || !this.runner) await this.run(live);
   }
 
   private async handover(generation: number): Promise<void> {
@@ -110,6 +134,7 @@ export class ReadModelUnit {
     }
     // Frozen from here: readers keep the live generation as it is until the new one is ahead of it.
     await this.run(generation);
+    if (this.stopped) return;
     try {
       await this.log.decide({ type: 'SwitchGeneration', unit: this.def.name, generation, owner: this.options.owner });
     } catch (err) {

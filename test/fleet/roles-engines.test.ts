@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { readModelUnits } from '../../projections/index.js';
 import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
 import { spawnCli, until, type Exit } from '../support/processes.js';
 import { demoKey, getJson, tempDir, testEnv } from '../support/server.js';
@@ -100,6 +101,8 @@ describe('Process roles on the engines: scores worker and scores serve --role ap
     ]);
     expect(ready.status).to.equal(200);
     expect(ready.body['waits_for']).to.be.a('string');
+    // `projections` is one leased unit per read model: alone, this worker runs every one.
+    expect(ready.body['read_models']).to.deep.equal(readModelUnits().map((u) => ({ name: u.name, state: 'running' })));
     const metrics = await fetch(`${worker.url}/metrics`);
     expect(metrics.status).to.equal(200);
     expect(await metrics.text()).to.contain('scores_event_store_append_seconds');
