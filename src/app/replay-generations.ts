@@ -63,7 +63,10 @@ export function replayIntoNewGeneration(services: Services, options: GenerationR
     // The whole log into the new generation (a dead replay's leftovers of it are reset first).
     const runner = new ProjectorRunner(services.events, generationView(base, generation), allProjections());
     let events = 0;
-    runner.onEventsApplied((n) => options.onProgress?.((events += n)));
+    runner.onEventsApplied((n) => {
+      events += n;
+      options.onProgress?.(events);
+    });
     await runner.replay();
     await runner.stop();
     if (empty) return { generation, previous: [], events };

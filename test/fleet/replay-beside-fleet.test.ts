@@ -119,6 +119,7 @@ describe('scores replay beside a running fleet (engines)', function () {
     const result = JSON.parse(replay.stdout) as { generation: number; dropped: number[]; events: number; seconds: number };
     console.log(`      (replay of ${result.events} events into generation ${result.generation}: ${result.seconds.toFixed(1)} s; ${calls} calls served meanwhile)`);
     expect(result).to.include({ generation: 1 });
+    expect(result.events, 'the whole log projected into generation 1').to.be.greaterThan(100);
     expect(result.dropped).to.deep.equal([0]);
     expect(calls).to.be.greaterThan(20);
     expect(failures, failures.slice(0, 5).join('\n')).to.deep.equal([]);
