@@ -50,40 +50,52 @@ async function replayLease(services: Services, run: (owner: string) => Promise<G
   }
 }
 
-export function replayIntoNewGeneration(services: Services, options: GenerationReplayOptions = {}): Promise<GenerationReplay> {
-  const { base, generations } = services.readModels;
+export async function replayIntoNewGeneration(services: Services, options: GenerationReplayOptions = {}): Promise<GenerationReplay> {
+  const { base } = services.readModels;
   if (!base.drop) throw new Error('this read store cannot hold generations side by side');
-  return replayLease(services, async (owner) => {
-    const before = await generations.current();
-    await dropRetired(services, before);
-    // An empty read store has nothing to switch from: built in place, as generation 0.
-    const empty = before.newest === 0 && (await Promise.all(allProjections().map((p) => base.checkpoint(p.name)))).every((c) => c === null);
-    const generation = empty ? 0 : before.newest + 1;
-    const units = readModelUnits();
-    // The whole log into the new generation (a dead replay's leftovers of it are reset first).
-    const runner = new ProjectorRunner(services.events, generationView(base, generation), allProjections());
-    let events = 0;
-    runner.onEventsApplied((n) => {
-      events += n;
-      options.onProgress?.(events);
-    });
-    await runner.replay();
-    await runner.stop();
-    if (empty) return { generation, previous: [], events };
-    await generations.decide({ type: 'RecordRebuild', generation, units: units.map(shapeOf) });
-    try {
-      await switchAll(services, generation, units, owner, options);
-    } catch (err) {
-      // The read models not switched yet stay on their live generation; the next replay drops this one.
-      await generations.decide({ type: 'AbandonRebuild', generation });
-      throw err;
-    }
-    const previous = [...new Set(Object.values(before.units).map((u) => u.live))];
-    if (previous.length === 0) previous.push(0);
-    await sleep(options.graceMs ?? 2_000);
-    await dropRetired(services, await generations.current());
-    return { generation, previous, events };
+  const result = await replayLease(services, (owner) => rebuild(services, owner, options));
+  if (result.previous.length === 0) {
+    // Built in place: the replay's own lease events (its release last) come after what it
+    // projected; taken too, so the read models hold the log as it is once the replay is done.
+    const tail = new ProjectorRunner(services.events, generationView(base, result.generation), allProjections());
+    await tail.start();
+    await tail.stop();
+  }
+  return result;
+}
+
+/** The whole log into a new generation, switched over (or built in place on an empty read store). */
+async function rebuild(services: Services, owner: string, options: GenerationReplayOptions): Promise<GenerationReplay> {
+  const { base, generations } = services.readModels;
+  const before = await generations.current();
+  await dropRetired(services, before);
+  // An empty read store has nothing to switch from: built in place, as generation 0.
+  const empty = before.newest === 0 && (await Promise.all(allProjections().map((p) => base.checkpoint(p.name)))).every((c) => c === null);
+  const generation = empty ? 0 : before.newest + 1;
+  const units = readModelUnits();
+  // The whole log into the new generation (a dead replay's leftovers of it are reset first).
+  const runner = new ProjectorRunner(services.events, generationView(base, generation), allProjections());
+  let events = 0;
+  runner.onEventsApplied((n) => {
+    events += n;
+    options.onProgress?.(events);
   });
+  await runner.replay();
+  await runner.stop();
+  if (empty) return { generation, previous: [], events };
+  await generations.decide({ type: 'RecordRebuild', generation, units: units.map(shapeOf) });
+  try {
+    await switchAll(services, generation, units, owner, options);
+  } catch (err) {
+    // The read models not switched yet stay on their live generation; the next replay drops this one.
+    await generations.decide({ type: 'AbandonRebuild', generation });
+    throw err;
+  }
+  const previous = [...new Set(Object.values(before.units).map((u) => u.live))];
+  if (previous.length === 0) previous.push(0);
+  await sleep(options.graceMs ?? 2_000);
+  await dropRetired(services, await generations.current());
+  return { generation, previous, events };
 }
 
 /** Waits for every read model to switch; takes the hand-over of those no projector took. */
