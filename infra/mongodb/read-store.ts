@@ -307,6 +307,18 @@ export class MongoReadStore implements ReadStore {
     if (projectors.length > 0) await this.checkpoints.deleteMany({ _id: { $in: [...projectors] } });
   }
 
+  /** Removes collections and checkpoints altogether (a retired generation of the read models; docs/scaling.md). */
+  async drop(collections: readonly string[], projectors: readonly string[]): Promise<void> {
+    for (const name of collections) {
+      if (!IDENT.test(name)) throw new Error(`bad collection name ${name}`);
+      await this.coll(name).drop().catch((err: unknown) => {
+        if (!(err instanceof MongoServerError && err.codeName === 'NamespaceNotFound')) throw err;
+      });
+      this.defs.delete(name);
+    }
+    if (projectors.length > 0) await this.checkpoints.deleteMany({ _id: { $in: [...projectors] } });
+  }
+
   /** Removes the whole database (test teardown). */
   async dropDatabase(): Promise<void> {
     await this.db.dropDatabase();

@@ -8,6 +8,9 @@ import { parseSchedule, startExportSchedule } from '../../commands/export-bundle
 import { fencedEventStore } from '../core/fenced-event-store.js';
 import { JobLease, processOwnerId } from '../core/lease.js';
 import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
+import { fencedReadStore } from '../core/fenced-read-store.js';
+import { ReadModelUnit, type ReadModelDef } from '../core/read-model-unit.js';
+import { readModelUnits } from '../../projections/index.js';
 import { warnIfUnsigned, type Services } from './container.js';
 
 /**
@@ -28,14 +31,17 @@ const STOP_ORDER: readonly WorkerName[] = ['exports', 'publisher', 'alerts', 'in
 
 /**
  * `off`: the job's configuration turns it off here (no demo dataset, no export schedule);
- * `standby`: another process owns the job's lease, this one takes it over when that one stops.
+ * `standby`: another process owns the job's lease, this one takes it over when that one stops;
+ * `starting`: its lease is being asked for, or was taken here and the job is starting.
  */
-export type JobState = 'running' | 'standby' | 'off';
+export type JobState = 'starting' | 'running' | 'standby' | 'off';
 
 /** The jobs a process runs, started and stopped together. */
 export interface RunningJobs {
   /** Each job asked for, in start order, with its state (`off`: its configuration turns it off). */
   states(): { name: WorkerName; state: JobState }[];
+  /** Under `projections` in a worker: each read model's unit and its state here (empty elsewhere). */
+  readModels(): { name: string; state: Exclude<JobState, 'off'> }[];
   /** The invoice issuer, when the `invoices` job runs here (`drain()` runs a pass now). */
   invoices: InvoiceIssuer | null;
   /** Stops every job started, in STOP_ORDER. */
@@ -47,16 +53,21 @@ export interface JobContext {
   dataset: DemoDataset | null;
   /** `scores worker`: run the jobs under leases (below); all-in-one runs them itself. */
   leases?: boolean;
+  /**
+   * A process that follows read models others project (`scores worker`): resolves once they hold
+   * the log; the jobs after `projections` start on caught-up read models, as in the all-in-one.
+   */
+  readModelsCaughtUp?: Promise<void>;
 }
 
 /**
  * A worker (`scores worker`, shared engines only) runs its jobs under a lease (src/core/lease.ts):
- * one owner per job across the fleet, its writes fenced. `projections` is not leased: its writes go
- * to the read store, which the lease cannot fence (docs/scaling.md). An all-in-one process runs
- * every job itself, so its log carries no lease renewals.
+ * one owner per job across the fleet, its writes fenced; `projections` is one lease per read model
+ * (`lease-projection-<read model>`, its commits fenced by it). An all-in-one process runs every job
+ * itself, so its log carries no lease renewals.
  */
 const LEASE_TTL_MS = 15_000;
-const leased = (ctx: JobContext, name: WorkerName) => ctx.leases === true && name !== 'projections';
+const leased = (ctx: JobContext) => ctx.leases === true;
 
 /** Whether the job's configuration turns it off here, so that no process should run it. */
 const isOff = (services: Services, name: WorkerName, ctx: JobContext) =>
@@ -66,6 +77,8 @@ interface Started {
   name: WorkerName;
   job: Stoppable | null;
   lease?: LeaseRun;
+  /** A job made of leased parts (`projections`: one per read model). */
+  parts?: { name: string; run: LeaseRun }[];
 }
 
 /** Starts the job whenever this process owns its lease; every write of the job is fenced by it. */
@@ -80,6 +93,57 @@ function startLeased(services: Services, name: WorkerName, ctx: JobContext, owne
     },
   );
   return { name, job: { stop: () => run.stop() }, lease: run };
+}
+
+/**
+ * `projections` in a worker: each read model its own leased unit, so workers split the read models
+ * and take over a stopped or dead worker's; a unit projects its read model's live generation and
+ * takes a replay's hand-over (docs/scaling.md, "Projections per read model"). The job is
+ * `starting` while a unit is, else `running` while any unit runs here, else `standby`.
+ */
+function startReadModelUnits(services: Services, owner: string): Started {
+  const runs = readModelUnits().map((def) => ({ name: def.name, run: startReadModelUnit(services, def, owner) }));
+  const run: LeaseRun = {
+    get owned() {
+      return runs.some((r) => r.run.owned);
+    },
+    get state() {
+      const states = runs.map((r) => r.run.state);
+      return states.includes('starting') ? 'starting' : states.includes('running') ? 'running' : 'standby';
+    },
+    stop: async () => {
+      await Promise.all(runs.map((r) => r.run.stop()));
+    },
+  };
+  return { name: 'projections', job: { stop: () => run.stop() }, lease: run, parts: runs };
+}
+
+/**
+ * One read model's leased unit. Its start returns once the unit is following the log, not once
+ * it caught up: the lease is renewed meanwhile, so a catch-up longer than the ttl keeps it.
+ */
+function startReadModelUnit(services: Services, def: ReadModelDef, owner: string): LeaseRun {
+  const job = `projection-${def.name}`;
+  const lease = new JobLease(services.events, services.transportClock, { job, owner, ttlMs: LEASE_TTL_MS });
+  const { base, generations } = services.readModels;
+  const onError = (err: unknown) => services.log.error({ err, job }, 'read model projector failed; it follows the log again from its last checkpoint after a pause');
+  return runWhileOwned(
+    lease,
+    async (held) => {
+      const unit = new ReadModelUnit(services.events, base, generations, def, {
+        owner,
+        fence: (store) => fencedReadStore(store, held),
+        onError,
+        onGeneration: (generation) => services.log.info({ job, generation }, 'projecting read model generation'),
+      });
+      unit.start().catch(onError);
+      return unit;
+    },
+    {
+      onError: (err) => services.log.warn({ err, job }, 'job lease: not started or not renewed; retried'),
+      onOwnerChange: (owned) => services.log.info({ job, owner }, owned ? 'job lease taken: running the job here' : 'job lease lost: job stopped here'),
+    },
+  );
 }
 
 /** How each job starts (`isOff` has ruled out a job its configuration turns off). */
@@ -115,8 +179,10 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   };
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
+      if (name !== 'projections') await ctx.readModelsCaughtUp;
       if (isOff(services, name, ctx)) started.push({ name, job: null });
-      else if (leased(ctx, name)) started.push(startLeased(services, name, ctx, owner));
+      else if (leased(ctx) && name === 'projections') started.push(startReadModelUnits(services, owner));
+      else if (leased(ctx)) started.push(startLeased(services, name, ctx, owner));
       else started.push({ name, job: await STARTERS[name](services, ctx) });
     } catch (err) {
       await stopAll();
@@ -125,7 +191,8 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   }
   const invoices = started.find((s) => s.name === 'invoices');
   return {
-    states: () => started.map(({ name, job, lease }) => ({ name, state: !job ? 'off' : lease && !lease.owned ? 'standby' : 'running' })),
+    states: () => started.map(({ name, job, lease }) => ({ name, state: !job ? 'off' : (lease?.state ?? 'running') })),
+    readModels: () => started.find((s) => s.parts)?.parts?.map((p) => ({ name: p.name, state: p.run.state })) ?? [],
     // `drain()` is for the all-in-one process; under a lease the issuer runs wherever the lease is.
     invoices: invoices && !invoices.lease ? (invoices.job as InvoiceIssuer | null) : null,
     stop: stopAll,

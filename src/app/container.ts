@@ -31,6 +31,8 @@ import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
 import { ReadModelFollower, type ReadModelFeed } from './read-model-follower.js';
 import { openLedgerKeyring, type LedgerKeyring } from '../../infra/files/ledger-keyring.js';
+import { GenerationLog, LiveReadModels } from '../core/read-model-generations.js';
+import { generationsStreamOf } from '../core/read-model-generations.decider.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -48,6 +50,11 @@ export interface Services {
   events: EventStore;
   reads: ReadStore;
   bus: EventBus;
+  /**
+   * The read store under any generation (the replay's and the read models' projectors' view) and
+   * the stream saying which generation of each read model is live (docs/scaling.md).
+   */
+  readModels: { base: ReadStore; generations: GenerationLog };
   /** Projects the read models (started by the `projections` job, or by a command that needs them). */
   runner: ProjectorRunner;
   /**
@@ -104,7 +111,14 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const stores = await openStores(config, clock, log, metrics);
   const exportFiles = await openExportFiles(config);
   const keyring = openKeyring(config, clock);
-  const { events, reads, bus } = stores;
+  const { events, bus } = stores;
+  const generations = new GenerationLog(events, transportClock, generationsStreamOf(config.mongodbUri ? config.mongodbDb : 'embedded'));
+  // On a shared read store each read model is read in its live generation (a replay makes new ones):
+  // followed by a process that follows another's projections, as of its start by one that projects.
+  const live = config.mongodbUri ? new LiveReadModels(stores.reads, generations) : null;
+  if (options.readModels === 'follow') await live?.follow(250, (err) => log.warn({ err }, 'read-model generations not read; again shortly'));
+  else await live?.refresh();
+  const reads = live?.reads ?? stores.reads;
   const runner = new ProjectorRunner(events, reads, allProjections(), {
     onError: (err) => log.error({ err }, 'projector failed; it follows the log again from its last checkpoint after a pause'),
   });
@@ -144,13 +158,15 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     ledger,
     meter,
     keyring,
-    queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl, keyring }),
+    readModels: { base: stores.reads, generations },
+    queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl, keyring, live }),
     metrics,
     baseUrl,
     setListenUrl: (url) => {
       listenUrl = url;
     },
     async close() {
+      live?.stop();
       await keyEvents?.stop();
       await runner.stop();
       if (feed !== runner) await feed.stop();
@@ -208,10 +224,18 @@ function queryContext(parts: {
   clock: Clock;
   baseUrl: () => string;
   keyring: LedgerKeyring;
+  live: LiveReadModels | null;
 }): QueryContext {
   const { reads, events, meter, ledger, feed, clock, baseUrl, keyring } = parts;
   const visibility = new VisibilityCache(reads);
   const memo = new ReadModelMemo();
+  // A replay's generation may hold documents of a new shape: nothing cached from the old one is kept.
+  parts.live?.onSwitch(() => {
+    reads.clear();
+    memo.clear();
+    meter.forgetKeys();
+    visibility.invalidate();
+  });
   feed.onBatch((batch) => {
     reads.invalidate(batch);
     memo.invalidate(batch);

@@ -110,3 +110,36 @@ export class ReadModelFollower implements ReadModelFeed {
     return checkpoints.reduce((a, b) => (a! < b! ? a : b), checkpoints[0] ?? null);
   }
 }
+
+/** A process following read models others project: `caughtUp` once they hold the log as of the start. */
+export interface Following {
+  caughtUp: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Follows the read models from now on (`scores serve --role api`, `scores worker`): starts `feed`,
+ * and again 1 s after a catch-up that failed, until stopped. `caughtUp` resolves once the read
+ * models hold `upTo` (null: nothing to wait for); by default the log as it was when this was called
+ * (this process's own writes among it), not a head that moves: under load a new process would
+ * chase it for as long as calls keep coming.
+ */
+export async function followReadModels(events: EventStore, feed: ReadModelFeed, onError: (err: unknown) => void, upTo?: string | null): Promise<Following> {
+  let stopped = false;
+  const follow = (): void => {
+    feed.start().catch((err: unknown) => {
+      if (stopped) return;
+      onError(err);
+      setTimeout(follow, 1000).unref();
+    });
+  };
+  const head = upTo === undefined ? await events.headPosition() : upTo;
+  follow();
+  return {
+    caughtUp: head ? feed.waitFor(head) : Promise.resolve(),
+    stop: async () => {
+      stopped = true;
+      await feed.stop();
+    },
+  };
+}

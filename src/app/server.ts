@@ -16,6 +16,7 @@ import { mcpRoutes } from './mcp/mcp.routes.js';
 import { registerServer } from './store-users.js';
 import { startJobs, WORKER_NAMES, type RunningJobs } from './background-workers.js';
 import { ListenError } from './listen-error.js';
+import { followReadModels } from './read-model-follower.js';
 import { keepDemoKeys, type DemoKey, type UnknownDemoKey } from './demo-keys.js';
 
 export { ListenError };
@@ -127,7 +128,7 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   await seedIfEmpty(services, { ...options, dataset: dataset ?? undefined });
   const demoAccounts = services.config.demo ? await ensureDemoAccounts(services) : [];
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, demoAccounts) : null;
-  const jobs = options.role === 'api' ? await followReadModels(services, demoAccounts.map((a) => a.account_id)) : await runAllJobs(services, options, dataset);
+  const jobs = options.role === 'api' ? await followWorkersReadModels(services, demoAccounts.map((a) => a.account_id)) : await runAllJobs(services, options, dataset);
   warnIfUnsigned(services, '/v1/usage/ledger pages');
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
@@ -164,25 +165,15 @@ async function runAllJobs(services: Services, options: ServeOptions, dataset: De
  * replica serves them as fresh as its siblings do, and under load (a projector behind the
  * metering) a replica that waited for the head would not start for minutes.
  */
-async function followReadModels(services: Services, ownAccounts: readonly string[]): Promise<RunningJobs> {
-  let stopped = false;
-  const follow = (): void => {
-    services.feed.start().catch((err: unknown) => {
-      if (stopped) return;
-      services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s');
-      setTimeout(follow, 1000).unref();
-    });
-  };
+async function followWorkersReadModels(services: Services, ownAccounts: readonly string[]): Promise<RunningJobs> {
   const own = await lastPositionOf(services, ownAccounts.map(accountStream));
-  follow();
-  if (own) await services.feed.waitFor(own);
+  const following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'), own);
+  await following.caughtUp;
   return {
     states: () => [],
+    readModels: () => [],
     invoices: null,
-    stop: async () => {
-      stopped = true;
-      await services.feed.stop();
-    },
+    stop: () => following.stop(),
   };
 }
 

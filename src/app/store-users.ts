@@ -7,7 +7,9 @@ import { tryLock, type ProcessLock } from '../../infra/files/process-lock.js';
  * (several servers may serve one store), and `scores replay` holds an EXCLUSIVE lock on it, and on
  * `replay.lock`, while it rebuilds the read models.
  *
- * A replay drops every read model and its checkpoint and projects the log again. A server serving
+ * On the embedded store a replay drops every read model and its checkpoint and projects the log
+ * again (on a shared read store it builds a new generation beside the live one instead:
+ * src/app/replay-generations.ts, and takes no lock here). A server serving
  * meanwhile keeps projecting new events (every metered call is one) from where it was: its
  * commits move the checkpoints to the head before the replay gets there, the replay then takes
  * its batches for applied, and the read models stay empty behind up-to-date checkpoints (every

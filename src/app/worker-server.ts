@@ -6,6 +6,7 @@ import type { Services } from './container.js';
 import { startJobs, type RunningJobs, type WorkerName } from './background-workers.js';
 import { metricsCallerAllowed } from './http/metrics.routes.js';
 import { ListenError } from './listen-error.js';
+import { followReadModels, type Following } from './read-model-follower.js';
 
 export interface RunningWorker {
   url: string;
@@ -16,26 +17,33 @@ export interface RunningWorker {
   shutdown(): Promise<void>;
 }
 
-/** Each job asked for and its state: `starting` until startJobs resolves, then `running` or `off`. */
-type JobStates = () => { name: WorkerName; state: string }[];
+/**
+ * Each job asked for and its state (`starting` until startJobs resolved, then the job's own:
+ * JobState), and under `projections` each read model's unit.
+ */
+type JobStates = () => { jobs: { name: WorkerName; state: string }[]; readModels: { name: string; state: string }[] };
 
 /**
  * `scores worker`: the jobs named, and on PORT only `/healthz`, `/readyz` and `/metrics` (a plain
  * node:http server: no API, no pages, nothing a job does not need). It listens first, so that a
  * supervisor sees it alive while the `projections` job catches up (or a consumer group forms);
- * `/readyz` is 200 once every job has started.
+ * `/readyz` is 200 once the read models hold the log as of its start and no job is `starting`
+ * (its lease asked for, or taken here and the job starting: a hand-over makes it 503 a moment).
  */
 export async function startWorker(services: Services, names: readonly WorkerName[], options: { port?: number } = {}): Promise<RunningWorker> {
   let jobs: RunningJobs | null = null;
-  const states: JobStates = () => jobs?.states() ?? names.map((name) => ({ name, state: 'starting' }));
+  const states: JobStates = () => ({ jobs: jobs?.states() ?? names.map((name) => ({ name, state: 'starting' })), readModels: jobs?.readModels() ?? [] });
   const server = createServer((req, res) => void answer(services, states, req, res));
   await listen(server, options.port ?? services.config.port, services.config.host);
   services.metrics.collectProcessMetrics();
+  let following: Following | null = null;
   const started = (async () => {
     const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
-    // Without the `projections` job here, the jobs follow what another worker's projections commit.
-    if (!names.includes('projections')) await services.feed.start();
-    jobs = await startJobs(services, names, { dataset, leases: true });
+    // The read models are committed by whichever worker owns each (perhaps this one, once its
+    // leases are taken): this worker follows those commits, and its other jobs start once the read
+    // models hold the log as of its start.
+    following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'));
+    jobs = await startJobs(services, names, { dataset, leases: true, readModelsCaughtUp: following.caughtUp });
   })();
   const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
@@ -43,6 +51,7 @@ export async function startWorker(services: Services, names: readonly WorkerName
     (closing ??= (async () => {
       await started.catch(() => undefined);
       await jobs?.stop();
+      await following?.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await services.close();
     })());
@@ -68,9 +77,10 @@ async function answer(services: Services, states: JobStates, req: IncomingMessag
     return json(res, retrying ? 503 : 200, { status: retrying ? 'degraded' : 'ok', role: 'worker', time: services.clock.now().toISOString(), projections: services.feed.health });
   }
   if (path === '/readyz') {
-    const jobs = states();
+    const { jobs, readModels } = states();
     const ready = jobs.every((j) => j.state !== 'starting');
-    return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'starting', role: 'worker', waits_for: 'every job named to start', jobs, projections: services.feed.health });
+    const waitsFor = 'the read models to hold the log as of this worker\'s start, then every job named to run here or stand by for another owner (none starting)';
+    return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'starting', role: 'worker', waits_for: waitsFor, jobs, read_models: readModels, projections: services.feed.health });
   }
   if (path === '/metrics' && metricsCallerAllowed(req.socket.remoteAddress, services.config.metricsAllowSubnets, req.headers)) {
     res.setHeader('Content-Type', services.metrics.registry.contentType);

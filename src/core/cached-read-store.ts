@@ -95,7 +95,7 @@ export class CachedReadStore implements ReadStore {
 
   async commit(batch: CommitBatch): Promise<void> {
     await this.store.commit(batch);
-    this.dropAll();
+    this.clear();
   }
 
   checkpoint(projector: string): Promise<string | null> {
@@ -104,14 +104,15 @@ export class CachedReadStore implements ReadStore {
 
   async reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {
     await this.store.reset(collections, projectors);
-    this.dropAll();
+    this.clear();
   }
 
   close(): Promise<void> {
     return this.store.close();
   }
 
-  private dropAll(): void {
+  /** Drops every cached document (the read models were switched to another generation). */
+  clear(): void {
     for (const m of this.docs.values()) m.clear();
     this.generation++;
   }

@@ -20,6 +20,11 @@ export interface RunWhileOwnedOptions {
 export interface LeaseRun {
   /** Whether this process runs the job now. */
   readonly owned: boolean;
+  /**
+   * `starting` until the first try to take the lease has settled, and while a job whose lease this
+   * process took is starting; then `running` here or `standby` (another process holds the lease).
+   */
+  readonly state: 'starting' | 'running' | 'standby';
   /** Stops trying, stops the job if it runs here and releases the lease, so another process takes it at once. */
   stop(): Promise<void>;
 }
@@ -47,6 +52,7 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   let job: OwnedJob | null = null;
+  let starting = true;
   let pass: Promise<void> = Promise.resolve();
 
   const stopJob = async (): Promise<void> => {
@@ -57,12 +63,15 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
     await running.stop();
   };
   const take = async (): Promise<void> => {
-    if (!(await lease.acquire())) return;
     try {
+      if (!(await lease.acquire())) return;
+      starting = true;
       job = await start(lease);
     } catch (err) {
       await lease.release();
       throw err;
+    } finally {
+      starting = false;
     }
     options.onOwnerChange?.(true);
   };
@@ -85,6 +94,9 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
   return {
     get owned() {
       return job !== null;
+    },
+    get state() {
+      return starting ? 'starting' : job ? 'running' : 'standby';
     },
     async stop() {
       stopped = true;

@@ -165,6 +165,23 @@ export class JobLease {
     }
   }
 
+  /**
+   * The fence for writes outside the log (a read model's commit): throws LeaseLostError when this
+   * owner does not hold the lease, its lease expired by this clock, or another owner appended to
+   * the lease stream since this owner's last write. A check before the write, not with it: an
+   * owner paused between the two can still write once (docs/scaling.md, "Projections per read model").
+   */
+  async check(): Promise<void> {
+    await this.renewal?.catch(() => false);
+    const held = this.held;
+    if (!held || !this.valid) throw new LeaseLostError(this.options.job, this.options.owner);
+    const after = await this.store.readStream(this.streamId, { fromRevision: held.revision + 1, maxCount: 8 });
+    if (after.some((e) => (e.data as { owner?: string }).owner !== this.options.owner)) {
+      if (this.held === held) this.held = null;
+      throw new LeaseLostError(this.options.job, this.options.owner);
+    }
+  }
+
   private async write(type: 'LeaseAcquired' | 'LeaseRenewed', expected: ExpectedRevision): Promise<boolean> {
     const expiresAt = new Date(this.clock.now().getTime() + this.options.ttlMs);
     const event: LeaseEvent = { type, data: { owner: this.options.owner, expires_at: expiresAt.toISOString() } };

@@ -86,6 +86,12 @@ export interface ReadStore {
    */
   commit(batch: CommitBatch): Promise<void>;
   checkpoint(projector: string): Promise<string | null>;
+  /**
+   * Removes the collections themselves (indexes included) and the checkpoints: a retired
+   * generation of the read models (docs/scaling.md). Optional: a store without it cannot switch
+   * generations (the embedded one, where a replay runs with the service stopped).
+   */
+  drop?(collections: readonly string[], projectors: readonly string[]): Promise<void>;
   /** Drops the documents of the collections and the checkpoints of the projectors. */
   reset(collections: readonly string[], projectors: readonly string[]): Promise<void>;
   close(): Promise<void>;

@@ -3,6 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { allProjections, readModelUnits } from '../../projections/index.js';
+import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
+import { systemClock } from '../../src/core/clock.js';
 import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
 import { spawnCli, until, type Exit } from '../support/processes.js';
 import { demoKey, getJson, tempDir, testEnv } from '../support/server.js';
@@ -100,6 +103,8 @@ describe('Process roles on the engines: scores worker and scores serve --role ap
     ]);
     expect(ready.status).to.equal(200);
     expect(ready.body['waits_for']).to.be.a('string');
+    // `projections` is one leased unit per read model: alone, this worker runs every one.
+    expect(ready.body['read_models']).to.deep.equal(readModelUnits().map((u) => ({ name: u.name, state: 'running' })));
     const metrics = await fetch(`${worker.url}/metrics`);
     expect(metrics.status).to.equal(200);
     expect(await metrics.text()).to.contain('scores_event_store_append_seconds');
@@ -139,6 +144,31 @@ describe('Process roles on the engines: scores worker and scores serve --role ap
     } finally {
       await stop(a, 'SIGKILL');
       await stop(b, 'SIGKILL');
+    }
+  });
+
+  it('hands every read model to a standby worker once the worker projecting them is killed (kill -9), which then projects new calls', async () => {
+    const standby = await start(['worker', '--jobs', 'projections'], env);
+    type Units = { name: string; state: string }[];
+    const unitsOf = async (p: Proc) => ((await getJson(`${p.url}/readyz`)).body['read_models'] ?? []) as Units;
+    await until(async () => (await fetch(`${standby.url}/readyz`)).status === 200, 120_000, 200);
+    // Each read model has one owner: the first worker runs every one, this one stands by for each.
+    expect(await unitsOf(standby)).to.deep.equal(readModelUnits().map((u) => ({ name: u.name, state: 'standby' })));
+    const killedAt = Date.now();
+    await stop(worker, 'SIGKILL');
+    worker = standby;
+    await until(async () => (await unitsOf(standby)).every((u) => u.state === 'running'), 60_000, 200);
+    console.log(`      (read models handed over after kill -9: ${Date.now() - killedAt} ms; lease ttl 15 s)`);
+    // A metered call after the hand-over: every read model's checkpoint reaches it, through the new owner alone.
+    expect((await getJson(`${api!.url}/v1/scores/AAPL`, demoKey(dir, 'hobbyist'))).status).to.equal(200);
+    const events = new PostgresEventStore(env['POSTGRES_URL']!, systemClock);
+    const reads = new MongoReadStore(env['MONGODB_URI']!, database);
+    try {
+      const head = (await events.headPosition())!;
+      await until(async () => (await Promise.all(allProjections().map((p) => reads.checkpoint(p.name)))).every((c) => c !== null && c >= head), 30_000, 200);
+    } finally {
+      await reads.close();
+      await events.close();
     }
   });
 

@@ -194,6 +194,27 @@ function jobLeaseSuite(name: string, open: () => Promise<Log>): void {
       console.log(`      hand-over after a dead owner: ${handOverMs} ms (ttl ${ttlMs} ms, retry every 50 ms)`);
     });
 
+    it('says `starting` until the lease is asked for and while the job it took starts, then `running` or `standby`', async function () {
+      let started!: () => void;
+      const starting = new Promise<void>((resolve) => (started = resolve));
+      const first = runWhileOwned(lease(log.one, 'first', systemClock), async () => {
+        await starting;
+        return { stop: () => Promise.resolve() };
+      }, { onError: (err) => expect.fail(String(err)) });
+      runs.push(first);
+      expect(first.state).to.equal('starting');
+      await sleep(200);
+      expect(first.state, 'lease taken, job still starting').to.equal('starting');
+      const second = runWhileOwned(lease(log.two, 'second', systemClock), () => Promise.resolve({ stop: () => Promise.resolve() }), { onError: (err) => expect.fail(String(err)) });
+      runs.push(second);
+      expect(second.state).to.equal('starting');
+      await waitUntil(() => second.state !== 'starting', 5_000);
+      expect(second.state).to.equal('standby');
+      started();
+      await waitUntil(() => first.state === 'running', 5_000);
+      expect(first.owned).to.equal(true);
+    });
+
     it('stops the job when a renewal finds the lease taken', async function () {
       const changes: boolean[] = [];
       let jobStopped = false;

@@ -26,7 +26,8 @@ export function addWorkerCommand(program: Command): void {
       const config = loadConfig();
       requireSharedStores(config, '`scores worker`');
       const names = opts.jobs ?? [...WORKER_NAMES];
-      const services = await openServices(config, { readModels: names.includes('projections') ? 'project' : 'follow', log: servingLog(config.logLevel) });
+      // The read models are committed per read model, by whichever worker owns each: every worker follows their checkpoints.
+      const services = await openServices(config, { readModels: 'follow', log: servingLog(config.logLevel) });
       let running: Awaited<ReturnType<typeof startWorker>>;
       try {
         running = await startWorker(services, names, { port: opts.port });

@@ -1,0 +1,31 @@
+/**
+ * A ReadStore whose commits are fenced by a job's lease (JobLease.check): a read model's projector
+ * that lost its lease while paused commits nothing (LeaseLostError) once it knows, and the stored
+ * checkpoints (never moved back, a batch behind them skipped) absorb what a write in the window
+ * between check and commit could do (docs/scaling.md, "Projections per read model").
+ */
+import type { JobLease } from './lease.js';
+import type { ReadStore } from './read-store.port.js';
+
+export function fencedReadStore(store: ReadStore, lease: JobLease): ReadStore {
+  return {
+    register: (defs) => store.register(defs),
+    get: (def, id) => store.get(def, id),
+    getMany: (def, ids) => store.getMany(def, ids),
+    find: (def, filter, options) => store.find(def, filter, options),
+    count: (def, filter) => store.count(def, filter),
+    scan: (def, batchSize) => store.scan(def, batchSize),
+    snapshot: () => store.snapshot(),
+    async commit(batch) {
+      await lease.check();
+      await store.commit(batch);
+    },
+    checkpoint: (projector) => store.checkpoint(projector),
+    async reset(collections, projectors) {
+      await lease.check();
+      await store.reset(collections, projectors);
+    },
+    // The job does not own the store: closing it is the composition's.
+    close: async () => undefined,
+  };
+}

@@ -1,0 +1,148 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { seedIfEmpty } from '../../src/app/server.js';
+import { startJobs, type RunningJobs } from '../../src/app/background-workers.js';
+import { fixedClock } from '../../src/core/clock.js';
+import { advanceDemo } from '../../commands/seed-demo/seed-demo.handler.js';
+import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
+import { fencedReadStore } from '../../src/core/fenced-read-store.js';
+import { JobLease, LeaseLostError, holderOf, lastEventOf, leaseStreamOf } from '../../src/core/lease.js';
+import { defineCollection } from '../../src/core/read-store.port.js';
+import { allProjections, readModelUnits } from '../../projections/index.js';
+import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-01-10T12:00:00Z';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitUntil(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** The demo's publications of a few more days: new events for every read model of scores. */
+async function advance(services: Services): Promise<void> {
+  const result = await advanceDemo({ store: services.events, clock: fixedClock('2019-01-16T12:00:00Z'), dataset: new DemoDataset({ seed: services.config.demoSeed }) });
+  expect(result.events).to.be.greaterThan(0);
+}
+
+/** Who holds each read model's lease now (null: nobody). */
+async function holders(services: Services): Promise<Map<string, string | null>> {
+  const out = new Map<string, string | null>();
+  for (const unit of readModelUnits()) {
+    const last = await lastEventOf(services.events, leaseStreamOf(`projection-${unit.name}`), 0);
+    out.set(unit.name, holderOf(last, new Date())?.owner ?? null);
+  }
+  return out;
+}
+
+/** Every projection's checkpoint has reached the log head. */
+async function caughtUp(services: Services): Promise<boolean> {
+  const head = await services.events.headPosition();
+  const checkpoints = await Promise.all(allProjections().map((p) => services.readModels.base.checkpoint(p.name)));
+  return checkpoints.every((c) => c !== null && head !== null && c >= head);
+}
+
+/**
+ * `projections` in `scores worker`: one leased unit per read model (`lease-projection-<model>`).
+ * On the engines (PostgreSQL log, MongoDB-wire read store), each in a database of its own.
+ */
+describe('Projections per read model, leased (scores worker)', function () {
+  this.timeout(300_000);
+  const unset = ['POSTGRES_URL', 'MONGODB_URI'].filter((name) => !process.env[name]);
+  if (unset.length > 0) {
+    it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
+    return;
+  }
+  const database = `scores_projlease_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+  const dir = tempDir('scores-projection-leases-');
+  let admin: PgSession;
+  const opened: Services[] = [];
+  const jobs: RunningJobs[] = [];
+  const open = async () => {
+    const env = testEnv(dir, NOW, { POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database), MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database });
+    const services = await openServices(loadConfig(env), { readModels: 'follow' });
+    opened.push(services);
+    return services;
+  };
+
+  before(async () => {
+    admin = await pgSession(process.env['POSTGRES_URL']!);
+    await admin.query(`CREATE DATABASE ${database}`);
+    const seeding = await open();
+    await seedIfEmpty(seeding, { progress: false });
+  });
+
+  after(async () => {
+    // Bounded: a store that stopped answering must not hold the report back.
+    const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), sleep(10_000)]);
+    for (const j of jobs) await bounded(j.stop());
+    for (const s of opened) await bounded(s.close());
+    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
+    await reads.dropDatabase().catch(() => undefined);
+    await reads.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin?.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('gives each read model to exactly one of two workers, and hands a stopped worker’s read models to the other', async () => {
+    const [one, two] = [await open(), await open()];
+    const [a, b] = await Promise.all([one, two].map((s) => startJobs(s, ['projections'], { dataset: null, leases: true })));
+    jobs.push(a!, b!);
+    const units = readModelUnits().map((u) => u.name);
+    expect(units).to.include.members(['market-data', 'accounts', 'latest-scores']);
+
+    await waitUntil(async () => [...(await holders(one)).values()].every((h) => h !== null), 30_000, 'every read model owned');
+    const owners = await holders(one);
+    // Exactly one holder per read model (a lease has one), one of the two workers' ids.
+    expect(new Set(owners.values()).size, 'two workers at most').to.be.at.most(2);
+    await waitUntil(() => caughtUp(one), 60_000, 'the read models projected up to the head');
+
+    // A worker that owns read models stops: they go to the other at once (the stop releases them).
+    const [stopping, staying] = a!.states()[0]!.state === 'running' ? [a!, b!] : [b!, a!];
+    const stayingServices = stopping === a ? two : one;
+    await stopping.stop();
+    await waitUntil(async () => {
+      const now = [...(await holders(one)).values()];
+      return now.every((h) => h !== null) && new Set(now).size === 1;
+    }, 10_000, 'hand-over after a stop');
+    const after = (await holders(one)).get('accounts')!;
+    const handedOver = [...owners.values()].filter((o) => o !== after);
+    expect(handedOver.length, 'read models the stopped worker held, now the other’s').to.be.greaterThan(0);
+    expect(staying.states()).to.deep.equal([{ name: 'projections', state: 'running' }]);
+
+    // New events (the demo's next publication) are projected by the remaining worker.
+    await advance(stayingServices);
+    const head = await one.events.headPosition();
+    await waitUntil(() => caughtUp(one), 60_000, `projected up to ${head} after the hand-over`);
+  });
+
+  it('refuses a read-model commit once another worker took the lease (the fence), and writes nothing', async () => {
+    const [services] = opened;
+    const job = `projection-fence-${randomUUID().slice(0, 8)}`;
+    // The paused owner's clock stands still (its lease looks valid to it); the next owner's is past the expiry.
+    const pausedClock = fixedClock('2026-01-01T00:00:00Z');
+    const paused = new JobLease(services!.events, pausedClock, { job, owner: 'paused', ttlMs: 10_000 });
+    const next = new JobLease(services!.events, fixedClock('2026-01-01T00:00:11Z'), { job, owner: 'next', ttlMs: 10_000 });
+    const def = defineCollection<{ id: string }>({ name: `fence_${job.slice(-8)}`, key: (d) => d.id, fields: [], indexes: [] });
+    const base = services!.readModels.base;
+    await base.register([def]);
+    expect(await paused.acquire()).to.equal(true);
+    const fenced = fencedReadStore(base, paused);
+    await fenced.commit({ writes: [{ op: 'upsert', collection: def.name, id: 'a', doc: { id: 'a' } }], checkpoints: { [job]: '1' } });
+    expect(await next.acquire(), 'taken once expired').to.equal(true);
+    expect(paused.valid, 'valid by the paused owner’s own clock').to.equal(true);
+    const refused = await fenced.commit({ writes: [{ op: 'upsert', collection: def.name, id: 'b', doc: { id: 'b' } }], checkpoints: { [job]: '2' } }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(LeaseLostError);
+    expect(await base.get(def, 'b')).to.equal(null);
+    expect(await base.checkpoint(job)).to.equal('1');
+  });
+});

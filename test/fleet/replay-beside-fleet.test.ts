@@ -1,0 +1,164 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { allProjections, readModelUnits } from '../../projections/index.js';
+import { generationView } from '../../src/core/read-model-generations.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
+import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
+import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { systemClock } from '../../src/core/clock.js';
+import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
+import { demoKey, tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-02-15T12:00:00Z';
+
+interface Proc {
+  url: string;
+  child: ChildProcess;
+  done: Promise<Exit>;
+}
+
+async function start(args: string[], env: NodeJS.ProcessEnv): Promise<Proc> {
+  const { child, done } = spawnCli(args, env);
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const listening = /listening on (http:\/\/\S+)/;
+  await until(() => listening.test(err) || child.exitCode !== null, 240_000, 100);
+  if (!listening.test(err)) throw new Error(`scores ${args.join(' ')} exited before listening:\n${(await done).stderr}`);
+  return { url: listening.exec(err)![1]!, child, done };
+}
+
+async function stop(proc: Proc | null): Promise<void> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill('SIGTERM');
+  await proc.done;
+}
+
+/** Every document of every read model, by collection. */
+async function contents(reads: ReadStore): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const def of allProjections().flatMap((p) => p.collections)) {
+    const docs: unknown[] = [];
+    for await (const doc of reads.scan(def)) docs.push(doc);
+    out[def.name] = docs;
+  }
+  return out;
+}
+
+/**
+ * `scores replay` beside a running fleet (docs/scaling.md, "Replay beside a running fleet"): an API
+ * process and a worker on the engines (PostgreSQL log, MongoDB-wire read store) keep serving while
+ * the replay builds a new generation and switches it over.
+ */
+describe('scores replay beside a running fleet (engines)', function () {
+  this.timeout(600_000);
+  const unset = ['POSTGRES_URL', 'MONGODB_URI'].filter((name) => !process.env[name]);
+  if (unset.length > 0) {
+    it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
+    return;
+  }
+  const database = `scores_replayfleet_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+  const dir = tempDir('scores-replay-fleet-');
+  let env: NodeJS.ProcessEnv;
+  let admin: PgSession;
+  let worker: Proc | null = null;
+  let api: Proc | null = null;
+
+  before(async () => {
+    admin = await pgSession(process.env['POSTGRES_URL']!);
+    await admin.query(`CREATE DATABASE ${database}`);
+    env = testEnv(dir, NOW, { POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database), MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database });
+  });
+
+  after(async () => {
+    await stop(api);
+    await stop(worker);
+    for (const db of [database, `${database}_fresh`]) {
+      const reads = new MongoReadStore(process.env['MONGODB_URI']!, db);
+      await reads.dropDatabase().catch(() => undefined);
+      await reads.close();
+    }
+    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin?.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('switches every read model to a new generation while an API process answers a steady stream of calls, equal to a fresh replay, the old generation dropped', async () => {
+    const seeded = await runCli(['seed', '--json'], env);
+    expect(seeded.code, seeded.stderr).to.equal(0);
+    worker = await start(['worker', '--jobs', 'projections'], env);
+    api = await start(['serve', '--role', 'api'], env);
+    await until(async () => (await fetch(`${api!.url}/readyz`)).status === 200, 120_000, 200);
+    const key = demoKey(dir, 'hobbyist');
+    const paths = ['/v1/scores/AAPL', '/v1/usage', '/v1/scores/MSFT/history?start=2019-01-16'];
+    const failures: string[] = [];
+    let calls = 0;
+    let calling = true;
+    // Paced under the hobbyist's rate (20 a second): every answer is the service's, not the limit's.
+    const traffic = (async () => {
+      for (let i = 0; calling; i++) {
+        const path = paths[i % paths.length]!;
+        const res = await fetch(`${api.url}${path}`, { headers: { 'X-API-Key': key } }).catch((err: Error) => ({ status: 0, text: async () => err.message }));
+        calls++;
+        if (res.status !== 200) failures.push(`${path}: ${res.status} ${await res.text()}`);
+        await new Promise((r) => setTimeout(r, 60));
+      }
+    })();
+    let replay: Exit;
+    try {
+      await new Promise((r) => setTimeout(r, 1_000));
+      replay = await runCli(['replay', '--json'], env);
+      await new Promise((r) => setTimeout(r, 1_000)); // calls after the switch too
+    } finally {
+      calling = false;
+      await traffic;
+    }
+    expect(replay.code, replay.stderr).to.equal(0);
+    const result = JSON.parse(replay.stdout) as { generation: number; dropped: number[]; events: number; seconds: number };
+    console.log(`      (replay of ${result.events} events into generation ${result.generation}: ${result.seconds.toFixed(1)} s; ${calls} calls served meanwhile)`);
+    expect(result).to.include({ generation: 1 });
+    expect(result.events, 'the whole log projected into generation 1').to.be.greaterThan(100);
+    expect(result.dropped).to.deep.equal([0]);
+    expect(calls).to.be.greaterThan(20);
+    expect(failures, failures.slice(0, 5).join('\n')).to.deep.equal([]);
+
+    // The live generation, once the worker projected the last calls, equals a fresh replay of the log.
+    const events = new PostgresEventStore(env['POSTGRES_URL']!, systemClock);
+    const mongo = new MongoReadStore(process.env['MONGODB_URI']!, database);
+    try {
+      const live = generationView(mongo, 1);
+      const projectors = allProjections().map((p) => p.name);
+      await until(async () => {
+        const head = await events.headPosition();
+        const at = await Promise.all(projectors.map((p) => live.checkpoint(p)));
+        return at.every((c) => c !== null && c >= head!);
+      }, 60_000, 200);
+      const fresh = await runCli(['replay', '--json'], { ...env, MONGODB_DB: `${database}_fresh` });
+      expect(fresh.code, fresh.stderr).to.equal(0);
+      const rebuilt = new MongoReadStore(process.env['MONGODB_URI']!, `${database}_fresh`);
+      const [served, replayed] = [await contents(live), await contents(rebuilt)];
+      await rebuilt.close();
+      expect(replayed['latest_scores']).to.have.length.greaterThan(100);
+      for (const name of Object.keys(replayed)) expect(served[name], name).to.deep.equal(replayed[name]);
+
+      // Generation 0 is gone: its collections and its checkpoints.
+      // The store's own database handle (the vendor client stays in infra/).
+      type Listing = { toArray(): Promise<Record<string, unknown>[]> };
+      const db = (mongo as unknown as { db: { listCollections(): Listing; collection(name: string): { find(): Listing } } }).db;
+      const names = new Set((await db.listCollections().toArray()).map((c) => String(c['name'])));
+      for (const unit of readModelUnits()) {
+        for (const c of unit.projections.flatMap((p) => p.collections)) {
+          expect(names.has(`rm_${c.name}`), `rm_${c.name} dropped`).to.equal(false);
+          expect(names.has(`rm_g1_${c.name}`), `rm_g1_${c.name} live`).to.equal(true);
+        }
+      }
+      const checkpoints = (await db.collection('projector_checkpoints').find().toArray()).map((d) => String(d['_id']));
+      expect(checkpoints.filter((id) => projectors.includes(id))).to.deep.equal([]);
+    } finally {
+      await mongo.close();
+      await events.close();
+    }
+  });
+});

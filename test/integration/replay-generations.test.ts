@@ -1,0 +1,84 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { loadConfig } from '../../src/app/config.js';
+import { openServices, type Services } from '../../src/app/container.js';
+import { seedIfEmpty } from '../../src/app/server.js';
+import { replayIntoNewGeneration } from '../../src/app/replay-generations.js';
+import { generationView } from '../../src/core/read-model-generations.js';
+import { allProjections, readModelUnits } from '../../projections/index.js';
+import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2019-01-04T12:00:00Z';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `scores replay` on a shared read store with no worker projecting (a stopped fleet): nobody takes
+ * the hand-over, so the replay brings each read model's new generation up and switches it itself,
+ * then drops the old one; a reader following the generations reads the new one (docs/scaling.md,
+ * "Replay beside a running fleet", step 4). The fleet case is test/fleet/replay-beside-fleet.test.ts.
+ */
+describe('scores replay into a new generation, no worker running (engines)', function () {
+  this.timeout(300_000);
+  const unset = ['POSTGRES_URL', 'MONGODB_URI'].filter((name) => !process.env[name]);
+  if (unset.length > 0) {
+    it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
+    return;
+  }
+  const database = `scores_replaygen_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+  const dir = tempDir('scores-replay-generations-');
+  let admin: PgSession;
+  let services: Services | null = null;
+
+  before(async () => {
+    admin = await pgSession(process.env['POSTGRES_URL']!);
+    await admin.query(`CREATE DATABASE ${database}`);
+    const env = testEnv(dir, NOW, { POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database), MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database });
+    services = await openServices(loadConfig(env), { readModels: 'follow' });
+    await seedIfEmpty(services, { progress: false });
+  });
+
+  after(async () => {
+    await services?.close();
+    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
+    await reads.dropDatabase().catch(() => undefined);
+    await reads.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin?.end();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const checkpoints = (generation: number) => Promise.all(allProjections().map((p) => generationView(services!.readModels.base, generation).checkpoint(p.name)));
+
+  it('builds an empty read store in place, then each replay into the next generation, switched by the replay itself and the old one dropped', async () => {
+    const s = services!;
+    // The log as seeded (the replay's own lease events come after it).
+    const head = (await s.events.headPosition())!;
+    const first = await replayIntoNewGeneration(s, { takeoverMs: 100, graceMs: 300 });
+    expect(first).to.deep.include({ generation: 0, previous: [] });
+    expect(first.events).to.be.greaterThan(0);
+    // Its own lease events included: an all-in-one process projecting the same log reaches the same checkpoints.
+    const done = (await s.events.headPosition())!;
+    expect(done > head, 'the replay took its lease in the log').to.equal(true);
+    expect((await checkpoints(0)).every((c) => c === done), 'generation 0 built to the head').to.equal(true);
+
+    const second = await replayIntoNewGeneration(s, { takeoverMs: 100, graceMs: 300 });
+    expect(second).to.deep.include({ generation: 1, previous: [0] });
+    const state = await s.readModels.generations.current();
+    expect(Object.keys(state.units).sort()).to.deep.equal(readModelUnits().map((u) => u.name).sort());
+    for (const unit of Object.values(state.units)) expect(unit, unit.unit).to.include({ live: 1, next: null, taking: null });
+    expect(state.retired, 'generation 0 dropped').to.deep.equal([]);
+    const now = (await s.events.headPosition())!;
+    expect((await checkpoints(1)).every((c) => c !== null && c >= head && c <= now), 'generation 1 built').to.equal(true);
+    expect((await checkpoints(0)).every((c) => c === null), 'generation 0 checkpoints dropped').to.equal(true);
+    // The reader's view follows the switch (it reads the generations every 250 ms).
+    await sleep(600);
+    expect(await s.reads.checkpoint(allProjections()[0]!.name)).to.equal((await checkpoints(1))[0]);
+
+    const third = await replayIntoNewGeneration(s, { takeoverMs: 100, graceMs: 300 });
+    expect(third).to.deep.include({ generation: 2, previous: [1] });
+    expect((await checkpoints(1)).every((c) => c === null), 'generation 1 checkpoints dropped').to.equal(true);
+  });
+});
