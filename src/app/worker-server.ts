@@ -27,8 +27,8 @@ type JobStates = () => { jobs: { name: WorkerName; state: string }[]; readModels
  * `scores worker`: the jobs named, and on PORT only `/healthz`, `/readyz` and `/metrics` (a plain
  * node:http server: no API, no pages, nothing a job does not need). It listens first, so that a
  * supervisor sees it alive while the `projections` job catches up (or a consumer group forms);
- * `/readyz` is 200 once the read models hold the log as of its start and no job is `starting`
- * (its lease asked for, or taken here and the job starting: a hand-over makes it 503 a moment).
+ * `/readyz` is 200 once no job is `starting` (its lease asked for, or taken here and the job
+ * starting: a hand-over makes it 503 a moment).
  */
 export async function startWorker(services: Services, names: readonly WorkerName[], options: { port?: number } = {}): Promise<RunningWorker> {
   let jobs: RunningJobs | null = null;
@@ -40,9 +40,11 @@ export async function startWorker(services: Services, names: readonly WorkerName
   const started = (async () => {
     const dataset = services.config.demo ? new DemoDataset({ seed: services.config.demoSeed }) : null;
     // The read models are committed by whichever worker owns each (perhaps this one, once its
-    // leases are taken): this worker follows those commits, and its other jobs start once the read
-    // models hold the log as of its start.
-    following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'));
+    // leases are taken): this worker follows those commits. Its other jobs ask for their leases at
+    // once, on the read models as they are: those are shared, and a job handed over by a dead owner
+    // ran on them as they were. (Waiting for them to hold the log as of this start kept a
+    // replacement from taking over for minutes while the projector lagged behind the load.)
+    following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'), null);
     jobs = await startJobs(services, names, { dataset, leases: true, readModelsCaughtUp: following.caughtUp });
   })();
   const { port } = server.address() as AddressInfo;
@@ -79,7 +81,7 @@ async function answer(services: Services, states: JobStates, req: IncomingMessag
   if (path === '/readyz') {
     const { jobs, readModels } = states();
     const ready = jobs.every((j) => j.state !== 'starting');
-    const waitsFor = 'the read models to hold the log as of this worker\'s start, then every job named to run here or stand by for another owner (none starting)';
+    const waitsFor = 'every job named to run here or stand by for another owner (none starting)';
     return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'starting', role: 'worker', waits_for: waitsFor, jobs, read_models: readModels, projections: services.feed.health });
   }
   if (path === '/metrics' && metricsCallerAllowed(req.socket.remoteAddress, services.config.metricsAllowSubnets, req.headers)) {
