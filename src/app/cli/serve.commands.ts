@@ -46,9 +46,22 @@ export function addServeCommand(program: Command): void {
     });
 }
 
-/** On the first SIGINT or SIGTERM: `shutdown`, then exit 0. */
+/** How long a clean stop may take before the process exits anyway (a supervisor kills at 30 s). */
+const SHUTDOWN_GRACE_MS = 25_000;
+
+/**
+ * On the first SIGINT or SIGTERM: `shutdown`, then exit 0; exit 1 if it takes longer than
+ * SHUTDOWN_GRACE_MS (a store or broker that does not answer must not keep the process up: what was
+ * acknowledged is durable, and what a job had in hand is done again by its next owner).
+ */
 export function stopOnSignals(shutdown: () => Promise<void>): void {
-  const stop = () => void shutdown().then(() => process.exit(0));
+  const stop = () => {
+    setTimeout(() => {
+      process.stderr.write(`shutdown: not finished within ${SHUTDOWN_GRACE_MS / 1000} s; exiting\n`);
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
+    void shutdown().then(() => process.exit(0));
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }

@@ -63,11 +63,14 @@ function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs:
   });
 }
 
+/** SIGTERM, and SIGKILL if the process has not exited 30 s later (it bounds its own stop at 25 s). */
 async function stopProcess(p: FleetProcess): Promise<void> {
   if (p.child.exitCode !== null || p.child.signalCode !== null) return;
   const exited = new Promise((resolve) => p.child.once('exit', resolve));
   p.child.kill('SIGTERM');
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 30_000);
   await exited;
+  clearTimeout(timer);
 }
 
 /**
