@@ -125,11 +125,27 @@ export class MongoReadStore implements ReadStore {
 
   async getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
     const out = new Map<string, T>();
+    if ((await this.writesPerCommand()) === 1) return this.getEach(def, ids, out);
     for (let i = 0; i < ids.length; i += 1000) {
       const chunk = ids.slice(i, i + 1000);
       for (const doc of await this.coll(def.name).find({ _id: { $in: chunk } }).toArray()) {
         out.set(doc._id, fromStored<T>(doc));
       }
+    }
+    return out;
+  }
+
+  /**
+   * FerretDB 1.x (checked on 1.24.2) pushes an `_id` equality down to PostgreSQL but not `$in` or
+   * `$or`: a find by a list of ids reads and decodes the whole collection (1.2 s for 3 ids among
+   * 2,000 documents of 10 KB, against 75 ms for 3 lookups), which kept the score history's
+   * projector, reading a bucket per restated month, from ever catching up. So one lookup per id,
+   * a few at a time (each holds a pool connection).
+   */
+  private async getEach<T>(def: CollectionDef<T>, ids: readonly string[], out: Map<string, T>): Promise<Map<string, T>> {
+    for (let i = 0; i < ids.length; i += 8) {
+      const docs = await Promise.all(ids.slice(i, i + 8).map((id) => this.coll(def.name).findOne({ _id: id })));
+      for (const doc of docs) if (doc) out.set(doc._id, fromStored<T>(doc));
     }
     return out;
   }

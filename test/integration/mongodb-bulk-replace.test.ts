@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 
@@ -70,5 +71,26 @@ describe('MongoDB adapter: a commit that replaces many existing documents at onc
     expect(page.items).to.have.length(MANY);
     expect(page.items.every((r) => r.n === 2)).to.equal(true);
     expect(await store.checkpoint(`projector_r${String(MANY - 1)}`)).to.equal('2');
+  });
+
+  it('reads documents by id with lookups FerretDB answers from an index (no $in, which it answers by reading the whole collection)', async () => {
+    const client = new MongoClient(uri, { monitorCommands: true });
+    const finds: Record<string, unknown>[] = [];
+    client.on('commandStarted', (e: CommandStartedEvent) => {
+      if (e.commandName === 'find' && e.command['find'] === 'rm_rows') finds.push(e.command['filter'] as Record<string, unknown>);
+    });
+    const reader = new MongoReadStore(client, database);
+    try {
+      const ferret = (await client.db('admin').command({ buildInfo: 1 }))['ferretdbVersion'] !== undefined;
+      const got = await reader.getMany(rows, ['r001', 'r002', 'nope', 'r149']);
+      expect([...got.keys()].sort()).to.deep.equal(['r001', 'r002', 'r149']);
+      expect(got.get('r002')).to.deep.equal({ id: 'r002', n: 2 });
+      const usedIn = finds.some((f) => JSON.stringify(f).includes('$in'));
+      // FerretDB: one equality on _id per id; a real MongoDB: one $in.
+      expect(usedIn, JSON.stringify(finds)).to.equal(!ferret);
+      if (ferret) expect(finds.map((f) => f['_id'])).to.have.members(['r001', 'r002', 'nope', 'r149']);
+    } finally {
+      await client.close();
+    }
   });
 });
