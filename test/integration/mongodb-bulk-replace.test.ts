@@ -1,12 +1,18 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 
 interface Row {
   id: string;
   n: number;
+}
+
+/** What the test uses of the MongoDB driver's client. */
+interface DriverClient {
+  monitorCommands: boolean;
+  on(event: 'commandStarted', listener: (e: { commandName: string; command: Record<string, unknown> }) => void): void;
+  db(name: string): { command(cmd: Record<string, unknown>): Promise<Record<string, unknown>> };
 }
 
 const rows = defineCollection<Row>({ name: 'rows', key: (r) => r.id, fields: ['n'], indexes: [] });
@@ -74,12 +80,14 @@ describe('MongoDB adapter: a commit that replaces many existing documents at onc
   });
 
   it('reads documents by id with lookups FerretDB answers from an index (no $in, which it answers by reading the whole collection)', async () => {
-    const client = new MongoClient(uri, { monitorCommands: true });
+    const reader = new MongoReadStore(uri, database);
+    // The store's own driver client, watched for the commands it sends (only infra imports the driver).
+    const client = (reader as unknown as { client: DriverClient }).client;
+    client.monitorCommands = true;
     const finds: Record<string, unknown>[] = [];
-    client.on('commandStarted', (e: CommandStartedEvent) => {
+    client.on('commandStarted', (e) => {
       if (e.commandName === 'find' && e.command['find'] === 'rm_rows') finds.push(e.command['filter'] as Record<string, unknown>);
     });
-    const reader = new MongoReadStore(client, database);
     try {
       const ferret = (await client.db('admin').command({ buildInfo: 1 }))['ferretdbVersion'] !== undefined;
       const got = await reader.getMany(rows, ['r001', 'r002', 'nope', 'r149']);
@@ -90,7 +98,7 @@ describe('MongoDB adapter: a commit that replaces many existing documents at onc
       expect(usedIn, JSON.stringify(finds)).to.equal(!ferret);
       if (ferret) expect(finds.map((f) => f['_id'])).to.have.members(['r001', 'r002', 'nope', 'r149']);
     } finally {
-      await client.close();
+      await reader.close();
     }
   });
 });
