@@ -112,7 +112,8 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
   const database = `scores_scaled_${run}`;
   const prefix = `scaled-${run}.`;
   const dir = tempDir('scores-scaled-e2e-');
-  const rec = new Recorder();
+  // Made again when the test starts: its times count from there, not from when mocha loaded the file.
+  let rec = new Recorder();
   const say = (line: string) => console.log(`      [${(rec.now() / 1000).toFixed(1).padStart(6)}s] ${line}`);
   let env: NodeJS.ProcessEnv;
   let admin: PgSession | null = null;
@@ -124,6 +125,7 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
   const children: ChildProcess[] = [];
 
   before(async function () {
+    rec = new Recorder();
     if (unset.length > 0) return;
     await pingReadStore(process.env['MONGODB_URI']!, database);
     admin = await pgSession(process.env['POSTGRES_URL']!);
