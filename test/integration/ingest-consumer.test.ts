@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
 import type { BusMessage } from '../../src/core/event-bus.port.js';
+import { scoreStream } from '../../src/domain/scores/score.events.js';
 import { until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 
@@ -45,6 +46,35 @@ describe('Ingest consumer on the bus', () => {
       );
       expect(JSON.parse(dead[1]!.value)).to.have.property('message');
       expect(await services.reads.get(latestScores, 'ACME')).to.include({ main_street: 60, wall_street: 10 });
+    });
+  });
+
+  describe('When the store fails for a moment', () => {
+    it('tries the append again, ingests the row, and dead-letters nothing', async () => {
+      const handlers: ((m: BusMessage) => Promise<void>)[] = [];
+      const published: string[] = [];
+      const fakeBus = {
+        subscribe: async (s: { handler: (m: BusMessage) => Promise<void> }) => {
+          handlers.push(s.handler);
+          return { close: async () => undefined };
+        },
+        publish: async (topic: string) => void published.push(topic),
+      } as unknown as InMemoryEventBus;
+      let failures = 2;
+      const flaky = new Proxy(services.events, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if ((prop !== 'append' && prop !== 'appendMany') || typeof value !== 'function') return value;
+          return (...args: unknown[]) => (failures-- > 0 ? Promise.reject(new Error('connection terminated')) : (value as (...a: unknown[]) => unknown).apply(target, args));
+        },
+      });
+      await startIngestConsumer({ bus: fakeBus, store: flaky, clock: services.clock });
+      const message = { key: 'ACME', value: JSON.stringify({ type: 'score', ticker: 'ACME', date: '2024-02-28', main_street: 42, wall_street: 11 }) };
+      await handlers[0]!(message);
+      expect(failures, 'both failures seen').to.be.lessThan(0);
+      expect(published, 'nothing dead-lettered').to.deep.equal([]);
+      const day = JSON.stringify(await services.events.readStream(scoreStream('2024-02-28')));
+      expect(day).to.include('ACME').and.to.include('42');
     });
   });
 });
