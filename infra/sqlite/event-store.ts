@@ -139,14 +139,16 @@ export class SqliteEventStore implements EventStore {
     const useWorker = (options.writer ?? 'worker') === 'worker' && !db.memory;
     if (useWorker) {
       const worker = startWorker('event-writer', { file: db.name });
+      let ready!: () => void;
       this.writerReady = new Promise((resolve, reject) => {
-        worker.on('message', (msg: { ready?: boolean }) => msg.ready && resolve());
+        ready = resolve;
         worker.once('error', reject);
       });
       this.writerReady.catch(() => undefined); // an append reports the failure too
       let seq = 0;
       const waiting = new Map<number, { resolve(o: GroupOutcome[]): void; reject(e: unknown): void }>();
-      worker.on('message', (msg: { id: number; outcomes?: GroupOutcome[]; failure?: { name: string; message: string } }) => {
+      worker.on('message', (msg: { ready?: true; id: number; outcomes?: GroupOutcome[]; failure?: { name: string; message: string } }) => {
+        if (msg.ready) return ready();
         const w = waiting.get(msg.id);
         if (!w) return;
         waiting.delete(msg.id);

@@ -53,11 +53,6 @@ export interface JobContext {
   dataset: DemoDataset | null;
   /** `scores worker`: run the jobs under leases (below); all-in-one runs them itself. */
   leases?: boolean;
-  /**
-   * A process that follows read models others project (`scores worker`): resolves once they hold
-   * the log; the jobs after `projections` start on caught-up read models, as in the all-in-one.
-   */
-  readModelsCaughtUp?: Promise<void>;
 }
 
 /**
@@ -179,7 +174,6 @@ export async function startJobs(services: Services, names: readonly WorkerName[]
   };
   for (const name of WORKER_NAMES.filter((n) => names.includes(n))) {
     try {
-      if (name !== 'projections') await ctx.readModelsCaughtUp;
       if (isOff(services, name, ctx)) started.push({ name, job: null });
       else if (leased(ctx) && name === 'projections') started.push(startReadModelUnits(services, owner));
       else if (leased(ctx)) started.push(startLeased(services, name, ctx, owner));

@@ -111,7 +111,7 @@ export class ReadModelFollower implements ReadModelFeed {
   }
 }
 
-/** A process following read models others project: `caughtUp` once they hold the log as of the start. */
+/** A process following read models others project: `caughtUp` once they hold the position asked for. */
 export interface Following {
   caughtUp: Promise<void>;
   stop(): Promise<void>;
@@ -120,11 +120,10 @@ export interface Following {
 /**
  * Follows the read models from now on (`scores serve --role api`, `scores worker`): starts `feed`,
  * and again 1 s after a catch-up that failed, until stopped. `caughtUp` resolves once the read
- * models hold `upTo` (null: nothing to wait for); by default the log as it was when this was called
- * (this process's own writes among it), not a head that moves: under load a new process would
- * chase it for as long as calls keep coming.
+ * models hold `upTo` (null: at once), never "the head", which under load moves as fast as a new
+ * process could chase it.
  */
-export async function followReadModels(events: EventStore, feed: ReadModelFeed, onError: (err: unknown) => void, upTo?: string | null): Promise<Following> {
+export function followReadModels(feed: ReadModelFeed, onError: (err: unknown) => void, upTo: string | null): Following {
   let stopped = false;
   const follow = (): void => {
     feed.start().catch((err: unknown) => {
@@ -133,10 +132,9 @@ export async function followReadModels(events: EventStore, feed: ReadModelFeed, 
       setTimeout(follow, 1000).unref();
     });
   };
-  const head = upTo === undefined ? await events.headPosition() : upTo;
   follow();
   return {
-    caughtUp: head ? feed.waitFor(head) : Promise.resolve(),
+    caughtUp: upTo ? feed.waitFor(upTo) : Promise.resolve(),
     stop: async () => {
       stopped = true;
       await feed.stop();

@@ -167,7 +167,7 @@ async function runAllJobs(services: Services, options: ServeOptions, dataset: De
  */
 async function followWorkersReadModels(services: Services, ownAccounts: readonly string[]): Promise<RunningJobs> {
   const own = await lastPositionOf(services, ownAccounts.map(accountStream));
-  const following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'), own);
+  const following = followReadModels(services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'), own);
   await following.caughtUp;
   return {
     states: () => [],

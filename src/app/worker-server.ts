@@ -44,8 +44,8 @@ export async function startWorker(services: Services, names: readonly WorkerName
     // once, on the read models as they are: those are shared, and a job handed over by a dead owner
     // ran on them as they were. (Waiting for them to hold the log as of this start kept a
     // replacement from taking over for minutes while the projector lagged behind the load.)
-    following = await followReadModels(services.events, services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'), null);
-    jobs = await startJobs(services, names, { dataset, leases: true, readModelsCaughtUp: following.caughtUp });
+    following = followReadModels(services.feed, (err) => services.log.error({ err }, 'read-model follower failed while catching up; again in 1 s'), null);
+    jobs = await startJobs(services, names, { dataset, leases: true });
   })();
   const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | null = null;
