@@ -1,16 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { INGEST_DLQ_TOPIC, INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
-import { WEBHOOK_DELIVER_TOPIC } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
-import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase } from '../../infra/postgresql/database.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { runCli } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
+import { inEnginesSandbox } from '../support/engines-sandbox.js';
 import { load, start } from './http.bench.js';
 import { fmt, info, median } from './stats.js';
 
@@ -25,31 +20,7 @@ const NOW = '2019-03-29T12:00:00Z';
  * The service's environment on the engines (log on PostgreSQL, read models on FerretDB, bus on
  * Kafka) in a database, a read-model database and a topic prefix of its own; dropped afterwards.
  */
-async function withEngines<T>(run: (env: Record<string, string>) => Promise<T>): Promise<T> {
-  const id = randomUUID().replaceAll('-', '').slice(0, 12);
-  const database = `scores_bench_${id}`;
-  const prefix = `bench-${id}.`;
-  const admin = await pgSession(process.env['POSTGRES_URL']!);
-  await admin.query(`CREATE DATABASE ${database}`);
-  try {
-    return await run({
-      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
-      MONGODB_URI: process.env['MONGODB_URI']!,
-      MONGODB_DB: database,
-      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
-      KAFKA_TOPIC_PREFIX: prefix,
-    });
-  } finally {
-    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
-    await reads.dropDatabase().catch(() => undefined);
-    await reads.close();
-    const bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-bench', prefix, logLevel: 'nothing' });
-    await bus.deleteTopics([INGEST_TOPIC, INGEST_DLQ_TOPIC, WEBHOOK_DELIVER_TOPIC]).catch(() => undefined);
-    await bus.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
-  }
-}
+const withEngines = <T>(run: (env: Record<string, string>) => Promise<T>): Promise<T> => inEnginesSandbox('bench', NOW, { kafka: true }, (sandbox) => run(sandbox.vars));
 
 /** Seed (events written, read models built) and a rebuild of every read model, as score rows per second. */
 async function seedAndReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number }> {

@@ -1,16 +1,12 @@
 import autocannon from 'autocannon';
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase } from '../../infra/postgresql/database.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { startFleet } from '../../src/app/fleet/fleet.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { runCli, until } from '../support/processes.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { inEnginesSandbox } from '../support/engines-sandbox.js';
 import { fmt, info, median } from './stats.js';
 
 const ENGINES = ['POSTGRES_URL', 'MONGODB_URI', 'KAFKA_BROKERS'] as const;
@@ -19,30 +15,8 @@ const NOW = '2019-03-29T12:00:00Z';
 const CLI = join(projectRoot(), 'dist/src/app/cli/bin.js');
 
 /** A database (log), a read-model database and a topic prefix of their own, dropped afterwards. */
-async function isolated<T>(name: string, run: (env: Record<string, string>, dir: string) => Promise<T>): Promise<T> {
-  const id = randomUUID().replaceAll('-', '').slice(0, 10);
-  const database = `scores_${name}_${id}`;
-  const dir = tempDir(`scores-bench-${name}-`);
-  const admin = await pgSession(process.env['POSTGRES_URL']!);
-  await admin.query(`CREATE DATABASE ${database}`);
-  try {
-    const env = testEnv(dir, NOW, {
-      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
-      MONGODB_URI: process.env['MONGODB_URI']!,
-      MONGODB_DB: database,
-      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
-      KAFKA_TOPIC_PREFIX: `${name}-${id}.`,
-      PUBLIC_BASE_URL: 'http://localhost',
-    }) as Record<string, string>;
-    return await run(env, dir);
-  } finally {
-    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
-    await reads.dropDatabase().catch(() => undefined);
-    await reads.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
-    rmSync(dir, { recursive: true, force: true });
-  }
+function isolated<T>(name: string, run: (env: Record<string, string>, dir: string) => Promise<T>): Promise<T> {
+  return inEnginesSandbox(name, NOW, { kafka: true, extra: { PUBLIC_BASE_URL: 'http://localhost' } }, (sandbox) => run(sandbox.env as Record<string, string>, sandbox.dir));
 }
 
 /** `count` quant accounts, each with a key and a rate no load here reaches (the limit is still checked on every call). */

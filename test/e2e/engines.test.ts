@@ -1,17 +1,15 @@
 import { expect } from 'chai';
-import { createHash, randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Webhook } from 'standardwebhooks';
-import { INGEST_TOPIC, INGEST_DLQ_TOPIC } from '../../commands/ingest/ingest.reactor.js';
+import { INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
 import { WEBHOOK_DELIVER_TOPIC } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
 import { allProjections } from '../../projections/index.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
@@ -19,7 +17,8 @@ import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/le
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
-import { demoKey, getJson, tempDir, testEnv } from '../support/server.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { demoKey, getJson } from '../support/server.js';
 
 /** About 60 trading days of the demo: the seed is a thousand events. */
 const NOW = '2019-03-29T12:00:00Z';
@@ -70,17 +69,15 @@ async function readModels(store: MongoReadStore): Promise<{ checkpoints: Record<
  */
 describe('The whole service on the engines (PostgreSQL log, FerretDB read models, Kafka bus)', function () {
   this.timeout(600_000);
-  const unset = ENGINES.filter((name) => !process.env[name]);
+  const unset = unsetEngines(ENGINES);
   if (unset.length > 0) {
     it(`runs when ${ENGINES.join(', ')} are set (npm run engines starts them and prints them; unset: ${unset.join(', ')})`);
     return;
   }
-  const run = randomUUID().replaceAll('-', '').slice(0, 10);
-  const database = `scores_e2e_${run}`;
-  const prefix = `e2e-${run}.`;
-  const dir = tempDir('scores-engines-e2e-');
+  let sandbox: EnginesSandbox;
   let env: NodeJS.ProcessEnv;
-  let admin: PgSession;
+  let database: string;
+  let dir: string;
   let server: ServeProcess | null = null;
   let receiver: HttpsReceiver | undefined;
   /** A bus of this run's prefix, as an operator's tools would use it. */
@@ -88,19 +85,11 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
   const stores: MongoReadStore[] = [];
 
   before(async () => {
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
+    sandbox = await openEnginesSandbox('e2e', NOW, { kafka: true });
+    ({ database, dir } = sandbox);
     receiver = await startHttpsReceiver(dir);
-    env = testEnv(dir, NOW, {
-      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
-      MONGODB_URI: process.env['MONGODB_URI']!,
-      MONGODB_DB: database,
-      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
-      KAFKA_TOPIC_PREFIX: prefix,
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8',
-    });
-    bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-e2e', prefix, logLevel: 'nothing' });
+    env = { ...sandbox.env, WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' };
+    bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-e2e', prefix: sandbox.prefix, logLevel: 'nothing' });
   });
 
   after(async () => {
@@ -108,16 +97,13 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
       server.child.kill('SIGKILL');
       await server.done;
     }
-    await bus?.deleteTopics([INGEST_TOPIC, INGEST_DLQ_TOPIC, WEBHOOK_DELIVER_TOPIC]).catch(() => undefined);
     await bus?.close();
     for (const store of stores) {
       await store.dropDatabase().catch(() => undefined);
       await store.close();
     }
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
     await receiver?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await sandbox?.drop();
   });
 
   it('seeds, meters REST and MCP, ingests a restatement from Kafka, delivers its webhook through the consumer group, exports, audits, and a replay equals the live read models', async () => {

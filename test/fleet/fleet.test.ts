@@ -1,11 +1,8 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
 import { startFleet, type Fleet } from '../../src/app/fleet/fleet.js';
 import { until } from '../support/processes.js';
-import { demoKey, tempDir, testEnv } from '../support/server.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { demoKey } from '../support/server.js';
 
 /**
  * A week of demo history: every call here needs only some of it, and seeding it and the worker's
@@ -25,43 +22,29 @@ async function served(url: string, route: string): Promise<number> {
 
 describe('The local fleet: two API processes behind the round-robin front, one worker', function () {
   this.timeout(600_000);
-  const unset = ENGINES.filter((name) => !process.env[name]);
+  const unset = unsetEngines(ENGINES);
   if (unset.length > 0) {
     it(`runs on the engines when ${ENGINES.join(', ')} are set (unset: ${unset.join(', ')})`);
     return;
   }
-  const run = randomUUID().replaceAll('-', '').slice(0, 10);
-  const database = `scores_fleet_${run}`;
-  const dir = tempDir('scores-fleet-e2e-');
-  let admin: PgSession;
+  let sandbox: EnginesSandbox;
+  let dir: string;
   let fleet: Fleet | null = null;
   let argv1: string | undefined;
 
   before(async () => {
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
-    const env = testEnv(dir, NOW, {
-      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
-      MONGODB_URI: process.env['MONGODB_URI']!,
-      MONGODB_DB: database,
-      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
-      KAFKA_TOPIC_PREFIX: `fleet-${run}.`,
-    });
+    sandbox = await openEnginesSandbox('fleet', NOW, { kafka: true });
+    dir = sandbox.dir;
     // The processes run the CLI from source, as this test does (mocha's entry is put back after).
     argv1 = process.argv[1];
     process.argv[1] = 'src/app/cli/bin.ts';
-    fleet = await startFleet({ apis: 2, workers: 1, port: 0, host: '127.0.0.1', env });
+    fleet = await startFleet({ apis: 2, workers: 1, port: 0, host: '127.0.0.1', env: sandbox.env });
   });
 
   after(async () => {
     await fleet?.stop();
     if (argv1 !== undefined) process.argv[1] = argv1;
-    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
-    await reads.dropDatabase().catch(() => undefined);
-    await reads.close();
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
-    rmSync(dir, { recursive: true, force: true });
+    await sandbox?.drop();
   });
 
   it('round-robins: two requests through the front land on two API processes', async () => {

@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { seedIfEmpty } from '../../src/app/server.js';
@@ -12,9 +11,7 @@ import { fencedReadStore } from '../../src/core/fenced-read-store.js';
 import { JobLease, LeaseLostError, holderOf, lastEventOf, leaseStreamOf } from '../../src/core/lease.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import { allProjections, readModelUnits } from '../../projections/index.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 
 const NOW = '2019-01-10T12:00:00Z';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,26 +53,22 @@ async function caughtUp(services: Services): Promise<boolean> {
  */
 describe('Projections per read model, leased (scores worker)', function () {
   this.timeout(300_000);
-  const unset = ['POSTGRES_URL', 'MONGODB_URI'].filter((name) => !process.env[name]);
+  const unset = unsetEngines(['POSTGRES_URL', 'MONGODB_URI']);
   if (unset.length > 0) {
     it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
     return;
   }
-  const database = `scores_projlease_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
-  const dir = tempDir('scores-projection-leases-');
-  let admin: PgSession;
+  let sandbox: EnginesSandbox;
   const opened: Services[] = [];
   const jobs: RunningJobs[] = [];
   const open = async () => {
-    const env = testEnv(dir, NOW, { POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database), MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database });
-    const services = await openServices(loadConfig(env), { readModels: 'follow' });
+    const services = await openServices(loadConfig(sandbox.env), { readModels: 'follow' });
     opened.push(services);
     return services;
   };
 
   before(async () => {
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
+    sandbox = await openEnginesSandbox('projlease', NOW);
     const seeding = await open();
     await seedIfEmpty(seeding, { progress: false });
   });
@@ -85,12 +78,7 @@ describe('Projections per read model, leased (scores worker)', function () {
     const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), sleep(10_000)]);
     for (const j of jobs) await bounded(j.stop());
     for (const s of opened) await bounded(s.close());
-    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
-    await reads.dropDatabase().catch(() => undefined);
-    await reads.close();
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
-    rmSync(dir, { recursive: true, force: true });
+    await sandbox?.drop();
   });
 
   it('gives each read model to exactly one of two workers, and hands a stopped worker’s read models to the other', async () => {

@@ -1,40 +1,15 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
 import { allProjections, readModelUnits } from '../../projections/index.js';
 import { generationView } from '../../src/core/read-model-generations.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
 import { systemClock } from '../../src/core/clock.js';
-import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
-import { demoKey, tempDir, testEnv } from '../support/server.js';
+import { runCli, startListening, stopListening, until, type Exit, type ListeningCli } from '../support/processes.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { demoKey } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
-
-interface Proc {
-  url: string;
-  child: ChildProcess;
-  done: Promise<Exit>;
-}
-
-async function start(args: string[], env: NodeJS.ProcessEnv): Promise<Proc> {
-  const { child, done } = spawnCli(args, env);
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const listening = /listening on (http:\/\/\S+)/;
-  await until(() => listening.test(err) || child.exitCode !== null, 240_000, 100);
-  if (!listening.test(err)) throw new Error(`scores ${args.join(' ')} exited before listening:\n${(await done).stderr}`);
-  return { url: listening.exec(err)![1]!, child, done };
-}
-
-async function stop(proc: Proc | null): Promise<void> {
-  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
-  proc.child.kill('SIGTERM');
-  await proc.done;
-}
 
 /** Every document of every read model, by collection. */
 async function contents(reads: ReadStore): Promise<Record<string, unknown[]>> {
@@ -54,42 +29,34 @@ async function contents(reads: ReadStore): Promise<Record<string, unknown[]>> {
  */
 describe('scores replay beside a running fleet (engines)', function () {
   this.timeout(600_000);
-  const unset = ['POSTGRES_URL', 'MONGODB_URI'].filter((name) => !process.env[name]);
+  const unset = unsetEngines(['POSTGRES_URL', 'MONGODB_URI']);
   if (unset.length > 0) {
     it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
     return;
   }
-  const database = `scores_replayfleet_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
-  const dir = tempDir('scores-replay-fleet-');
+  let sandbox: EnginesSandbox;
   let env: NodeJS.ProcessEnv;
-  let admin: PgSession;
-  let worker: Proc | null = null;
-  let api: Proc | null = null;
+  let database: string;
+  let dir: string;
+  let worker: ListeningCli | null = null;
+  let api: ListeningCli | null = null;
 
   before(async () => {
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
-    env = testEnv(dir, NOW, { POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database), MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database });
+    sandbox = await openEnginesSandbox('replayfleet', NOW);
+    ({ env, database, dir } = sandbox);
   });
 
   after(async () => {
-    await stop(api);
-    await stop(worker);
-    for (const db of [database, `${database}_fresh`]) {
-      const reads = new MongoReadStore(process.env['MONGODB_URI']!, db);
-      await reads.dropDatabase().catch(() => undefined);
-      await reads.close();
-    }
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
-    rmSync(dir, { recursive: true, force: true });
+    await stopListening(api);
+    await stopListening(worker);
+    await sandbox?.drop([`${database}_fresh`]);
   });
 
   it('switches every read model to a new generation while an API process answers a steady stream of calls, equal to a fresh replay, the old generation dropped', async () => {
     const seeded = await runCli(['seed', '--json'], env);
     expect(seeded.code, seeded.stderr).to.equal(0);
-    worker = await start(['worker', '--jobs', 'projections'], env);
-    api = await start(['serve', '--role', 'api'], env);
+    worker = await startListening(['worker', '--jobs', 'projections'], env);
+    api = await startListening(['serve', '--role', 'api'], env);
     await until(async () => (await fetch(`${api!.url}/readyz`)).status === 200, 120_000, 200);
     const key = demoKey(dir, 'hobbyist');
     const paths = ['/v1/scores/AAPL', '/v1/usage', '/v1/scores/MSFT/history?start=2019-01-16'];

@@ -1,15 +1,11 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { seedIfEmpty } from '../../src/app/server.js';
 import { replayIntoNewGeneration } from '../../src/app/replay-generations.js';
 import { generationView } from '../../src/core/read-model-generations.js';
 import { allProjections, readModelUnits } from '../../projections/index.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 
 const NOW = '2019-01-04T12:00:00Z';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -22,32 +18,23 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 describe('scores replay into a new generation, no worker running (engines)', function () {
   this.timeout(300_000);
-  const unset = ['POSTGRES_URL', 'MONGODB_URI'].filter((name) => !process.env[name]);
+  const unset = unsetEngines(['POSTGRES_URL', 'MONGODB_URI']);
   if (unset.length > 0) {
     it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
     return;
   }
-  const database = `scores_replaygen_${randomUUID().replaceAll('-', '').slice(0, 10)}`;
-  const dir = tempDir('scores-replay-generations-');
-  let admin: PgSession;
+  let sandbox: EnginesSandbox;
   let services: Services | null = null;
 
   before(async () => {
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
-    const env = testEnv(dir, NOW, { POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database), MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database });
-    services = await openServices(loadConfig(env), { readModels: 'follow' });
+    sandbox = await openEnginesSandbox('replaygen', NOW);
+    services = await openServices(loadConfig(sandbox.env), { readModels: 'follow' });
     await seedIfEmpty(services, { progress: false });
   });
 
   after(async () => {
     await services?.close();
-    const reads = new MongoReadStore(process.env['MONGODB_URI']!, database);
-    await reads.dropDatabase().catch(() => undefined);
-    await reads.close();
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
-    rmSync(dir, { recursive: true, force: true });
+    await sandbox?.drop();
   });
 
   const checkpoints = (generation: number) => Promise.all(allProjections().map((p) => generationView(services!.readModels.base, generation).checkpoint(p.name)));

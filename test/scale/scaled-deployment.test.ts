@@ -1,13 +1,9 @@
 import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { INGEST_DLQ_TOPIC, INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
-import { WEBHOOK_DELIVER_TOPIC } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
+import { INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
 import { allProjections } from '../../projections/index.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
@@ -33,7 +29,7 @@ import { n, report, secs, type Outcome, type Recovery } from '../soak/report.js'
 import { checkAlerts, checkExports, checkWebhooks, outboxDir, type AlertReport, type ExportReport, type WebhookReport } from '../support/fleet-checks.js';
 import { handOver, kill9, ownedJobs, startMember, stopMember, waitOk, type Member } from '../support/fleet-members.js';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 
 const NOW = '2019-03-29T12:00:00Z';
 const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
@@ -107,16 +103,14 @@ interface Kill {
  */
 describe('The scaled deployment: the fleet under mixed load, kill -9 of API processes and workers', function () {
   this.timeout(600_000);
-  const unset = ENGINES.filter((name) => !process.env[name]);
-  const run = randomUUID().replaceAll('-', '').slice(0, 10);
-  const database = `scores_scaled_${run}`;
-  const prefix = `scaled-${run}.`;
-  const dir = tempDir('scores-scaled-e2e-');
+  const unset = unsetEngines(ENGINES);
+  let sandbox: EnginesSandbox | null = null;
+  let database: string;
+  let dir: string;
   // Made again when the test starts: its times count from there, not from when mocha loaded the file.
   let rec = new Recorder();
   const say = (line: string) => console.log(`      [${(rec.now() / 1000).toFixed(1).padStart(6)}s] ${line}`);
   let env: NodeJS.ProcessEnv;
-  let admin: PgSession | null = null;
   let receiver: HttpsReceiver | null = null;
   let bus: KafkaEventBus | null = null;
   let fleet: Fleet | null = null;
@@ -127,21 +121,12 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
   before(async function () {
     rec = new Recorder();
     if (unset.length > 0) return;
+    sandbox = await openEnginesSandbox('scaled', NOW, { kafka: true });
+    ({ database, dir } = sandbox);
     await pingReadStore(process.env['MONGODB_URI']!, database);
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
     receiver = await startHttpsReceiver(dir);
-    env = testEnv(dir, NOW, {
-      POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
-      MONGODB_URI: process.env['MONGODB_URI']!,
-      MONGODB_DB: database,
-      KAFKA_BROKERS: process.env['KAFKA_BROKERS']!,
-      KAFKA_TOPIC_PREFIX: prefix,
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8',
-      SCORES_EXPORTS_SCHEDULE: SCHEDULE,
-    });
-    bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-scaled-e2e', prefix, logLevel: 'nothing' });
+    env = { ...sandbox.env, WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8', SCORES_EXPORTS_SCHEDULE: SCHEDULE };
+    bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-scaled-e2e', prefix: sandbox.prefix, logLevel: 'nothing' });
   });
 
   after(async () => {
@@ -149,17 +134,9 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
     await fleet?.stop().catch(() => undefined);
     await Promise.all(members.map((m) => kill9(m)));
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await bus?.deleteTopics([INGEST_TOPIC, INGEST_DLQ_TOPIC, WEBHOOK_DELIVER_TOPIC]).catch(() => undefined);
     await bus?.close().catch(() => undefined);
-    for (const db of [database, `${database}_replay`]) {
-      const reads = new MongoReadStore(process.env['MONGODB_URI']!, db);
-      await within(30_000, `dropping ${db}`, reads.dropDatabase()).catch(() => undefined);
-      await reads.close().catch(() => undefined);
-    }
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
     await receiver?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await sandbox?.drop([`${database}_replay`]);
   });
 
   it('loses no acknowledged call, doubles no decision, email or bundle, and equals a replay after two kills of an API process and two of a worker', async function () {

@@ -56,3 +56,28 @@ export async function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 120
   }
   return { url: listening.exec(out)![1]!, pid: server.pid!, stop };
 }
+
+/** A `scores` CLI process that listens (`serve`, `worker`). */
+export interface ListeningCli {
+  url: string;
+  child: ChildProcess;
+  done: Promise<Exit>;
+}
+
+/** Spawns the CLI; resolves once its stderr names the URL it listens on, rejects if it exits first. */
+export async function startListening(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000): Promise<ListeningCli> {
+  const { child, done } = spawnCli(args, env);
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const listening = /listening on (http:\/\/\S+)/;
+  await until(() => listening.test(err) || child.exitCode !== null, timeoutMs, 100);
+  if (!listening.test(err)) throw new Error(`scores ${args.join(' ')} exited before listening:\n${(await done).stderr}`);
+  return { url: listening.exec(err)![1]!, child, done };
+}
+
+/** Sends `signal` to a process still running and waits for its exit (null: it had exited already). */
+export async function stopListening(proc: ListeningCli | null, signal: NodeJS.Signals = 'SIGTERM'): Promise<Exit | null> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return null;
+  proc.child.kill(signal);
+  return proc.done;
+}
