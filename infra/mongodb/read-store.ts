@@ -62,7 +62,7 @@ export class MongoReadStore implements ReadStore {
   private readonly db: Db;
   private readonly defs = new Map<string, AnyDef>();
   private transactions: Promise<boolean> | null = null;
-  private perCommand: Promise<number> | null = null;
+  private ferret: Promise<boolean> | null = null;
 
   constructor(
     clientOrUrl: MongoClient | string,
@@ -125,7 +125,7 @@ export class MongoReadStore implements ReadStore {
 
   async getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
     const out = new Map<string, T>();
-    if ((await this.writesPerCommand()) === 1) return this.getEach(def, ids, out);
+    if (await this.onFerretDb()) return this.getEach(def, ids, out);
     for (let i = 0; i < ids.length; i += 1000) {
       const chunk = ids.slice(i, i + 1000);
       for (const doc of await this.coll(def.name).find({ _id: { $in: chunk } }).toArray()) {
@@ -246,7 +246,7 @@ export class MongoReadStore implements ReadStore {
       if (!advances) return; // a re-delivered batch: already applied
     }
     // Consecutive writes to one collection go in ordered bulkWrites; runs keep batch order.
-    const perCommand = await this.writesPerCommand();
+    const perCommand = (await this.onFerretDb()) ? 1 : Number.POSITIVE_INFINITY;
     let i = 0;
     while (i < batch.writes.length) {
       const name = batch.writes[i]!.collection;
@@ -256,7 +256,7 @@ export class MongoReadStore implements ReadStore {
     }
     if (entries.length > 0) {
       // `$max`: a checkpoint never moves backwards, even when two writers race without a transaction.
-      // `updateMany` (one document at most, by `_id`): see `writesPerCommand` for why not `updateOne`.
+      // `updateMany` (one document at most, by `_id`): see `onFerretDb` for why not `updateOne`.
       await this.checkpoints.bulkWrite(
         entries.map(([p, position]) => ({
           updateMany: { filter: { _id: p }, update: { $max: { position } }, upsert: true },
@@ -281,25 +281,26 @@ export class MongoReadStore implements ReadStore {
   }
 
   /**
-   * How many writes one `update` command may carry. FerretDB 1.x (checked up to 1.24.2) keeps the
-   * PostgreSQL query of every single-document statement of an `update` command open until the
-   * whole command is done (`defer closer.Close()` in a loop in its `updateDocument`), and each
-   * statement that matches a document then takes a second connection for its write. So a batch
-   * replacing more existing documents than its pool holds (`pool_max_conns`, 50 by default)
-   * waits forever for a connection that it holds itself, and every other command, even `ping`,
-   * waits behind it until FerretDB is restarted. One statement per command holds at most two
-   * connections at a time; MongoDB gets the whole run in one command.
+   * Whether the server is FerretDB (1.x, checked up to 1.24.2), which needs two things done its way:
+   * - one write per `update` command: it keeps the PostgreSQL query of every single-document
+   *   statement of a command open until the whole command is done (`defer closer.Close()` in a loop
+   *   in its `updateDocument`), and each statement that matches a document takes a second
+   *   connection for its write; a batch replacing more existing documents than its pool holds
+   *   (`pool_max_conns`, 50 by default) waits forever on itself, and every other command, even
+   *   `ping`, behind it. One statement per command holds two connections at most; MongoDB gets the
+   *   whole run in one command;
+   * - lookups by id one at a time (`getEach`): it does not push `$in` down to PostgreSQL.
    */
-  private writesPerCommand(): Promise<number> {
-    this.perCommand ??= this.db
+  private onFerretDb(): Promise<boolean> {
+    this.ferret ??= this.db
       .admin()
       .command({ buildInfo: 1 })
-      .then((info) => (info['ferretdbVersion'] === undefined ? Number.POSITIVE_INFINITY : 1))
+      .then((info) => info['ferretdbVersion'] !== undefined)
       .catch((err: unknown) => {
-        this.perCommand = null; // ask again next time
+        this.ferret = null; // ask again next time
         throw err;
       });
-    return this.perCommand;
+    return this.ferret;
   }
 
   async checkpoint(projector: string): Promise<string | null> {
