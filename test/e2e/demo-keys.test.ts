@@ -38,7 +38,9 @@ async function startUpMessage(dir: string, terminal = false): Promise<string> {
     expect((await done).code).to.equal(0);
     return err;
   }
-  const command = [process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', 'serve'].map((w) => `'${w}'`).join(' ');
+  // `exec`: script runs the command through $SHELL, /bin/sh (dash) where SHELL is unset as in CI,
+  // and dash stays as the terminal's session leader: a Ctrl-C killed it (exit 130) as well.
+  const command = `exec ${[process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', 'serve'].map((w) => `'${w}'`).join(' ')}`;
   const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: projectRoot(), env: testEnv(dir, NOW, { LOG_LEVEL: 'info' }), stdio: ['pipe', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   let out = '';
@@ -51,7 +53,6 @@ async function startUpMessage(dir: string, terminal = false): Promise<string> {
     if (/INFO.*listening/.test(out)) child.stdin.write('\x03');
     else child.kill('SIGKILL');
   }
-  // 130 once in CI (killed by the SIGINT rather than stopped by it): the output says how far it got.
   expect(await exited, `exit status; the terminal showed:\n${out}`).to.equal(0);
   return out;
 }
