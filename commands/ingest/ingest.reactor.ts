@@ -6,13 +6,13 @@ import { IngestValidationError, validateRecord } from './ingest.parser.js';
 
 export const INGEST_TOPIC = 'scores.ingest';
 export const INGEST_DLQ_TOPIC = 'scores.ingest.dlq';
-/** Appends tried for one row before it goes to the dead letters (backoff 0.2, 0.4, 0.8, 1.6 s). */
-const INGEST_ATTEMPTS = 5;
 
 /**
  * Takes ingest messages from the bus: each message value is one JSON record, exactly a line of a
  * JSONL ingest file (with its `type`). A message that cannot be ingested goes to the dead-letter
- * topic with the reason in its headers and body; the consumer carries on with the next one.
+ * topic with the reason in its headers and body; the consumer carries on with the next one. Any
+ * other failure (the store did not answer, the job's lease was lost) throws: the bus hands the
+ * message again, here or to the job's next owner, and nothing valid reaches the dead letters.
  */
 export function startIngestConsumer(deps: {
   bus: EventBus;
@@ -45,18 +45,11 @@ export function startIngestConsumer(deps: {
       }
       const checked = validateRecord(raw, 1, null);
       if (!checked.ok) return deadLetter(message.value, message.key, checked.error.reason);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await ingestRows(store, clock, [checked.row]);
-          return;
-        } catch (err) {
-          if (err instanceof IngestValidationError) return deadLetter(message.value, message.key, err.errors.map((e) => e.reason).join('; '));
-          // A store that did not answer, or a race with another consumer during a rebalance, passes:
-          // try again before giving the row up to the dead letters (where it was sent at once before,
-          // and restatements were lost from the log across worker kills).
-          if (attempt === INGEST_ATTEMPTS) return deadLetter(message.value, message.key, String(err));
-          await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
-        }
+      try {
+        await ingestRows(store, clock, [checked.row]);
+      } catch (err) {
+        if (err instanceof IngestValidationError) return deadLetter(message.value, message.key, err.errors.map((e) => e.reason).join('; '));
+        throw err;
       }
     },
   });

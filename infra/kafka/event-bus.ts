@@ -1,4 +1,5 @@
 import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type Producer } from 'kafkajs';
+import { MemberStoppedError, handleUntilDone } from '../../src/core/bus-redelivery.js';
 import type { BusMessage, BusSubscription, EventBus, SubscribeBusOptions } from '../../src/core/event-bus.port.js';
 
 export interface KafkaBusErrorContext {
@@ -19,10 +20,7 @@ export interface KafkaEventBusOptions {
   partitions?: number;
   /** Replication factor of the topics this bus creates; default: the broker's default. */
   replicationFactor?: number;
-  /**
-   * A handler failed: the message is skipped (its offset committed). Callers that must not lose
-   * it route it themselves, e.g. the ingest consumer's dead-letter topic.
-   */
+  /** A handler failed; the message is handed again after a pause (src/core/bus-redelivery.ts). */
   onError?(err: unknown, context: KafkaBusErrorContext): void;
   logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
   /** Consumer tuning; kafkajs defaults when absent. */
@@ -45,7 +43,9 @@ const LOG_LEVELS = {
  * - Publishing uses an idempotent producer (acks from all in-sync replicas, one request in flight,
  *   so retries neither duplicate nor reorder); the key picks the partition, hence per-key order.
  * - A subscription is a consumer in the group `group`. Each message's offset is committed after
- *   its handler settled: at-least-once delivery (a crash mid-handler means the message comes again).
+ *   its handler succeeded: at-least-once delivery (a crash mid-handler means the message comes
+ *   again). A failed handler runs again, heartbeating meanwhile; a consumer stopped first leaves
+ *   the offset uncommitted, so the partition's next owner gets the message.
  * - A new group that is not `fromBeginning` is pinned to the end of the topic before it joins, so
  *   "only messages published after `subscribe` resolved" holds without a race on the first fetch.
  * - Topics are created when missing (`partitions`, `replicationFactor`).
@@ -92,22 +92,31 @@ export class KafkaEventBus implements EventBus {
       ...(this.options.maxWaitTimeMs !== undefined ? { maxWaitTimeInMs: this.options.maxWaitTimeMs } : {}),
     });
     this.consumers.add(consumer);
+    let stopped = false;
     try {
       await consumer.connect();
       await consumer.subscribe({ topics: [topic], fromBeginning: options.fromBeginning ?? false });
       // Resolves once the consumer has joined the group and holds its partitions.
       await consumer.run({
         autoCommit: false,
-        eachMessage: async ({ topic: t, partition, message }) => {
+        eachMessage: async (payload) => {
+          const { topic: t, partition, message } = payload;
           const busMessage: BusMessage = {
             key: message.key ? message.key.toString('utf8') : null,
             value: message.value ? message.value.toString('utf8') : '',
             ...decodeHeaders(message.headers),
           };
           try {
-            await options.handler(busMessage);
+            await handleUntilDone(() => options.handler(busMessage), {
+              stopped: () => stopped || this.closed,
+              report: (err) => this.report(err, { topic: t, group, message: busMessage }),
+              pausing: () => payload.heartbeat(),
+            });
           } catch (err) {
-            this.report(err, { topic: t, group, message: busMessage });
+            // Stopping: the consumer leaves the group with the offset uncommitted (autoCommit is
+            // off), so the partition's next owner reads the message again.
+            if (err instanceof MemberStoppedError) return;
+            throw err;
           }
           await consumer.commitOffsets([{ topic: t, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
         },
@@ -117,7 +126,6 @@ export class KafkaEventBus implements EventBus {
       await consumer.disconnect().catch(() => undefined);
       throw err;
     }
-    let stopped = false;
     return {
       stop: async () => {
         if (stopped) return;

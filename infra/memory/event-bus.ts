@@ -1,3 +1,4 @@
+import { handleUntilDone } from '../../src/core/bus-redelivery.js';
 import type { BusMessage, BusSubscription, EventBus, SubscribeBusOptions } from '../../src/core/event-bus.port.js';
 
 export interface BusErrorContext {
@@ -7,7 +8,7 @@ export interface BusErrorContext {
 }
 
 export interface InMemoryEventBusOptions {
-  /** A handler failed. The message counts as handled; delivery goes on with the next one. */
+  /** A handler failed; the message is handed again after a pause (src/core/bus-redelivery.ts). */
   onError?(err: unknown, context: BusErrorContext): void;
   /**
    * Messages kept per topic for groups that subscribe later with `fromBeginning` (oldest dropped
@@ -19,6 +20,7 @@ export interface InMemoryEventBusOptions {
 interface Member {
   handler(message: BusMessage): Promise<void>;
   busy: boolean;
+  stopped: boolean;
   /** The handler currently running for this member, if any. */
   current: Promise<void> | null;
 }
@@ -47,7 +49,8 @@ interface Topic {
  * - Members of one group take messages round-robin, one message at a time each.
  * - Messages with the same key are handled one after another in publication order (Kafka gives
  *   this by partitioning on the key); messages without a key have no ordering between them.
- * - A handler error is reported through `onError` and never holds up later messages.
+ * - A handler error is reported through `onError` and the message handed again after a pause
+ *   (later messages of its key wait); a member that stops meanwhile leaves it to the group.
  */
 export class InMemoryEventBus implements EventBus {
   private readonly topics = new Map<string, Topic>();
@@ -82,7 +85,7 @@ export class InMemoryEventBus implements EventBus {
       t.groups.set(options.group, g);
     }
     const group = g;
-    const member: Member = { handler: (m) => options.handler(m), busy: false, current: null };
+    const member: Member = { handler: (m) => options.handler(m), busy: false, stopped: false, current: null };
     group.members.push(member);
     this.pump(options.topic, options.group, group);
     let stopped = false;
@@ -90,6 +93,7 @@ export class InMemoryEventBus implements EventBus {
       stop: async () => {
         if (stopped) return;
         stopped = true;
+        member.stopped = true;
         const i = group.members.indexOf(member);
         if (i >= 0) {
           group.members.splice(i, 1);
@@ -157,9 +161,14 @@ export class InMemoryEventBus implements EventBus {
       // Never run a handler inside `publish`: the publisher resumes first, as with a broker.
       await Promise.resolve();
       try {
-        await member.handler(message);
-      } catch (err) {
-        this.report(err, { topic, group: groupName, message });
+        await handleUntilDone(() => member.handler(message), {
+          stopped: () => member.stopped || this.closed,
+          report: (err) => this.report(err, { topic, group: groupName, message }),
+        });
+      } catch {
+        // MemberStoppedError, the only way out unhandled: first in line again for the group's
+        // other members (or a later one).
+        g.pending.unshift(message);
       }
     })().finally(() => {
       member.busy = false;

@@ -179,21 +179,45 @@ export function eventBusContract(
     });
 
     describe('When a handler fails', function () {
-      it('reports the error and goes on with later messages', async function () {
+      it('reports the error and hands the message again until it succeeds, later messages of its key waiting', async function () {
         const t = topic('ingest');
         const got: number[] = [];
-        const failure = new Error('bad row');
+        const failure = new Error('store did not answer');
+        let failures = 2;
         await subscribe(t, group('ingest'), async (m) => {
-          if (indexOf(m) === 1) throw failure;
+          if (indexOf(m) === 1 && failures-- > 0) throw failure;
           got.push(indexOf(m));
         });
 
         await bus.publish(t, messages(5, () => 'same-key'));
-        await until(() => got.length === 4);
+        await until(() => got.length === 5);
         await sleep(quietMs);
 
-        expect(got).to.deep.equal([0, 2, 3, 4]);
-        expect(errors).to.deep.equal([failure]);
+        expect(got).to.deep.equal([0, 1, 2, 3, 4]);
+        expect(errors).to.deep.equal([failure, failure]);
+      });
+
+      it('gives a message its member never handled to the next member of the group once that one stops', async function () {
+        const t = topic('leased');
+        const g = group('leased');
+        const lost = new Error('lease lost');
+        let tries = 0;
+        const first = await subscribe(t, g, async () => {
+          tries++;
+          throw lost;
+        });
+        await bus.publish(t, [{ key: 'k', value: 'stuck' }]);
+        await until(() => tries >= 2);
+
+        await first.stop();
+        const next: string[] = [];
+        await subscribe(t, g, async (m) => void next.push(m.value));
+        await bus.publish(t, [{ key: 'k', value: 'after' }]);
+        await until(() => next.length === 2);
+        await sleep(quietMs);
+
+        expect(next).to.deep.equal(['stuck', 'after']);
+        expect(errors.every((e) => e === lost)).to.equal(true);
       });
     });
 

@@ -49,32 +49,50 @@ describe('Ingest consumer on the bus', () => {
     });
   });
 
+  /** The store of the services, whose appends throw `failure` while `failing()` says so. */
+  const failingAppends = (failing: () => boolean, failure: () => Error) =>
+    new Proxy(services.events, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if ((prop !== 'append' && prop !== 'appendMany') || typeof value !== 'function') return value;
+        return (...args: unknown[]) => (failing() ? Promise.reject(failure()) : (value as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+  const scoreMessage = (date: string, main: number) => ({ key: 'ACME', value: JSON.stringify({ type: 'score', ticker: 'ACME', date, main_street: main, wall_street: 11 }) });
+  const dayHas = async (date: string, text: string) => JSON.stringify(await services.events.readStream(scoreStream(date))).includes(text);
+
   describe('When the store fails for a moment', () => {
-    it('tries the append again, ingests the row, and dead-letters nothing', async () => {
-      const handlers: ((m: BusMessage) => Promise<void>)[] = [];
-      const published: string[] = [];
-      const fakeBus = {
-        subscribe: async (s: { handler: (m: BusMessage) => Promise<void> }) => {
-          handlers.push(s.handler);
-          return { close: async () => undefined };
-        },
-        publish: async (topic: string) => void published.push(topic),
-      } as unknown as InMemoryEventBus;
+    it('gets the message again from the bus, ingests the row, and dead-letters nothing', async () => {
+      const errors: unknown[] = [];
+      const own = new InMemoryEventBus({ onError: (err) => errors.push(err) });
+      const deadHere: BusMessage[] = [];
+      await own.subscribe({ topic: INGEST_DLQ_TOPIC, group: 'test', fromBeginning: true, handler: async (m) => void deadHere.push(m) });
       let failures = 2;
-      const flaky = new Proxy(services.events, {
-        get(target, prop, receiver) {
-          const value = Reflect.get(target, prop, receiver) as unknown;
-          if ((prop !== 'append' && prop !== 'appendMany') || typeof value !== 'function') return value;
-          return (...args: unknown[]) => (failures-- > 0 ? Promise.reject(new Error('connection terminated')) : (value as (...a: unknown[]) => unknown).apply(target, args));
-        },
-      });
-      await startIngestConsumer({ bus: fakeBus, store: flaky, clock: services.clock });
-      const message = { key: 'ACME', value: JSON.stringify({ type: 'score', ticker: 'ACME', date: '2024-02-28', main_street: 42, wall_street: 11 }) };
-      await handlers[0]!(message);
-      expect(failures, 'both failures seen').to.be.lessThan(0);
-      expect(published, 'nothing dead-lettered').to.deep.equal([]);
-      const day = JSON.stringify(await services.events.readStream(scoreStream('2024-02-28')));
-      expect(day).to.include('ACME').and.to.include('42');
+      await startIngestConsumer({ bus: own, store: failingAppends(() => failures-- > 0, () => new Error('connection terminated')), clock: services.clock });
+      await own.publish(INGEST_TOPIC, [scoreMessage('2024-02-28', 42)]);
+      await until(() => dayHas('2024-02-28', '42'), 10_000);
+      await own.close();
+      expect(errors.map((e) => (e as Error).message)).to.deep.equal(['connection terminated', 'connection terminated']);
+      expect(deadHere, 'nothing dead-lettered').to.deep.equal([]);
+    });
+  });
+
+  describe("When the job's lease is lost while a row fails to append", () => {
+    it("leaves the row to the job's next owner, which ingests it; nothing is dead-lettered", async () => {
+      const own = new InMemoryEventBus({ onError: () => undefined });
+      const deadHere: BusMessage[] = [];
+      await own.subscribe({ topic: INGEST_DLQ_TOPIC, group: 'test', fromBeginning: true, handler: async (m) => void deadHere.push(m) });
+      let tries = 0;
+      // The first owner's every append is refused, as a fenced write after another owner took the lease.
+      const lostOwner = await startIngestConsumer({ bus: own, store: failingAppends(() => ++tries > 0, () => new Error('job lease ingest lost')), clock: services.clock });
+      await own.publish(INGEST_TOPIC, [scoreMessage('2024-02-27', 37)]);
+      // Longer than the five tries (0.2-1.6 s apart) after which the row used to be dead-lettered.
+      await until(() => tries >= 6, 20_000);
+      await lostOwner.stop();
+      await startIngestConsumer({ bus: own, store: services.events, clock: services.clock });
+      await until(() => dayHas('2024-02-27', '37'), 10_000);
+      await own.close();
+      expect(deadHere, 'nothing dead-lettered').to.deep.equal([]);
     });
   });
 });

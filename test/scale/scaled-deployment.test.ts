@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
+import { INGEST_DLQ_TOPIC, INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { allProjections } from '../../projections/index.js';
@@ -115,6 +115,8 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
   let bus: KafkaEventBus | null = null;
   let fleet: Fleet | null = null;
   const members: Member[] = [];
+  /** What the ingest job dead-lettered: a valid restatement there is one the log never got. */
+  const deadLetters: string[] = [];
   /** Every replacement spawned, killed at the end even when it never listened. */
   const children: ChildProcess[] = [];
 
@@ -127,6 +129,7 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
     receiver = await startHttpsReceiver(dir);
     env = { ...sandbox.env, WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8', SCORES_EXPORTS_SCHEDULE: SCHEDULE };
     bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-scaled-e2e', prefix: sandbox.prefix, logLevel: 'nothing' });
+    await bus.subscribe({ topic: INGEST_DLQ_TOPIC, group: 'scaled-test-dead-letters', fromBeginning: true, handler: async (m) => void deadLetters.push(m.headers?.['reason'] ?? m.value) });
   });
 
   after(async () => {
@@ -323,6 +326,7 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
       webhooks: await checkWebhooks(services.events, hooks, receiver!.received),
       alerts: await checkAlerts(services.events, accounts, outboxDir(dir)),
       exports: await checkExports(services.events, services.exportFiles, SCHEDULE, new Date(NOW)),
+      deadLetters: [...deadLetters],
     };
   }
 
@@ -365,6 +369,7 @@ interface FleetChecks {
   webhooks: WebhookReport;
   alerts: AlertReport;
   exports: ExportReport;
+  deadLetters: string[];
 }
 
 const list = (xs: readonly string[]) => xs.slice(0, 5).map((x) => `\n      ${x}`).join('');
@@ -394,5 +399,7 @@ function extraOf(kills: readonly Kill[], c: FleetChecks): { rows: [string, strin
   rows.push(['scheduled export bundles', `${e.completed.length} for ${e.slot} (${e.abandoned} abandoned); in shared storage: ${e.stored.join(', ') || 'none'}`]);
   if (e.completed.length !== 1) reasons.push(`${e.completed.length} scheduled bundles completed for ${e.slot}, not one: ${e.completed.join(', ')}`);
   else if (e.stored.join() !== e.completed.join()) reasons.push(`the shared export storage holds ${e.stored.join(', ') || 'nothing'}, not the one bundle ${e.completed[0]}`);
+  rows.push(['ingest dead letters', `${c.deadLetters.length}${c.deadLetters.length ? `: ${[...new Set(c.deadLetters)].slice(0, 3).join('; ')}` : ''}`]);
+  if (c.deadLetters.length) reasons.push(`${c.deadLetters.length} restatements dead-lettered by the ingest job (all were valid):${list(c.deadLetters)}`);
   return { rows, reasons };
 }
