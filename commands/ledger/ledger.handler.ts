@@ -79,9 +79,9 @@ export class LedgerService implements Ledger {
     this.snapshotEvery = options.snapshotEvery ?? SNAPSHOT_EVERY;
   }
 
-  /** The account's current state, refreshed with anything appended since it was last read. */
-  async state(accountId: string): Promise<LedgerState> {
-    return (await this.refresh(accountId)).state;
+  /** The account's current state (Ledger.state). A debit is decided on the cached one: a stale read fails its append and is decided again. */
+  async state(accountId: string, options: { fresh?: boolean } = {}): Promise<LedgerState> {
+    return (await this.refresh(accountId, options.fresh === true)).state;
   }
 
   /** Last known global position of the account's ledger (for read-your-writes on read models). */

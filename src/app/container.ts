@@ -252,6 +252,8 @@ function queryContext(parts: {
     baseUrl,
     signHead: (head) => keyring.signer?.sign({ ...head, at: clock.now().toISOString() }) ?? null,
     async ledgerCaughtUp(accountId) {
+      // The stream's tail first: the position of a debit another replica appended a moment ago.
+      await ledger.state(accountId, { fresh: true });
       const position = ledger.position(accountId);
       if (position) await Promise.race([feed.waitFor(position), new Promise((r) => setTimeout(r, 2000))]);
     },

@@ -79,4 +79,13 @@ describe('Two ledger writers on one account (two replicas)', function () {
       await store.close();
     }
   });
+
+  it("reads back on one replica, with `fresh`, a debit the other replica appended a moment ago (what /v1/usage shows)", async () => {
+    const { account_id: account } = await createAccountWithKey(s, { tier: 'quant' });
+    const [a, b] = [new LedgerService(s.events, s.clock), new LedgerService(s.events, s.clock)];
+    const before = (await b.state(account)).used_allowance;
+    await a.debit(account, { request_id: 'req_fresh', endpoint: 'scores', channel: 'rest', cost: 7 });
+    // b's read of a moment ago is still within its 250 ms: without `fresh` it would answer from it.
+    expect((await b.state(account, { fresh: true })).used_allowance).to.equal(before + 7);
+  });
 });

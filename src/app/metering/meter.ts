@@ -102,8 +102,9 @@ export class LedgerMeter implements Meter {
     return this.remainingOf(await this.ledger.state(principal.account_id));
   }
 
+  /** What the account has spent: fresh from its stream, so a call just answered by another replica is in it. */
   async usage(principal: Principal): Promise<UsageFigures> {
-    return usageFigures(await this.ledger.state(principal.account_id), this.clock.now());
+    return usageFigures(await this.ledger.state(principal.account_id, { fresh: true }), this.clock.now());
   }
 
   /** Drops every cached key lookup: call it when a key event (issue, rotation, revocation) reaches the read models. */

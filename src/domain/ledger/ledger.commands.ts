@@ -50,8 +50,12 @@ export interface LedgerOutcome {
 
 /** The write side of the accounts' ledgers, as other features use it (commands/ledger/ledger.handler.ts implements it). */
 export interface Ledger {
-  /** The account's current state, refreshed with anything appended since it was last read. */
-  state(accountId: string): Promise<LedgerState>;
+  /**
+   * The account's current state, refreshed with anything appended since it was last read (a
+   * process may answer from a read of the last 250 ms; `fresh` reads the stream's tail anyway, so
+   * what another replica appended is in it: what a customer reads back, not what a debit decides on).
+   */
+  state(accountId: string, options?: { fresh?: boolean }): Promise<LedgerState>;
   /** Decides `command` on the account's ledger and appends what it produces. */
   execute(accountId: string, command: LedgerCommand): Promise<LedgerOutcome>;
 }
