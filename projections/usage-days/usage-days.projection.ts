@@ -1,7 +1,10 @@
 /**
  * `usage_days`: credits and calls charged per account and UTC day, what the account page's usage
- * chart draws. Folded from the ledger's debits (one call or a batch of calls); the projection's
- * checkpoint makes each event count once.
+ * chart draws. Folded from the ledger's debits (one call or a batch of calls). Each day keeps the
+ * ledger stream revision it counted last, so an event handed again counts once: on a store without
+ * transactions a commit cut short by a kill leaves the day written and the checkpoint behind, and
+ * the next owner of the read model gets the event again (a fleet's kill -9 test found a day one
+ * call ahead of a fresh replay).
  */
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
@@ -14,6 +17,8 @@ export interface UsageDayDoc {
   day: string;
   calls: number;
   credits: number;
+  /** The revision, in the account's ledger stream, of the last debit event counted (-1: none). */
+  revision: number;
 }
 
 export const usageDays = defineCollection<UsageDayDoc>({
@@ -24,7 +29,8 @@ export const usageDays = defineCollection<UsageDayDoc>({
 });
 
 export const usageDaysProjection: Projection = {
-  name: 'usage-days',
+  // v2: each day's revision (the documents changed shape: rebuilt from the log).
+  name: 'usage-days-v2',
   collections: [usageDays],
   eventTypes: ['CreditsDebited', 'CreditsDebitedBatch'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
@@ -42,7 +48,8 @@ export const usageDaysProjection: Projection = {
     }
     if (calls === 0) return;
     const day = at.slice(0, 10);
-    const doc = (await ctx.get(usageDays, `${accountId}|${day}`)) ?? { account_id: accountId, day, calls: 0, credits: 0 };
-    ctx.upsert(usageDays, { ...doc, calls: doc.calls + calls, credits: doc.credits + credits });
+    const doc = (await ctx.get(usageDays, `${accountId}|${day}`)) ?? { account_id: accountId, day, calls: 0, credits: 0, revision: -1 };
+    if (raw.revision <= doc.revision) return;
+    ctx.upsert(usageDays, { ...doc, calls: doc.calls + calls, credits: doc.credits + credits, revision: raw.revision });
   },
 };

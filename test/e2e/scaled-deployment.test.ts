@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { INGEST_DLQ_TOPIC, INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
+import { DispatchCheckpoint } from '../../commands/deliver-webhooks/dispatch-checkpoint.js';
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { allProjections } from '../../projections/index.js';
@@ -292,15 +293,18 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
    */
   async function settle(services: Services, hooks: number[], accounts: Account[], runs: IngestRun[]): Promise<void> {
     const end = performance.now() + 120_000;
+    const scoresDecided = webhooksDecidedOnScores(services);
     const pending = async () => {
-      const [r, w, a, e] = await Promise.all([
+      const [r, d, w, a, e] = await Promise.all([
         checkRestatements(services, runs),
+        scoresDecided(),
         checkWebhooks(services.events, hooks, receiver!.received),
         checkAlerts(services.events, accounts, outboxDir(dir)),
         checkExports(services.events, services.exportFiles, SCHEDULE, new Date(NOW)),
       ]);
       return [
         r.wrong.length ? `${r.wrong.length} restatements not served (${r.wrong.slice(0, 2).join('; ')}; ${await lagOf(services)})` : '',
+        d,
         w.missing.length ? `${w.missing.length} webhook messages not received` : '',
         a.notOnce.length ? `${a.notOnce.length} alerts not emailed` : '',
         e.completed.length ? '' : 'no scheduled bundle',
@@ -312,6 +316,24 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
       if (performance.now() > end) return say(`still waiting after 120 s: ${missing.join('; ')}`);
       await sleep(1_000);
     }
+  }
+
+  /**
+   * '' once the webhook dispatcher has decided on the log's last score event, else what it lacks: a
+   * restatement served a moment ago may still be decided into a message, which a fleet stopped then
+   * would never send. Reads the log on from where it stopped the call before.
+   */
+  function webhooksDecidedOnScores(services: Services): () => Promise<string> {
+    let after: string | null = null;
+    let lastScore: string | null = null;
+    return async () => {
+      for (let page = await services.events.readAll({ after, maxCount: 1_000 }); page.length > 0; page = await services.events.readAll({ after, maxCount: 1_000 })) {
+        for (const e of page) if (e.streamId.startsWith('scores-')) lastScore = e.position;
+        after = page[page.length - 1]!.position;
+      }
+      const decided = (await DispatchCheckpoint.stored(services.reads))?.position ?? null;
+      return lastScore !== null && (decided === null || decided < lastScore) ? `webhooks decided up to ${decided ?? 'nothing'}, the last score event is at ${lastScore}` : '';
+    };
   }
 
   /** The log head and each projection's checkpoint: how far the read models are behind. */

@@ -197,13 +197,15 @@ function jobLeaseSuite(name: string, open: () => Promise<Log>): void {
     it('says `starting` until the lease is asked for and while the job it took starts, then `running` or `standby`', async function () {
       let started!: () => void;
       const starting = new Promise<void>((resolve) => (started = resolve));
-      const first = runWhileOwned(lease(log.one, 'first', systemClock), async () => {
+      const firstLease = lease(log.one, 'first', systemClock);
+      const first = runWhileOwned(firstLease, async () => {
         await starting;
         return { stop: () => Promise.resolve() };
       }, { onError: (err) => expect.fail(String(err)) });
       runs.push(first);
       expect(first.state).to.equal('starting');
-      await sleep(200);
+      // Until the lease is taken (not a fixed pause: a busy machine's first append may be slow).
+      await waitUntil(() => firstLease.owned, 5_000);
       expect(first.state, 'lease taken, job still starting').to.equal('starting');
       const second = runWhileOwned(lease(log.two, 'second', systemClock), () => Promise.resolve({ stop: () => Promise.resolve() }), { onError: (err) => expect.fail(String(err)) });
       runs.push(second);

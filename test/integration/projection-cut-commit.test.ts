@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { usageProjection } from '../../projections/usage/usage.projection.js';
+import { usageDays, usageDaysProjection } from '../../projections/usage-days/usage-days.projection.js';
 import { auditAccount } from '../../queries/audit-ledger/audit-ledger.query.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
+import type { Projection } from '../../src/core/projection.js';
 import type { CommitBatch, ReadStore } from '../../src/core/read-store.port.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { runLedger } from '../support/ledger-script.js';
@@ -54,7 +56,7 @@ describe('A projection commit cut short (a store without transactions, killed mi
   before(async () => {
     dir = tempDir('scores-cut-commit-');
     services = await openServices(loadConfig(testEnv(dir, '2024-06-15T12:00:00Z', { SCORES_DEMO: 'off' })));
-    await services.reads.register(usageProjection.collections);
+    await services.reads.register([...usageProjection.collections, ...usageDaysProjection.collections]);
     for (const account of ACCOUNTS) await runLedger(services.events, account, script(account));
   });
 
@@ -63,16 +65,22 @@ describe('A projection commit cut short (a store without transactions, killed mi
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function cutThenResume(cutAfter: number, seen: { writes: number }): Promise<void> {
-    await services.reads.reset(usageProjection.collections.map((c) => c.name), [usageProjection.name]);
-    const dying = new ProjectorRunner(services.events, cutShort(services.reads, cutAfter, seen), [usageProjection], { batchSize: BATCH });
+  async function cutThenResume(cutAfter: number, seen: { writes: number }, projection: Projection = usageProjection): Promise<void> {
+    await services.reads.reset(projection.collections.map((c) => c.name), [projection.name]);
+    const dying = new ProjectorRunner(services.events, cutShort(services.reads, cutAfter, seen), [projection], { batchSize: BATCH });
     await dying.start().catch(() => undefined);
     await dying.stop();
-    const resumed = new ProjectorRunner(services.events, services.reads, [usageProjection], { batchSize: BATCH });
+    const resumed = new ProjectorRunner(services.events, services.reads, [projection], { batchSize: BATCH });
     await resumed.start();
     await resumed.waitForHead();
     await resumed.stop();
   }
+
+  const daysOf = async () => {
+    const docs = [];
+    for await (const doc of services.reads.scan(usageDays)) docs.push(doc);
+    return docs;
+  };
 
   it('the usage read models equal the replay after a restart, wherever the commit stopped', async () => {
     const seen = { writes: 0 };
@@ -86,6 +94,19 @@ describe('A projection commit cut short (a store without transactions, killed mi
         expect(report.problems, `cut after ${cutAfter} of ${seen.writes} writes, ${accountId}`).to.deep.equal([]);
         expect(report.not_yet_projected).to.equal(0);
       }
+    }
+  });
+
+  it('the usage days count each call once after a restart, wherever the commit stopped', async () => {
+    const seen = { writes: 0 };
+    await cutThenResume(Number.MAX_SAFE_INTEGER, seen, usageDaysProjection);
+    const whole = await daysOf();
+    // One call a day, 2 credits each: 30 days for each account.
+    expect(whole.filter((d) => d.calls === 1 && d.credits === 2)).to.have.length(30 * ACCOUNTS.length);
+    expect(seen.writes, 'writes in the second commit').to.be.greaterThan(4);
+    for (let cutAfter = 1; cutAfter <= seen.writes; cutAfter++) {
+      await cutThenResume(cutAfter, { writes: 0 }, usageDaysProjection);
+      expect(await daysOf(), `cut after ${cutAfter} of ${seen.writes} writes`).to.deep.equal(whole);
     }
   });
 });
