@@ -22,6 +22,13 @@ export interface WebhookDoc {
   created_at: string;
   /** Internal: the message ids with a `webhook_retries` document, so a deletion or deactivation can drop them. */
   owed: string[];
+  /**
+   * Internal: the revision, in the webhook's stream, of the last event that wrote this document.
+   * An event handed again (a commit cut short by a kill on a store without transactions: this
+   * document is written last, the checkpoint not at all) changes nothing twice, so a failed attempt
+   * counts once in `consecutive_failures`.
+   */
+  revision: number;
 }
 
 export const webhooks = defineCollection<WebhookDoc>({
@@ -79,7 +86,8 @@ function dropOwed(ctx: ProjectionContext, doc: WebhookDoc): WebhookDoc {
 }
 
 export const webhooksProjection: Projection = {
-  name: 'webhooks',
+  // v2: each webhook's revision (the documents changed shape: rebuilt from the log).
+  name: 'webhooks-v2',
   collections: [webhooks, webhookDeliveries, webhookRetries],
   eventTypes: ['WebhookRegistered', 'WebhookDeleted', 'WebhookMessageQueued', 'WebhookDeliveryAttempted', 'WebhookDeactivated', 'WebhookReactivated'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
@@ -100,11 +108,13 @@ export const webhooksProjection: Projection = {
         last_fired_at: null,
         created_at: d.at,
         owed: [],
+        revision: raw.revision,
       });
       return;
     }
-    const doc = await ctx.get(webhooks, String(id));
-    if (!doc) return;
+    const found = await ctx.get(webhooks, String(id));
+    if (!found || raw.revision <= found.revision) return;
+    const doc = { ...found, revision: raw.revision };
     switch (event.type) {
       case 'WebhookDeleted':
         ctx.upsert(webhooks, { ...dropOwed(ctx, doc), deleted: true, is_active: false });

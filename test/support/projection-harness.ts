@@ -8,6 +8,7 @@ export class ProjectionHarness {
   /** How many times each collection was written (upserts and deletes). */
   readonly writes = new Map<string, number>();
   private position = 0;
+  private readonly revisions = new Map<string, number>();
 
   constructor(private readonly projection: Projection) {}
 
@@ -41,15 +42,18 @@ export class ProjectionHarness {
     this.writes.set(collection, (this.writes.get(collection) ?? 0) + 1);
   }
 
+  /** An event as the store records it: the next global position, and the next revision of its stream. */
   event(streamId: string, type: string, data: unknown): RecordedEvent {
     this.position += 1;
+    const revision = (this.revisions.get(streamId) ?? -1) + 1;
+    this.revisions.set(streamId, revision);
     return {
       id: `evt-${this.position}`,
       streamId,
       type,
       data,
       metadata: {},
-      revision: 0,
+      revision,
       position: String(this.position).padStart(20, '0'),
       recordedAt: '2024-01-01T00:00:00.000Z',
     };

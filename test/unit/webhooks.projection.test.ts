@@ -47,6 +47,7 @@ describe('Webhooks projection', () => {
       last_fired_at: null,
       created_at: T0.toISOString(),
       owed: [],
+      revision: 0,
     });
     expect(JSON.stringify(h.snapshot())).not.to.include('whsec_');
     await apply({ type: 'DeleteWebhook', account_id: 'acct_a', webhook_id: 1 }, at(2000));
@@ -68,6 +69,16 @@ describe('Webhooks projection', () => {
       { webhook_id: 1, account_id: 'acct_a', message_id: 'msg_1', kind: 'live', event_type: 'score_move', event_count: 1, attempt: 2, ok: true, status_code: 204, error: null, created_at: at(5000).toISOString() },
       { webhook_id: 1, account_id: 'acct_a', message_id: 'msg_t', kind: 'test', event_type: 'score_move', event_count: 1, attempt: 1, ok: false, status_code: 500, error: 'receiver answered 500', created_at: at(1000).toISOString() },
     ]);
+  });
+
+  it('counts a failed attempt handed again (a commit cut short, then re-delivered) once', async () => {
+    await apply(register('acct_a'), T0);
+    await apply(queue(1, 'msg_1'), T0);
+    const failedOnce = w.run(attempt(1, 'msg_1', failed), T0);
+    await h.apply(...failedOnce);
+    await h.apply(...failedOnce);
+    expect(await h.ctx.get(webhooks, '1')).to.include({ consecutive_failures: 1 });
+    expect(await h.ctx.get(webhookRetries, 'msg_1')).to.include({ attempts: 1 });
   });
 
   it('keeps each owed live message in webhook_retries until it is delivered', async () => {
