@@ -20,6 +20,7 @@ export interface InMemoryEventBusOptions {
 interface Member {
   handler(message: BusMessage): Promise<void>;
   busy: boolean;
+  /** Left the group: a handler retrying a failed message gives it back to the group. */
   stopped: boolean;
   /** The handler currently running for this member, if any. */
   current: Promise<void> | null;
@@ -88,11 +89,9 @@ export class InMemoryEventBus implements EventBus {
     const member: Member = { handler: (m) => options.handler(m), busy: false, stopped: false, current: null };
     group.members.push(member);
     this.pump(options.topic, options.group, group);
-    let stopped = false;
     return Promise.resolve({
       stop: async () => {
-        if (stopped) return;
-        stopped = true;
+        if (member.stopped) return;
         member.stopped = true;
         const i = group.members.indexOf(member);
         if (i >= 0) {
