@@ -167,8 +167,10 @@ export class KafkaEventBus implements EventBus {
     let ready = this.topics.get(topic);
     if (!ready) {
       ready = this.getAdmin().then(async (admin) => {
-        // Resolves false when it existed already: fine.
+        // Resolves false when it existed already: fine. Its own wait for leaders gives up on
+        // UNKNOWN_TOPIC_OR_PARTITION, which a KRaft broker answers for a topic just created: ours below.
         await admin.createTopics({
+          waitForLeaders: false,
           topics: [
             {
               topic,

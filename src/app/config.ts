@@ -60,6 +60,7 @@ const envSchema = z.object({
       .optional(),
   ),
   RATE_LIMIT_STORE: z.preprocess(unsetIfBlank, z.enum(['postgres', 'memory']).optional()),
+  RATE_LIMIT_STORE_TIMEOUT_MS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(1).max(60_000).default(250)),
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
@@ -143,6 +144,8 @@ export interface Config {
   postgresUrl: string | null;
   /** Where the accounts' rate-limit buckets are: shared by the replicas in PostgreSQL, or in each process. */
   rateLimitStore: 'postgres' | 'memory';
+  /** How long a request waits for the shared bucket before its replica decides alone. */
+  rateLimitStoreTimeoutMs: number;
   mongodbUri: string | null;
   mongodbDb: string;
   kafkaBrokers: string[] | null;
@@ -196,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     postgresUrl: e.POSTGRES_URL ?? null,
     // Replicas on a PostgreSQL log share the limit there unless told otherwise.
     rateLimitStore: e.RATE_LIMIT_STORE ?? (e.POSTGRES_URL ? 'postgres' : 'memory'),
+    rateLimitStoreTimeoutMs: e.RATE_LIMIT_STORE_TIMEOUT_MS,
     mongodbUri: e.MONGODB_URI ?? null,
     mongodbDb: e.MONGODB_DB,
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,

@@ -89,6 +89,7 @@ async function openRateLimiter(config: Config, log: Logger): Promise<{ rates: Ra
   if (config.rateLimitStore === 'memory' || !config.postgresUrl) return { rates: new TokenBuckets(), close: async () => undefined };
   const { PostgresTokenBuckets } = await import('../../infra/postgresql/rate-limits.js');
   const shared = new SharedTokenBuckets(new PostgresTokenBuckets(config.postgresUrl), {
+    timeoutMs: config.rateLimitStoreTimeoutMs,
     onFallback: (err) =>
       err === null
         ? log.warn('rate-limit store answers again: the replicas share the limits again')

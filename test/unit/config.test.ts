@@ -27,6 +27,12 @@ describe('Configuration', () => {
     expect(() => loadConfig({ RATE_LIMIT_STORE: 'redis' })).to.throw(ConfigError, /RATE_LIMIT_STORE/);
   });
 
+  it('waits RATE_LIMIT_STORE_TIMEOUT_MS (250 unless set) for the shared bucket, and refuses a wait that is not a positive number of ms', () => {
+    expect(loadConfig({}).rateLimitStoreTimeoutMs).to.equal(250);
+    expect(loadConfig({ RATE_LIMIT_STORE_TIMEOUT_MS: '1000' }).rateLimitStoreTimeoutMs).to.equal(1000);
+    for (const bad of ['0', '-5', 'soon', '1.5']) expect(() => loadConfig({ RATE_LIMIT_STORE_TIMEOUT_MS: bad })).to.throw(ConfigError, /RATE_LIMIT_STORE_TIMEOUT_MS/);
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [
