@@ -3,11 +3,12 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, median, report } from './stats.js';
 
 /**
- * Seed time of the full demo dataset (events written + read models built) and replay throughput
+ * Generation time of the demo history in memory (no store), seed time of the full demo dataset (events written + read models built) and replay throughput
  * (score rows per second when every read model is rebuilt from the log).
  */
 export async function benchSeedAndReplay(runs: number, now: string): Promise<void> {
@@ -36,6 +37,14 @@ export async function benchSeedAndReplay(runs: number, now: string): Promise<voi
       rmSync(dir, { recursive: true, force: true });
     }
   }
+  const generated: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    new DemoDataset().appendsBetween(null, new Date('2026-11-22T23:59:59Z'));
+    generated.push((performance.now() - t0) / 1000);
+  }
+  const generation = median(generated);
+  report(`demo history 2019-01-02..2026-11-22 generated in memory (median of ${runs})`, `${fmt(generation)} s`, '< 10 s', generation < 10);
   const seed = median(seedSeconds);
   const replay = median(replayRowsPerSecond);
   report(`seed full demo dataset (median of ${runs})`, `${fmt(seed)} s`, '< 60 s', seed < 60);

@@ -413,13 +413,11 @@ describe('Demo dataset', function () {
   });
 
   describe('The full history', () => {
-    it('from 2019-01-02 to 2026-11-22 builds in a few seconds', () => {
-      const started = performance.now();
+    // How long it takes is a benchmark figure (npm run bench, seed), not a test's.
+    it('from 2019-01-02 to 2026-11-22 has over a million score rows', () => {
       const all = new DemoDataset().appendsBetween(null, new Date('2026-11-22T23:59:59Z'));
-      const seconds = (performance.now() - started) / 1000;
       const rows = eventsOf<ScoresPublished>(all, 'ScoresPublished').reduce((n, e) => n + e.data.rows.length, 0);
       expect(rows).to.be.greaterThan(1_000_000);
-      expect(seconds).to.be.below(10);
     });
   });
 });
