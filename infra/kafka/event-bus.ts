@@ -167,8 +167,8 @@ export class KafkaEventBus implements EventBus {
     let ready = this.topics.get(topic);
     if (!ready) {
       ready = this.getAdmin().then(async (admin) => {
-        // Resolves false when it existed already: fine. Its own wait for leaders gives up on
-        // UNKNOWN_TOPIC_OR_PARTITION, which a KRaft broker answers for a topic just created: ours below.
+        // Resolves false when it existed already: fine. Leaders are awaited by `waitForLeaders`
+        // below, not kafkajs's, which gives up on what a KRaft broker answers for a new topic.
         await admin.createTopics({
           waitForLeaders: false,
           topics: [

@@ -5,6 +5,7 @@ import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import { parseTrustProxy, type TrustProxy } from './http/client-address.js';
+import { STORE_TIMEOUT_MS } from './metering/shared-buckets.js';
 import { parseRetiredKeys, parseSigningKey } from '../../infra/files/ledger-keyring.js';
 import type { KeyObject } from 'node:crypto';
 import type { LedgerPublicKey } from '../domain/ledger/ledger-head.js';
@@ -60,7 +61,7 @@ const envSchema = z.object({
       .optional(),
   ),
   RATE_LIMIT_STORE: z.preprocess(unsetIfBlank, z.enum(['postgres', 'memory']).optional()),
-  RATE_LIMIT_STORE_TIMEOUT_MS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(1).max(60_000).default(250)),
+  RATE_LIMIT_STORE_TIMEOUT_MS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(1).max(60_000).default(STORE_TIMEOUT_MS)),
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,

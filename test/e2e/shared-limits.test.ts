@@ -118,6 +118,25 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
     console.log(`      ${answers.length} calls over two replicas in ${seconds.toFixed(2)} s: ${ok.length} answered (burst ${burst}), ${limited.length} refused`);
   });
 
+  it('waits RATE_LIMIT_STORE_TIMEOUT_MS (10 s here) for the shared bucket: a take held up by a lock on its row is answered once the lock goes', async () => {
+    const k = await newKey();
+    expect((await get(b.url, k.key)).status).to.equal(200); // the account's row exists
+    const holder = await pgSession(withDatabase(process.env['POSTGRES_URL']!, database));
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT tokens FROM scores.rate_buckets WHERE id = $1 FOR UPDATE', [k.account_id]);
+      let answered = false;
+      const call = get(b.url, k.key).then((r) => ((answered = true), r));
+      // With the default 250 ms the replica would have answered alone by now.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(answered, 'answered while the bucket row was locked').to.equal(false);
+      await holder.query('COMMIT');
+      expect((await call).status).to.equal(200);
+    } finally {
+      await holder.end();
+    }
+  });
+
   it('refuses a key revoked on replica A on replica B within a second', async () => {
     const k = await newKey();
     // B has looked the key up (and caches the answer).

@@ -13,8 +13,11 @@ import type { TokenBucketStore } from '../../core/rate-limit-store.port.js';
 import type { RateDecision } from '../../web/meter.port.js';
 import { TokenBuckets, UNLIMITED, capacityOf, rateDecision, type RateLimiter } from './token-buckets.js';
 
+/** How long a take waits for the store, unless told (RATE_LIMIT_STORE_TIMEOUT_MS). */
+export const STORE_TIMEOUT_MS = 250;
+
 export interface SharedBucketsOptions {
-  /** How long a take may wait for the store before this process decides alone (default 250 ms). */
+  /** How long a take may wait for the store before this process decides alone (default STORE_TIMEOUT_MS). */
   timeoutMs?: number;
   /** How long the store is left alone after a failure (default 1 s). */
   retryMs?: number;
@@ -42,7 +45,7 @@ export class SharedTokenBuckets implements RateLimiter {
     if (this.retryAt !== null && this.now() < this.retryAt) return this.local.take(id, perSecond);
     const capacity = capacityOf(perSecond);
     try {
-      const take = await withTimeout(this.store.take(id, perSecond, capacity), this.options.timeoutMs ?? 250);
+      const take = await withTimeout(this.store.take(id, perSecond, capacity), this.options.timeoutMs ?? STORE_TIMEOUT_MS);
       if (this.retryAt !== null) this.options.onFallback?.(null);
       this.retryAt = null;
       return rateDecision(perSecond, capacity, take);
