@@ -40,8 +40,11 @@ describe('Fair use of shared capacity', function () {
     const plain = await raw(url, { 'X-API-Key': key });
     expect(plain.status).to.equal(200);
     expect(plain.headers['content-encoding']).to.equal(undefined);
+    // A cache must not give one client's answer to the other: both say they vary.
+    expect(plain.headers['vary']).to.equal('Accept-Encoding');
     const br = await raw(url, { 'X-API-Key': key, 'Accept-Encoding': 'br' });
     expect(br.headers['content-encoding']).to.equal('br');
+    expect(br.headers['vary']).to.equal('Accept-Encoding');
     expect(brotliDecompressSync(br.body).toString()).to.equal(plain.body.toString());
     expect(br.body.length).to.be.lessThan(plain.body.length / 4);
     const gz = await raw(url, { 'X-API-Key': key, 'Accept-Encoding': 'gzip' });
@@ -54,6 +57,13 @@ describe('Fair use of shared capacity', function () {
     expect(small.status).to.equal(200);
     expect(small.headers['content-encoding']).to.equal(undefined);
     expect(JSON.parse(small.body.toString())).to.have.property('ticker', 'AAPL');
+    // Without Accept-Encoding the compression middleware is not set up at all (its cost is in
+    // `npm run bench`): the answer carries the same headers.
+    const plain = await raw(`${server.url}/v1/scores/AAPL`, { 'X-API-Key': key });
+    const names = (h: Record<string, unknown>) => Object.keys(h).filter((n) => !['date', 'x-request-id', 'ratelimit', 'x-credits-remaining'].includes(n)).sort();
+    expect(names(plain.headers)).to.deep.equal(names(small.headers));
+    expect(plain.headers['vary']).to.equal('Accept-Encoding');
+    expect(plain.body.toString()).to.equal(small.body.toString());
   });
 
   for (const path of ['/v1/track-record', '/v1/meta', '/v1/coverage']) {

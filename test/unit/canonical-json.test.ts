@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { GENESIS_HASH, canonicalJson, computeHash, sealEvent } from '../../src/domain/ledger/ledger.events.js';
+import { GENESIS_HASH, canonicalJson, computeHash, debitLineJson, sealEvent } from '../../src/domain/ledger/ledger.events.js';
 
 /** The definition, written the slow obvious way: keys sorted at every depth, undefined left out. */
 function reference(value: unknown): string {
@@ -80,5 +80,23 @@ describe('Canonical JSON of ledger event data', () => {
     ]);
     const pack = { pack_id: 'inv-1', credits: 100, at: '2024-05-15T12:00:00.000Z', prev_hash: GENESIS_HASH };
     expect(computeHash('PackPurchased', pack)).to.equal('0a41a794e654fe661a56f5335a28d52ea7b55b358597d44bb987e8c8bfb01797');
+  });
+
+  it("writes a call's debit line field by field exactly as the definition, and leaves any other shape to it", () => {
+    const next = random(20261128);
+    const texts = ['req_6iGaDhNY95CZhaU7', 'scores', 'rest', 'mcp', '2026-11', 'é"\\\n\u2028', '', '\u0000'];
+    const numbers = [0, -0, 2, 1.5, 1e21, -1e-7, 123456789];
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!;
+    for (let i = 0; i < 2_000; i++) {
+      const data: Record<string, unknown> = { request_id: pick(texts), endpoint: pick(texts), channel: pick(texts), cost: pick(numbers) };
+      Object.assign(data, { from_allowance: pick(numbers), from_prepaid: pick(numbers), from_overage: pick(numbers), period: pick(texts) });
+      Object.assign(data, { at: pick(texts), prev_hash: pick([GENESIS_HASH, 'ab'.repeat(32)]), hash: undefined });
+      expect(debitLineJson(data), JSON.stringify(data)).to.equal(reference(data));
+    }
+    const line = { request_id: 'r', endpoint: 'scores', channel: 'rest', cost: 2, from_allowance: 2, from_prepaid: 0, from_overage: 0, period: '2026-11', at: 'x', prev_hash: GENESIS_HASH };
+    for (const odd of [{ extra: 1 }, { cost: Number.NaN }, { cost: '2' }, { period: null }, { at: undefined }, { hash: 'h' }]) {
+      expect(debitLineJson({ ...line, ...odd }), JSON.stringify(odd)).to.equal(null);
+    }
+    expect(debitLineJson(line)).to.equal(reference(line));
   });
 });

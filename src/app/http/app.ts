@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import { registerPages } from './pages/index.js';
 import { registerAccount } from './account/index.js';
 import { observeRequests, registerMetricsRoutes } from './metrics.routes.js';
 import { v1PathsAndMethods } from './v1-paths.js';
+import { oneLayer } from './one-layer.js';
 import { HEAD_STATEMENT } from '../../domain/ledger/ledger-head.js';
 
 /** Where the ledger's public keys are published. */
@@ -44,8 +45,9 @@ export function createApp(services: Services, mounts: readonly RouteMount[] = []
   configure(app, services);
   const openapi = loadOpenApi();
   provideContext(app, services, openapi);
-  app.use(v1PathsAndMethods(services, openapi));
-  app.use(compressBodies());
+  // What every request passes first, as one router layer: the access log and the request metrics
+  // (first, so that they see every request), the API headers, the /v1 path and method check, compression.
+  app.use(oneLayer(observeRequests(services), apiHeaders(services), v1PathsAndMethods(services, openapi), compressBodies()));
   app.get(DAILY_FREE_PATHS, dailyEtag);
   app.use(PRIVATE_PATH_PREFIXES, noStore);
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.
@@ -63,13 +65,12 @@ export function createApp(services: Services, mounts: readonly RouteMount[] = []
   return app;
 }
 
-/** The settings, then the first middleware every request passes: the access log, lean JSON, the API headers. */
+/** The settings and lean JSON. */
 function configure(app: Express, services: Services): void {
   // One spelling per path, everywhere: express would also serve `/OpenAPI.json` and `/docs/`.
   // Set before the first route, when express makes its router.
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
-  app.use(observeRequests(services)); // first: the access log and the request metrics see every request
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', services.config.trustProxy); // TRUST_PROXY; read through clientAddress (client-address.ts)
@@ -77,12 +78,16 @@ function configure(app: Express, services: Services): void {
   // unknown one is refused (see rejectUnknownQuery), so none is ignored.
   app.set('query parser', (text: string) => parseQuery(text, '&', '=', { maxKeys: 0 }));
   useLeanJson(app);
-  app.use((req, res, next) => {
+}
+
+/** The fixed API headers, and the request's id. */
+function apiHeaders(services: Services): RequestHandler {
+  return (req, res, next) => {
     for (const [name, value] of API_HEADERS) res.setHeader(name, value);
     // Every response names its request: the id is on the ledger entry of the call's charge.
     res.setHeader(HEADER.requestId, requestIdOf(req, services.ids));
     next();
-  });
+  };
 }
 
 /** What tsoa's controllers are given (src/app/http/ioc.ts): the queries' and the commands' ports. */

@@ -16,7 +16,15 @@ import { DAILY_CACHE_CONTROL, HEADER } from '../../web/response-headers.js';
  * Brotli at quality 4: close to gzip's speed, smaller output than gzip's default.
  */
 export function compressBodies(): RequestHandler {
-  return compression({ threshold: 1024, brotli: { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } } });
+  const compress = compression({ threshold: 1024, brotli: { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } } });
+  return (req, res, next) => {
+    if (req.headers['accept-encoding']) return compress(req, res, next);
+    // A client that accepts no encoding gets none: the middleware's set-up (the response's write
+    // and end wrapped, a header hook, a close listener) would be per call for nothing. The header
+    // it would add stays, so a cache keeps the two answers apart.
+    res.setHeader('Vary', 'Accept-Encoding');
+    next();
+  };
 }
 
 /** Free GETs whose whole body changes at most once a day (a new publication). */

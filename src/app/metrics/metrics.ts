@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NewEvent } from '../../core/event-store.port.js';
+import { RequestHistogram } from './request-histogram.js';
 
 /** The 429 codes counted from the start (at 0), so that a rate over them exists before the first refusal. */
 const TOO_MANY_CODES = ['rate_limited', 'credits_exhausted'];
@@ -21,13 +22,12 @@ type Incrementer = { inc(value?: number): void };
 export class Metrics {
   readonly registry = new Registry();
 
-  readonly httpDuration = new Histogram({
-    name: 'scores_http_request_duration_seconds',
-    help: 'HTTP requests by method, route pattern (never the raw URL; "(none)" when no route matched) and status, by duration',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: HTTP_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly httpDuration = new RequestHistogram(
+    'scores_http_request_duration_seconds',
+    'HTTP requests by method, route pattern (never the raw URL; "(none)" when no route matched) and status, by duration',
+    HTTP_BUCKETS,
+    this.registry,
+  );
 
   readonly creditsDebited = new Counter({
     name: 'scores_credits_debited_total',
@@ -100,7 +100,7 @@ export class Metrics {
   request(method: string, route: string, status: number, seconds: number): void {
     const key = `${method} ${status} ${route}`;
     let child = this.durations.get(key);
-    if (!child) this.durations.set(key, (child = this.httpDuration.labels(method, route, String(status))));
+    if (!child) this.durations.set(key, (child = this.httpDuration.labels({ method, route, status: String(status) })));
     child.observe(seconds);
   }
 

@@ -230,8 +230,33 @@ export function computeHash(type: string, data: { prev_hash: string }): string {
 
 /** `computeHash` of data known to have no `hash` (or an undefined one, which JSON leaves out). */
 function hashUnsealed(type: string, data: { prev_hash: string }): string {
-  return sha256Hex(`${data.prev_hash}\n${type}\n${canonicalJson(data)}`);
+  const text = (type === 'CreditsDebited' && debitLineJson(data)) || canonicalJson(data);
+  return sha256Hex(`${data.prev_hash}\n${type}\n${text}`);
 }
+
+/**
+ * `canonicalJson` of a call's `CreditsDebited` data, written field by field in key order: every
+ * metered call hashes one, and the generic form's key listing, sorting and copy were a third of
+ * the ledger's share of a call's CPU. Null for any data not of exactly that shape (another field,
+ * a value of another type, a number JSON would not write as itself), which takes the generic form.
+ */
+export function debitLineJson(data: object): string | null {
+  const d = data as Record<string, unknown>;
+  let defined = 0;
+  for (const k in d) if (d[k] !== undefined) defined++;
+  if (defined !== 10) return null;
+  const { at, channel, cost, endpoint, from_allowance, from_overage, from_prepaid, period, prev_hash, request_id } = d;
+  const texts = isText(at) && isText(channel) && isText(endpoint) && isText(period) && isText(prev_hash) && isText(request_id);
+  if (!texts || !isFinite(cost) || !isFinite(from_allowance) || !isFinite(from_overage) || !isFinite(from_prepaid)) return null;
+  const q = JSON.stringify;
+  return (
+    `{"at":${q(at)},"channel":${q(channel)},"cost":${q(cost)},"endpoint":${q(endpoint)},"from_allowance":${q(from_allowance)},` +
+    `"from_overage":${q(from_overage)},"from_prepaid":${q(from_prepaid)},"period":${q(period)},"prev_hash":${q(prev_hash)},"request_id":${q(request_id)}}`
+  );
+}
+
+const isText = (x: unknown): x is string => typeof x === 'string';
+const isFinite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
 /** Builds an event with `at`, `prev_hash` and `hash` filled in (one copy of `body`: hot path). */
 export function sealEvent<T extends LedgerEventType>(
