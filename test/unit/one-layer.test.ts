@@ -22,6 +22,8 @@ const step =
         return Promise.reject(new Error(`${name} rejected`));
       case 'route':
         return next('route');
+      case 'reject-empty':
+        return Promise.reject(undefined); // eslint-disable-line @typescript-eslint/prefer-promise-reject-errors
       case 'router':
         return next('router');
       default:
@@ -62,7 +64,7 @@ describe('Middlewares run as one router layer', () => {
   });
   after(() => servers.forEach((s) => s.close()));
 
-  const cases = ['', '?at=two&do=answer', '?at=one&do=error', '?at=two&do=throw', '?at=three&do=reject', '?at=one&do=route', '?at=two&do=router', '?at=three&do=answer'];
+  const cases = ['', '?at=two&do=answer', '?at=one&do=error', '?at=two&do=throw', '?at=three&do=reject', '?at=two&do=reject-empty', '?at=one&do=route', '?at=two&do=router', '?at=three&do=answer'];
   for (const query of cases) {
     it(`answers /x${query} as the separate layers do`, async () => {
       const [separate, joined] = await Promise.all(

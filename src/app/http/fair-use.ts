@@ -22,7 +22,7 @@ export function compressBodies(): RequestHandler {
     // A client that accepts no encoding gets none: the middleware's set-up (the response's write
     // and end wrapped, a header hook, a close listener) would be per call for nothing. The header
     // it would add stays, so a cache keeps the two answers apart.
-    res.setHeader('Vary', 'Accept-Encoding');
+    res.vary('Accept-Encoding');
     next();
   };
 }

@@ -19,7 +19,8 @@ export function oneLayer(...handlers: readonly RequestHandler[]): RequestHandler
       if (!handler) return next();
       try {
         const result = handler(req, res, step);
-        if (result instanceof Promise) result.catch(next);
+        // As express's own layers: a promise rejected without a reason is still an error.
+        if (result instanceof Promise) result.catch((error: unknown) => next(error || new Error('Rejected promise')));
       } catch (error) {
         next(error);
       }

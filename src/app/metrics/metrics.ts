@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NewEvent } from '../../core/event-store.port.js';
-import { RequestHistogram } from './request-histogram.js';
+import { RequestHistogram, type Observer } from './request-histogram.js';
 
 /** The 429 codes counted from the start (at 0), so that a rate over them exists before the first refusal. */
 const TOO_MANY_CODES = ['rate_limited', 'credits_exhausted'];
@@ -10,7 +10,6 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 /** Seconds: an append is a group commit with an fsync on the embedded store, a round trip on a server. */
 const APPEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-type Observer = { observe(value: number): void };
 type Incrementer = { inc(value?: number): void };
 
 /**

@@ -246,8 +246,8 @@ export function debitLineJson(data: object): string | null {
   for (const k in d) if (d[k] !== undefined) defined++;
   if (defined !== 10) return null;
   const { at, channel, cost, endpoint, from_allowance, from_overage, from_prepaid, period, prev_hash, request_id } = d;
-  const texts = isText(at) && isText(channel) && isText(endpoint) && isText(period) && isText(prev_hash) && isText(request_id);
-  if (!texts || !isFinite(cost) || !isFinite(from_allowance) || !isFinite(from_overage) || !isFinite(from_prepaid)) return null;
+  const texts = isString(at) && isString(channel) && isString(endpoint) && isString(period) && isString(prev_hash) && isString(request_id);
+  if (!texts || !isFiniteNumber(cost) || !isFiniteNumber(from_allowance) || !isFiniteNumber(from_overage) || !isFiniteNumber(from_prepaid)) return null;
   const q = JSON.stringify;
   return (
     `{"at":${q(at)},"channel":${q(channel)},"cost":${q(cost)},"endpoint":${q(endpoint)},"from_allowance":${q(from_allowance)},` +
@@ -255,8 +255,8 @@ export function debitLineJson(data: object): string | null {
   );
 }
 
-const isText = (x: unknown): x is string => typeof x === 'string';
-const isFinite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+const isString = (x: unknown): x is string => typeof x === 'string';
+const isFiniteNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
 /** Builds an event with `at`, `prev_hash` and `hash` filled in (one copy of `body`: hot path). */
 export function sealEvent<T extends LedgerEventType>(
