@@ -62,6 +62,12 @@ const envSchema = z.object({
   ),
   RATE_LIMIT_STORE: z.preprocess(unsetIfBlank, z.enum(['postgres', 'memory']).optional()),
   RATE_LIMIT_STORE_TIMEOUT_MS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(1).max(60_000).default(STORE_TIMEOUT_MS)),
+  READ_STORE: z.preprocess(unsetIfBlank, z.enum(['sqlite', 'postgres', 'mongodb']).optional()),
+  POSTGRES_READ_URL: optionalString.pipe(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional()),
+  READ_MODELS_SCHEMA: z.preprocess(
+    unsetIfBlank,
+    z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a PostgreSQL schema name: lower-case letters, digits and "_"').default('read_models'),
+  ),
   MONGODB_URI: optionalString,
   MONGODB_DB: z.preprocess(unsetIfBlank, z.string().default('scores')),
   KAFKA_BROKERS: optionalString,
@@ -147,6 +153,15 @@ export interface Config {
   rateLimitStore: 'postgres' | 'memory';
   /** How long a request waits for the shared bucket before its replica decides alone. */
   rateLimitStoreTimeoutMs: number;
+  /**
+   * Where the read models are: the embedded file, PostgreSQL (`postgresReadUrl`, schema
+   * `readModelsSchema`) or MongoDB (`mongodbUri`, database `mongodbDb`). Default: MongoDB when
+   * MONGODB_URI is set, else PostgreSQL when POSTGRES_URL is, else the embedded file.
+   */
+  readStore: 'sqlite' | 'postgres' | 'mongodb';
+  /** The read models' PostgreSQL server: POSTGRES_READ_URL, else the log's POSTGRES_URL. */
+  postgresReadUrl: string | null;
+  readModelsSchema: string;
   mongodbUri: string | null;
   mongodbDb: string;
   kafkaBrokers: string[] | null;
@@ -184,6 +199,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   if (e.ESDB_URL && e.POSTGRES_URL) throw new ConfigError('invalid environment:\n  ESDB_URL, POSTGRES_URL: the event log is in one place; set one of them');
   if (e.RATE_LIMIT_STORE === 'postgres' && !e.POSTGRES_URL) throw new ConfigError('invalid environment:\n  RATE_LIMIT_STORE: postgres needs POSTGRES_URL');
+  const postgresReadUrl = e.POSTGRES_READ_URL ?? e.POSTGRES_URL ?? null;
+  const readStore = e.READ_STORE ?? (e.MONGODB_URI ? 'mongodb' : postgresReadUrl ? 'postgres' : 'sqlite');
+  if (readStore === 'postgres' && !postgresReadUrl) throw new ConfigError('invalid environment:\n  READ_STORE: postgres needs POSTGRES_READ_URL or POSTGRES_URL');
+  if (readStore === 'mongodb' && !e.MONGODB_URI) throw new ConfigError('invalid environment:\n  READ_STORE: mongodb needs MONGODB_URI');
   const dataDir = resolve(e.SCORES_DATA_DIR);
   return {
     port: e.PORT,
@@ -201,6 +220,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Replicas on a PostgreSQL log share the limit there unless told otherwise.
     rateLimitStore: e.RATE_LIMIT_STORE ?? (e.POSTGRES_URL ? 'postgres' : 'memory'),
     rateLimitStoreTimeoutMs: e.RATE_LIMIT_STORE_TIMEOUT_MS,
+    readStore,
+    postgresReadUrl,
+    readModelsSchema: e.READ_MODELS_SCHEMA,
     mongodbUri: e.MONGODB_URI ?? null,
     mongodbDb: e.MONGODB_DB,
     kafkaBrokers: e.KAFKA_BROKERS ? e.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : null,
@@ -216,4 +238,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ledgerSigningKey: e.LEDGER_SIGNING_KEY ?? null,
     ledgerRetiredKeys: e.LEDGER_RETIRED_KEYS ?? [],
   };
+}
+
+/** The read models' own name in their store: what tells two deployments sharing a log apart (the generations' stream). */
+export function readModelsNamespace(config: Pick<Config, 'readStore' | 'readModelsSchema' | 'mongodbDb'>): string {
+  if (config.readStore === 'mongodb') return config.mongodbDb;
+  return config.readStore === 'postgres' ? `pg-${config.readModelsSchema}` : 'embedded';
 }

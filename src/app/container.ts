@@ -21,7 +21,7 @@ import { CachedReadStore } from '../core/cached-read-store.js';
 import { ReadModelMemo } from '../core/read-model-memo.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import type { ReadStore } from '../core/read-store.port.js';
-import type { Config } from './config.js';
+import { readModelsNamespace, type Config } from './config.js';
 import type { Meter } from '../web/meter.port.js';
 import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/visibility.js';
 import type { QueryContext } from '../../queries/shared/query-context.js';
@@ -112,10 +112,10 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const exportFiles = await openExportFiles(config);
   const keyring = openKeyring(config, clock);
   const { events, bus } = stores;
-  const generations = new GenerationLog(events, transportClock, generationsStreamOf(config.mongodbUri ? config.mongodbDb : 'embedded'));
+  const generations = new GenerationLog(events, transportClock, generationsStreamOf(readModelsNamespace(config)));
   // On a shared read store each read model is read in its live generation (a replay makes new ones):
   // followed by a process that follows another's projections, as of its start by one that projects.
-  const live = config.mongodbUri ? new LiveReadModels(stores.reads, generations) : null;
+  const live = config.readStore !== 'sqlite' ? new LiveReadModels(stores.reads, generations) : null;
   if (options.readModels === 'follow') await live?.follow(250, (err) => log.warn({ err }, 'read-model generations not read; again shortly'));
   else await live?.refresh();
   const reads = live?.reads ?? stores.reads;

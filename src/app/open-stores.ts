@@ -69,9 +69,13 @@ async function openEventStore(config: Config, clock: Clock, embedded: Embedded):
 }
 
 async function openReadStore(config: Config, embedded: Embedded): Promise<ReadStore> {
-  if (config.mongodbUri) {
+  if (config.readStore === 'mongodb') {
     const { MongoReadStore } = await import('../../infra/mongodb/read-store.js');
-    return new MongoReadStore(config.mongodbUri, config.mongodbDb);
+    return new MongoReadStore(config.mongodbUri!, config.mongodbDb);
+  }
+  if (config.readStore === 'postgres') {
+    const { PostgresReadStore } = await import('../../infra/postgresql/read-store.js');
+    return new PostgresReadStore(config.postgresReadUrl!, { schema: config.readModelsSchema });
   }
   return new SqliteReadStore(embedded('NORMAL'));
 }

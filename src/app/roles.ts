@@ -12,7 +12,7 @@ export class RoleError extends ConfigError {}
 export function requireSharedStores(config: Config, role: string): void {
   const missing = [
     config.postgresUrl || config.esdbUrl ? null : 'POSTGRES_URL (or ESDB_URL) for the event log',
-    config.mongodbUri ? null : 'MONGODB_URI for the read models',
+    config.readStore !== 'sqlite' ? null : 'POSTGRES_URL (or MONGODB_URI) for the read models',
   ].filter((m): m is string => m !== null);
   if (missing.length) {
     throw new RoleError(

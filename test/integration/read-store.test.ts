@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
+import { PostgresReadStore } from '../../infra/postgresql/read-store.js';
 import { readStoreContract } from './read-store.contract.js';
 import { expect } from 'chai';
 import { defineCollection } from '../../src/core/read-store.port.js';
@@ -181,4 +182,23 @@ describe('MongoDB adapter', function () {
       },
     };
   });
+});
+
+describe('PostgreSQL adapter (read models)', function () {
+  const url = process.env['POSTGRES_URL'];
+  if (!url) {
+    it('runs when POSTGRES_URL is set (npm run engines starts PostgreSQL)');
+    return;
+  }
+  readStoreContract('PostgreSQL', async () => {
+    // A schema per test: nothing leaks between tests or runs.
+    const store = new PostgresReadStore(url, { schema: `rm_contract_${randomUUID().slice(0, 8)}` });
+    return {
+      store,
+      cleanup: async () => {
+        await store.dropSchema();
+        await store.close();
+      },
+    };
+  }, { snapshotConsistent: true });
 });

@@ -13,7 +13,7 @@ export function addReplayCommand(program: Command): void {
     .action(async (opts: { json?: boolean }) => {
       const out = printer(Boolean(opts.json));
       const config = loadConfig();
-      if (config.mongodbUri) {
+      if (config.readStore !== 'sqlite') {
         await replayBesideFleet(out);
         return;
       }
