@@ -20,7 +20,7 @@ async function served(url: string, route: string): Promise<number> {
     .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
-describe('The local fleet: two API processes behind the round-robin front, one worker', function () {
+describe('The local fleet: two API processes behind the front (one process per API key), one worker', function () {
   this.timeout(600_000);
   const unset = unsetEngines(ENGINES);
   if (unset.length > 0) {
@@ -47,7 +47,7 @@ describe('The local fleet: two API processes behind the round-robin front, one w
     await sandbox?.drop();
   });
 
-  it('round-robins: two requests through the front land on two API processes', async () => {
+  it('spreads requests without a key round robin: two requests through the front land on two API processes', async () => {
     const apis = fleet!.processes.filter((p) => p.role === 'api');
     const before = await Promise.all(apis.map((a) => served(a.url, '/openapi.json')));
     for (let i = 0; i < 2; i++) expect((await fetch(`${fleet!.url}/openapi.json`)).status).to.equal(200);
@@ -55,11 +55,16 @@ describe('The local fleet: two API processes behind the round-robin front, one w
     expect(after.map((n, i) => n - before[i]!)).to.deep.equal([1, 1]);
   });
 
-  it('keeps serving /v1/scores/AAPL when one API process is killed (kill -9)', async () => {
+  it("sends one key's calls to one API process, and to the other while that one is killed (kill -9)", async () => {
     const key = demoKey(dir, 'hobbyist');
     const ok = async () => (await fetch(`${fleet!.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': key } })).status === 200;
     await until(ok, 60_000, 200);
-    const victim = fleet!.processes.find((p) => p.role === 'api')!;
+    const apis = fleet!.processes.filter((p) => p.role === 'api');
+    const before = await Promise.all(apis.map((a) => served(a.url, '/v1/scores/:ticker')));
+    for (let i = 0; i < 6; i++) expect(await ok()).to.equal(true);
+    const counts = (await Promise.all(apis.map((a) => served(a.url, '/v1/scores/:ticker')))).map((n, i) => n - before[i]!);
+    expect([...counts].sort()).to.deep.equal([0, 6]);
+    const victim = apis[counts.indexOf(6)]!;
     victim.child.kill('SIGKILL');
     await until(() => victim.child.exitCode !== null || victim.child.signalCode !== null, 10_000);
     // The first request after the kill may be the one that finds it down (502); within the next check every request is served.

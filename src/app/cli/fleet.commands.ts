@@ -11,7 +11,7 @@ function count(value: string): number {
 
 /** `scores fleet up`: a local scaled deployment (engines, API processes behind a front, workers). */
 export function addFleetCommands(program: Command): void {
-  const fleet = program.command('fleet').description('A local fleet: API processes behind a round-robin front, and workers');
+  const fleet = program.command('fleet').description('A local fleet: API processes behind a front that sends each API key to one of them, and workers');
   fleet
     .command('up')
     .description('Start the engines, the workers, the API processes and the front on PORT; Ctrl-C stops them all')

@@ -1,10 +1,11 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
+import { callerOf, chooseMember, hash32, type Member } from './key-routing.js';
 
 /** One API process behind the front, and whether its last /healthz answered. */
-interface Backend {
+interface Backend extends Member {
   url: string;
   healthy: boolean;
 }
@@ -16,21 +17,25 @@ export interface Front {
 }
 
 /**
- * The local fleet's front: round robin over the API processes whose `/healthz` answered at the
- * last check (every `checkMs`), through http-proxy-3 (streams request and response bodies, keeps
- * the Host header's origin out of the backend's way). A request that fails to reach a backend
- * marks it down at once and is answered 502; the next one goes to the next healthy process.
+ * The local fleet's front, over the API processes whose `/healthz` answered at the last check
+ * (every `checkMs`), through http-proxy-3 (streams request and response bodies, keeps the Host
+ * header's origin out of the backend's way). A request with an API key (or an account session)
+ * goes to the live process its key hashes to (key-routing.ts), the next one in the key's order
+ * while that one is down; a request without either goes round robin. A request that fails to
+ * reach a backend marks it down at once and is answered 502; the next one goes to a live process.
  */
 export async function startFront(targets: readonly string[], options: { port: number; host: string; checkMs?: number }): Promise<Front> {
-  const backends: Backend[] = targets.map((url) => ({ url, healthy: true }));
+  const backends: Backend[] = targets.map((url) => ({ url, hash: hash32(url), healthy: true }));
   const proxy = createProxyServer({ xfwd: true, proxyTimeout: 60_000 });
   let next = 0;
-  const pick = () => {
+  const pick = (req: IncomingMessage) => {
+    const caller = callerOf(req.headers);
+    if (caller !== null) return chooseMember(caller, backends);
     const healthy = backends.filter((b) => b.healthy);
     return healthy.length ? healthy[next++ % healthy.length]! : null;
   };
   const server: Server = createServer((req, res) => {
-    const backend = pick();
+    const backend = pick(req);
     if (!backend) return void res.writeHead(503, { 'Content-Type': 'application/problem+json' }).end(JSON.stringify({ title: 'No API process answers', status: 503 }));
     proxy.web(req, res, { target: backend.url }, () => {
       backend.healthy = false;
