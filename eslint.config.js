@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 export default tseslint.config(
   // docs/examples: its types are generated from a running server's document, so
   // test/e2e/typed-client.test.ts type-checks it (tsc --strict and more) instead.
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', '.engines/**', 'src/app/http/generated/**', 'bin/**', 'scripts/**', 'eslint.config.js', '.dependency-cruiser.cjs', 'docs/examples/**', 'clients/typescript/src/generated/**', 'clients/typescript/dist/**', '.venv-clients/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', '.engines/**', '.tmp/**', 'src/app/http/generated/**', 'bin/**', 'scripts/**', 'eslint.config.js', '.dependency-cruiser.cjs', 'docs/examples/**', 'clients/typescript/src/generated/**', 'clients/typescript/dist/**', '.venv-clients/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

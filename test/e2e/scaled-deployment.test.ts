@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { INGEST_DLQ_TOPIC, INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
 import { DispatchCheckpoint } from '../../commands/deliver-webhooks/dispatch-checkpoint.js';
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { allProjections } from '../../projections/index.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
@@ -30,10 +29,9 @@ import { n, report, secs, type Outcome, type Recovery } from '../soak/report.js'
 import { checkAlerts, checkExports, checkWebhooks, outboxDir, type AlertReport, type ExportReport, type WebhookReport } from '../support/fleet-checks.js';
 import { handOver, kill9, ownedJobs, startMember, stopMember, waitOk, type Member } from '../support/fleet-members.js';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
-import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { FLEET_ENGINES, FLEET_READ_STORE, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 
 const NOW = '2019-03-29T12:00:00Z';
-const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
 /** Seconds of load (SCALED_SECONDS); the kills happen within them, the load runs on until the last hand-over is seen. */
 const LOAD_MS = Number(process.env['SCALED_SECONDS'] || 60) * 1000;
 /** The nightly export's default time: at the pinned clock its latest scheduled time is the day before, 22:30. */
@@ -74,13 +72,13 @@ async function within<T>(ms: number, what: string, promise: Promise<T>): Promise
   }
 }
 
-/** FerretDB has been seen to stop answering under the fleet (docs/scaling.md): say so at once rather than hang. */
-async function pingReadStore(uri: string, database: string): Promise<void> {
-  const store = new MongoReadStore(uri, database);
+/** A read store that stops answering (FerretDB has been seen to: docs/scaling.md) fails the test at once rather than hang it. */
+async function pingReadStore(sandbox: EnginesSandbox): Promise<void> {
+  const store = sandbox.readModels().open();
   try {
-    await within(10_000, `the MongoDB-wire store at ${uri} (FerretDB?) does not answer a read`, store.checkpoint('ping'));
+    await within(10_000, `the read store (${sandbox.readStore}) does not answer a read`, store.checkpoint('ping'));
   } finally {
-    await within(5_000, 'closing the MongoDB client', store.close()).catch(() => undefined);
+    await within(5_000, 'closing the read store', store.close()).catch(() => undefined);
   }
 }
 
@@ -104,7 +102,7 @@ interface Kill {
  */
 describe('The scaled deployment: the fleet under mixed load, kill -9 of API processes and workers', function () {
   this.timeout(600_000);
-  const unset = unsetEngines(ENGINES);
+  const unset = unsetEngines(FLEET_ENGINES);
   let sandbox: EnginesSandbox | null = null;
   let database: string;
   let dir: string;
@@ -124,9 +122,9 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
   before(async function () {
     rec = new Recorder();
     if (unset.length > 0) return;
-    sandbox = await openEnginesSandbox('scaled', NOW, { kafka: true });
+    sandbox = await openEnginesSandbox('scaled', NOW, { kafka: true, readStore: FLEET_READ_STORE });
     ({ database, dir } = sandbox);
-    await pingReadStore(process.env['MONGODB_URI']!, database);
+    await pingReadStore(sandbox);
     receiver = await startHttpsReceiver(dir);
     env = { ...sandbox.env, WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8', SCORES_EXPORTS_SCHEDULE: SCHEDULE };
     bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: 'scores-scaled-e2e', prefix: sandbox.prefix, logLevel: 'nothing' });
@@ -362,7 +360,7 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
     const restatements = await checkRestatements(services, load.ingestRuns);
     const live = await within(60_000, 'reading the live read models', readModelDocuments(services));
     say('scores replay into a database of its own');
-    const replayEnv = { ...env, MONGODB_DB: `${database}_replay`, SCORES_DATA_DIR: join(dir, 'replay') };
+    const replayEnv = { ...env, ...sandbox!.readModels('replay').env, SCORES_DATA_DIR: join(dir, 'replay') };
     const replay = await within(180_000, 'scores replay', cli(['replay', '--json'], replayEnv));
     const replayed = replay.code === 0 ? await within(60_000, 'reading the replayed read models', withStore(replayEnv, readModelDocuments)) : null;
     let auditReport: Outcome['audit']['report'] = null;

@@ -5,11 +5,14 @@ import { WEBHOOK_DELIVER_TOPIC } from '../../commands/deliver-webhooks/webhook-d
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
 import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { pgSession, withDatabase } from '../../infra/postgresql/database.js';
+import { PostgresReadStore } from '../../infra/postgresql/read-store.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
 import { tempDir, testEnv } from './server.js';
 
 /**
  * A place of its own on the shared engines (`npm run engines`), so that suites and bench runs
- * sharing the servers keep apart: a PostgreSQL database and a MongoDB-wire database of one name,
+ * sharing the servers keep apart: a PostgreSQL database (the log and, by default, the read models)
+ * and, with `readStore: 'mongodb'`, a MongoDB-wire database of the same name,
  * a Kafka topic prefix (when `kafka`), a data directory, and `env` pointing a service at them.
  */
 export interface EnginesSandbox {
@@ -22,27 +25,52 @@ export interface EnginesSandbox {
   env: NodeJS.ProcessEnv;
   /** Kafka's topic prefix (empty without `kafka`). */
   prefix: string;
+  /** Where the read models are. */
+  readStore: 'postgres' | 'mongodb';
+  /**
+   * The read models' place named `suffix` in this sandbox (none: the service's own): the variables
+   * that point a service at it (a fresh replay's, to compare) and a store opened on it.
+   */
+  readModels(suffix?: string): { env: Record<string, string>; open(): ReadStore };
   /** Drops both databases (and the MongoDB-wire databases named in `also`), the topics and the directory. */
   drop(also?: readonly string[]): Promise<void>;
 }
+
+/**
+ * The read store the fleet suites run on: PostgreSQL (the recommended deployment), or the
+ * MongoDB-wire server with SCORES_FLEET_READ_STORE=mongodb (FerretDB: docs/scaling.md says what is
+ * verified there).
+ */
+export const FLEET_READ_STORE: 'postgres' | 'mongodb' = process.env['SCORES_FLEET_READ_STORE'] === 'mongodb' ? 'mongodb' : 'postgres';
+
+/** The engines a fleet suite needs on FLEET_READ_STORE: PostgreSQL and Kafka, and the MongoDB-wire server for its read models. */
+export const FLEET_ENGINES: readonly string[] = FLEET_READ_STORE === 'mongodb' ? ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] : ['KAFKA_BROKERS', 'POSTGRES_URL'];
 
 /** The engines' variables a suite needs that are unset (a suite runs only when this is empty). */
 export function unsetEngines(names: readonly string[]): string[] {
   return names.filter((name) => !process.env[name]);
 }
 
+export interface SandboxOptions {
+  kafka?: boolean;
+  /** Where the read models are: PostgreSQL (the recommended deployment, default) or the MongoDB-wire server (FerretDB). */
+  readStore?: 'postgres' | 'mongodb';
+  extra?: Record<string, string>;
+}
+
 /** Opens a sandbox named `scores_<name>_<random>` at the clock `now`; `extra` is added to its env. */
-export async function openEnginesSandbox(name: string, now: string, options: { kafka?: boolean; extra?: Record<string, string> } = {}): Promise<EnginesSandbox> {
+export async function openEnginesSandbox(name: string, now: string, options: SandboxOptions = {}): Promise<EnginesSandbox> {
   const id = randomUUID().replaceAll('-', '').slice(0, 10);
   const database = `scores_${name}_${id}`;
   const dir = tempDir(`scores-${name}-`);
   const admin = await pgSession(process.env['POSTGRES_URL']!);
   await admin.query(`CREATE DATABASE ${database}`);
   const prefix = options.kafka ? `${name}-${id}.` : '';
+  const mongodb = options.readStore === 'mongodb';
   const vars: Record<string, string> = {
     POSTGRES_URL: withDatabase(process.env['POSTGRES_URL']!, database),
-    MONGODB_URI: process.env['MONGODB_URI']!,
-    MONGODB_DB: database,
+    READ_STORE: mongodb ? 'mongodb' : 'postgres',
+    ...(mongodb ? { MONGODB_URI: process.env['MONGODB_URI']!, MONGODB_DB: database } : {}),
     ...(options.kafka ? { KAFKA_BROKERS: process.env['KAFKA_BROKERS']!, KAFKA_TOPIC_PREFIX: prefix } : {}),
   };
   const env = testEnv(dir, now, { ...vars, ...options.extra });
@@ -52,13 +80,22 @@ export async function openEnginesSandbox(name: string, now: string, options: { k
     vars,
     env,
     prefix,
+    readStore: mongodb ? 'mongodb' : 'postgres',
+    readModels(suffix): { env: Record<string, string>; open(): ReadStore } {
+      if (mongodb) {
+        const db = suffix ? `${database}_${suffix}` : database;
+        return { env: { MONGODB_DB: db }, open: () => new MongoReadStore(process.env['MONGODB_URI']!, db) };
+      }
+      const schema = suffix ? `read_models_${suffix}` : 'read_models';
+      return { env: { READ_MODELS_SCHEMA: schema }, open: () => new PostgresReadStore(vars['POSTGRES_URL']!, { schema, poolMax: 2 }) };
+    },
     async drop(also = []) {
       if (options.kafka) {
         const bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: `scores-${name}`, prefix, logLevel: 'nothing' });
         await bus.deleteTopics([INGEST_TOPIC, INGEST_DLQ_TOPIC, WEBHOOK_DELIVER_TOPIC]).catch(() => undefined);
         await bus.close().catch(() => undefined);
       }
-      for (const db of [database, ...also]) {
+      for (const db of mongodb ? [database, ...also] : []) {
         const reads = new MongoReadStore(process.env['MONGODB_URI']!, db);
         // Bounded: a store that stopped answering must not hold the suite's report back.
         await Promise.race([reads.dropDatabase(), new Promise((r) => setTimeout(r, 30_000))]).catch(() => undefined);
@@ -72,7 +109,7 @@ export async function openEnginesSandbox(name: string, now: string, options: { k
 }
 
 /** Runs `run` in a sandbox opened for it, dropped afterwards whatever happens (benchmarks). */
-export async function inEnginesSandbox<T>(name: string, now: string, options: { kafka?: boolean; extra?: Record<string, string> }, run: (sandbox: EnginesSandbox) => Promise<T>): Promise<T> {
+export async function inEnginesSandbox<T>(name: string, now: string, options: SandboxOptions, run: (sandbox: EnginesSandbox) => Promise<T>): Promise<T> {
   const sandbox = await openEnginesSandbox(name, now, options);
   try {
     return await run(sandbox);

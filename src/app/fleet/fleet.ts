@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { projectRoot } from '../../core/paths.js';
 import { startFront, type Front } from './front.js';
 
-const ENGINE_VARIABLES = ['POSTGRES_URL', 'MONGODB_URI', 'KAFKA_BROKERS'] as const;
+/** The engines a fleet runs on, by read store: PostgreSQL + Kafka unless READ_STORE=mongodb asks for FerretDB (or MongoDB) too. */
+const ENGINES = {
+  postgres: { variables: ['POSTGRES_URL', 'KAFKA_BROKERS'], names: ['postgresql', 'kafka'] },
+  mongodb: { variables: ['POSTGRES_URL', 'MONGODB_URI', 'KAFKA_BROKERS'], names: ['postgresql', 'ferretdb', 'kafka'] },
+} as const;
 
 export interface FleetProcess {
   role: 'api' | 'worker';
@@ -21,19 +25,24 @@ export interface Fleet {
 }
 
 /**
- * The engines' environment: the one given when POSTGRES_URL, MONGODB_URI and KAFKA_BROKERS are all
- * set, else what `scripts/engines/engines.mjs` prints (it starts the engines not running; idempotent).
+ * The engines' environment, with the read store chosen: the variables given when they are all set,
+ * else what `scripts/engines/engines.mjs` prints for the engines the read store needs (it starts
+ * those not running; idempotent). The recommended deployment is PostgreSQL (log, read models, rate
+ * buckets, export files) + Kafka (the bus); `READ_STORE=mongodb` keeps the read models on MongoDB.
  */
 export function enginesEnvironment(env: NodeJS.ProcessEnv): Record<string, string> {
-  if (ENGINE_VARIABLES.every((name) => env[name])) return {};
+  const readStore = env['READ_STORE'] === 'mongodb' ? 'mongodb' : 'postgres';
+  const { variables, names } = ENGINES[readStore];
+  const chosen = { READ_STORE: readStore };
+  if (variables.every((name) => env[name])) return chosen;
   const script = join(projectRoot(), 'scripts/engines/engines.mjs');
-  const run = spawnSync(process.execPath, [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const run = spawnSync(process.execPath, [script, 'start', ...names], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (run.status !== 0) throw new Error(`the engines did not start (${script} exited ${run.status})`);
   const pairs = run.stdout.split('\n').flatMap((line) => {
     const m = /^(?:export\s+)?([A-Z_][A-Z0-9_]*)=(['"]?)(.*)\2$/.exec(line.trim());
     return m ? [[m[1]!, m[3]!] as const] : [];
   });
-  return Object.fromEntries(pairs);
+  return { ...Object.fromEntries(pairs), ...chosen };
 }
 
 /** One `scores` process of the fleet; resolves once its JSON banner (stderr) names its URL. */
