@@ -6,6 +6,7 @@ import { startInvoiceIssuer, type InvoiceIssuer } from '../../commands/billing/i
 import { startWebhookDispatcher } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { parseSchedule, startExportSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import { fencedEventStore } from '../core/fenced-event-store.js';
+import { fencedMailer, fencedWebhookSender } from '../core/fenced-effects.js';
 import { JobLease, processOwnerId } from '../core/lease.js';
 import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
 import { fencedReadStore } from '../core/fenced-read-store.js';
@@ -76,12 +77,25 @@ interface Started {
   parts?: { name: string; run: LeaseRun }[];
 }
 
-/** Starts the job whenever this process owns its lease; every write of the job is fenced by it. */
+/**
+ * What a leased job sees: every write fenced by its lease, and every webhook or email sent only while
+ * the lease holds longer than the send may take (src/core/fenced-effects.ts).
+ */
+function fencedServices(services: Services, held: JobLease): Services {
+  return {
+    ...services,
+    events: fencedEventStore(services.events, held),
+    webhookSender: fencedWebhookSender(services.webhookSender, held),
+    mailer: fencedMailer(services.mailer, held),
+  };
+}
+
+/** Starts the job whenever this process owns its lease; every write and effect of the job is fenced by it. */
 function startLeased(services: Services, name: WorkerName, ctx: JobContext, owner: string): Started {
   const lease = new JobLease(services.events, services.transportClock, { job: name, owner, ttlMs: LEASE_TTL_MS });
   const run = runWhileOwned(
     lease,
-    async (held) => STARTERS[name]({ ...services, events: fencedEventStore(services.events, held) }, ctx),
+    async (held) => STARTERS[name](fencedServices(services, held), ctx),
     {
       onError: (err) => services.log.warn({ err, job: name }, 'job lease: not started or not renewed; retried'),
       onOwnerChange: (owned) => services.log.info({ job: name, owner }, owned ? 'job lease taken: running the job here' : 'job lease lost: job stopped here'),

@@ -23,6 +23,7 @@ export interface SubscribeBusOptions {
    * A message is handled once this resolves. When it throws, the error is reported and the
    * message is handed again after a pause, later messages of its key waiting, until it succeeds;
    * when the member stops first, the group's next member gets it (src/core/bus-redelivery.ts).
+   * A LeaseLostError is not handed again: its job is stopping, the next member gets the message.
    * A message that can never succeed is the handler's to route (a dead-letter topic, say).
    */
   handler(message: BusMessage): Promise<void>;

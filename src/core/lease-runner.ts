@@ -44,7 +44,8 @@ async function keep(lease: JobLease, onError: (err: unknown) => void): Promise<b
  * `retryMs`, starts the job when it is acquired, renews every `renewMs`, stops the job when a
  * renewal finds the lease lost (or cannot reach the store until the lease expired by this clock),
  * and releases it on `stop`. The job's own writes go through `lease.append` (the fence): a write
- * made after the lease was lost is refused even before the next renewal notices.
+ * made after the lease was lost is refused even before the next renewal notices, and the job is
+ * stopped then and there (`lease.onLost`).
  */
 export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promise<OwnedJob>, options: RunWhileOwnedOptions): LeaseRun {
   const renewMs = options.renewMs ?? Math.max(1, Math.floor(lease.options.ttlMs / 3));
@@ -82,13 +83,21 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
   const schedule = (ms: number): void => {
     if (stopped) return;
     timer = setTimeout(() => {
+      timer = null;
       pass = step()
         .catch((err: unknown) => options.onError(err))
-        .finally(() => schedule(job ? renewMs : retryMs));
+        // A lease lost during the pass (the job's own fenced write refused) stops the job at once.
+        .finally(() => schedule(job && !lease.owned ? 0 : job ? renewMs : retryMs));
     }, ms);
     // A job runner alone never keeps the process alive.
     timer.unref();
   };
+  // Between passes, a job that learns it lost the lease is stopped now, not at the next renewal.
+  const unwatch = lease.onLost(() => {
+    if (!timer) return;
+    clearTimeout(timer);
+    schedule(0);
+  });
   schedule(0);
 
   return {
@@ -100,6 +109,7 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
     },
     async stop() {
       stopped = true;
+      unwatch();
       if (timer) clearTimeout(timer);
       await pass;
       await stopJob();

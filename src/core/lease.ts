@@ -81,6 +81,7 @@ export class JobLease {
   /** The last revision seen: where the next look for the stream's end starts. */
   private seen = 0;
   private renewal: Promise<boolean> | null = null;
+  private readonly lostListeners = new Set<() => void>();
 
   constructor(
     private readonly store: EventStore,
@@ -103,6 +104,16 @@ export class JobLease {
   /** Owned and not yet expired by this process's clock (after that another owner may act). */
   get valid(): boolean {
     return this.held !== null && this.clock.now().getTime() < this.held.expiresAt.getTime();
+  }
+
+  /**
+   * Calls `listener` each time this owner learns it lost the lease (a fenced write refused, a check
+   * or a renewal that found another owner), so that its job stops at once, not at its next renewal.
+   * Returns the way to stop listening.
+   */
+  onLost(listener: () => void): () => void {
+    this.lostListeners.add(listener);
+    return () => this.lostListeners.delete(listener);
   }
 
   /** Takes the lease when nobody holds it (renews it when owned); false when another owner does or won the race. */
@@ -159,27 +170,44 @@ export class JobLease {
         if (!(err instanceof ConcurrencyError) || err.streamId !== this.streamId) throw err;
         await this.renewal?.catch(() => false);
         if (this.held && this.held.revision !== held.revision) continue;
-        this.held = null;
+        this.lose(held);
         throw new LeaseLostError(this.options.job, this.options.owner);
       }
     }
   }
 
   /**
-   * The fence for writes outside the log (a read model's commit): throws LeaseLostError when this
-   * owner does not hold the lease, its lease expired by this clock, or another owner appended to
-   * the lease stream since this owner's last write. A check before the write, not with it: an
-   * owner paused between the two can still write once (docs/scaling.md, "Projections per read model").
+   * The fence for what is not an append (a read model's commit, an email, an HTTP request): throws
+   * LeaseLostError when this owner does not hold the lease or another owner appended to the lease
+   * stream since this owner's last write. `spareMs`: the lease must hold that long still (an effect
+   * that takes up to `spareMs` ends before it expires); when it would expire sooner (or did, by
+   * this clock) this owner renews first, and a renewal that fails throws (the store's error, or
+   * LeaseLostError). A check before the act, not with it: an owner paused between the two can
+   * still act once (docs/scaling.md, "Each job done once" and "Projections per read model").
    */
-  async check(): Promise<void> {
-    await this.renewal?.catch(() => false);
+  async check(spareMs = 0): Promise<void> {
+    // No await from the last wait to `renew()`, which marks its renewal in flight at once: checks made together share it.
+    while (this.renewal) await this.renewal.catch(() => false);
+    if (this.held && this.msLeft() <= spareMs && !(await this.renew())) throw new LeaseLostError(this.options.job, this.options.owner);
     const held = this.held;
-    if (!held || !this.valid) throw new LeaseLostError(this.options.job, this.options.owner);
+    if (!held || this.msLeft() <= spareMs) throw new LeaseLostError(this.options.job, this.options.owner);
     const after = await this.store.readStream(this.streamId, { fromRevision: held.revision + 1, maxCount: 8 });
     if (after.some((e) => (e.data as { owner?: string }).owner !== this.options.owner)) {
-      if (this.held === held) this.held = null;
+      this.lose(held);
       throw new LeaseLostError(this.options.job, this.options.owner);
     }
+  }
+
+  /** How long the lease holds still by this process's clock (0 when not owned). */
+  private msLeft(): number {
+    return this.held ? this.held.expiresAt.getTime() - this.clock.now().getTime() : 0;
+  }
+
+  /** Forgets the lease `held` (when it is still the one held) and tells the listeners. */
+  private lose(held: { revision: number; expiresAt: Date }): void {
+    if (this.held !== held) return;
+    this.held = null;
+    for (const listener of this.lostListeners) listener();
   }
 
   private async write(type: 'LeaseAcquired' | 'LeaseRenewed', expected: ExpectedRevision): Promise<boolean> {
@@ -192,7 +220,7 @@ export class JobLease {
       return true;
     } catch (err) {
       if (!(err instanceof ConcurrencyError)) throw err;
-      this.held = null;
+      if (this.held) this.lose(this.held);
       return false;
     }
   }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import type { BusMessage, BusSubscription, EventBus } from '../../src/core/event-bus.port.js';
+import { LeaseLostError } from '../../src/core/lease.js';
 
 export interface EventBusFixture {
   bus: EventBus;
@@ -218,6 +219,33 @@ export function eventBusContract(
 
         expect(next).to.deep.equal(['stuck', 'after']);
         expect(errors.every((e) => e === lost)).to.equal(true);
+      });
+
+      it("does not run a handler again once its job lost the lease, and gives the message to the group's next member once that one stops", async function () {
+        const t = topic('lost');
+        const g = group('lost');
+        const lost = new LeaseLostError('webhooks', 'worker-a');
+        let tries = 0;
+        const first = await subscribe(t, g, async () => {
+          tries++;
+          throw lost;
+        });
+        await bus.publish(t, [{ key: 'k', value: 'stuck' }]);
+        await until(() => tries > 0);
+        // Past the pauses after which a failed handler runs again (0.1, 0.2, 0.4 s).
+        await sleep(Math.max(quietMs, 1_000));
+        expect(tries, 'runs of the handler whose lease was lost').to.equal(1);
+
+        await first.stop();
+        const next: string[] = [];
+        await subscribe(t, g, async (m) => void next.push(m.value));
+        await bus.publish(t, [{ key: 'k', value: 'after' }]);
+        await until(() => next.length === 2);
+        await sleep(quietMs);
+
+        expect(next).to.deep.equal(['stuck', 'after']);
+        expect(tries).to.equal(1);
+        expect(errors).to.deep.equal([lost]);
       });
     });
 
