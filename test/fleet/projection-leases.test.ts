@@ -11,7 +11,7 @@ import { fencedReadStore } from '../../src/core/fenced-read-store.js';
 import { JobLease, LeaseLostError, holderOf, lastEventOf, leaseStreamOf } from '../../src/core/lease.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import { allProjections, readModelUnits } from '../../projections/index.js';
-import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { enginesFor, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 
 const NOW = '2019-01-10T12:00:00Z';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -49,88 +49,92 @@ async function caughtUp(services: Services): Promise<boolean> {
 
 /**
  * `projections` in `scores worker`: one leased unit per read model (`lease-projection-<model>`).
- * On the engines (PostgreSQL log, MongoDB-wire read store), each in a database of its own.
+ * On the engines, each in a database of its own: the log in PostgreSQL, the read models in
+ * PostgreSQL (the recommended deployment) and, in a second run, on the MongoDB wire (FerretDB).
  */
-describe('Projections per read model, leased (scores worker)', function () {
-  this.timeout(300_000);
-  const unset = unsetEngines(['POSTGRES_URL', 'MONGODB_URI']);
-  if (unset.length > 0) {
-    it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
-    return;
-  }
-  let sandbox: EnginesSandbox;
-  const opened: Services[] = [];
-  const jobs: RunningJobs[] = [];
-  const open = async () => {
-    const services = await openServices(loadConfig(sandbox.env), { readModels: 'follow' });
-    opened.push(services);
-    return services;
-  };
+for (const readStore of ['postgres', 'mongodb'] as const) {
+  describe(`Projections per read model, leased (scores worker; read models on ${readStore === 'postgres' ? 'PostgreSQL' : 'the MongoDB wire'})`, function () {
+    this.timeout(300_000);
+    const engines = enginesFor(readStore);
+    const unset = unsetEngines(engines);
+    if (unset.length > 0) {
+      it(`runs on the engines when ${engines.join(' and ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
+      return;
+    }
+    let sandbox: EnginesSandbox;
+    const opened: Services[] = [];
+    const jobs: RunningJobs[] = [];
+    const open = async () => {
+      const services = await openServices(loadConfig(sandbox.env), { readModels: 'follow' });
+      opened.push(services);
+      return services;
+    };
 
-  before(async () => {
-    sandbox = await openEnginesSandbox('projlease', NOW);
-    const seeding = await open();
-    await seedIfEmpty(seeding, { progress: false });
+    before(async () => {
+      sandbox = await openEnginesSandbox('projlease', NOW, { readStore });
+      const seeding = await open();
+      await seedIfEmpty(seeding, { progress: false });
+    });
+
+    after(async () => {
+      // Bounded: a store that stopped answering must not hold the report back.
+      const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), sleep(10_000)]);
+      for (const j of jobs) await bounded(j.stop());
+      for (const s of opened) await bounded(s.close());
+      await sandbox?.drop();
+    });
+
+    it('gives each read model to exactly one of two workers, and hands a stopped worker’s read models to the other', async () => {
+      const [one, two] = [await open(), await open()];
+      const [a, b] = await Promise.all([one, two].map((s) => startJobs(s, ['projections'], { dataset: null, leases: true })));
+      jobs.push(a!, b!);
+      const units = readModelUnits().map((u) => u.name);
+      expect(units).to.include.members(['market-data', 'accounts', 'latest-scores']);
+
+      await waitUntil(async () => [...(await holders(one)).values()].every((h) => h !== null), 30_000, 'every read model owned');
+      const owners = await holders(one);
+      // Exactly one holder per read model (a lease has one), one of the two workers' ids.
+      expect(new Set(owners.values()).size, 'two workers at most').to.be.at.most(2);
+      await waitUntil(() => caughtUp(one), 60_000, 'the read models projected up to the head');
+
+      // A worker that owns read models stops: they go to the other at once (the stop releases them).
+      const [stopping, staying] = a!.states()[0]!.state === 'running' ? [a!, b!] : [b!, a!];
+      const stayingServices = stopping === a ? two : one;
+      await stopping.stop();
+      await waitUntil(async () => {
+        const now = [...(await holders(one)).values()];
+        return now.every((h) => h !== null) && new Set(now).size === 1;
+      }, 10_000, 'hand-over after a stop');
+      const after = (await holders(one)).get('accounts')!;
+      const handedOver = [...owners.values()].filter((o) => o !== after);
+      expect(handedOver.length, 'read models the stopped worker held, now the other’s').to.be.greaterThan(0);
+      expect(staying.states()).to.deep.equal([{ name: 'projections', state: 'running' }]);
+
+      // New events (the demo's next publication) are projected by the remaining worker.
+      await advance(stayingServices);
+      const head = await one.events.headPosition();
+      await waitUntil(() => caughtUp(one), 60_000, `projected up to ${head} after the hand-over`);
+    });
+
+    it('refuses a read-model commit once another worker took the lease (the fence), and writes nothing', async () => {
+      const [services] = opened;
+      const job = `projection-fence-${randomUUID().slice(0, 8)}`;
+      // The paused owner's clock stands still (its lease looks valid to it); the next owner's is past the expiry.
+      const pausedClock = fixedClock('2026-01-01T00:00:00Z');
+      const paused = new JobLease(services!.events, pausedClock, { job, owner: 'paused', ttlMs: 10_000 });
+      const next = new JobLease(services!.events, fixedClock('2026-01-01T00:00:11Z'), { job, owner: 'next', ttlMs: 10_000 });
+      const def = defineCollection<{ id: string }>({ name: `fence_${job.slice(-8)}`, key: (d) => d.id, fields: [], indexes: [] });
+      const base = services!.readModels.base;
+      await base.register([def]);
+      expect(await paused.acquire()).to.equal(true);
+      const fenced = fencedReadStore(base, paused);
+      await fenced.commit({ writes: [{ op: 'upsert', collection: def.name, id: 'a', doc: { id: 'a' } }], checkpoints: { [job]: '1' } });
+      expect(await next.acquire(), 'taken once expired').to.equal(true);
+      expect(paused.valid, 'valid by the paused owner’s own clock').to.equal(true);
+      const refused = await fenced.commit({ writes: [{ op: 'upsert', collection: def.name, id: 'b', doc: { id: 'b' } }], checkpoints: { [job]: '2' } }).catch((e: unknown) => e);
+      expect(refused).to.be.instanceOf(LeaseLostError);
+      expect(await base.get(def, 'b')).to.equal(null);
+      expect(await base.checkpoint(job)).to.equal('1');
+    });
   });
-
-  after(async () => {
-    // Bounded: a store that stopped answering must not hold the report back.
-    const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => undefined), sleep(10_000)]);
-    for (const j of jobs) await bounded(j.stop());
-    for (const s of opened) await bounded(s.close());
-    await sandbox?.drop();
-  });
-
-  it('gives each read model to exactly one of two workers, and hands a stopped worker’s read models to the other', async () => {
-    const [one, two] = [await open(), await open()];
-    const [a, b] = await Promise.all([one, two].map((s) => startJobs(s, ['projections'], { dataset: null, leases: true })));
-    jobs.push(a!, b!);
-    const units = readModelUnits().map((u) => u.name);
-    expect(units).to.include.members(['market-data', 'accounts', 'latest-scores']);
-
-    await waitUntil(async () => [...(await holders(one)).values()].every((h) => h !== null), 30_000, 'every read model owned');
-    const owners = await holders(one);
-    // Exactly one holder per read model (a lease has one), one of the two workers' ids.
-    expect(new Set(owners.values()).size, 'two workers at most').to.be.at.most(2);
-    await waitUntil(() => caughtUp(one), 60_000, 'the read models projected up to the head');
-
-    // A worker that owns read models stops: they go to the other at once (the stop releases them).
-    const [stopping, staying] = a!.states()[0]!.state === 'running' ? [a!, b!] : [b!, a!];
-    const stayingServices = stopping === a ? two : one;
-    await stopping.stop();
-    await waitUntil(async () => {
-      const now = [...(await holders(one)).values()];
-      return now.every((h) => h !== null) && new Set(now).size === 1;
-    }, 10_000, 'hand-over after a stop');
-    const after = (await holders(one)).get('accounts')!;
-    const handedOver = [...owners.values()].filter((o) => o !== after);
-    expect(handedOver.length, 'read models the stopped worker held, now the other’s').to.be.greaterThan(0);
-    expect(staying.states()).to.deep.equal([{ name: 'projections', state: 'running' }]);
-
-    // New events (the demo's next publication) are projected by the remaining worker.
-    await advance(stayingServices);
-    const head = await one.events.headPosition();
-    await waitUntil(() => caughtUp(one), 60_000, `projected up to ${head} after the hand-over`);
-  });
-
-  it('refuses a read-model commit once another worker took the lease (the fence), and writes nothing', async () => {
-    const [services] = opened;
-    const job = `projection-fence-${randomUUID().slice(0, 8)}`;
-    // The paused owner's clock stands still (its lease looks valid to it); the next owner's is past the expiry.
-    const pausedClock = fixedClock('2026-01-01T00:00:00Z');
-    const paused = new JobLease(services!.events, pausedClock, { job, owner: 'paused', ttlMs: 10_000 });
-    const next = new JobLease(services!.events, fixedClock('2026-01-01T00:00:11Z'), { job, owner: 'next', ttlMs: 10_000 });
-    const def = defineCollection<{ id: string }>({ name: `fence_${job.slice(-8)}`, key: (d) => d.id, fields: [], indexes: [] });
-    const base = services!.readModels.base;
-    await base.register([def]);
-    expect(await paused.acquire()).to.equal(true);
-    const fenced = fencedReadStore(base, paused);
-    await fenced.commit({ writes: [{ op: 'upsert', collection: def.name, id: 'a', doc: { id: 'a' } }], checkpoints: { [job]: '1' } });
-    expect(await next.acquire(), 'taken once expired').to.equal(true);
-    expect(paused.valid, 'valid by the paused owner’s own clock').to.equal(true);
-    const refused = await fenced.commit({ writes: [{ op: 'upsert', collection: def.name, id: 'b', doc: { id: 'b' } }], checkpoints: { [job]: '2' } }).catch((e: unknown) => e);
-    expect(refused).to.be.instanceOf(LeaseLostError);
-    expect(await base.get(def, 'b')).to.equal(null);
-    expect(await base.checkpoint(job)).to.equal('1');
-  });
-});
+}

@@ -31,9 +31,22 @@ export interface EnginesSandbox {
    * The read models' place named `suffix` in this sandbox (none: the service's own): the variables
    * that point a service at it (a fresh replay's, to compare) and a store opened on it.
    */
-  readModels(suffix?: string): { env: Record<string, string>; open(): ReadStore };
+  readModels(suffix?: string): ReadModelsPlace;
   /** Drops both databases (and the MongoDB-wire databases named in `also`), the topics and the directory. */
   drop(also?: readonly string[]): Promise<void>;
+}
+
+/** A place of the read models in a sandbox: see `EnginesSandbox.readModels`. */
+export interface ReadModelsPlace {
+  /** The variables that point a service at this place. */
+  env: Record<string, string>;
+  /** A read store opened on it (close it). */
+  open(): ReadStore;
+  /**
+   * What the store holds there, by its own names: the collections (MongoDB) or tables (PostgreSQL),
+   * e.g. `rm_g1_latest_scores`, and the projectors that have a checkpoint (generation n's as `g<n>/<projector>`).
+   */
+  list(): Promise<{ collections: string[]; checkpoints: string[] }>;
 }
 
 /**
@@ -45,6 +58,11 @@ export const FLEET_READ_STORE: 'postgres' | 'mongodb' = process.env['SCORES_FLEE
 
 /** The engines a fleet suite needs on FLEET_READ_STORE: PostgreSQL and Kafka, and the MongoDB-wire server for its read models. */
 export const FLEET_ENGINES: readonly string[] = FLEET_READ_STORE === 'mongodb' ? ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] : ['KAFKA_BROKERS', 'POSTGRES_URL'];
+
+/** The engines a suite needs with its read models on `readStore`: PostgreSQL, the MongoDB-wire server for FerretDB's, Kafka when it uses the bus. */
+export function enginesFor(readStore: 'postgres' | 'mongodb', options: { kafka?: boolean } = {}): string[] {
+  return [...(options.kafka ? ['KAFKA_BROKERS'] : []), ...(readStore === 'mongodb' ? ['MONGODB_URI'] : []), 'POSTGRES_URL'];
+}
 
 /** The engines' variables a suite needs that are unset (a suite runs only when this is empty). */
 export function unsetEngines(names: readonly string[]): string[] {
@@ -81,14 +99,7 @@ export async function openEnginesSandbox(name: string, now: string, options: San
     env,
     prefix,
     readStore: mongodb ? 'mongodb' : 'postgres',
-    readModels(suffix): { env: Record<string, string>; open(): ReadStore } {
-      if (mongodb) {
-        const db = suffix ? `${database}_${suffix}` : database;
-        return { env: { MONGODB_DB: db }, open: () => new MongoReadStore(process.env['MONGODB_URI']!, db) };
-      }
-      const schema = suffix ? `read_models_${suffix}` : 'read_models';
-      return { env: { READ_MODELS_SCHEMA: schema }, open: () => new PostgresReadStore(vars['POSTGRES_URL']!, { schema, poolMax: 2 }) };
-    },
+    readModels: (suffix) => readModelsPlace(mongodb ? { mongodb: suffix ? `${database}_${suffix}` : database } : { postgres: vars['POSTGRES_URL']!, schema: suffix ? `read_models_${suffix}` : 'read_models' }),
     async drop(also = []) {
       if (options.kafka) {
         const bus = new KafkaEventBus({ brokers: process.env['KAFKA_BROKERS']!.split(','), clientId: `scores-${name}`, prefix, logLevel: 'nothing' });
@@ -104,6 +115,51 @@ export async function openEnginesSandbox(name: string, now: string, options: San
       await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
       await admin.end();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The read models in a MongoDB-wire database, or in a PostgreSQL database's schema. */
+function readModelsPlace(at: { mongodb: string } | { postgres: string; schema: string }): ReadModelsPlace {
+  if ('mongodb' in at) {
+    const open = () => new MongoReadStore(process.env['MONGODB_URI']!, at.mongodb);
+    return {
+      env: { MONGODB_DB: at.mongodb },
+      open,
+      async list() {
+        const store = open();
+        try {
+          // The store's own database handle (the vendor client stays in infra/).
+          type Listing = { toArray(): Promise<Record<string, unknown>[]> };
+          const db = (store as unknown as { db: { listCollections(): Listing; collection(name: string): { find(): Listing } } }).db;
+          const collections = (await db.listCollections().toArray()).map((c) => String(c['name']));
+          const checkpoints = (await db.collection('projector_checkpoints').find().toArray()).map((d) => String(d['_id']));
+          return { collections, checkpoints };
+        } finally {
+          await store.close();
+        }
+      },
+    };
+  }
+  const { postgres, schema } = at;
+  return {
+    env: { READ_MODELS_SCHEMA: schema },
+    open: () => new PostgresReadStore(postgres, { schema, poolMax: 2 }),
+    async list() {
+      const session = await pgSession(postgres);
+      try {
+        const tables = await session.query<{ name: string }>(
+          "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'",
+          [schema],
+        );
+        const collections = tables.map((t) => t.name);
+        const checkpoints = collections.includes('projector_checkpoints')
+          ? (await session.query<{ projector: string }>(`SELECT projector FROM "${schema}".projector_checkpoints`)).map((c) => c.projector)
+          : [];
+        return { collections, checkpoints };
+      } finally {
+        await session.end();
+      }
     },
   };
 }
