@@ -4,7 +4,7 @@ import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
 import { parseWebhookId } from '../../src/web/webhook-id.js';
-import { listDeliveries, listWebhooks, type WebhookDeliveriesResponse, type WebhooksResponse } from './get-webhooks.query.js';
+import { listDeliveries, listWebhooks, webhooksCaughtUp, type WebhookDeliveriesResponse, type WebhooksResponse } from './get-webhooks.query.js';
 
 /** The read side of `/v1/webhooks` (registration, deletion and tests are `commands/manage-webhooks`). */
 @Route('v1/webhooks')
@@ -58,6 +58,7 @@ export class GetWebhooksController extends MeteredController {
 }
 
 export async function runList(call: MeteredCall): Promise<WebhooksResponse> {
+  await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
   const out = await listWebhooks(call.ctx.reads, call.principal.account_id);
   await call.charge('webhooks');
   return out;
@@ -65,6 +66,7 @@ export async function runList(call: MeteredCall): Promise<WebhooksResponse> {
 
 export async function runDeliveries(call: MeteredCall, webhookId: string): Promise<WebhookDeliveriesResponse> {
   const id = parseWebhookId(webhookId);
+  await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
   const out = await listDeliveries(call.ctx.reads, call.principal.account_id, id);
   await call.charge('webhooks');
   return out;

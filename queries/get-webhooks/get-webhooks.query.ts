@@ -1,7 +1,10 @@
 import { notFound } from '../../src/core/errors.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { webhookDeliveries, webhooks } from '../../projections/webhooks/webhooks.projection.js';
+import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
+import { webhookDeliveries, webhooks, webhooksProjection } from '../../projections/webhooks/webhooks.projection.js';
 import { timestampOf } from '../shared/instants.js';
+import { latestOf, lastPositionFrom, projectedUpTo } from '../shared/read-your-writes.js';
 
 /** Attempts `GET /v1/webhooks/{webhook_id}/deliveries` lists, newest first. */
 export const DELIVERIES_SHOWN = 50;
@@ -99,4 +102,35 @@ export async function listDeliveries(reads: ReadStore, accountId: string, webhoo
     created_at: timestampOf(d.created_at),
   }));
   return { deliveries, count: deliveries.length };
+}
+
+/**
+ * Read your own writes on any replica: resolves once the webhooks read model holds every event of
+ * the account's webhook streams as they are now (a registration, test delivery or deletion another
+ * replica answered a moment ago), 5 s at most. Its live webhooks' streams are read from the
+ * revision the read model holds; a webhook registered since is found by its id.
+ */
+export async function webhooksCaughtUp(reads: ReadStore, events: Pick<EventStore, 'readStream'>, accountId: string): Promise<void> {
+  // Counted first: the account's list, read after, holds each of its webhooks up to that id.
+  const projected = await reads.count(webhooks, {});
+  const own = await reads.find(webhooks, { account_id: accountId, deleted: false }, { limit: LIST_CAP });
+  const [tails, registered] = await Promise.all([
+    Promise.all(own.items.map((w) => lastPositionFrom(events, webhookStream(w.id), w.revision))),
+    registeredAfter(events, accountId, projected),
+  ]);
+  await projectedUpTo(reads, webhooksProjection.name, latestOf([...tails, ...registered]));
+}
+
+/**
+ * The last positions of the account's webhooks with an id above `projected`: none is in the read
+ * model yet. The registry gives ids 1, 2, … in order and every webhook keeps its document, so the
+ * read model's count is its newest id, and the first id without a stream is past the newest.
+ */
+async function registeredAfter(events: Pick<EventStore, 'readStream'>, accountId: string, projected: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let id = projected + 1; ; id++) {
+    const stream = await events.readStream(webhookStream(id));
+    if (stream.length === 0) return out;
+    if ((stream[0]!.data as { account_id?: unknown }).account_id === accountId) out.push(stream[stream.length - 1]!.position);
+  }
 }

@@ -4,6 +4,9 @@
  * shown once, on the page answering the form; another account's key is 404, as one that does not exist.
  */
 import { issueKey, loadAccount, revokeKey, rotateKey } from '../../../../commands/manage-keys/keys.handler.js';
+import { apiKeysProjection } from '../../../../projections/api-keys/api-keys.projection.js';
+import { lastPositionFrom, projectedUpTo } from '../../../../queries/shared/read-your-writes.js';
+import { accountStream } from '../../../domain/accounts/account.events.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
 import { AppError, notFound } from '../../../core/errors.js';
 import { done, formField, type AccountRequest } from './account-route.js';
@@ -22,6 +25,16 @@ async function ownKey(r: AccountRequest): Promise<KeyState> {
   return key;
 }
 
+/**
+ * A key works on every replica from the moment a page shows it: the key read model holds the
+ * account's stream as it is now (5 s at most). Not the log head, which under load every other
+ * account's calls keep moving.
+ */
+async function keysProjected(r: AccountRequest): Promise<void> {
+  const position = await lastPositionFrom(r.services.events, accountStream(r.who.account_id));
+  await projectedUpTo(r.services.reads, apiKeysProjection.name, position);
+}
+
 function graceHours(value: unknown): number {
   const hours = Number(typeof value === 'string' && value !== '' ? value : '0');
   if (!GRACE_HOURS.includes(hours)) throw new AppError('bad_request', 'Choose a grace period offered on the page');
@@ -30,7 +43,7 @@ function graceHours(value: unknown): number {
 
 export async function createKey(r: AccountRequest): Promise<void> {
   const issued = await issueKey(r.services, r.who.account_id, formField(r.req, 'name'));
-  await r.services.feed.waitForHead();
+  await keysProjected(r);
   await renderAccount(r, { notice: newKeyNotice(issued.key, issued.prefix, issued.name) });
 }
 
@@ -47,7 +60,7 @@ export async function rotateOwnKey(r: AccountRequest): Promise<void> {
   const key = await ownKey(r);
   const hours = graceHours(formField(r.req, 'grace_hours'));
   const rotated = await rotateKey(r.services, key.key_id, hours * 3600);
-  await r.services.feed.waitForHead();
+  await keysProjected(r);
   const old = hours === 0 ? 'stopped working' : `works until ${rotated.old_key_valid_until}`;
   await renderAccount(r, { notice: newKeyNotice(rotated.key, rotated.prefix, rotated.name, `Rotated: the old key ${key.prefix}… ${old}.`) });
 }
@@ -62,6 +75,6 @@ export async function confirmRevoke(r: AccountRequest): Promise<void> {
 export async function revokeOwnKey(r: AccountRequest): Promise<void> {
   const key = await ownKey(r);
   const { revoked } = await revokeKey(r.services, key.key_id);
-  await r.services.feed.waitForHead();
+  await keysProjected(r);
   done(r, 'keys', revoked ? `${key.name} (${key.prefix}…) is revoked: calls with it are refused from now on.` : `${key.name} (${key.prefix}…) was revoked already.`);
 }

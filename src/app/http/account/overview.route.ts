@@ -1,7 +1,8 @@
 /**
  * The account page (`GET /account`): keys, the month's usage, the ledger, plan, the upcoming
  * invoice, invoices and webhooks. The account and its ledger are read as the commands see them
- * (their streams), the rest from the read models once they hold the account's last ledger write.
+ * (their streams), the rest from the read models once they hold the account's last ledger and
+ * webhook writes.
  */
 import { loadAccount } from '../../../../commands/manage-keys/keys.handler.js';
 import { listInvoices } from '../../../../queries/get-invoices/get-invoices.query.js';
@@ -9,7 +10,7 @@ import { keysLastUsed } from '../../../../queries/get-key-usage/get-key-usage.qu
 import { getUsageDays } from '../../../../queries/get-usage-days/get-usage-days.query.js';
 import { getUpcomingInvoice } from '../../../../queries/get-upcoming-invoice/get-upcoming-invoice.query.js';
 import { getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
-import { listWebhooks } from '../../../../queries/get-webhooks/get-webhooks.query.js';
+import { listWebhooks, webhooksCaughtUp } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import { stateAt, usageFigures } from '../../../domain/ledger/ledger.figures.js';
 import type { AppError } from '../../../core/errors.js';
 import type { SafeHtml } from '../pages/html.js';
@@ -37,7 +38,7 @@ export const refusedAction = (r: AccountRequest, err: AppError): Promise<void> =
 export async function renderAccount({ req, res, who, services, web }: AccountRequest, answer: { notice?: SafeHtml; /** A refusal's status. */ status?: number } = {}): Promise<void> {
   const now = services.clock.now();
   const accountId = who.account_id;
-  await services.queries.ledgerCaughtUp(accountId);
+  await Promise.all([services.queries.ledgerCaughtUp(accountId), webhooksCaughtUp(services.reads, services.events, accountId)]);
   const account = await loadAccount(services.events, accountId);
   const state = stateAt(await services.ledger.state(accountId), now);
   const figures = usageFigures(state, now);
