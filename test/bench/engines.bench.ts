@@ -6,6 +6,7 @@ import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { runCli } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { inEnginesSandbox } from '../support/engines-sandbox.js';
+import { timeDelayedView, type DelayedViewTimes } from './delayed-view.bench.js';
 import { load, start } from './http.bench.js';
 import { fmt, info, median } from './stats.js';
 
@@ -22,8 +23,11 @@ const NOW = '2019-03-29T12:00:00Z';
  */
 const withEngines = <T>(run: (env: Record<string, string>) => Promise<T>): Promise<T> => inEnginesSandbox('bench', NOW, { kafka: true }, (sandbox) => run(sandbox.vars));
 
-/** Seed (events written, read models built) and a rebuild of every read model, as score rows per second. */
-async function seedAndReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number }> {
+/**
+ * Seed (events written, read models built) and a rebuild of every read model, as score rows per
+ * second; and, between the two, the free delayed view's read (delayed-view.bench.ts).
+ */
+async function seedAndReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number; delayed: DelayedViewTimes }> {
   const dir = tempDir('scores-bench-engines-');
   const services = await openServices(loadConfig(testEnv(dir, NOW, env)));
   try {
@@ -31,11 +35,12 @@ async function seedAndReplay(env: Record<string, string>): Promise<{ seed: numbe
     await seedIfEmpty(services, { progress: false });
     await catchUpReadModels(services, { progress: false });
     const seedSeconds = (performance.now() - t0) / 1000;
+    const delayed = await timeDelayedView(services);
     let rows = 0;
     for await (const day of services.reads.scan(dailyScores)) rows += day.tickers.length;
     const t1 = performance.now();
     await services.runner.replay();
-    return { seed: rows / seedSeconds, replay: rows / ((performance.now() - t1) / 1000), rows };
+    return { seed: rows / seedSeconds, replay: rows / ((performance.now() - t1) / 1000), rows, delayed };
   } finally {
     await services.close();
     rmSync(dir, { recursive: true, force: true });
@@ -74,7 +79,7 @@ export async function benchEngines(runs: number, seconds = 8): Promise<void> {
     process.stdout.write(`SKIP  the service on the engines: ${unset.join(', ')} not set (npm run engines starts them and prints them)\n`);
     return;
   }
-  const embedded: { seed: number; replay: number; rows: number }[] = [];
+  const embedded: Awaited<ReturnType<typeof seedAndReplay>>[] = [];
   const engines: typeof embedded = [];
   for (let i = 0; i < runs; i++) {
     embedded.push(await seedAndReplay({}));
@@ -87,6 +92,8 @@ export async function benchEngines(runs: number, seconds = 8): Promise<void> {
   for (const [name, r] of [['embedded', embedded], ['engines', engines]] as const) {
     info(`seed (${rows} score rows), ${name}`, `${fmt(median(r.map((x) => x.seed)), 0)} score rows/s`, `(median of ${runs})`);
     info(`replay, ${name}`, `${fmt(median(r.map((x) => x.replay)), 0)} score rows/s`, `(median of ${runs})`);
+    const delayed = { after: median(r.map((x) => x.delayed.after)), before: median(r.map((x) => x.delayed.before)) };
+    info(`free delayed view, ${name}`, `${fmt(delayed.after)} ms by bucket id`, `(${fmt(delayed.before)} ms by month range; median of ${runs})`);
   }
 
   await withEngines(async (env) => {
