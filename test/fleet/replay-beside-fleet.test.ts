@@ -2,11 +2,10 @@ import { expect } from 'chai';
 import { allProjections, readModelUnits } from '../../projections/index.js';
 import { generationView } from '../../src/core/read-model-generations.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
 import { systemClock } from '../../src/core/clock.js';
 import { runCli, startListening, stopListening, until, type Exit, type ListeningCli } from '../support/processes.js';
-import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { FLEET_READ_STORE, enginesFor, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { demoKey } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
@@ -24,14 +23,16 @@ async function contents(reads: ReadStore): Promise<Record<string, unknown[]>> {
 
 /**
  * `scores replay` beside a running fleet (docs/scaling.md, "Replay beside a running fleet"): an API
- * process and a worker on the engines (PostgreSQL log, MongoDB-wire read store) keep serving while
- * the replay builds a new generation and switches it over.
+ * process and a worker on the engines (PostgreSQL log; read models in PostgreSQL, or on the
+ * MongoDB wire with SCORES_FLEET_READ_STORE=mongodb) keep serving while the replay builds a new
+ * generation and switches it over. No Kafka: neither process needs the bus.
  */
-describe('scores replay beside a running fleet (engines)', function () {
+describe(`scores replay beside a running fleet (engines; read models on ${FLEET_READ_STORE === 'postgres' ? 'PostgreSQL' : 'the MongoDB wire'})`, function () {
   this.timeout(600_000);
-  const unset = unsetEngines(['POSTGRES_URL', 'MONGODB_URI']);
+  const engines = enginesFor(FLEET_READ_STORE);
+  const unset = unsetEngines(engines);
   if (unset.length > 0) {
-    it(`runs on the engines when POSTGRES_URL and MONGODB_URI are set (unset: ${unset.join(', ')})`);
+    it(`runs on the engines when ${engines.join(' and ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
     return;
   }
   let sandbox: EnginesSandbox;
@@ -42,7 +43,7 @@ describe('scores replay beside a running fleet (engines)', function () {
   let api: ListeningCli | null = null;
 
   before(async () => {
-    sandbox = await openEnginesSandbox('replayfleet', NOW);
+    sandbox = await openEnginesSandbox('replayfleet', NOW, { readStore: FLEET_READ_STORE });
     ({ env, database, dir } = sandbox);
   });
 
@@ -93,38 +94,36 @@ describe('scores replay beside a running fleet (engines)', function () {
 
     // The live generation, once the worker projected the last calls, equals a fresh replay of the log.
     const events = new PostgresEventStore(env['POSTGRES_URL']!, systemClock);
-    const mongo = new MongoReadStore(process.env['MONGODB_URI']!, database);
+    const store = sandbox.readModels().open();
     try {
-      const live = generationView(mongo, 1);
+      const live = generationView(store, 1);
       const projectors = allProjections().map((p) => p.name);
       await until(async () => {
         const head = await events.headPosition();
         const at = await Promise.all(projectors.map((p) => live.checkpoint(p)));
         return at.every((c) => c !== null && c >= head!);
       }, 60_000, 200);
-      const fresh = await runCli(['replay', '--json'], { ...env, MONGODB_DB: `${database}_fresh` });
+      const place = sandbox.readModels('fresh');
+      const fresh = await runCli(['replay', '--json'], { ...env, ...place.env });
       expect(fresh.code, fresh.stderr).to.equal(0);
-      const rebuilt = new MongoReadStore(process.env['MONGODB_URI']!, `${database}_fresh`);
+      const rebuilt = place.open();
       const [served, replayed] = [await contents(live), await contents(rebuilt)];
       await rebuilt.close();
       expect(replayed['latest_scores']).to.have.length.greaterThan(100);
       for (const name of Object.keys(replayed)) expect(served[name], name).to.deep.equal(replayed[name]);
 
-      // Generation 0 is gone: its collections and its checkpoints.
-      // The store's own database handle (the vendor client stays in infra/).
-      type Listing = { toArray(): Promise<Record<string, unknown>[]> };
-      const db = (mongo as unknown as { db: { listCollections(): Listing; collection(name: string): { find(): Listing } } }).db;
-      const names = new Set((await db.listCollections().toArray()).map((c) => String(c['name'])));
+      // Generation 0 is gone: its collections (tables on PostgreSQL) and its checkpoints.
+      const held = await sandbox.readModels().list();
+      const names = new Set(held.collections);
       for (const unit of readModelUnits()) {
         for (const c of unit.projections.flatMap((p) => p.collections)) {
           expect(names.has(`rm_${c.name}`), `rm_${c.name} dropped`).to.equal(false);
           expect(names.has(`rm_g1_${c.name}`), `rm_g1_${c.name} live`).to.equal(true);
         }
       }
-      const checkpoints = (await db.collection('projector_checkpoints').find().toArray()).map((d) => String(d['_id']));
-      expect(checkpoints.filter((id) => projectors.includes(id))).to.deep.equal([]);
+      expect(held.checkpoints.filter((id) => projectors.includes(id))).to.deep.equal([]);
     } finally {
-      await mongo.close();
+      await store.close();
       await events.close();
     }
   });
