@@ -13,12 +13,13 @@ export function checkSchemaName(schema: string): string {
  * A pool on the server a `postgres://` URL names. Every session works in UTC, so that the text
  * forms of instants the adapters read are the same whatever the server's own zone.
  */
-export function openPool(url: string, options: { max?: number; applicationName?: string } = {}): pg.Pool {
+export function openPool(url: string, options: { max?: number; applicationName?: string; settings?: Record<string, string> } = {}): pg.Pool {
+  const settings = { TimeZone: 'UTC', ...options.settings };
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 8,
     application_name: options.applicationName ?? 'scores',
-    options: '-c TimeZone=UTC',
+    options: Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`).join(' '),
   });
   // An idle client that loses its connection emits on the pool; without a listener the process
   // would crash. The next checkout opens a new connection.

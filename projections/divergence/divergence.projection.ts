@@ -495,6 +495,8 @@ async function applyPrice(ctx: ProjectionContext, event: ClosePricesRecorded): P
  * after the dates are recomputed; one for a date not computed yet changes nothing, as alone.
  */
 async function applyBatch(events: readonly RecordedEvent[], ctx: ProjectionContext): Promise<void> {
+  // The batch's days in one read (the runner keeps them for the batch): on a server a read per day is a round trip per day.
+  await ctx.getMany(divergenceDays, [...new Set(events.map((e) => (e as unknown as ScoreEvent).data.date))]);
   const dates = new Map<string, ScoreEvent[]>();
   const latePrices: ClosePricesRecorded[] = [];
   for (const raw of events) {

@@ -218,30 +218,59 @@ export class ProjectorRunner {
    */
   private context(writes: PendingWrites, recent: PendingWrites | null): ProjectionContext {
     const store = this.store;
+    // What the store gave in this batch, kept for the batch: a rebuild asks for the same documents
+    // several times (the previous day's scores, a day being projected that does not exist yet), and
+    // on a server each ask is a round trip. Safe for the batch: this runner is the only writer of
+    // its read models, a write of the document is found in `writes` first, and a projection that
+    // changes what it read without writing it back gets a fresh copy on its next read.
+    const fetched = new Map<string, unknown>();
+    const key = (collection: string, id: string) => `${collection}\u0000${id}`;
+    const keep = (k: string, doc: unknown) => fetched.set(k, doc === null ? null : structuredClone(doc));
+    const kept = (k: string): unknown => {
+      const doc = fetched.get(k);
+      return doc === undefined || doc === null ? doc : structuredClone(doc);
+    };
     return {
       async get<T>(def: CollectionDef<T>, id: string): Promise<T | null> {
         // Reads never create a collection's entry: the order of `writes.all()` is that of first writes.
         const pending = writes.collection(def.name)?.get(id);
         if (pending !== undefined) return pending as T | null;
-        const kept = recent?.take(def.name, id);
-        if (kept !== undefined) return kept as T | null;
-        return store.get(def, id);
+        const k = key(def.name, id);
+        const last = recent?.take(def.name, id);
+        if (last !== undefined) {
+          keep(k, last);
+          return last as T | null;
+        }
+        if (fetched.has(k)) return kept(k) as T | null;
+        const doc = await store.get(def, id);
+        keep(k, doc);
+        return doc;
       },
       async getMany<T>(def: CollectionDef<T>, ids: readonly string[]): Promise<Map<string, T>> {
         const out = new Map<string, T>();
         const pending = writes.collection(def.name);
-        const kept = recent?.collection(def.name);
+        const previous = recent?.collection(def.name);
         let missing: string[] | null = null;
         for (const id of ids) {
           let doc = pending?.get(id);
-          if (doc === undefined && kept) {
-            doc = kept.get(id);
-            if (doc !== undefined) kept.delete(id);
+          if (doc === undefined && previous) {
+            doc = previous.get(id);
+            if (doc !== undefined) {
+              previous.delete(id);
+              keep(key(def.name, id), doc);
+            }
           }
+          if (doc === undefined && fetched.has(key(def.name, id))) doc = kept(key(def.name, id));
           if (doc === undefined) (missing ??= []).push(id);
           else if (doc !== null) out.set(id, doc as T);
         }
-        if (missing) for (const [id, doc] of await store.getMany(def, missing)) out.set(id, doc);
+        if (!missing) return out;
+        const found = await store.getMany(def, missing);
+        for (const id of missing) {
+          const doc = found.get(id);
+          keep(key(def.name, id), doc ?? null);
+          if (doc !== undefined) out.set(id, doc);
+        }
         return out;
       },
       upsert<T>(def: CollectionDef<T>, doc: T): void {
