@@ -1,15 +1,14 @@
 import { expect } from 'chai';
 import { startFleet, type Fleet } from '../../src/app/fleet/fleet.js';
 import { until } from '../support/processes.js';
-import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { FLEET_ENGINES, FLEET_READ_STORE, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { demoKey } from '../support/server.js';
 
 /**
  * A week of demo history: every call here needs only some of it, and seeding it and the worker's
- * catch-up on FerretDB are most of the suite's time (a quarter of history took minutes).
+ * catch-up (on FerretDB above all) are most of the suite's time (a quarter of history took minutes).
  */
 const NOW = '2019-01-10T12:00:00Z';
-const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
 
 /** How many requests an API process answered on `route`, from its own /metrics. */
 async function served(url: string, route: string): Promise<number> {
@@ -22,9 +21,10 @@ async function served(url: string, route: string): Promise<number> {
 
 describe('The local fleet: two API processes behind the front (one process per API key), one worker', function () {
   this.timeout(600_000);
-  const unset = unsetEngines(ENGINES);
+  // PostgreSQL log, Kafka bus, read models on FLEET_READ_STORE (PostgreSQL; the MongoDB wire with SCORES_FLEET_READ_STORE=mongodb).
+  const unset = unsetEngines(FLEET_ENGINES);
   if (unset.length > 0) {
-    it(`runs on the engines when ${ENGINES.join(', ')} are set (unset: ${unset.join(', ')})`);
+    it(`runs on the engines when ${FLEET_ENGINES.join(', ')} are set (unset: ${unset.join(', ')})`);
     return;
   }
   let sandbox: EnginesSandbox;
@@ -33,7 +33,7 @@ describe('The local fleet: two API processes behind the front (one process per A
   let argv1: string | undefined;
 
   before(async () => {
-    sandbox = await openEnginesSandbox('fleet', NOW, { kafka: true });
+    sandbox = await openEnginesSandbox('fleet', NOW, { kafka: true, readStore: FLEET_READ_STORE });
     dir = sandbox.dir;
     // The processes run the CLI from source, as this test does (mocha's entry is put back after).
     argv1 = process.argv[1];

@@ -1,41 +1,39 @@
 import { expect } from 'chai';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { allProjections, readModelUnits } from '../../projections/index.js';
 import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
 import { systemClock } from '../../src/core/clock.js';
 import { startListening, stopListening, until, type ListeningCli } from '../support/processes.js';
-import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { FLEET_ENGINES, FLEET_READ_STORE, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { demoKey, getJson } from '../support/server.js';
 
 /**
  * A week of demo history: every call here needs only some of it, and seeding it and the worker's
- * catch-up on FerretDB are most of the suite's time (a quarter of history took minutes).
+ * catch-up (on FerretDB above all) are most of the suite's time (a quarter of history took minutes).
  */
 const NOW = '2019-01-10T12:00:00Z';
-const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
 
 /**
- * The split deployment on the engines, in `npm test` when the engines' variables are set
- * (`npm run test:fleet` runs test/fleet alone).
+ * The split deployment on the engines (PostgreSQL log, Kafka bus, read models on FLEET_READ_STORE:
+ * PostgreSQL, or the MongoDB wire with SCORES_FLEET_READ_STORE=mongodb), in `npm test` when the
+ * engines' variables are set (`npm run test:fleet` runs test/fleet alone).
  */
-describe('Process roles on the engines: scores worker and scores serve --role api', function () {
+describe(`Process roles on the engines: scores worker and scores serve --role api (read models on ${FLEET_READ_STORE === 'postgres' ? 'PostgreSQL' : 'the MongoDB wire'})`, function () {
   this.timeout(600_000);
 
-  const unset = unsetEngines(ENGINES);
+  const unset = unsetEngines(FLEET_ENGINES);
   if (unset.length > 0) {
-    it(`runs on the engines when ${ENGINES.join(', ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
+    it(`runs on the engines when ${FLEET_ENGINES.join(', ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
     return;
   }
   let sandbox: EnginesSandbox;
   let env: NodeJS.ProcessEnv;
-  let database: string;
   let dir: string;
   let worker: ListeningCli | null = null;
   let api: ListeningCli | null = null;
 
   before(async () => {
-    sandbox = await openEnginesSandbox('roles', NOW, { kafka: true });
-    ({ env, database, dir } = sandbox);
+    sandbox = await openEnginesSandbox('roles', NOW, { kafka: true, readStore: FLEET_READ_STORE });
+    ({ env, dir } = sandbox);
   });
 
   after(async () => {
@@ -123,7 +121,7 @@ describe('Process roles on the engines: scores worker and scores serve --role ap
     // A metered call after the hand-over: every read model's checkpoint reaches it, through the new owner alone.
     expect((await getJson(`${api!.url}/v1/scores/AAPL`, demoKey(dir, 'hobbyist'))).status).to.equal(200);
     const events = new PostgresEventStore(env['POSTGRES_URL']!, systemClock);
-    const reads = new MongoReadStore(env['MONGODB_URI']!, database);
+    const reads = sandbox.readModels().open();
     try {
       const head = (await events.headPosition())!;
       await until(async () => (await Promise.all(allProjections().map((p) => reads.checkpoint(p.name)))).every((c) => c !== null && c >= head), 30_000, 200);
