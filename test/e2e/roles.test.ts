@@ -15,10 +15,12 @@ describe('Process roles: scores worker and scores serve --role api', function ()
       const env = testEnv(dir, NOW);
       const api = await runCli(['serve', '--role', 'api'], env);
       expect(api.code).to.equal(1);
-      expect(api.stderr).to.match(/POSTGRES_URL.*MONGODB_URI/s);
+      // Neither the log nor the read models on a server: both named (src/app/roles.ts).
+      expect(api.stderr).to.contain('set POSTGRES_URL (or ESDB_URL) for the event log and POSTGRES_URL (or MONGODB_URI) for the read models');
       const worker = await runCli(['worker'], env);
       expect(worker.code).to.equal(1);
       expect(worker.stderr).to.contain('scores worker');
+      expect(worker.stderr).to.contain('POSTGRES_URL (or MONGODB_URI) for the read models');
       const unknown = await runCli(['worker', '--jobs', 'projections,mailer'], env);
       expect(unknown.code).to.equal(2);
       expect(unknown.stderr).to.contain('unknown job mailer; the jobs are: projections, publisher, alerts, webhooks, ingest, invoices, exports');
