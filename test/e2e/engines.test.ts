@@ -9,20 +9,19 @@ import { Webhook } from 'standardwebhooks';
 import { INGEST_TOPIC } from '../../commands/ingest/ingest.reactor.js';
 import { WEBHOOK_DELIVER_TOPIC } from '../../commands/deliver-webhooks/webhook-dispatch.reactor.js';
 import { KafkaEventBus } from '../../infra/kafka/event-bus.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
 import { allProjections } from '../../projections/index.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
+import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { startHttpsReceiver, type HttpsReceiver } from '../support/receiver-certificate.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
-import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
+import { FLEET_ENGINES, FLEET_READ_STORE, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { demoKey, getJson } from '../support/server.js';
 
 /** About 60 trading days of the demo: the seed is a thousand events. */
 const NOW = '2019-03-29T12:00:00Z';
-const ENGINES = ['KAFKA_BROKERS', 'MONGODB_URI', 'POSTGRES_URL'] as const;
 
 interface ServeProcess {
   url: string;
@@ -48,7 +47,7 @@ async function stopGracefully(server: ServeProcess | null): Promise<void> {
 }
 
 /** Every read model document and checkpoint of the projections, through the ReadStore port. */
-async function readModels(store: MongoReadStore): Promise<{ checkpoints: Record<string, string | null>; collections: Record<string, unknown[]> }> {
+async function readModels(store: ReadStore): Promise<{ checkpoints: Record<string, string | null>; collections: Record<string, unknown[]> }> {
   const checkpoints: Record<string, string | null> = {};
   const collections: Record<string, unknown[]> = {};
   for (const projection of allProjections()) {
@@ -64,14 +63,15 @@ async function readModels(store: MongoReadStore): Promise<{ checkpoints: Record<
 
 /**
  * The whole service on the engines `npm run engines` starts: `scores serve` as a real process with
- * its event log on PostgreSQL, its read models on FerretDB (the MongoDB wire) and its bus on Kafka,
- * each in a database, database and topic prefix of its own for this run.
+ * its event log on PostgreSQL, its read models on FLEET_READ_STORE (PostgreSQL; FerretDB, the
+ * MongoDB wire, with SCORES_FLEET_READ_STORE=mongodb) and its bus on Kafka, each in a database
+ * (a schema or a MongoDB-wire database for the read models) and topic prefix of its own for this run.
  */
-describe('The whole service on the engines (PostgreSQL log, FerretDB read models, Kafka bus)', function () {
+describe(`The whole service on the engines (PostgreSQL log, ${FLEET_READ_STORE === 'postgres' ? 'PostgreSQL' : 'FerretDB'} read models, Kafka bus)`, function () {
   this.timeout(600_000);
-  const unset = unsetEngines(ENGINES);
+  const unset = unsetEngines(FLEET_ENGINES);
   if (unset.length > 0) {
-    it(`runs when ${ENGINES.join(', ')} are set (npm run engines starts them and prints them; unset: ${unset.join(', ')})`);
+    it(`runs when ${FLEET_ENGINES.join(', ')} are set (npm run engines starts them and prints them; unset: ${unset.join(', ')})`);
     return;
   }
   let sandbox: EnginesSandbox;
@@ -82,10 +82,10 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
   let receiver: HttpsReceiver | undefined;
   /** A bus of this run's prefix, as an operator's tools would use it. */
   let bus: KafkaEventBus;
-  const stores: MongoReadStore[] = [];
+  const stores: ReadStore[] = [];
 
   before(async () => {
-    sandbox = await openEnginesSandbox('e2e', NOW, { kafka: true });
+    sandbox = await openEnginesSandbox('e2e', NOW, { kafka: true, readStore: FLEET_READ_STORE });
     ({ database, dir } = sandbox);
     receiver = await startHttpsReceiver(dir);
     env = { ...sandbox.env, WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' };
@@ -98,12 +98,10 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
       await server.done;
     }
     await bus?.close();
-    for (const store of stores) {
-      await store.dropDatabase().catch(() => undefined);
-      await store.close();
-    }
+    for (const store of stores) await store.close().catch(() => undefined);
     await receiver?.close();
-    await sandbox?.drop();
+    // The replay's place: a MongoDB-wire database of its own (on PostgreSQL a schema, dropped with the database).
+    await sandbox?.drop([`${database}_replay`]);
   });
 
   it('seeds, meters REST and MCP, ingests a restatement from Kafka, delivers its webhook through the consumer group, exports, audits, and a replay equals the live read models', async () => {
@@ -182,12 +180,12 @@ describe('The whole service on the engines (PostgreSQL log, FerretDB read models
     expect(audit.code, audit.stdout + audit.stderr).to.equal(0);
     expect(JSON.parse(audit.stdout)).to.include({ ok: true });
 
-    // A replay of the PostgreSQL log into a database of its own equals what the server keeps live.
-    const replayDb = `${database}_replay`;
-    const replay = await runCli(['replay', '--json'], { ...env, MONGODB_DB: replayDb, SCORES_DATA_DIR: join(dir, 'replay') });
+    // A replay of the PostgreSQL log into read models of its own equals what the server keeps live.
+    const replayPlace = sandbox.readModels('replay');
+    const replay = await runCli(['replay', '--json'], { ...env, ...replayPlace.env, SCORES_DATA_DIR: join(dir, 'replay') });
     expect(replay.code, replay.stderr).to.equal(0);
-    const live = new MongoReadStore(process.env['MONGODB_URI']!, database);
-    const rebuilt = new MongoReadStore(process.env['MONGODB_URI']!, replayDb);
+    const live = sandbox.readModels().open();
+    const rebuilt = replayPlace.open();
     stores.push(live, rebuilt);
     const replayed = await readModels(rebuilt);
     await until(async () => JSON.stringify((await readModels(live)).checkpoints) === JSON.stringify(replayed.checkpoints), 30_000, 500);
