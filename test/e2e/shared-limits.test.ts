@@ -1,54 +1,50 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAccountWithKey, revokeKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
-import { MongoReadStore } from '../../infra/mongodb/read-store.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { pgSession } from '../../infra/postgresql/database.js';
 import { PostgresTokenBuckets } from '../../infra/postgresql/rate-limits.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { createApp } from '../../src/app/http/app.js';
 import { RATE_BURST_FACTOR } from '../../src/domain/plans.js';
+import { FLEET_READ_STORE, enginesFor, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
 
 const NOW = '2019-01-15T12:00:00Z';
-const MONGODB_URI = process.env['MONGODB_URI'];
 
 /**
- * Two API replicas on one PostgreSQL log and one read store (FerretDB, the MongoDB wire, when
- * MONGODB_URI is set; else both read the one embedded read-model file), each in a database of its
- * own for this run: replica A is the whole service (it seeds and projects), replica B serves the
- * API only (no projector, as `serve --role api`), so that what B knows of a key comes from the
- * shared stores, never from its own projections.
+ * Two API replicas on one PostgreSQL log, one PostgreSQL rate-limit table and one read store
+ * (PostgreSQL, the recommended deployment; FerretDB, the MongoDB wire, with
+ * SCORES_FLEET_READ_STORE=mongodb), in a sandbox of their own for this run: replica A is the whole
+ * service (it seeds and projects), replica B serves the API only (no projector, as
+ * `serve --role api`, and a data directory of its own), so that what B knows of a key comes from
+ * the shared stores, never from its own projections.
  */
-describe(`State the API replicas share: the rate limit and key revocation (PostgreSQL log, ${MONGODB_URI ? 'FerretDB' : 'one SQLite file of'} read models)`, function () {
+describe(`State the API replicas share: the rate limit and key revocation (PostgreSQL log, ${FLEET_READ_STORE === 'postgres' ? 'PostgreSQL' : 'FerretDB'} read models)`, function () {
   this.timeout(300_000);
-  if (!process.env['POSTGRES_URL']) {
-    it('runs when POSTGRES_URL is set (npm run engines starts PostgreSQL and prints it; MONGODB_URI too moves the read models to FerretDB)');
+  const engines = enginesFor(FLEET_READ_STORE);
+  const unset = unsetEngines(engines);
+  if (unset.length > 0) {
+    it(`runs when ${engines.join(' and ')} are set (npm run engines starts them and prints them; unset: ${unset.join(', ')})`);
     return;
   }
-  const run = randomUUID().replaceAll('-', '').slice(0, 10);
-  const database = `scores_limits_${run}`;
-  const dir = tempDir('scores-shared-limits-');
-  let admin: PgSession;
+  let sandbox: EnginesSandbox;
+  let bDir: string | undefined;
   let a: TestServer;
   let b: { url: string; services: Services; server: Server };
   // A free call: a metered one would also debit the account's ledger from two writers at once.
   const get = (url: string, key: string) => fetch(`${url}/v1/usage`, { headers: { 'X-API-Key': key } });
 
   before(async () => {
-    admin = await pgSession(process.env['POSTGRES_URL']!);
-    await admin.query(`CREATE DATABASE ${database}`);
-    const log = withDatabase(process.env['POSTGRES_URL']!, database);
+    sandbox = await openEnginesSandbox('limits', NOW, { readStore: FLEET_READ_STORE });
     // A take slower than the default 250 ms would be decided by the replica alone (the outage
     // fallback, tested in shared-buckets.test.ts); on a loaded CI machine 10 takes queued on one row can be.
-    const shared = { POSTGRES_URL: log, RATE_LIMIT_STORE_TIMEOUT_MS: '10000' };
-    const env: Record<string, string> = MONGODB_URI ? { ...shared, MONGODB_URI, MONGODB_DB: database } : shared;
-    a = await startTestServer({ now: NOW, dir, env });
-    // Without MONGODB_URI, B reads the read models A writes in the data directory they share.
-    const services = await openServices(loadConfig(testEnv(MONGODB_URI ? tempDir('scores-replica-b-') : dir, NOW, env)));
+    const env = { ...sandbox.vars, RATE_LIMIT_STORE_TIMEOUT_MS: '10000' };
+    a = await startTestServer({ now: NOW, dir: sandbox.dir, env });
+    bDir = tempDir('scores-replica-b-');
+    const services = await openServices(loadConfig(testEnv(bDir, NOW, env)));
     const server = createApp(services).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     b = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, services, server };
@@ -59,14 +55,8 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
     await new Promise((resolve) => (b ? b.server.close(resolve) : resolve(undefined)));
     await b?.services.close();
     await a?.stop();
-    if (MONGODB_URI) {
-      const store = new MongoReadStore(MONGODB_URI, database);
-      await store.dropDatabase().catch(() => undefined);
-      await store.close();
-    }
-    await admin?.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin?.end();
-    rmSync(dir, { recursive: true, force: true });
+    await sandbox?.drop();
+    if (bDir) rmSync(bDir, { recursive: true, force: true });
   });
 
   /** A new account with a key, known to the read models both replicas read. */
@@ -78,11 +68,11 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
   };
 
   it('takes exactly one token per call from one bucket in PostgreSQL, whichever of two stores asks', async () => {
-    const url = withDatabase(process.env['POSTGRES_URL']!, database);
+    const url = sandbox.vars['POSTGRES_URL']!;
     const stores = [new PostgresTokenBuckets(url), new PostgresTokenBuckets(url)];
     try {
       // 0.001 a second: no token comes back while the takes run.
-      const takes = await Promise.all(Array.from({ length: 60 }, (_, i) => stores[i % 2]!.take(`bucket-${run}`, 0.001, 10)));
+      const takes = await Promise.all(Array.from({ length: 60 }, (_, i) => stores[i % 2]!.take(`bucket-${sandbox.database}`, 0.001, 10)));
       expect(takes.filter((t) => t.allowed)).to.have.length(10);
       expect(Math.min(...takes.map((t) => t.tokens))).to.be.at.least(0);
     } finally {
@@ -121,7 +111,7 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
   it('waits RATE_LIMIT_STORE_TIMEOUT_MS (10 s here) for the shared bucket: a take held up by a lock on its row is answered once the lock goes', async () => {
     const k = await newKey();
     expect((await get(b.url, k.key)).status).to.equal(200); // the account's row exists
-    const holder = await pgSession(withDatabase(process.env['POSTGRES_URL']!, database));
+    const holder = await pgSession(sandbox.vars['POSTGRES_URL']!);
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT tokens FROM scores.rate_buckets WHERE id = $1 FOR UPDATE', [k.account_id]);
