@@ -6,6 +6,8 @@ import type { Services } from './container.js';
 import { startJobs, type RunningJobs, type WorkerName } from './background-workers.js';
 import { metricsCallerAllowed } from './http/metrics.routes.js';
 import { ListenError } from './listen-error.js';
+import { projectionLags } from './metrics/projection-lag.js';
+import { allProjections } from '../../projections/index.js';
 import { followReadModels, type Following } from './read-model-follower.js';
 
 export interface RunningWorker {
@@ -82,7 +84,8 @@ async function answer(services: Services, states: JobStates, req: IncomingMessag
     const { jobs, readModels } = states();
     const ready = jobs.every((j) => j.state !== 'starting');
     const waitsFor = 'every job named to run here or stand by for another owner (none starting)';
-    return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'starting', role: 'worker', waits_for: waitsFor, jobs, read_models: readModels, projections: services.feed.health });
+    const progress = await readModelsProgress(services);
+    return json(res, ready ? 200 : 503, { status: ready ? 'ready' : 'starting', role: 'worker', waits_for: waitsFor, jobs, read_models: readModels, projections: services.feed.health, ...progress });
   }
   if (path === '/metrics' && metricsCallerAllowed(req.socket.remoteAddress, services.config.metricsAllowSubnets, req.headers)) {
     res.setHeader('Content-Type', services.metrics.registry.contentType);
@@ -97,3 +100,17 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.setHeader('Content-Type', status >= 400 && status !== 503 ? 'application/problem+json' : 'application/json');
   res.end(JSON.stringify(body));
 }
+
+/** How far the read models are behind the log (the least advanced projection), for a person watching a start; nothing when the stores cannot tell. */
+async function readModelsProgress(services: Services): Promise<{ log_position: string | null; lag_events: number } | Record<string, never>> {
+  try {
+    const sources = { events: services.events, reads: services.reads, clock: services.clock, projections: allProjections().map((p) => p.name) };
+    const { head, lags } = await projectionLags(sources, { cap: LAG_COUNT_CAP, seconds: false });
+    return { log_position: head, lag_events: Math.max(0, ...lags.map((l) => l.events)) };
+  } catch {
+    return {};
+  }
+}
+
+/** Where positions are not event numbers (EventStoreDB), lags are counted up to this. */
+const LAG_COUNT_CAP = 100_000;

@@ -64,6 +64,9 @@ describe(`Process roles on the engines: scores worker and scores serve --role ap
     expect(ready.body['waits_for']).to.be.a('string');
     // `projections` is one leased unit per read model: alone, this worker runs every one.
     expect(ready.body['read_models']).to.deep.equal(readModelUnits().map((u) => ({ name: u.name, state: 'running' })));
+    // How far the read models are behind the log: what `scores fleet up` prints while its first API process waits.
+    expect(ready.body['log_position']).to.match(/^\d+$/);
+    expect(ready.body['lag_events']).to.be.a('number').and.at.least(0);
     const metrics = await fetch(`${worker.url}/metrics`);
     expect(metrics.status).to.equal(200);
     expect(await metrics.text()).to.contain('scores_event_store_append_seconds');

@@ -106,3 +106,33 @@ describe('The fleet front over three stand-in API processes (front.ts)', functio
     for (const [other, at] of homes) expect((await callsWith(other, 1))[0], other).to.equal(at);
   });
 });
+
+describe('The fleet front while API processes join (the fleet serves through the first at once)', function () {
+  const first = new Backend('api-first');
+  const late = new Backend('api-late');
+  let front: Front;
+
+  before(async () => {
+    await first.start();
+    await late.start();
+    front = await startFront([first.url], { port: 0, host: '127.0.0.1', checkMs: 100 });
+  });
+
+  after(async () => {
+    await front.close();
+    await first.kill();
+    await late.kill();
+  });
+
+  it('serves every key through the first process, then spreads keys over both once the second joins', async () => {
+    const keys = Array.from({ length: 20 }, (_, i) => `sk_live_join_${i}`);
+    const answer = async (key: string) => (await fetch(`${front.url}/v1/usage`, { headers: { 'X-API-Key': key } })).text();
+    for (const key of keys) expect(await answer(key)).to.equal('api-first');
+
+    front.add(late.url);
+    const homes = await Promise.all(keys.map(answer));
+    expect(new Set(homes)).to.deep.equal(new Set(['api-first', 'api-late']));
+    // Each key stays with its process after the join.
+    expect(await Promise.all(keys.map(answer))).to.deep.equal(homes);
+  });
+});

@@ -1,7 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { startFleet } from '../fleet/fleet.js';
-import { parsePort, stopOnSignals } from './serve.commands.js';
+import { parsePort, stopOnSignals, writeDemoKeys } from './serve.commands.js';
+import { DEMO_KEY_FILE, readDemoKeys } from '../demo-keys.js';
+import { join } from 'node:path';
 
 function count(value: string): number {
   const n = Number(value);
@@ -18,16 +20,21 @@ export function addFleetCommands(program: Command): void {
     .option('--api <n>', 'API processes (1-16)', count, 2)
     .option('--workers <n>', 'worker processes, each running every job (1-16)', count, 2)
     .option('--port <port>', "the front's port (default PORT)", parsePort)
+    .option('--json', 'machine-readable output (one JSON line on stderr when listening)')
     .action(async (opts: { api: number; workers: number; port?: number; json?: boolean }) => {
       const config = loadConfig();
-      const running = await startFleet({ apis: opts.api, workers: opts.workers, port: opts.port ?? config.port, host: config.host });
+      const say = (line: string) => process.stderr.write(`${line}\n`);
+      const running = await startFleet({ apis: opts.api, workers: opts.workers, port: opts.port ?? config.port, host: config.host, onProgress: opts.json ? undefined : say });
       stopOnSignals(() => running.stop());
       const processes = running.processes.map(({ role, url, pid }) => ({ role, url, pid }));
-      if (opts.json) process.stderr.write(`${JSON.stringify({ listening: running.url, base_url: running.url, processes })}\n`);
-      else {
-        process.stderr.write(`\nscores fleet listening on ${running.url}\n`);
-        for (const p of processes) process.stderr.write(`  ${p.role.padEnd(6)} ${p.url} (pid ${p.pid})\n`);
-        process.stderr.write('Ctrl-C stops them all.\n');
+      if (opts.json) {
+        say(JSON.stringify({ listening: running.url, base_url: running.url, processes }));
+        return;
       }
+      say(`\nscores fleet listening on ${running.url}`);
+      for (const p of processes) say(`  ${p.role.padEnd(6)} ${p.url} (pid ${p.pid})`);
+      const keys = config.demo ? readDemoKeys(config.dataDir) : [];
+      if (keys.length) writeDemoKeys(say, { keys, unknown: [], file: join(config.dataDir, DEMO_KEY_FILE), baseUrl: running.url, terminal: Boolean(process.stderr.isTTY) });
+      say('\nCtrl-C stops them all.');
     });
 }

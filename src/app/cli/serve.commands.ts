@@ -4,6 +4,7 @@ import { openServices } from '../container.js';
 import { servingLog } from '../logger.js';
 import { requireSharedStores } from '../roles.js';
 import { startServer, type ServeRole } from '../server.js';
+import type { DemoKey, UnknownDemoKey } from '../demo-keys.js';
 
 /** `--port`: an integer 0-65535. */
 export function parsePort(value: string): number {
@@ -84,14 +85,23 @@ function printStartBanner(running: Awaited<ReturnType<typeof startServer>>, json
   const w = (line: string) => process.stderr.write(`${line}\n`);
   w(`\nscores service listening on ${running.url}\n  base URL: ${running.baseUrl}\n  OpenAPI:  ${openapi}`);
   if (!running.demoKeyFile) return;
-  w(`\ndemo API keys (one per tier; send as X-API-Key; kept in ${running.demoKeyFile}, readable by its owner only${terminal ? '' : '; shown on a terminal only'}):`);
-  for (const k of running.demoKeys) w(`  ${k.tier.padEnd(10)} ${terminal ? k.key : `${k.key_id} (${k.account_id})`}`);
-  for (const u of running.demoKeysUnknown) w(`  ${u.tier.padEnd(10)} not in the file, cannot be shown again (active: ${u.key_ids.join(', ') || 'none'})`);
-  if (running.demoKeysUnknown.length) {
+  writeDemoKeys(w, { keys: running.demoKeys, unknown: running.demoKeysUnknown, file: running.demoKeyFile, baseUrl: running.baseUrl, terminal });
+}
+
+/** The demo keys part of a start banner (`scores serve`, `scores fleet up`): values on a terminal only. */
+export function writeDemoKeys(
+  w: (line: string) => void,
+  demo: { keys: readonly DemoKey[]; unknown: readonly UnknownDemoKey[]; file: string; baseUrl: string; terminal: boolean },
+): void {
+  const { terminal } = demo;
+  w(`\ndemo API keys (one per tier; send as X-API-Key; kept in ${demo.file}, readable by its owner only${terminal ? '' : '; shown on a terminal only'}):`);
+  for (const k of demo.keys) w(`  ${k.tier.padEnd(10)} ${terminal ? k.key : `${k.key_id} (${k.account_id})`}`);
+  for (const u of demo.unknown) w(`  ${u.tier.padEnd(10)} not in the file, cannot be shown again (active: ${u.key_ids.join(', ') || 'none'})`);
+  if (demo.unknown.length) {
     w('  Demo keys are random and written only to that file, on their first start; the store keeps their hashes.');
     w('  A new key for an account (printed once, not added to the file):');
     w('  npx scores keys rotate <key_id>');
   }
-  const example = running.demoKeys.find((k) => k.tier === 'hobbyist') ?? running.demoKeys[0];
-  if (example && terminal) w(`\ntry: curl -H 'X-API-Key: ${example.key}' ${running.baseUrl}/v1/scores/AAPL`);
+  const example = demo.keys.find((k) => k.tier === 'hobbyist') ?? demo.keys[0];
+  if (example && terminal) w(`\ntry: curl -H 'X-API-Key: ${example.key}' ${demo.baseUrl}/v1/scores/AAPL`);
 }

@@ -82,27 +82,78 @@ async function stopProcess(p: FleetProcess): Promise<void> {
   clearTimeout(timer);
 }
 
+export interface FleetOptions {
+  apis: number;
+  workers: number;
+  port: number;
+  host: string;
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+  /** A line of progress for a person watching the start (engines, each process, the read models catching up). */
+  onProgress?: (line: string) => void;
+}
+
 /**
- * `scores fleet up`: the engines, `workers` worker processes (every job), then `apis` API
- * processes one after another (the first seeds an empty store), then the round-robin front on
- * `port`. Each process gets PORT 0 (a free port) and the same data directory (the demo key file).
+ * `scores fleet up`: the engines, `workers` worker processes (every job) side by side, then the
+ * first API process (it seeds an empty store and listens once the read models hold its demo
+ * accounts), then the other API processes side by side, then the front on `port`. Each process gets
+ * PORT 0 (a free port) and the same data directory (the demo key file).
  */
-export async function startFleet(options: { apis: number; workers: number; port: number; host: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<Fleet> {
+export async function startFleet(options: FleetOptions): Promise<Fleet> {
+  const say = options.onProgress ?? (() => undefined);
+  const started = performance.now();
+  const since = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
   const base = options.env ?? process.env;
   const env = { ...base, ...enginesEnvironment(base) };
+  say(`engines ready (${env['READ_STORE'] === 'mongodb' ? 'PostgreSQL, MongoDB wire, Kafka' : 'PostgreSQL + Kafka'}) at ${since()}`);
   const processes: FleetProcess[] = [];
   let front: Front | null = null;
   const stop = async () => {
     await front?.close();
     for (const role of ['api', 'worker']) await Promise.all(processes.filter((p) => p.role === role).map(stopProcess));
   };
+  const timeout = options.timeoutMs ?? 300_000;
+  const start = async (role: 'api' | 'worker', n: number) => {
+    const p = await startProcess(role, env, timeout);
+    processes.push(p);
+    say(`${role} ${n} listening on ${p.url} (pid ${p.pid}) at ${since()}`);
+    return p;
+  };
   try {
-    for (let i = 0; i < options.workers; i++) processes.push(await startProcess('worker', env, options.timeoutMs ?? 300_000));
-    for (let i = 0; i < options.apis; i++) processes.push(await startProcess('api', env, options.timeoutMs ?? 300_000));
+    const workers = await Promise.all(Array.from({ length: options.workers }, (_, i) => start('worker', i + 1)));
+    say('api 1 starting: it writes the demo history into an empty log and listens once the read models hold its demo accounts');
+    const watching = watchReadModels(workers[0]!.url, say);
+    try {
+      await start('api', 1);
+    } finally {
+      watching.stop();
+    }
+    // The front serves through the first API process at once; the others join as they listen.
     front = await startFront(processes.filter((p) => p.role === 'api').map((p) => p.url), { port: options.port, host: options.host });
+    if (options.apis > 1) say(`front serving on ${front.url} at ${since()} (api 1; ${options.apis - 1} more joining)`);
+    const joining = front;
+    await Promise.all(Array.from({ length: options.apis - 1 }, async (_, i) => joining.add((await start('api', i + 2)).url)));
   } catch (err) {
     await stop();
     throw err;
   }
   return { url: front.url, processes, stop };
+}
+
+/** Says every 5 s how far the read models are behind the log, from a worker's /readyz, while the first API process waits for them. */
+function watchReadModels(workerUrl: string, say: (line: string) => void): { stop(): void } {
+  let last = '';
+  const timer = setInterval(() => {
+    fetch(`${workerUrl}/readyz`, { signal: AbortSignal.timeout(2_000) })
+      .then((res) => res.json() as Promise<{ log_position?: string | null; lag_events?: number }>)
+      .then((ready) => {
+        if (ready.log_position == null || ready.lag_events === undefined) return;
+        const head = Number(ready.log_position);
+        const line = `read models: ${(head - ready.lag_events).toLocaleString('en-US')} of ${head.toLocaleString('en-US')} events projected`;
+        if (line !== last) say((last = line));
+      })
+      .catch(() => undefined); // a late answer: the next look tells
+  }, 5_000);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

@@ -12,6 +12,8 @@ interface Backend extends Member {
 
 export interface Front {
   url: string;
+  /** An API process that joins once listening (the fleet serves through the first while the others start). */
+  add(target: string): void;
   /** Stops the health checks and the listener. */
   close(): Promise<void>;
 }
@@ -48,6 +50,9 @@ export async function startFront(targets: readonly string[], options: { port: nu
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://localhost:${port}`,
+    add(target) {
+      backends.push({ url: target, hash: hash32(target), healthy: true });
+    },
     async close() {
       clearInterval(timer);
       server.closeAllConnections();
