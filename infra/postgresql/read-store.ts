@@ -44,8 +44,11 @@ export interface PostgresReadStoreOptions {
  * `commit` is one transaction: the writes of every collection and the checkpoints land together or
  * not at all. It first locks the batch's projectors (transaction-scoped advisory locks, in name
  * order) and reads their checkpoints: a batch none of whose checkpoints moves forward was applied
- * already and is skipped, so a re-delivery or a second writer racing on a hand-over never applies
- * a batch twice. Projections need no re-delivery guard of their own here.
+ * already and is skipped, so a re-delivery never applies a batch twice and a kill between a
+ * batch's writes and its checkpoint leaves nothing behind (test/integration/projection-kill-postgres.test.ts).
+ * The projections' own re-delivery guards have nothing to catch after a kill here; they stay for
+ * the MongoDB-wire store (no transactions) and for the one commit a paused lease owner may still
+ * land after its lease moved on (docs/architecture.md, "Exactly-once projection on PostgreSQL").
  */
 export class PostgresReadStore implements ReadStore {
   private readonly pool: pg.Pool;

@@ -38,13 +38,16 @@ async function start(engines) {
     if (await engine.running()) log(`${engine.name}: already running, reused`);
     else await engine.start();
   }
-  return environment(engines);
+  await writeEnvFile();
+  return Object.assign({}, ...engines.map((e) => e.env()));
 }
 
-function environment(engines) {
-  const env = Object.assign({}, ...engines.map((e) => e.env()));
+/** .engines/env names every engine that runs, not only those this start named (`scores fleet up` starts two of three). */
+async function writeEnvFile() {
+  const running = [];
+  for (const engine of ENGINES) if (await engine.running()) running.push(engine);
+  const env = Object.assign({}, ...running.map((e) => e.env()));
   writeFileSync(join(dir(), 'env'), Object.entries(env).map(([k, v]) => `${k}=${v}\n`).join(''));
-  return env;
 }
 
 async function stop(engines) {
@@ -83,7 +86,7 @@ async function main(argv) {
     case 'status':
       return status();
     case 'env':
-      printExports(environment(select(words)));
+      printExports(Object.assign({}, ...select(words).map((e) => e.env())));
       return 0;
     case 'run': {
       const [cmd, ...args] = dashes === -1 ? [] : argv.slice(dashes + 1);

@@ -1,6 +1,6 @@
 /**
  * ReadStore port: typed document collections for read models, plus projector checkpoints.
- * Adapters: infra/sqlite (embedded default), infra/mongodb.
+ * Adapters: infra/sqlite (embedded default), infra/postgresql (the scaled deployment's), infra/mongodb.
  *
  * Filters, sorts and cursors may only use fields a collection declares in `fields`: each adapter
  * indexes exactly those, so a query can never silently become a full scan.
@@ -80,7 +80,7 @@ export interface ReadStore {
   /** A consistent view for long reads (see ReadSnapshot); the caller closes it. */
   snapshot(): Promise<ReadSnapshot>;
   /**
-   * Applies writes and checkpoints atomically (embedded) or position-guarded (MongoDB). A batch
+   * Applies writes and checkpoints atomically (embedded, PostgreSQL) or position-guarded (MongoDB without transactions). A batch
    * with no checkpoints is applied as it is: a cache kept beside the read models (ledger
    * snapshots), not a projection's output.
    */
