@@ -27,7 +27,7 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
   const engines = enginesFor(FLEET_READ_STORE);
   const unset = unsetEngines(engines);
   if (unset.length > 0) {
-    it(`runs when ${engines.join(' and ')} are set (npm run engines starts them and prints them; unset: ${unset.join(', ')})`);
+    it(`runs when ${engines.join(' and ')} ${engines.length > 1 ? 'are' : 'is'} set (npm run engines starts them and prints them; unset: ${unset.join(', ')})`);
     return;
   }
   let sandbox: EnginesSandbox;

@@ -58,7 +58,7 @@ for (const readStore of ['postgres', 'mongodb'] as const) {
     const engines = enginesFor(readStore);
     const unset = unsetEngines(engines);
     if (unset.length > 0) {
-      it(`runs on the engines when ${engines.join(' and ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
+      it(`runs on the engines when ${engines.join(' and ')} ${engines.length > 1 ? 'are' : 'is'} set (npm run engines prints them; unset: ${unset.join(', ')})`);
       return;
     }
     let sandbox: EnginesSandbox;

@@ -32,7 +32,7 @@ describe(`scores replay beside a running fleet (engines; read models on ${FLEET_
   const engines = enginesFor(FLEET_READ_STORE);
   const unset = unsetEngines(engines);
   if (unset.length > 0) {
-    it(`runs on the engines when ${engines.join(' and ')} are set (npm run engines prints them; unset: ${unset.join(', ')})`);
+    it(`runs on the engines when ${engines.join(' and ')} ${engines.length > 1 ? 'are' : 'is'} set (npm run engines prints them; unset: ${unset.join(', ')})`);
     return;
   }
   let sandbox: EnginesSandbox;
