@@ -43,6 +43,10 @@ export function fencedDdl(schema: string): string {
 const COLUMNS = `position, tx::text AS tx, id, stream_id, revision, type, data, metadata, record,
   to_char(recorded_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at`;
 
+/** COLUMNS with the data of the event types in parameter `$n` only (a subscriber's `dataTypes`). */
+const columnsFor = (n: number) =>
+  COLUMNS.replace('data, metadata, record', `CASE WHEN type = ANY($${n}::text[]) THEN data END AS data, metadata, CASE WHEN type = ANY($${n}::text[]) THEN record END AS record`);
+
 /**
  * Only transactions older than every transaction still running are certain never to be followed
  * by an earlier one: reads of a fenced log stop below the oldest running transaction id.
@@ -89,6 +93,9 @@ export function statements(schema: string) {
     readAllSerialised: `SELECT ${COLUMNS} FROM ${schema}.events WHERE position > $1 ORDER BY position LIMIT $2`,
     // `e.tx`, not `tx`: in ORDER BY a bare name is the output column, the transaction id as text.
     readAllFenced: `SELECT ${COLUMNS} FROM ${schema}.events e
+      WHERE (e.tx, e.position) > ($1::xid8, $2::bigint) AND ${FENCE} ORDER BY e.tx, e.position LIMIT $3`,
+    readAllSerialisedFor: `SELECT ${columnsFor(3)} FROM ${schema}.events WHERE position > $1 ORDER BY position LIMIT $2`,
+    readAllFencedFor: `SELECT ${columnsFor(4)} FROM ${schema}.events e
       WHERE (e.tx, e.position) > ($1::xid8, $2::bigint) AND ${FENCE} ORDER BY e.tx, e.position LIMIT $3`,
     headSerialised: `SELECT max(position) AS position FROM ${schema}.events`,
     headFenced: `SELECT e.tx::text AS tx, e.position FROM ${schema}.events e WHERE ${FENCE} ORDER BY e.tx DESC, e.position DESC LIMIT 1`,

@@ -294,12 +294,20 @@ export class PostgresEventStore implements EventStore {
     return this.readAfter(options.after ?? null, options.maxCount ?? 1000);
   }
 
-  private async readAfter(after: string | null, max: number): Promise<RecordedEvent[]> {
+  /** Events after `after`; with `dataTypes`, the data of those types only (the others' is null). */
+  private async readAfter(after: string | null, max: number, dataTypes?: readonly string[]): Promise<RecordedEvent[]> {
     const from = decodePosition(this.mode, after);
-    const res =
-      this.mode === 'serialised'
-        ? await this.pool.query<EventRow>({ name: `${this.schema}.readAll`, text: this.sql.readAllSerialised, values: [from.position, max] })
-        : await this.pool.query<EventRow>({ name: `${this.schema}.readAllFenced`, text: this.sql.readAllFenced, values: [from.tx, from.position, max] });
+    const serialised = this.mode === 'serialised';
+    const values: unknown[] = serialised ? [from.position, max] : [from.tx, from.position, max];
+    const query = !dataTypes
+      ? serialised
+        ? { name: `${this.schema}.readAll`, text: this.sql.readAllSerialised }
+        : { name: `${this.schema}.readAllFenced`, text: this.sql.readAllFenced }
+      : serialised
+        ? { name: `${this.schema}.readAllFor`, text: this.sql.readAllSerialisedFor }
+        : { name: `${this.schema}.readAllFencedFor`, text: this.sql.readAllFencedFor };
+    if (dataTypes) values.push(dataTypes);
+    const res = await this.pool.query<EventRow>({ ...query, values });
     return res.rows.map((r) => this.toRecorded(r));
   }
 
@@ -321,7 +329,7 @@ export class PostgresEventStore implements EventStore {
   subscribeToAll(options: SubscribeOptions): Subscription {
     return subscribeCatchUp(
       {
-        read: (after, max) => this.readAfter(after, max),
+        read: (after, max) => this.readAfter(after, max, options.dataTypes),
         head: () => this.headPosition(),
         wakeups: this.wakeups,
         pollMs: this.options.pollMs ?? 500,
@@ -343,7 +351,7 @@ export class PostgresEventStore implements EventStore {
       id: r.id ?? debitRecordId(Number(r.position)),
       streamId: r.stream_id,
       type: r.type,
-      data: r.record ? debitData(recordOfBytes(r.record)) : this.codec.decode(r.type, r.data),
+      data: r.record ? debitData(recordOfBytes(r.record)) : r.data === null ? null : this.codec.decode(r.type, r.data),
       metadata: r.metadata ?? {},
       revision: r.revision,
       position,

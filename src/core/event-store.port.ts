@@ -80,6 +80,12 @@ export interface SubscribeOptions {
   /** Called once when the subscription has delivered everything that existed when it started. */
   onCaughtUp?(): void;
   maxBatch?: number;
+  /**
+   * A hint: the subscriber reads the data of these event types only, so an adapter may hand events
+   * of other types with `data: null` (their position, type and stream as usual), sparing their
+   * transfer and decoding. A projector of a few read models skips the bulk of the log this way.
+   */
+  dataTypes?: readonly string[];
 }
 
 /**

@@ -12,6 +12,8 @@ export interface LogFollowerOptions {
   onEvents(batch: RecordedEvent[]): Promise<void>;
   onError?(err: unknown): void;
   maxBatch?: number;
+  /** See SubscribeOptions.dataTypes. */
+  dataTypes?: readonly string[];
   /** The pause before following again after the n-th failure in a row (0-based; default 1 s). */
   pauseMs?(failures: number): number;
 }
@@ -63,6 +65,7 @@ export class LogFollower {
     this.subscription = this.events.subscribeToAll({
       after: this.options.after(),
       maxBatch: this.options.maxBatch,
+      dataTypes: this.options.dataTypes,
       onEvents: (batch) => this.options.onEvents(batch),
       onCaughtUp: () => {
         this.caughtUp = true;

@@ -5,6 +5,12 @@ import type { Projection, ProjectionContext } from './projection.js';
 
 export interface RunnerOptions {
   batchSize?: number;
+  /**
+   * Asks the log for the data of the projections' event types only (a read model's own projector,
+   * whose batches no one else reads): on a server, a unit skips the transfer and decoding of the
+   * rest of the log. Off where batch listeners may look at any event's data.
+   */
+  onlyOwnData?: boolean;
   onError?(err: unknown): void;
   /** Called after each committed batch with the number of events and the last position. */
   onProgress?(events: number, position: string): void;
@@ -54,6 +60,8 @@ export class ProjectorRunner {
       after: () => this.resumePosition(),
       // Large batches during catch-up: each month bucket is rewritten once per batch.
       maxBatch: this.batchSize,
+      // Only the projections' own events are read with their data (an adapter may leave the rest out).
+      dataTypes: this.options.onlyOwnData ? [...new Set(this.projections.flatMap((p) => p.eventTypes))] : undefined,
       onEvents: (batch) => this.handle(batch),
       onError: (err) => this.options.onError?.(err),
       pauseMs: (failures) => Math.min(1000 * 2 ** failures, 60_000),

@@ -96,7 +96,7 @@ export class ReadModelUnit {
     this.runner = null;
     if (this.stopped) return;
     const store = generationView(this.base, generation);
-    const runner = new ProjectorRunner(this.events, this.options.fence ? this.options.fence(store) : store, this.def.projections, { onError: (err) => this.options.onError(err) });
+    const runner = new ProjectorRunner(this.events, this.options.fence ? this.options.fence(store) : store, this.def.projections, { onlyOwnData: true, onError: (err) => this.options.onError(err) });
     this.runner = runner;
     this.generation = generation;
     try {
