@@ -19,7 +19,7 @@ import type {
   Subscription,
 } from '../../src/core/event-store.port.js';
 import { uuidV7 } from '../sqlite/uuid-v7.js';
-import { checkSchemaName, openPool, UNIQUE_VIOLATION } from './database.js';
+import { checkSchemaName, openPool, preferLz4, UNIQUE_VIOLATION } from './database.js';
 import { eventLogDdl, fencedDdl, statements, type EventRow, type PositionMode } from './event-log.sql.js';
 import { decodePosition, encodePosition } from './positions.js';
 import { recordBytes, recordOfBytes } from './debit-record-bytes.js';
@@ -139,6 +139,7 @@ export class PostgresEventStore implements EventStore {
        SELECT positions FROM ${this.schema}.log;
        COMMIT;`,
     )) as unknown as pg.QueryResult<{ positions: PositionMode }>[];
+    await preferLz4(this.pool, `${this.schema}.events`, 'data');
     const found = results.at(-2)?.rows[0]?.positions;
     if (found !== mode) {
       throw new Error(`the event log in schema ${this.schema} orders positions "${found}"; it cannot be opened as "${mode}"`);

@@ -11,7 +11,7 @@ import type {
   ReadStore,
   Write,
 } from '../../src/core/read-store.port.js';
-import { checkSchemaName, openPool } from './database.js';
+import { checkSchemaName, openPool, preferLz4 } from './database.js';
 import { IDENT, assertField, encodeKey, fieldColumn, keysetAfter, orderBy, quote, whereClause } from './read-store.sql.js';
 
 type AnyDef = CollectionDef<any>;
@@ -114,6 +114,7 @@ export class PostgresReadStore implements ReadStore {
     const table = this.tableOf(def);
     const columns = table.columns.map((c) => `, ${c} text COLLATE "C"`).join('');
     await client.query(`CREATE TABLE IF NOT EXISTS ${table.name} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL${columns})`);
+    await preferLz4(client, table.name, 'doc');
     for (const c of table.columns) await client.query(`ALTER TABLE ${table.name} ADD COLUMN IF NOT EXISTS ${c} text COLLATE "C"`);
     for (const fields of def.indexes) {
       const keys = [...fields.map((f) => `${fieldColumn(f)} NULLS FIRST`), 'id'].join(', ');

@@ -6,6 +6,8 @@ import type { RecordedEvent, Subscription } from '../../src/core/event-store.por
 import { pgSession, type PgSession } from '../../infra/postgresql/database.js';
 import type { PositionMode } from '../../infra/postgresql/event-log.sql.js';
 import { PostgresEventStore, type PostgresEventStoreOptions } from '../../infra/postgresql/event-store.js';
+import { PostgresReadStore } from '../../infra/postgresql/read-store.js';
+import { defineCollection } from '../../src/core/read-store.port.js';
 import { GENESIS_HASH, sealEvent, verifyChain } from '../../src/domain/ledger/ledger.events.js';
 
 /**
@@ -262,6 +264,25 @@ describe('PostgreSQL event log', function () {
       });
     });
   }
+
+  describe('When a log is created on PostgreSQL 14 or later', function () {
+    it("compresses the events' data with LZ4, and the read models' documents too", async function () {
+      const [{ v }] = (await admin.query<{ v: number }>("SELECT current_setting('server_version_num')::int AS v")) as [{ v: number }];
+      if (v < 140000) this.skip();
+      await open().append('lz4-1', [{ type: 'Opened', data: {} }]);
+      const reads = new PostgresReadStore(url, { schema: `${schema}_rm`, poolMax: 1 });
+      try {
+        await reads.register([defineCollection<{ id: string }>({ name: 'docs', key: (d) => d.id, fields: [], indexes: [] })]);
+        const compression = await admin.query<{ c: string }>(
+          `SELECT attcompression AS c FROM pg_attribute WHERE (attrelid, attname) IN (('${schema}.events'::regclass, 'data'), ('${schema}_rm.rm_docs'::regclass, 'doc'))`,
+        );
+        expect(compression.map((r) => r.c)).to.deep.equal(['l', 'l']);
+      } finally {
+        await reads.dropSchema();
+        await reads.close();
+      }
+    });
+  });
 
   describe('When a log is opened with the other position mode', function () {
     it('refuses, naming the mode the log was created with', async function () {
