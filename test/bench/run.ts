@@ -2,6 +2,7 @@ import { benchDebits } from './debit.bench.js';
 import { benchEngines } from './engines.bench.js';
 import { benchEventIds } from './event-ids.bench.js';
 import { benchExportServerMemory, benchExports } from './exports.bench.js';
+import { benchFirstStart } from './first-start.bench.js';
 import { benchFlood } from './flood.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
@@ -14,9 +15,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines,scale picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines,scale,first picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines,scale').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,webhooks,exports,ledger,pg,engines,scale,first').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -35,6 +36,7 @@ if (only.has('ledger')) await benchLedgerGrowth(runs);
 if (only.has('pg')) await benchPostgresLog(runs, now);
 if (only.has('engines')) await benchEngines(runs);
 if (only.has('scale')) await benchScaleOut(runs);
+if (only.has('first')) await benchFirstStart(runs);
 if (only.has('exports')) {
   await benchExports(runs, now);
   await benchExportServerMemory(now);
