@@ -1,62 +1,78 @@
-import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { startFleet } from '../../src/app/fleet/fleet.js';
+import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { projectRoot } from '../../src/core/paths.js';
-import { runCli, until } from '../support/processes.js';
-import { inEnginesSandbox } from '../support/engines-sandbox.js';
-import { fmt, info, median } from './stats.js';
+import { inEnginesSandbox, unsetEngines } from '../support/engines-sandbox.js';
+import { until } from '../support/processes.js';
+import { tempDir, testEnv } from '../support/server.js';
+import { NOW, servingRuns, TIERS, type Load, type ServingRuns } from './scale-serving.js';
+import { fmt, info, median, report } from './stats.js';
 
-const ENGINES = ['POSTGRES_URL', 'MONGODB_URI', 'KAFKA_BROKERS'] as const;
-/** A short demo history: the fleet's first API process seeds it into FerretDB's read models. */
-const NOW = '2019-03-29T12:00:00Z';
+/** The recommended scaled deployment's engines: the log, read models and rate buckets on PostgreSQL, the bus on Kafka. */
+const ENGINES = ['POSTGRES_URL', 'KAFKA_BROKERS'] as const;
 const CLI = join(projectRoot(), 'dist/src/app/cli/bin.js');
 
-/** A database (log), a read-model database and a topic prefix of their own, dropped afterwards. */
-function isolated<T>(name: string, run: (env: Record<string, string>, dir: string) => Promise<T>): Promise<T> {
-  return inEnginesSandbox(name, NOW, { kafka: true, extra: { PUBLIC_BASE_URL: 'http://localhost' } }, (sandbox) => run(sandbox.env as Record<string, string>, sandbox.dir));
+const medianLoad = (xs: Load[]): Load => ({ rps: median(xs.map((x) => x.rps)), p99: median(xs.map((x) => x.p99)) });
+const reqs = (l: Load) => `${fmt(l.rps, 0)} req/s, p99 ${fmt(l.p99, 0)} ms`;
+
+function printServing(s: ServingRuns, runs: number): void {
+  const [embedded, one, two, soloOne, soloTwo] = [s.embedded, s.oneApi, s.twoApis, s.soloOne, s.soloTwo].map(medianLoad) as [Load, Load, Load, Load, Load];
+  info('metered, embedded all-in-one', reqs(embedded), `(baseline; 8 quant accounts, 50 connections, median of ${runs})`);
+  info('metered, fleet of 1 API via the front', reqs(one), '(PostgreSQL + Kafka, 1 worker)');
+  report('fleet 1 API / embedded throughput', `${fmt((one.rps / embedded.rps) * 100, 0)}%`, '>= 50%', one.rps / embedded.rps >= 0.5);
+  report('fleet 1 API / embedded p99', `${fmt(one.p99 / embedded.p99, 2)}x`, '<= 3x', one.p99 / embedded.p99 <= 3);
+  info('metered, fleet of 2 APIs via the front', reqs(two), `(${s.split})`);
+  report('fleet 2 APIs / 1 API throughput', `${fmt((two.rps / one.rps) * 100, 0)}%`, '>= 100%', two.rps / one.rps >= 1);
+  const tiers = Object.fromEntries(TIERS.map((t) => [t, { median: median(s.tiers.map((r) => r[t].median)), p99: median(s.tiers.map((r) => r[t].p99)) }]));
+  for (const t of TIERS) info(`GET /v1/scores/AAPL, ${t}, fleet of 1 API`, `median ${fmt(tiers[t]!.median, 2)} ms, p99 ${fmt(tiers[t]!.p99, 1)} ms`, `(200 calls one at a time, median of ${runs})`);
+  const ratio = tiers['free']!.median / tiers['quant']!.median;
+  report('free / quant median latency', `${fmt(ratio, 2)}x`, '<= 2x', ratio <= 2);
+  info('one account via the front, 1 API', reqs(soloOne), '(one quant key, 50 connections)');
+  info('one account via the front, 2 APIs', reqs(soloTwo));
+  report('one account, 2 APIs / 1 API', `${fmt(soloTwo.rps / soloOne.rps, 2)}x`, '>= 0.8x', soloTwo.rps / soloOne.rps >= 0.8);
 }
 
-/** `count` quant accounts, each with a key and a rate no load here reaches (the limit is still checked on every call). */
-async function quantKeys(env: Record<string, string>, count: number): Promise<string[]> {
-  const keys: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const made = await runCli(['keys', 'create', '--tier', 'quant', '--json'], env);
-    if (made.code !== 0) throw new Error(made.stderr);
-    const { account_id, key } = JSON.parse(made.stdout) as { account_id: string; key: string };
-    const limit = await runCli(['rate-limit', 'set', '--account', account_id, '--per-second', '1000000'], env);
-    if (limit.code !== 0) throw new Error(limit.stderr);
-    keys.push(key);
+/** Seed (events written, every read model built) and a rebuild of every read model, as score rows per second. */
+async function seedAndReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number }> {
+  const dir = tempDir('scores-bench-scale-seed-');
+  const services = await openServices(loadConfig(testEnv(dir, NOW, env)));
+  try {
+    const t0 = performance.now();
+    await seedIfEmpty(services, { progress: false });
+    await catchUpReadModels(services, { progress: false });
+    const seedSeconds = (performance.now() - t0) / 1000;
+    let rows = 0;
+    for await (const day of services.reads.scan(dailyScores)) rows += day.tickers.length;
+    const t1 = performance.now();
+    await services.runner.replay();
+    return { seed: rows / seedSeconds, replay: rows / ((performance.now() - t1) / 1000), rows };
+  } finally {
+    await services.close();
+    rmSync(dir, { recursive: true, force: true });
   }
-  return keys;
 }
 
-/** autocannon through `url` at 50 connections, the keys taking turns; refuses a run with a non-2xx answer. */
-async function loadKeys(url: string, keys: string[], seconds: number): Promise<{ rps: number; p99: number }> {
-  const r = await autocannon({ url, connections: 50, duration: seconds, requests: keys.map((k) => ({ method: 'GET', headers: { 'X-API-Key': k } })) });
-  if (r.non2xx > 0) throw new Error(`${url}: ${r.non2xx} non-2xx responses`);
-  return { rps: r.requests.average, p99: r.latency.p99 };
-}
-
-/** Metered GET /v1/scores/AAPL through the front of a fleet of `apis` API processes and one worker. */
-async function fleetThroughput(apis: number, runs: number, seconds: number): Promise<{ rps: number; p99: number }> {
-  return isolated(`scale${apis}`, async (env) => {
-    process.argv[1] = CLI; // the fleet's processes run the built CLI, as `npm run fleet` does
-    const fleet = await startFleet({ apis, workers: 1, port: 0, host: '127.0.0.1', env });
-    try {
-      const keys = await quantKeys(env, 8);
-      const url = `${fleet.url}/v1/scores/AAPL`;
-      await until(async () => (await fetch(url, { headers: { 'X-API-Key': keys[0]! } })).status === 200, 60_000, 200);
-      await loadKeys(url, keys, 2); // warm-up
-      const figures: { rps: number; p99: number }[] = [];
-      for (let i = 0; i < runs; i++) figures.push(await loadKeys(url, keys, seconds));
-      return { rps: median(figures.map((f) => f.rps)), p99: median(figures.map((f) => f.p99)) };
-    } finally {
-      await fleet.stop();
-    }
-  });
+/** Seed and replay embedded and with the log and read models on PostgreSQL (in-process bus: no message crosses it), in turns. */
+async function benchSeedAndReplay(runs: number): Promise<void> {
+  const embedded: Awaited<ReturnType<typeof seedAndReplay>>[] = [];
+  const postgres: typeof embedded = [];
+  for (let i = 0; i < runs; i++) {
+    embedded.push(await seedAndReplay({}));
+    postgres.push(await inEnginesSandbox('scaleseed', NOW, { readStore: 'postgres' }, (sandbox) => seedAndReplay(sandbox.vars)));
+    process.stderr.write(`  run ${i + 1}: seed ${fmt(embedded[i]!.seed, 0)} / ${fmt(postgres[i]!.seed, 0)}, replay ${fmt(embedded[i]!.replay, 0)} / ${fmt(postgres[i]!.replay, 0)} score rows/s (embedded / PostgreSQL)\n`);
+  }
+  const med = (r: typeof embedded, figure: 'seed' | 'replay') => median(r.map((x) => x[figure]));
+  const [seedE, seedP, replayE, replayP] = [med(embedded, 'seed'), med(postgres, 'seed'), med(embedded, 'replay'), med(postgres, 'replay')];
+  const rows = embedded[0]!.rows.toLocaleString('en-US');
+  info(`seed (${rows} score rows), embedded`, `${fmt(seedE, 0)} rows/s`, `(median of ${runs})`);
+  info('seed, PostgreSQL log and read models', `${fmt(seedP, 0)} rows/s`, `(${fmt((seedP / seedE) * 100, 0)}% of embedded)`);
+  info('replay, embedded', `${fmt(replayE, 0)} rows/s`, `(median of ${runs})`);
+  report('replay, PostgreSQL / embedded rows/s', `${fmt((replayP / replayE) * 100, 0)}% (${fmt(replayP, 0)}/s)`, '>= 25%', replayP / replayE >= 0.25);
 }
 
 /**
@@ -86,42 +102,57 @@ async function ledgerCeiling(env: Record<string, string>, writers: number, total
   }
 }
 
+async function benchLedgerWriters(runs: number): Promise<void> {
+  await inEnginesSandbox('ceiling', NOW, {}, async (sandbox) => {
+    const env = sandbox.env as Record<string, string>;
+    const [single, double] = [[] as number[], [] as number[]];
+    for (let i = 0; i < runs; i++) {
+      single.push(await ledgerCeiling(env, 1, 3000));
+      double.push(await ledgerCeiling(env, 2, 3000));
+    }
+    info("one account's ledger, 1 writer", `${fmt(median(single), 0)} debits/s`, `(baseline; PostgreSQL, 50 in flight, ledger services direct, median of ${runs})`);
+    info("one account's ledger, 2 writers", `${fmt(median(double), 0)} debits/s`, `(${fmt(median(double) / median(single), 2)}x of 1 writer: what key routing avoids)`);
+  });
+}
+
+type Worker = { url: string; kill(): void };
+
+async function startWorker(env: NodeJS.ProcessEnv, jobs: string): Promise<Worker> {
+  const child = spawn(process.execPath, [CLI, 'worker', '--jobs', jobs, '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  await until(() => /listening on (http:\/\/\S+)/.test(err) || child.exitCode !== null, 120_000, 100);
+  const url = /listening on (http:\/\/\S+)/.exec(err)?.[1];
+  if (!url) throw new Error(`worker did not start:\n${err}`);
+  return { url, kill: () => child.kill('SIGKILL') };
+}
+
+async function alertsState(w: Worker): Promise<string | undefined> {
+  const body = (await (await fetch(`${w.url}/readyz`)).json()) as { jobs?: { name: string; state: string }[] };
+  return body.jobs?.find((j) => j.name === 'alerts')?.state;
+}
+
 /** One leased job's hand-over: two workers, the owner killed (kill -9), until the other runs it. */
 async function handOver(runs: number): Promise<number[]> {
-  return isolated('handover', async (env) => {
-    const { spawn } = await import('node:child_process');
-    type Worker = { url: string; kill(): void };
-    const startWorker = async (jobs = 'alerts'): Promise<Worker> => {
-      const child = spawn(process.execPath, [CLI, 'worker', '--jobs', jobs, '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-      let err = '';
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      await until(() => /listening on (http:\/\/\S+)/.test(err) || child.exitCode !== null, 120_000, 100);
-      const url = /listening on (http:\/\/\S+)/.exec(err)?.[1];
-      if (!url) throw new Error(`worker did not start:\n${err}`);
-      return { url, kill: () => child.kill('SIGKILL') };
-    };
-    const state = async (w: Worker) => {
-      const body = (await (await fetch(`${w.url}/readyz`)).json()) as { jobs?: { name: string; state: string }[] };
-      return body.jobs?.find((j) => j.name === 'alerts')?.state;
-    };
+  return inEnginesSandbox('handover', NOW, { kafka: true, extra: { PUBLIC_BASE_URL: 'http://localhost' } }, async ({ env }) => {
     // The leased job's workers follow what a projecting worker commits (alerts read the usage read models).
-    const projector = await startWorker('projections');
-    const workers = [await startWorker(), await startWorker()];
+    const projector = await startWorker(env, 'projections');
+    const workers = [await startWorker(env, 'alerts'), await startWorker(env, 'alerts')];
     const times: number[] = [];
     try {
       for (let i = 0; i < runs; i++) {
         let owner: Worker | undefined;
         await until(async () => {
-          const states = await Promise.all(workers.map(state));
+          const states = await Promise.all(workers.map(alertsState));
           owner = workers[states.indexOf('running')];
           return states.includes('running') && states.includes('standby');
         }, 60_000, 100);
         const other = workers.find((w) => w !== owner)!;
         const killedAt = performance.now();
         owner!.kill();
-        await until(async () => (await state(other)) === 'running', 60_000, 50);
+        await until(async () => (await alertsState(other)) === 'running', 60_000, 50);
         times.push(performance.now() - killedAt);
-        workers.splice(workers.indexOf(owner!), 1, await startWorker());
+        workers.splice(workers.indexOf(owner!), 1, await startWorker(env, 'alerts'));
       }
       return times;
     } finally {
@@ -131,32 +162,23 @@ async function handOver(runs: number): Promise<number[]> {
 }
 
 /**
- * Scale-out on the engines (INFO: the engines, the front and every process share these 2 cores):
- * metered throughput through the front with one and two API processes, the ledger ceiling of one
- * account from one and two writers, and a leased job's hand-over after kill -9.
+ * Scale-out on the recommended deployment (PostgreSQL + Kafka), each figure beside its baseline
+ * measured in the same run on the same machine: the fleet through its front against the embedded
+ * all-in-one, two API processes against one, the tiers' latency on the fleet, seed and replay on
+ * PostgreSQL against embedded, one account's calls over two replicas against one; then, as INFO,
+ * one account's ledger from one and two writers and a leased job's hand-over after kill -9.
  */
 export async function benchScaleOut(runs: number, seconds = 8): Promise<void> {
-  const unset = ENGINES.filter((name) => !process.env[name]);
+  const unset = unsetEngines(ENGINES);
   if (unset.length > 0) {
     process.stdout.write(`SKIP  scale-out on the engines: ${unset.join(', ')} not set (npm run engines starts them and prints them)\n`);
     return;
   }
-  const one = await fleetThroughput(1, runs, seconds);
-  const two = await fleetThroughput(2, runs, seconds);
-  info('metered via the front, 1 API process', `${fmt(one.rps, 0)} req/s, p99 ${fmt(one.p99, 0)} ms`, `(baseline; 8 accounts, median of ${runs})`);
-  info('metered via the front, 2 API processes', `${fmt(two.rps, 0)} req/s, p99 ${fmt(two.p99, 0)} ms`, `(${fmt(two.rps / one.rps, 2)}x of 1 API)`);
-
-  await isolated('ceiling', async (env) => {
-    const single: number[] = [];
-    const double: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      single.push(await ledgerCeiling(env, 1, 3000));
-      double.push(await ledgerCeiling(env, 2, 3000));
-    }
-    info('one account, debits/s, 1 writer (PostgreSQL)', `${fmt(median(single), 0)}/s`, `(baseline; 50 in flight, median of ${runs})`);
-    info('one account, debits/s, 2 writers (PostgreSQL)', `${fmt(median(double), 0)}/s`, `(${fmt(median(double) / median(single), 2)}x of 1 writer)`);
-  });
-
+  const t0 = performance.now();
+  printServing(await servingRuns(runs, seconds), runs);
+  await benchSeedAndReplay(runs);
+  await benchLedgerWriters(runs);
   const times = await handOver(runs);
   info('leased job hand-over after kill -9', `${fmt(median(times) / 1000, 1)} s`, `(median of ${runs}; lease ttl 15 s; max ${fmt(Math.max(...times) / 1000, 1)} s)`);
+  info('scale-out, the whole run', `${fmt((performance.now() - t0) / 60_000, 1)} min`);
 }
