@@ -393,6 +393,17 @@ export function readStoreContract(name: string, make: () => Promise<ReadStoreFix
         expect(await store.get(rows, 'r02')).to.equal(null);
       });
 
+      it('moves checkpoints with a batch that writes nothing, forward only', async function () {
+        await store.commit({ writes: [upsert(DATA[0]!)], checkpoints: { scores: '00000000000000000005' } });
+
+        await store.commit({ writes: [], checkpoints: { scores: '00000000000000000009', usage: '00000000000000000002' } });
+        await store.commit({ writes: [], checkpoints: { scores: '00000000000000000007' } });
+
+        expect(await store.checkpoint('scores')).to.equal('00000000000000000009');
+        expect(await store.checkpoint('usage')).to.equal('00000000000000000002');
+        expect(await store.get(rows, 'r01')).to.deep.equal(DATA[0]);
+      });
+
       it('ignores a re-delivered batch whose checkpoint is not newer than the stored one', async function () {
         const v1 = { ...DATA[0]!, score: 1 };
         const v2 = { ...DATA[0]!, score: 2 };
