@@ -9,6 +9,8 @@ import { until } from '../support/processes.js';
 class Backend {
   private server: Server | null = null;
   port = 0;
+  /** TCP connections accepted so far. */
+  connections = 0;
   constructor(readonly name: string) {}
 
   get url(): string {
@@ -18,6 +20,7 @@ class Backend {
   /** Listens, on its former port when it has one (a restarted process behind the same address). */
   async start(): Promise<void> {
     this.server = createServer((req, res) => res.end(req.url === '/healthz' ? 'ok' : this.name));
+    this.server.on('connection', () => this.connections++);
     this.server.listen(this.port, '127.0.0.1');
     await once(this.server, 'listening');
     this.port = (this.server.address() as AddressInfo).port;
@@ -134,5 +137,30 @@ describe('The fleet front while API processes join (the fleet serves through the
     expect(new Set(homes)).to.deep.equal(new Set(['api-first', 'api-late']));
     // Each key stays with its process after the join.
     expect(await Promise.all(keys.map(answer))).to.deep.equal(homes);
+  });
+});
+
+describe('The fleet front keeps its connections to an API process alive', function () {
+  const backend = new Backend('api-only');
+  let front: Front;
+
+  before(async () => {
+    await backend.start();
+    front = await startFront([backend.url.replace('127.0.0.1', 'localhost')], { port: 0, host: '127.0.0.1', checkMs: 60_000 });
+  });
+
+  after(async () => {
+    await front.close();
+    await backend.kill();
+  });
+
+  it('forwards 40 calls, one after another, over one connection, and does not ask the client to close', async () => {
+    const before = backend.connections;
+    for (let i = 0; i < 40; i++) {
+      const res = await fetch(`${front.url}/v1/usage`, { headers: { 'X-API-Key': 'sk_live_keepalive' } });
+      expect(await res.text()).to.equal('api-only');
+      expect(res.headers.get('connection')).to.not.equal('close');
+    }
+    expect(backend.connections - before).to.equal(1);
   });
 });

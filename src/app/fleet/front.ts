@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { Agent, createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
 import { callerOf, chooseMember, hash32, type Member } from './key-routing.js';
@@ -27,8 +27,12 @@ export interface Front {
  * reach a backend marks it down at once and is answered 502; the next one goes to a live process.
  */
 export async function startFront(targets: readonly string[], options: { port: number; host: string; checkMs?: number }): Promise<Front> {
-  const backends: Backend[] = targets.map((url) => ({ url, hash: hash32(url), healthy: true }));
-  const proxy = createProxyServer({ xfwd: true, proxyTimeout: 60_000 });
+  const backends: Backend[] = targets.map((url) => backendAt(url));
+  // Kept-alive connections to the API processes: without an agent the proxy opens a connection per
+  // call and sends `Connection: close` both ways, and the front's CPU went to connecting (with a
+  // lookup of `localhost` each time) instead of forwarding.
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const proxy = createProxyServer({ xfwd: true, proxyTimeout: 60_000, agent });
   let next = 0;
   const pick = (req: IncomingMessage) => {
     const caller = callerOf(req.headers);
@@ -51,15 +55,23 @@ export async function startFront(targets: readonly string[], options: { port: nu
   return {
     url: `http://localhost:${port}`,
     add(target) {
-      backends.push({ url: target, hash: hash32(target), healthy: true });
+      backends.push(backendAt(target));
     },
     async close() {
       clearInterval(timer);
+      agent.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       proxy.close();
     },
   };
+}
+
+/** A backend by its URL; `localhost` is dialled as 127.0.0.1 (the API processes listen there), sparing a lookup per connection. The key hash stays the URL's. */
+function backendAt(url: string): Backend {
+  const dial = new URL(url);
+  if (dial.hostname === 'localhost') dial.hostname = '127.0.0.1';
+  return { url: dial.origin, hash: hash32(url), healthy: true };
 }
 
 async function checkAll(backends: Backend[]): Promise<void> {
