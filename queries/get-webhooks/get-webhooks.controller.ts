@@ -58,16 +58,15 @@ export class GetWebhooksController extends MeteredController {
 }
 
 export async function runList(call: MeteredCall): Promise<WebhooksResponse> {
-  await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
-  const out = await listWebhooks(call.ctx.reads, call.principal.account_id);
+  const held = await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
+  const out = await listWebhooks(call.ctx.reads, call.principal.account_id, held);
   await call.charge('webhooks');
   return out;
 }
 
 export async function runDeliveries(call: MeteredCall, webhookId: string): Promise<WebhookDeliveriesResponse> {
   const id = parseWebhookId(webhookId);
-  await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
-  const out = await listDeliveries(call.ctx.reads, call.principal.account_id, id);
+  const out = await listDeliveries(call.ctx.reads, call.principal.account_id, id, call.ctx.events);
   await call.charge('webhooks');
   return out;
 }

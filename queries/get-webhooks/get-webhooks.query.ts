@@ -1,8 +1,8 @@
 import { notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
-import { webhookDeliveries, webhooks, webhooksProjection } from '../../projections/webhooks/webhooks.projection.js';
+import { webhookDeliveries, webhooks, webhooksProjection, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';
 import { timestampOf } from '../shared/instants.js';
 import { latestOf, lastPositionFrom, projectedUpTo } from '../shared/read-your-writes.js';
 
@@ -73,8 +73,8 @@ export interface WebhookDeliveriesResponse {
 }
 
 /** The account's webhooks (deleted ones left out), in id order. */
-export async function listWebhooks(reads: ReadStore, accountId: string): Promise<WebhooksResponse> {
-  const page = await reads.find(webhooks, { account_id: accountId, deleted: false }, { sort: [['id', 1]], limit: LIST_CAP });
+export async function listWebhooks(reads: ReadStore, accountId: string, held: CaughtUp = { current: null }): Promise<WebhooksResponse> {
+  const page = held.current ?? (await ownWebhooks(reads, accountId));
   return {
     webhooks: page.items.map((w) => ({
       id: w.id,
@@ -87,9 +87,19 @@ export async function listWebhooks(reads: ReadStore, accountId: string): Promise
   };
 }
 
-/** The latest attempts of one of the account's webhooks; 404 for an unknown, deleted or another account's webhook. */
-export async function listDeliveries(reads: ReadStore, accountId: string, webhookId: number): Promise<WebhookDeliveriesResponse> {
-  const hook = await reads.get(webhooks, String(webhookId));
+/**
+ * The latest attempts of one of the account's webhooks; 404 for an unknown, deleted or another
+ * account's webhook. With `events`, first reads your own writes: waits (5 s at most) until the
+ * read model holds every event of that webhook's stream (a registration or test delivery another
+ * replica answered a moment ago); in the usual case the stream has nothing past the document.
+ */
+export async function listDeliveries(reads: ReadStore, accountId: string, webhookId: number, events?: Pick<EventStore, 'readStream'>): Promise<WebhookDeliveriesResponse> {
+  let hook = await reads.get(webhooks, String(webhookId));
+  const tail = events ? await lastPositionFrom(events, webhookStream(webhookId), hook ? hook.revision + 1 : 0) : null;
+  if (tail !== null) {
+    await projectedUpTo(reads, webhooksProjection.name, tail);
+    hook = await reads.get(webhooks, String(webhookId));
+  }
   if (!hook || hook.deleted || hook.account_id !== accountId) throw notFound(`no webhook ${webhookId}`);
   const page = await reads.find(webhookDeliveries, { webhook_id: webhookId }, { sort: [['created_at', -1]], limit: DELIVERIES_SHOWN });
   const deliveries = page.items.map((d) => ({
@@ -110,15 +120,29 @@ export async function listDeliveries(reads: ReadStore, accountId: string, webhoo
  * replica answered a moment ago), 5 s at most. Its live webhooks' streams are read from the
  * revision the read model holds; a webhook registered since is found by its id.
  */
-export async function webhooksCaughtUp(reads: ReadStore, events: Pick<EventStore, 'readStream'>, accountId: string): Promise<void> {
+export async function webhooksCaughtUp(reads: ReadStore, events: Pick<EventStore, 'readStream'>, accountId: string): Promise<CaughtUp> {
   // Counted first: the account's list, read after, holds each of its webhooks up to that id.
   const projected = await reads.count(webhooks, {});
-  const own = await reads.find(webhooks, { account_id: accountId, deleted: false }, { limit: LIST_CAP });
+  const own = await ownWebhooks(reads, accountId);
+  // Only what follows the revision each document holds: in the usual case nothing, and then the
+  // list just read is the answer (no checkpoint read, no second find: a repeated call stays cheap).
   const [tails, registered] = await Promise.all([
-    Promise.all(own.items.map((w) => lastPositionFrom(events, webhookStream(w.id), w.revision))),
+    Promise.all(own.items.map((w) => lastPositionFrom(events, webhookStream(w.id), w.revision + 1))),
     registeredAfter(events, accountId, projected),
   ]);
-  await projectedUpTo(reads, webhooksProjection.name, latestOf([...tails, ...registered]));
+  const latest = latestOf([...tails, ...registered]);
+  if (latest === null) return { current: own };
+  await projectedUpTo(reads, webhooksProjection.name, latest);
+  return { current: null };
+}
+
+/** What `webhooksCaughtUp` found: the account's list when the read model already held its every write (null: read it again). */
+export interface CaughtUp {
+  current: Page<WebhookDoc> | null;
+}
+
+function ownWebhooks(reads: ReadStore, accountId: string): Promise<Page<WebhookDoc>> {
+  return reads.find(webhooks, { account_id: accountId, deleted: false }, { sort: [['id', 1]], limit: LIST_CAP });
 }
 
 /**

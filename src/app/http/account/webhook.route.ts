@@ -7,8 +7,7 @@ import { webhookPage } from './webhook.page.js';
 
 export async function showWebhook({ req, res, who, services }: AccountRequest): Promise<void> {
   const id = Number(req.params['id']);
-  await webhooksCaughtUp(services.reads, services.events, who.account_id);
-  const list = await listWebhooks(services.reads, who.account_id);
+  const list = await listWebhooks(services.reads, who.account_id, await webhooksCaughtUp(services.reads, services.events, who.account_id));
   const hook = Number.isSafeInteger(id) ? list.webhooks.find((w) => w.id === id) : undefined;
   if (!hook) throw notFound('No such webhook on this account');
   const { deliveries } = await listDeliveries(services.reads, who.account_id, id);
