@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { projectRoot } from '../../src/core/paths.js';
 import { startFleet, type Fleet } from '../../src/app/fleet/fleet.js';
 import { until } from '../support/processes.js';
 import { FLEET_ENGINES, FLEET_READ_STORE, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
@@ -70,5 +73,50 @@ describe('The local fleet: two API processes behind the front (one process per A
     // The first request after the kill may be the one that finds it down (502); within the next check every request is served.
     await until(async () => (await ok()) && (await ok()) && (await ok()), 10_000, 100);
     for (let i = 0; i < 6; i++) expect(await ok()).to.equal(true);
+  });
+});
+
+describe('scores fleet up stopped (SIGINT) while it starts', function () {
+  this.timeout(300_000);
+  const unset = unsetEngines(FLEET_ENGINES);
+  if (unset.length > 0) {
+    it(`runs on the engines when ${FLEET_ENGINES.join(', ')} are set (unset: ${unset.join(', ')})`);
+    return;
+  }
+  let sandbox: EnginesSandbox;
+
+  before(async () => {
+    sandbox = await openEnginesSandbox('fleetint', NOW, { kafka: true, readStore: FLEET_READ_STORE });
+  });
+
+  after(async () => {
+    await sandbox?.drop();
+  });
+
+  it('leaves no process behind: the workers that listen and the API process still starting are stopped', async () => {
+    const fleet = spawn(process.execPath, ['--import', 'tsx', 'src/app/cli/bin.ts', 'fleet', 'up', '--api', '2', '--workers', '1', '--port', '0'], {
+      cwd: projectRoot(),
+      env: sandbox.env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    fleet.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => fleet.once('exit', (code) => resolve(code)));
+    await until(() => /api 1 starting/.test(err), 120_000, 50);
+    const children = readFileSync(`/proc/${fleet.pid}/task/${fleet.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    expect(children.length, 'the worker and the first API process').to.be.at.least(2);
+
+    fleet.kill('SIGINT');
+    expect(await exited).to.equal(130);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await until(() => children.every((pid) => !alive(pid)), 40_000, 100);
+    expect(err).to.match(/stopped while starting/);
   });
 });

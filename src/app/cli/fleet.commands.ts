@@ -24,7 +24,19 @@ export function addFleetCommands(program: Command): void {
     .action(async (opts: { api: number; workers: number; port?: number; json?: boolean }) => {
       const config = loadConfig();
       const say = (line: string) => process.stderr.write(`${line}\n`);
-      const running = await startFleet({ apis: opts.api, workers: opts.workers, port: opts.port ?? config.port, host: config.host, onProgress: opts.json ? undefined : say });
+      // A Ctrl-C while the fleet starts stops what it started (no process is left behind).
+      const starting = new AbortController();
+      const abort = () => starting.abort();
+      process.once('SIGINT', abort).once('SIGTERM', abort);
+      let running;
+      try {
+        running = await startFleet({ apis: opts.api, workers: opts.workers, port: opts.port ?? config.port, host: config.host, onProgress: opts.json ? undefined : say, signal: starting.signal });
+      } catch (err) {
+        if (!starting.signal.aborted) throw err;
+        say('stopped while starting; every process it started is stopped');
+        process.exit(130);
+      }
+      process.off('SIGINT', abort).off('SIGTERM', abort);
       stopOnSignals(() => running.stop());
       const processes = running.processes.map(({ role, url, pid }) => ({ role, url, pid }));
       if (opts.json) {

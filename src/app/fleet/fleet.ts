@@ -46,10 +46,11 @@ export function enginesEnvironment(env: NodeJS.ProcessEnv): Record<string, strin
 }
 
 /** One `scores` process of the fleet; resolves once its JSON banner (stderr) names its URL. */
-function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs: number): Promise<FleetProcess> {
+function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs: number, spawned: Set<ChildProcess>): Promise<FleetProcess> {
   const args = role === 'api' ? ['serve', '--role', 'api', '--port', '0', '--json'] : ['worker', '--port', '0', '--json'];
   // The same entry as this process (dist's bin.js, or the source through tsx's --import).
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  spawned.add(child);
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => fail(new Error(`${role} did not listen within ${timeoutMs} ms`)), timeoutMs);
@@ -91,6 +92,8 @@ export interface FleetOptions {
   timeoutMs?: number;
   /** A line of progress for a person watching the start (engines, each process, the read models catching up). */
   onProgress?: (line: string) => void;
+  /** Aborted (a Ctrl-C while starting): every process started or starting is stopped, and the start fails. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -107,14 +110,22 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const env = { ...base, ...enginesEnvironment(base) };
   say(`engines ready (${env['READ_STORE'] === 'mongodb' ? 'PostgreSQL, MongoDB wire, Kafka' : 'PostgreSQL + Kafka'}) at ${since()}`);
   const processes: FleetProcess[] = [];
+  const spawned = new Set<ChildProcess>();
   let front: Front | null = null;
-  const stop = async () => {
-    await front?.close();
-    for (const role of ['api', 'worker']) await Promise.all(processes.filter((p) => p.role === role).map(stopProcess));
-  };
+  let stopping: Promise<void> | null = null;
+  // Once: a Ctrl-C while starting and the failure it causes both stop the fleet.
+  const stop = () =>
+    (stopping ??= (async () => {
+      await front?.close();
+      for (const role of ['api', 'worker']) await Promise.all(processes.filter((p) => p.role === role).map(stopProcess));
+      // Those still starting (an API process seeding) have no clean stop yet: the log is safe from a kill.
+      for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    })());
+  options.signal?.addEventListener('abort', () => void stop(), { once: true });
   const timeout = options.timeoutMs ?? 300_000;
   const start = async (role: 'api' | 'worker', n: number) => {
-    const p = await startProcess(role, env, timeout);
+    const p = await startProcess(role, env, timeout, spawned);
+    if (options.signal?.aborted) throw new Error('the fleet was stopped while starting');
     processes.push(p);
     say(`${role} ${n} listening on ${p.url} (pid ${p.pid}) at ${since()}`);
     return p;
