@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { loadConfig } from '../../src/app/config.js';
-import { openServices } from '../../src/app/container.js';
+import { openServices, type Services } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { runCli } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
@@ -25,26 +25,34 @@ const withEngines = <T>(run: (env: Record<string, string>) => Promise<T>): Promi
 
 /**
  * Seed (events written, read models built) and a rebuild of every read model, as score rows per
- * second; and, between the two, the free delayed view's read (delayed-view.bench.ts).
+ * second; `between` runs on the seeded services before the rebuild (the engines bench times the
+ * free delayed view there). Shared with scale-out.bench.ts.
  */
-async function seedAndReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number; delayed: DelayedViewTimes }> {
-  const dir = tempDir('scores-bench-engines-');
-  const services = await openServices(loadConfig(testEnv(dir, NOW, env)));
+export async function seedAndReplay(env: Record<string, string>, now = NOW, between?: (services: Services) => Promise<void>): Promise<{ seed: number; replay: number; rows: number }> {
+  const dir = tempDir('scores-bench-seed-');
+  const services = await openServices(loadConfig(testEnv(dir, now, env)));
   try {
     const t0 = performance.now();
     await seedIfEmpty(services, { progress: false });
     await catchUpReadModels(services, { progress: false });
     const seedSeconds = (performance.now() - t0) / 1000;
-    const delayed = await timeDelayedView(services);
+    await between?.(services);
     let rows = 0;
     for await (const day of services.reads.scan(dailyScores)) rows += day.tickers.length;
     const t1 = performance.now();
     await services.runner.replay();
-    return { seed: rows / seedSeconds, replay: rows / ((performance.now() - t1) / 1000), rows, delayed };
+    return { seed: rows / seedSeconds, replay: rows / ((performance.now() - t1) / 1000), rows };
   } finally {
     await services.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** seedAndReplay with the free delayed view's read timed between the two (delayed-view.bench.ts). */
+async function seedDelayedReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number; delayed: DelayedViewTimes }> {
+  let delayed: DelayedViewTimes | undefined;
+  const rates = await seedAndReplay(env, NOW, async (services) => void (delayed = await timeDelayedView(services)));
+  return { ...rates, delayed: delayed! };
 }
 
 /** A seeded `scores serve` process (dist) on `env`, the quant demo account's rate set above any load. */
@@ -79,11 +87,11 @@ export async function benchEngines(runs: number, seconds = 8): Promise<void> {
     process.stdout.write(`SKIP  the service on the engines: ${unset.join(', ')} not set (npm run engines starts them and prints them)\n`);
     return;
   }
-  const embedded: Awaited<ReturnType<typeof seedAndReplay>>[] = [];
+  const embedded: Awaited<ReturnType<typeof seedDelayedReplay>>[] = [];
   const engines: typeof embedded = [];
   for (let i = 0; i < runs; i++) {
-    embedded.push(await seedAndReplay({}));
-    engines.push(await withEngines((env) => seedAndReplay(env)));
+    embedded.push(await seedDelayedReplay({}));
+    engines.push(await withEngines((env) => seedDelayedReplay(env)));
     process.stderr.write(
       `  run ${i + 1}/${runs}: seed ${fmt(embedded[i]!.seed, 0)} / ${fmt(engines[i]!.seed, 0)}, replay ${fmt(embedded[i]!.replay, 0)} / ${fmt(engines[i]!.replay, 0)} score rows/s (embedded / engines)\n`,
     );

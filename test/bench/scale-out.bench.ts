@@ -1,15 +1,12 @@
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { inEnginesSandbox, unsetEngines } from '../support/engines-sandbox.js';
 import { until } from '../support/processes.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { seedAndReplay } from './engines.bench.js';
 import { NOW, servingRuns, TIERS, type Load, type ServingRuns } from './scale-serving.js';
 import { fmt, info, median, report } from './stats.js';
 
@@ -37,33 +34,13 @@ function printServing(s: ServingRuns, runs: number): void {
   report('one account, 2 APIs / 1 API', `${fmt(soloTwo.rps / soloOne.rps, 2)}x`, '>= 0.8x', soloTwo.rps / soloOne.rps >= 0.8);
 }
 
-/** Seed (events written, every read model built) and a rebuild of every read model, as score rows per second. */
-async function seedAndReplay(env: Record<string, string>): Promise<{ seed: number; replay: number; rows: number }> {
-  const dir = tempDir('scores-bench-scale-seed-');
-  const services = await openServices(loadConfig(testEnv(dir, NOW, env)));
-  try {
-    const t0 = performance.now();
-    await seedIfEmpty(services, { progress: false });
-    await catchUpReadModels(services, { progress: false });
-    const seedSeconds = (performance.now() - t0) / 1000;
-    let rows = 0;
-    for await (const day of services.reads.scan(dailyScores)) rows += day.tickers.length;
-    const t1 = performance.now();
-    await services.runner.replay();
-    return { seed: rows / seedSeconds, replay: rows / ((performance.now() - t1) / 1000), rows };
-  } finally {
-    await services.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 /** Seed and replay embedded and with the log and read models on PostgreSQL (in-process bus: no message crosses it), in turns. */
 async function benchSeedAndReplay(runs: number): Promise<void> {
   const embedded: Awaited<ReturnType<typeof seedAndReplay>>[] = [];
   const postgres: typeof embedded = [];
   for (let i = 0; i < runs; i++) {
-    embedded.push(await seedAndReplay({}));
-    postgres.push(await inEnginesSandbox('scaleseed', NOW, { readStore: 'postgres' }, (sandbox) => seedAndReplay(sandbox.vars)));
+    embedded.push(await seedAndReplay({}, NOW));
+    postgres.push(await inEnginesSandbox('scaleseed', NOW, { readStore: 'postgres' }, (sandbox) => seedAndReplay(sandbox.vars, NOW)));
     process.stderr.write(`  run ${i + 1}: seed ${fmt(embedded[i]!.seed, 0)} / ${fmt(postgres[i]!.seed, 0)}, replay ${fmt(embedded[i]!.replay, 0)} / ${fmt(postgres[i]!.replay, 0)} score rows/s (embedded / PostgreSQL)\n`);
   }
   const med = (r: typeof embedded, figure: 'seed' | 'replay') => median(r.map((x) => x[figure]));
