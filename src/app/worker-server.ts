@@ -101,15 +101,27 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** How far the read models are behind the log (the least advanced projection), for a person watching a start; nothing when the stores cannot tell. */
-async function readModelsProgress(services: Services): Promise<{ log_position: string | null; lag_events: number } | Record<string, never>> {
-  try {
-    const sources = { events: services.events, reads: services.reads, clock: services.clock, projections: allProjections().map((p) => p.name) };
-    const { head, lags } = await projectionLags(sources, { cap: LAG_COUNT_CAP, seconds: false });
-    return { log_position: head, lag_events: Math.max(0, ...lags.map((l) => l.events)) };
-  } catch {
-    return {};
-  }
+type Progress = { log_position: string | null; lag_events: number } | Record<string, never>;
+
+/** The last figure of each worker's services, and when it was read. */
+const lastProgress = new WeakMap<Services, { at: number; progress: Promise<Progress> }>();
+
+/**
+ * How far the read models are behind the log (the least advanced projection), for a person watching
+ * a start; nothing when the stores cannot tell. Read at most once a second: /readyz is polled (by
+ * a supervisor, by the fleet every 100 ms in its tests), and each read is the log's head and a
+ * checkpoint per projection.
+ */
+function readModelsProgress(services: Services): Promise<Progress> {
+  const last = lastProgress.get(services);
+  if (last && performance.now() - last.at < 1_000) return last.progress;
+  const sources = { events: services.events, reads: services.reads, clock: services.clock, projections: allProjections().map((p) => p.name) };
+  const progress = projectionLags(sources, { cap: LAG_COUNT_CAP, seconds: false }).then(
+    ({ head, lags }) => ({ log_position: head, lag_events: Math.max(0, ...lags.map((l) => l.events)) }),
+    () => ({}),
+  );
+  lastProgress.set(services, { at: performance.now(), progress });
+  return progress;
 }
 
 /** Where positions are not event numbers (EventStoreDB), lags are counted up to this. */
