@@ -35,6 +35,12 @@ export interface PostgresEventStoreOptions {
   positions?: PositionMode;
   /** How often a subscription reads anyway when no notification came (the LISTEN fallback). */
   pollMs?: number;
+  /**
+   * The least time between a live subscription's reads (default 20 ms; CatchUpSource.minIntervalMs):
+   * a fleet's API process and worker each follow the log with several subscriptions, and at one
+   * read per commit each they were most of the log's round trips under load.
+   */
+  readIntervalMs?: number;
   /** How event data is stored (default: as given). */
   codec?: EventCodec;
   /** Connections for appends and reads (LISTEN has one more of its own). */
@@ -341,6 +347,7 @@ export class PostgresEventStore implements EventStore {
           this.notifications.ensure();
         },
         readAhead: true,
+        minIntervalMs: this.options.readIntervalMs ?? 20,
       },
       options,
     );

@@ -50,6 +50,26 @@ export interface CatchUpSource {
   prepare?(): Promise<void> | void;
   /** Read the next full batch while the handler runs on this one (worth it when reads are I/O). */
   readAhead?: boolean;
+  /**
+   * While following the log's tail, the least time from one read's start to the next (default 0).
+   * Under load a log grows during every read, and each subscription would read again at once: a
+   * round trip per commit per subscription. A few milliseconds here let one read take many
+   * commits; an idle log is read as soon as it grows.
+   */
+  minIntervalMs?: number;
+}
+
+/** Resolves after `ms`, or at once when the returned cancel is called. */
+function pause(ms: number): { done: Promise<void>; cancel: () => void } {
+  let cancel: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    cancel = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  return { done, cancel };
 }
 
 /**
@@ -70,6 +90,7 @@ export function subscribeCatchUp(source: CatchUpSource, options: SubscribeOption
     let next: Promise<RecordedEvent[]> | null = null;
     while (!stopped) {
       const grownBefore = source.wakeups.count;
+      const readAt = performance.now();
       let batch: RecordedEvent[];
       try {
         batch = await (next ?? source.read(after, max));
@@ -96,6 +117,13 @@ export function subscribeCatchUp(source: CatchUpSource, options: SubscribeOption
       if (batch.length < max && !stopped && source.wakeups.count === grownBefore) {
         await source.prepare?.();
         const wait = source.wakeups.wait(source.pollMs);
+        cancelWait = wait.cancel;
+        await wait.done;
+        cancelWait = null;
+      }
+      const spare = (source.minIntervalMs ?? 0) - (performance.now() - readAt);
+      if (batch.length < max && spare > 0 && !stopped) {
+        const wait = pause(spare);
         cancelWait = wait.cancel;
         await wait.done;
         cancelWait = null;
