@@ -80,6 +80,32 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
     }
   });
 
+  it("answers concurrent takes together (a statement for many), each as the row's takes one after another would", async () => {
+    const url = sandbox.vars['POSTGRES_URL']!;
+    const store = new PostgresTokenBuckets(url);
+    const admin = await pgSession(url);
+    const commits = async () => Number((await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()'))[0]!.n);
+    try {
+      await store.take(`warm-${sandbox.database}`, 1, 2); // the table and a connection
+      const before = await commits();
+      // Two buckets, 0.001 a second: 10 and 3 tokens, no token comes back while the takes run.
+      const ids = [`ten-${sandbox.database}`, `three-${sandbox.database}`];
+      const takes = await Promise.all(Array.from({ length: 60 }, (_, i) => store.take(ids[i % 2]!, 0.001, i % 2 === 0 ? 10 : 3)));
+      const statements = (await commits()) - before - 1; // the count's own transaction is one more
+      const of = (k: number) => takes.filter((_, i) => i % 2 === k);
+      // In arrival order: the first ones allowed, each leaving one token fewer, then refused at what is left.
+      expect(of(0).map((t) => t.allowed)).to.deep.equal(Array.from({ length: 30 }, (_, i) => i < 10));
+      expect(of(0).slice(0, 10).map((t) => Math.round(t.tokens))).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      expect(of(1).filter((t) => t.allowed)).to.have.length(3);
+      expect(Math.min(...takes.map((t) => t.tokens))).to.be.at.least(0);
+      // One statement per take would be 60 commits.
+      expect(statements, `${statements} statements for 60 takes`).to.be.at.most(5);
+    } finally {
+      await admin.end();
+      await store.close();
+    }
+  });
+
   it("shares an account's burst between the replicas: N calls spread over both get the bucket's allowance, the rest 429 with today's headers", async () => {
     // Warm both replicas (their pools' connections, the table) with another account.
     const warm = await newKey();
