@@ -114,7 +114,7 @@ export class MongoReadStore implements ReadStore {
     return this.db.collection<StoredDoc>(collectionName(name));
   }
 
-  private get checkpoints(): Collection<CheckpointDoc> {
+  private get checkpointDocs(): Collection<CheckpointDoc> {
     return this.db.collection<CheckpointDoc>(CHECKPOINTS);
   }
 
@@ -200,11 +200,11 @@ export class MongoReadStore implements ReadStore {
   async snapshot(): Promise<ReadSnapshot> {
     const session = (await this.supportsTransactions()) ? this.client.startSession({ snapshot: true }) : undefined;
     // A snapshot session takes its point in time at its first read, not when it starts.
-    if (session) await this.checkpoints.findOne({ _id: '' }, { session });
+    if (session) await this.checkpointDocs.findOne({ _id: '' }, { session });
     return {
       consistent: session !== undefined,
       scan: <T>(def: CollectionDef<T>, batchSize = 1000) => this.scanWith<T>(def, batchSize, session),
-      checkpoint: async (projector) => (await this.checkpoints.findOne({ _id: projector }, { session }))?.position ?? null,
+      checkpoint: async (projector) => (await this.checkpointDocs.findOne({ _id: projector }, { session }))?.position ?? null,
       close: async () => {
         await session?.endSession();
       },
@@ -237,7 +237,7 @@ export class MongoReadStore implements ReadStore {
   private async apply(batch: CommitBatch, session: ClientSession | undefined): Promise<void> {
     const entries = Object.entries(batch.checkpoints);
     if (entries.length > 0) {
-      const stored = await this.checkpoints.find({ _id: { $in: entries.map(([p]) => p) } }, { session }).toArray();
+      const stored = await this.checkpointDocs.find({ _id: { $in: entries.map(([p]) => p) } }, { session }).toArray();
       const current = new Map(stored.map((d) => [d._id, d.position]));
       const advances = entries.some(([p, position]) => {
         const s = current.get(p);
@@ -257,7 +257,7 @@ export class MongoReadStore implements ReadStore {
     if (entries.length > 0) {
       // `$max`: a checkpoint never moves backwards, even when two writers race without a transaction.
       // `updateMany` (one document at most, by `_id`): see `onFerretDb` for why not `updateOne`.
-      await this.checkpoints.bulkWrite(
+      await this.checkpointDocs.bulkWrite(
         entries.map(([p, position]) => ({
           updateMany: { filter: { _id: p }, update: { $max: { position } }, upsert: true },
         })),
@@ -304,8 +304,13 @@ export class MongoReadStore implements ReadStore {
   }
 
   async checkpoint(projector: string): Promise<string | null> {
-    const doc = await this.checkpoints.findOne({ _id: projector });
+    const doc = await this.checkpointDocs.findOne({ _id: projector });
     return doc?.position ?? null;
+  }
+
+  async checkpoints(projectors: readonly string[]): Promise<Map<string, string>> {
+    const docs = await this.checkpointDocs.find({ _id: { $in: [...projectors] } }).toArray();
+    return new Map(docs.map((d) => [d._id, d.position]));
   }
 
   async reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {
@@ -321,7 +326,7 @@ export class MongoReadStore implements ReadStore {
       });
       await this.ensureCollection(def);
     }
-    if (projectors.length > 0) await this.checkpoints.deleteMany({ _id: { $in: [...projectors] } });
+    if (projectors.length > 0) await this.checkpointDocs.deleteMany({ _id: { $in: [...projectors] } });
   }
 
   /** Removes collections and checkpoints altogether (a retired generation of the read models; docs/scaling.md). */
@@ -333,7 +338,7 @@ export class MongoReadStore implements ReadStore {
       });
       this.defs.delete(name);
     }
-    if (projectors.length > 0) await this.checkpoints.deleteMany({ _id: { $in: [...projectors] } });
+    if (projectors.length > 0) await this.checkpointDocs.deleteMany({ _id: { $in: [...projectors] } });
   }
 
   /** Removes the whole database (test teardown). */

@@ -66,7 +66,7 @@ export class PostgresReadStore implements ReadStore {
     this.pool = openPool(url, { max: options.poolMax ?? 8, applicationName: 'scores-read-models', settings: { synchronous_commit: 'off' } });
   }
 
-  private get checkpoints(): string {
+  private get checkpointTable(): string {
     return `${quote(this.schema)}.projector_checkpoints`;
   }
 
@@ -86,7 +86,7 @@ export class PostgresReadStore implements ReadStore {
     this.schemaReady ??= this.ddl(async (client) => {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${quote(this.schema)}`);
       await client.query(
-        `CREATE TABLE IF NOT EXISTS ${this.checkpoints} (projector text COLLATE "C" PRIMARY KEY, position text COLLATE "C" NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS ${this.checkpointTable} (projector text COLLATE "C" PRIMARY KEY, position text COLLATE "C" NOT NULL)`,
       );
     }).catch((err: unknown) => {
       this.schemaReady = null;
@@ -198,7 +198,7 @@ export class PostgresReadStore implements ReadStore {
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       // The snapshot is taken at the transaction's first statement.
-      await client.query(`SELECT 1 FROM ${this.checkpoints} LIMIT 1`);
+      await client.query(`SELECT 1 FROM ${this.checkpointTable} LIMIT 1`);
     } catch (err) {
       client.release(true);
       throw err;
@@ -207,7 +207,7 @@ export class PostgresReadStore implements ReadStore {
     const exists = async (table: string) => (await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [table])).rows[0]!.t !== null;
     const scanWith = this.scanWith.bind(this);
     const schema = quote(this.schema);
-    const checkpoints = this.checkpoints;
+    const checkpoints = this.checkpointTable;
     return {
       consistent: true,
       async *scan<T>(def: CollectionDef<T>, batchSize = 1000): AsyncIterable<T> {
@@ -246,8 +246,8 @@ export class PostgresReadStore implements ReadStore {
 
   /** Checkpoints forward, never backwards. */
   private get moveCheckpoints(): string {
-    return `INSERT INTO ${this.checkpoints} (projector, position) SELECT * FROM unnest($1::text[], $2::text[])
-      ON CONFLICT (projector) DO UPDATE SET position = GREATEST(${this.checkpoints}.position, EXCLUDED.position)`;
+    return `INSERT INTO ${this.checkpointTable} (projector, position) SELECT * FROM unnest($1::text[], $2::text[])
+      ON CONFLICT (projector) DO UPDATE SET position = GREATEST(${this.checkpointTable}.position, EXCLUDED.position)`;
   }
 
   /** Locks the projectors for the transaction and tells whether any of the batch's checkpoints is newer than the stored one. */
@@ -257,7 +257,7 @@ export class PostgresReadStore implements ReadStore {
       projectors,
     ]);
     const { rows } = await client.query<{ projector: string; position: string }>(
-      `SELECT projector, position FROM ${this.checkpoints} WHERE projector = ANY($1::text[])`,
+      `SELECT projector, position FROM ${this.checkpointTable} WHERE projector = ANY($1::text[])`,
       [projectors],
     );
     const stored = new Map(rows.map((r) => [r.projector, r.position]));
@@ -284,8 +284,14 @@ export class PostgresReadStore implements ReadStore {
 
   async checkpoint(projector: string): Promise<string | null> {
     await this.ensureSchema();
-    const { rows } = await this.query<{ position: string }>(`SELECT position FROM ${this.checkpoints} WHERE projector = $1`, [projector]);
+    const { rows } = await this.query<{ position: string }>(`SELECT position FROM ${this.checkpointTable} WHERE projector = $1`, [projector]);
     return rows[0]?.position ?? null;
+  }
+
+  async checkpoints(projectors: readonly string[]): Promise<Map<string, string>> {
+    await this.ensureSchema();
+    const { rows } = await this.query<{ projector: string; position: string }>(`SELECT projector, position FROM ${this.checkpointTable} WHERE projector = ANY($1::text[])`, [projectors]);
+    return new Map(rows.map((r) => [r.projector, r.position]));
   }
 
   async reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {
@@ -296,7 +302,7 @@ export class PostgresReadStore implements ReadStore {
     });
     await this.transaction(async (client) => {
       if (tables.length) await client.query(`TRUNCATE ${tables.map((t) => t.name).join(', ')}`);
-      await client.query(`DELETE FROM ${this.checkpoints} WHERE projector = ANY($1::text[])`, [projectors]);
+      await client.query(`DELETE FROM ${this.checkpointTable} WHERE projector = ANY($1::text[])`, [projectors]);
     });
   }
 
@@ -306,7 +312,7 @@ export class PostgresReadStore implements ReadStore {
     await this.ensureSchema();
     await this.transaction(async (client) => {
       for (const name of collections) await client.query(`DROP TABLE IF EXISTS ${quote(this.schema)}.${quote(`rm_${name}`)}`);
-      await client.query(`DELETE FROM ${this.checkpoints} WHERE projector = ANY($1::text[])`, [projectors]);
+      await client.query(`DELETE FROM ${this.checkpointTable} WHERE projector = ANY($1::text[])`, [projectors]);
     });
     for (const name of collections) this.tables.delete(name);
   }

@@ -1,6 +1,6 @@
 import type { EventStore, RecordedEvent } from '../core/event-store.port.js';
 import { LogFollower, type FollowHealth } from '../core/log-follower.js';
-import type { ReadStore } from '../core/read-store.port.js';
+import { checkpointsOf, type ReadStore } from '../core/read-store.port.js';
 
 /**
  * What a process needs to know of the read models' progress: where they are, each batch once it
@@ -105,7 +105,7 @@ export class ReadModelFollower implements ReadModelFeed {
 
   /** The least advanced projection's stored checkpoint (null: one has none yet). */
   private async readModelsPosition(): Promise<string | null> {
-    const checkpoints = await Promise.all(this.options.projections.map((name) => this.reads.checkpoint(name)));
+    const checkpoints = await checkpointsOf(this.reads, this.options.projections);
     if (checkpoints.some((c) => c === null)) return null;
     return checkpoints.reduce((a, b) => (a! < b! ? a : b), checkpoints[0] ?? null);
   }

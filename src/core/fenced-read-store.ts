@@ -21,6 +21,7 @@ export function fencedReadStore(store: ReadStore, lease: JobLease): ReadStore {
       await store.commit(batch);
     },
     checkpoint: (projector) => store.checkpoint(projector),
+    ...(store.checkpoints && { checkpoints: (projectors: readonly string[]) => store.checkpoints!(projectors) }),
     async reset(collections, projectors) {
       await lease.check();
       await store.reset(collections, projectors);

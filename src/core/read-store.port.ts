@@ -87,6 +87,11 @@ export interface ReadStore {
   commit(batch: CommitBatch): Promise<void>;
   checkpoint(projector: string): Promise<string | null>;
   /**
+   * Several projectors' checkpoints in one read (absent: none yet). Optional: where it is missing
+   * (the embedded store, whose reads cost no round trip) `checkpointsOf` asks one by one.
+   */
+  checkpoints?(projectors: readonly string[]): Promise<Map<string, string>>;
+  /**
    * Removes the collections themselves (indexes included) and the checkpoints: a retired
    * generation of the read models (docs/scaling.md). Optional: a store without it cannot switch
    * generations (the embedded one, where a replay runs with the service stopped).
@@ -95,4 +100,11 @@ export interface ReadStore {
   /** Drops the documents of the collections and the checkpoints of the projectors. */
   reset(collections: readonly string[], projectors: readonly string[]): Promise<void>;
   close(): Promise<void>;
+}
+
+/** `projectors`' checkpoints (null: none yet), in one read where the store offers it. */
+export async function checkpointsOf(store: ReadStore, projectors: readonly string[]): Promise<(string | null)[]> {
+  if (!store.checkpoints) return Promise.all(projectors.map((p) => store.checkpoint(p)));
+  const found = await store.checkpoints(projectors);
+  return projectors.map((p) => found.get(p) ?? null);
 }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { AppError } from '../../src/core/errors.js';
 import {
+  checkpointsOf,
   defineCollection,
   type CollectionDef,
   type Filter,
@@ -375,6 +376,13 @@ export function readStoreContract(name: string, make: () => Promise<ReadStoreFix
         expect(await store.checkpoint('scores')).to.equal('00000000000000000005');
         expect(await store.checkpoint('usage')).to.equal('00000000000000000003');
         expect(await store.get(rows, 'r01')).to.deep.equal(DATA[0]);
+      });
+
+      it('reads several projectors\' checkpoints at once, null for one without', async function () {
+        await store.commit({ writes: [], checkpoints: { scores: '00000000000000000005', usage: '00000000000000000003' } });
+
+        expect(await checkpointsOf(store, ['usage', 'none', 'scores'])).to.deep.equal(['00000000000000000003', null, '00000000000000000005']);
+        if (store.checkpoints) expect([...(await store.checkpoints(['scores', 'none']))]).to.deep.equal([['scores', '00000000000000000005']]);
       });
 
       it('keeps neither the writes nor the checkpoint of a batch that fails', async function () {
