@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { createAccountWithKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
-import { startFleet } from '../../src/app/fleet/fleet.js';
+import { openFront, startFleet } from '../../src/app/fleet/fleet.js';
+import { findNginx } from '../../src/app/fleet/nginx-front.js';
 import { callerOf, chooseMember, hash32 } from '../../src/app/fleet/key-routing.js';
 import { projectRoot } from '../../src/core/paths.js';
 import type { Tier } from '../../src/domain/plans.js';
@@ -69,9 +70,39 @@ async function spawnListening(args: string[], env: NodeJS.ProcessEnv, pattern: R
   return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }
 
-/** The front (front.ts) in a process of its own over `targets`. */
-function front(targets: string[]): Promise<Proc> {
-  return spawnListening(['dist/test/bench/front-process.js', ...targets], process.env, /front listening on http:\/\/localhost:(\d+)/);
+/**
+ * The front `scores fleet up` runs (openFront): nginx where it is installed, else the in-process
+ * front (front.ts), here in a process of its own so that it does not share the load generator's thread.
+ */
+async function front(targets: string[]): Promise<Proc> {
+  if (!findNginx()) return spawnListening(['dist/test/bench/front-process.js', ...targets], process.env, /front listening on http:\/\/localhost:(\d+)/);
+  const nginx = await openFront(targets, { port: 0, host: '127.0.0.1' }, { FLEET_FRONT: 'nginx', PATH: process.env['PATH'] });
+  return { url: nginx.url, stop: () => nginx.close() };
+}
+
+/** The credits an API process has debited so far (its /metrics). */
+async function debited(api: string): Promise<number> {
+  const text = await (await fetch(`${api}/metrics`)).text();
+  return [...text.matchAll(/^scores_credits_debited_total(?:\{[^}]*\})? (\S+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+/**
+ * Which of `apis` the front `via` sends each key to: with the in-process front, as its rendezvous
+ * hashing computes it; with nginx (a ketama ring of its own), by a call of each key and the
+ * process whose debits grew.
+ */
+async function homesOf(via: string, apis: readonly string[], keys: readonly string[]): Promise<Map<string, number>> {
+  if (!findNginx()) return new Map(keys.map((k) => [k, routedTo(k, apis)]));
+  const homes = new Map<string, number>();
+  for (const key of keys) {
+    const before = await Promise.all(apis.map(debited));
+    await timedGet(via, key);
+    const after = await Promise.all(apis.map(debited));
+    const grew = after.findIndex((n, i) => n > before[i]!);
+    if (grew < 0) throw new Error(`no API process debited the call of key ${key.slice(0, 12)}…`);
+    homes.set(key, grew);
+  }
+  return homes;
 }
 
 async function freePort(): Promise<number> {
@@ -189,11 +220,9 @@ interface FleetKeys {
  * The 8 quant accounts are picked 4 for each of `apis`, as the front routes them: with many
  * accounts its hashing spreads them evenly, with 8 drawn at random it may send 6 to one process.
  */
-async function fleetKeys(env: NodeJS.ProcessEnv, runs: number, apis: readonly string[]): Promise<FleetKeys> {
-  const perRun = Array.from({ length: runs }, () => TIERS).flat();
-  const keys = await issueKeys(env, [...Array.from({ length: 17 }, () => 'quant' as const), ...perRun]);
+async function fleetKeys(keys: string[], runs: number, apis: readonly string[], homes: Map<string, number>): Promise<FleetKeys> {
   const quant = keys.slice(0, 16);
-  const even = apis.flatMap((_, i) => quant.filter((k) => routedTo(k, apis) === i).slice(0, 4));
+  const even = apis.flatMap((_, i) => quant.filter((k) => homes.get(k) === i).slice(0, 4));
   const tiers = Array.from({ length: runs }, (_, i) => Object.fromEntries(TIERS.map((t, k) => [t, keys[17 + i * TIERS.length + k]!])) as Record<TierName, string>);
   return { quant: [...even, ...quant.filter((k) => !even.includes(k))].slice(0, 8), solo: keys[16]!, tiers };
 }
@@ -205,9 +234,9 @@ function routedTo(key: string, apis: readonly string[]): number {
 }
 
 /** How the front of two API processes splits the 8 keys, and where the lone account goes. */
-function splitOf(keys: FleetKeys, apis: readonly string[]): string {
-  const counts = apis.map((_, i) => keys.quant.filter((k) => routedTo(k, apis) === i).length);
-  return `the 8 keys ${counts.join(' + ')}, the one account on API ${routedTo(keys.solo, apis) + 1}`;
+function splitOf(keys: FleetKeys, apis: readonly string[], homes: Map<string, number>): string {
+  const counts = apis.map((_, i) => keys.quant.filter((k) => homes.get(k) === i).length);
+  return `${findNginx() ? 'nginx' : 'in-process'} front, the 8 keys ${counts.join(' + ')}, the one account on API ${homes.get(keys.solo)! + 1}`;
 }
 
 /** The second API process on `port` (the same each time, so the keys' split stays), until `run` is done. */
@@ -275,9 +304,16 @@ function withFleet<T>(runs: number, run: (setup: Omit<Setup, 'embedded'>, split:
     try {
       const apis = [fleet.processes.find((p) => p.role === 'api')!.url, `http://127.0.0.1:${await freePort()}`];
       fronts.push(await front(apis.slice(0, 1)), await front(apis));
-      const keys = await fleetKeys(env, runs, apis);
-      await untilServed(fronts[0]!.url, [...keys.quant, keys.solo, ...keys.tiers.flatMap((t) => Object.values(t))]);
-      return await run({ env, keys, port: Number(new URL(apis[1]!).port), one: fronts[0]!.url, two: fronts[1]!.url }, splitOf(keys, apis));
+      const port = Number(new URL(apis[1]!).port);
+      const issued = await issueKeys(env, [...Array.from({ length: 17 }, () => 'quant' as const), ...Array.from({ length: runs }, () => TIERS).flat()]);
+      const candidates = issued.slice(0, 17);
+      await untilServed(fronts[0]!.url, issued);
+      const homes = await withSecondApi(env, port, async () => {
+        await untilServed(apis[1]!, candidates);
+        return homesOf(fronts[1]!.url, apis, candidates);
+      });
+      const keys = await fleetKeys(issued, runs, apis, homes);
+      return await run({ env, keys, port, one: fronts[0]!.url, two: fronts[1]!.url }, splitOf(keys, apis, homes));
     } finally {
       for (const f of fronts) await f.stop();
       await fleet.stop();

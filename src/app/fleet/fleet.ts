@@ -1,7 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { projectRoot } from '../../core/paths.js';
-import { startFront, type Front } from './front.js';
+import { startFront } from './front.js';
+import type { Front } from './front.types.js';
+import { findNginx, startNginxFront } from './nginx-front.js';
 
 /** The engines a fleet runs on, by read store: PostgreSQL + Kafka unless READ_STORE=mongodb asks for FerretDB (or MongoDB) too. */
 const ENGINES = {
@@ -43,6 +45,20 @@ export function enginesEnvironment(env: NodeJS.ProcessEnv): Record<string, strin
     return m ? [[m[1]!, m[3]!] as const] : [];
   });
   return { ...Object.fromEntries(pairs), ...chosen };
+}
+
+/**
+ * The front over `targets`: nginx when it is installed (Debian's nginx-light; a fraction of the
+ * in-process front's CPU per call, docs/scaling.md), else the in-process front (front.ts).
+ * FLEET_FRONT=nginx requires nginx; FLEET_FRONT=node keeps the in-process one.
+ */
+export async function openFront(targets: readonly string[], options: { port: number; host: string }, env: NodeJS.ProcessEnv = process.env): Promise<Front & { kind: 'nginx' | 'node' }> {
+  const asked = env['FLEET_FRONT'];
+  if (asked !== undefined && asked !== '' && asked !== 'nginx' && asked !== 'node') throw new Error(`FLEET_FRONT must be nginx or node, not ${asked}`);
+  const nginx = asked === 'node' ? null : findNginx(env);
+  if (asked === 'nginx' && !nginx) throw new Error('FLEET_FRONT=nginx but no nginx is installed (Debian: apt-get install nginx-light)');
+  if (nginx) return { ...(await startNginxFront(nginx, targets, options)), kind: 'nginx' };
+  return { ...(await startFront(targets, options)), kind: 'node' };
 }
 
 /** One `scores` process of the fleet; resolves once its JSON banner (stderr) names its URL. */
@@ -140,10 +156,11 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
       watching.stop();
     }
     // The front serves through the first API process at once; the others join as they listen.
-    front = await startFront(processes.filter((p) => p.role === 'api').map((p) => p.url), { port: options.port, host: options.host });
-    if (options.apis > 1) say(`front serving on ${front.url} at ${since()} (api 1; ${options.apis - 1} more joining)`);
+    const opened = await openFront(processes.filter((p) => p.role === 'api').map((p) => p.url), { port: options.port, host: options.host }, env);
+    front = opened;
+    say(`front (${opened.kind === 'nginx' ? 'nginx' : 'in-process'}) serving on ${front.url} at ${since()}${options.apis > 1 ? ` (api 1; ${options.apis - 1} more joining)` : ''}`);
     const joining = front;
-    await Promise.all(Array.from({ length: options.apis - 1 }, async (_, i) => joining.add((await start('api', i + 2)).url)));
+    await Promise.all(Array.from({ length: options.apis - 1 }, async (_, i) => await joining.add((await start('api', i + 2)).url)));
   } catch (err) {
     await stop();
     throw err;

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { Agent, createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createProxyServer } from 'http-proxy-3';
+import type { Front } from './front.types.js';
 import { callerOf, chooseMember, hash32, type Member } from './key-routing.js';
 
 /** One API process behind the front, and whether its last /healthz answered. */
@@ -10,13 +11,6 @@ interface Backend extends Member {
   healthy: boolean;
 }
 
-export interface Front {
-  url: string;
-  /** An API process that joins once listening (the fleet serves through the first while the others start). */
-  add(target: string): void;
-  /** Stops the health checks and the listener. */
-  close(): Promise<void>;
-}
 
 /**
  * The local fleet's front, over the API processes whose `/healthz` answered at the last check
@@ -54,7 +48,7 @@ export async function startFront(targets: readonly string[], options: { port: nu
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://localhost:${port}`,
-    add(target) {
+    async add(target) {
       backends.push(backendAt(target));
     },
     async close() {
