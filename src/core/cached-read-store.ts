@@ -1,5 +1,5 @@
 import type { RecordedEvent } from './event-store.port.js';
-import { checkpointsOf, type CollectionDef, type CommitBatch, type Filter, type FindOptions, type Page, type ReadSnapshot, type ReadStore } from './read-store.port.js';
+import { checkpointsIn, type CollectionDef, type CommitBatch, type Filter, type FindOptions, type Page, type ReadSnapshot, type ReadStore } from './read-store.port.js';
 
 /** A small, hot collection whose documents `get` / `getMany` may serve from memory. */
 export interface CachedCollection {
@@ -101,9 +101,8 @@ export class CachedReadStore implements ReadStore {
   checkpoint(projector: string): Promise<string | null> {
     return this.store.checkpoint(projector);
   }
-  async checkpoints(projectors: readonly string[]): Promise<Map<string, string>> {
-    const found = await checkpointsOf(this.store, projectors);
-    return new Map(projectors.flatMap((p, i) => (found[i] ? [[p, found[i]!] as const] : [])));
+  checkpoints(projectors: readonly string[]): Promise<Map<string, string>> {
+    return checkpointsIn(this.store, projectors);
   }
 
   async reset(collections: readonly string[], projectors: readonly string[]): Promise<void> {

@@ -1,7 +1,7 @@
 import { ConcurrencyError } from './errors.js';
 import type { Clock } from './clock.js';
 import type { EventStore, RecordedEvent } from './event-store.port.js';
-import { checkpointsOf, type CollectionDef, type CommitBatch, type Filter, type FindOptions, type ReadSnapshot, type ReadStore } from './read-store.port.js';
+import { checkpointsIn, type CollectionDef, type CommitBatch, type Filter, type FindOptions, type ReadSnapshot, type ReadStore } from './read-store.port.js';
 import { generationsDecider, type GenerationCommand, type GenerationEvent, type GenerationsState } from './read-model-generations.decider.js';
 
 /**
@@ -115,10 +115,8 @@ class RenamedReadStore implements ReadStore {
   checkpoint(projector: string) {
     return this.base.checkpoint(this.naming.checkpoint(projector));
   }
-  async checkpoints(projectors: readonly string[]): Promise<Map<string, string>> {
-    const named = projectors.map((p) => this.naming.checkpoint(p));
-    const found = await checkpointsOf(this.base, named);
-    return new Map(projectors.flatMap((p, i) => (found[i] ? [[p, found[i]!] as const] : [])));
+  checkpoints(projectors: readonly string[]): Promise<Map<string, string>> {
+    return checkpointsIn(this.base, projectors.map((p) => this.naming.checkpoint(p)), projectors);
   }
   reset(collections: readonly string[], projectors: readonly string[]) {
     return this.base.reset(

@@ -102,6 +102,12 @@ export interface ReadStore {
   close(): Promise<void>;
 }
 
+/** For a store that wraps another: `names`' checkpoints in `inner` (one read where it can), keyed by `projectors` (the same order). */
+export async function checkpointsIn(inner: ReadStore, names: readonly string[], projectors: readonly string[] = names): Promise<Map<string, string>> {
+  const found = await checkpointsOf(inner, names);
+  return new Map(projectors.flatMap((p, i) => (found[i] == null ? [] : [[p, found[i]] as [string, string]])));
+}
+
 /** `projectors`' checkpoints (null: none yet), in one read where the store offers it. */
 export async function checkpointsOf(store: ReadStore, projectors: readonly string[]): Promise<(string | null)[]> {
   if (!store.checkpoints) return Promise.all(projectors.map((p) => store.checkpoint(p)));

@@ -4,7 +4,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 
 const pos = (n: number) => String(n).padStart(20, '0');
 const event = (n: number): RecordedEvent =>
-  ({ id: `e${n}`, streamId: 's', revision: n - 1, type: 'T', data: {}, metadata: {}, position: pos(n), recordedAt: '2019-01-01T00:00:00.000Z' }) as RecordedEvent;
+  ({ id: `e${n}`, streamId: 's', revision: n - 1, type: 'T', data: {}, metadata: {}, position: pos(n), recordedAt: '2019-01-01T00:00:00.000Z' });
 
 /** A log that grows by one event every `everyMs` (a wake-up each time), and counts the reads made of it. */
 function growingLog(everyMs: number, minIntervalMs?: number) {
