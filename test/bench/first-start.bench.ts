@@ -55,7 +55,7 @@ async function fleetFirstStart(): Promise<number> {
   const sandbox = await openEnginesSandbox('firststart', NOW, { kafka: true });
   try {
     // Served once the front listens with its first API process (the progress line), or the final banner.
-    const pattern = /(?:front serving on|scores fleet listening on) (http:\/\/\S+)/;
+    const pattern = /(?:front(?: \([^)]+\))? serving on|scores fleet listening on) (http:\/\/\S+)/;
     return await timeToServe([CLI, 'fleet', 'up', '--api', '2', '--workers', '2', '--port', '0'], sandbox.env, pattern, sandbox.dir);
   } finally {
     await sandbox.drop();
