@@ -58,6 +58,7 @@ import { DispatchCheckpoint } from './dispatch-checkpoint.js';
 import { DispatchPasses } from './dispatch-passes.js';
 import { SendLanes } from './send-lanes.js';
 import { deliverMessage, queueMessage } from './webhook-delivery.handler.js';
+import { PUBLICATION_EVENT_TYPES } from './webhook-messages.planner.js';
 
 export { webhookDispatchCheckpoint, type WebhookDispatchCheckpoint } from './dispatch-checkpoint.js';
 export { DRAIN_BUS_WAIT_MS, DrainReceipts, WEBHOOK_DELIVER_TOPIC } from './delivery-bus.js';
@@ -66,6 +67,8 @@ export { DRAIN_BUS_WAIT_MS, DrainReceipts, WEBHOOK_DELIVER_TOPIC } from './deliv
 export interface DispatchRunner {
   readonly position: string | null;
   onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void;
+  /** Asked for the score events' data before listening (a follower of the log reads only what its listeners need). */
+  wantData?(types: readonly string[]): Promise<void>;
 }
 
 export interface WebhookDispatcherOptions {
@@ -132,6 +135,7 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
   /** Set once the start is done: before, the first pass takes the batches. */
   let passes: DispatchPasses | null = null;
 
+  await runner.wantData?.(PUBLICATION_EVENT_TYPES);
   // Subscribed and the position read in one synchronous step: every later batch follows it.
   const unsubscribe = runner.onBatch((batch) => {
     loop.take(batch);

@@ -17,6 +17,9 @@ export interface Publications {
 }
 
 /** The score rows and publication dates of `events` (other events are ignored). */
+/** The events whose data `publicationsOf` reads (a follower of the log reads no other's: ReadModelFollower). */
+export const PUBLICATION_EVENT_TYPES = ['ScoresPublished', 'ScoresRestated'] as const;
+
 export function publicationsOf(events: readonly RecordedEvent[]): Publications {
   const seen = new Set<string>();
   const rows: Publications['rows'] = [];

@@ -25,7 +25,7 @@ import { readModelsNamespace, type Config } from './config.js';
 import type { Meter } from '../web/meter.port.js';
 import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/visibility.js';
 import type { QueryContext } from '../../queries/shared/query-context.js';
-import { LedgerMeter } from './metering/meter.js';
+import { KEY_STATUS_EVENTS, LedgerMeter } from './metering/meter.js';
 import { followKeyEvents } from './metering/key-events.js';
 import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
@@ -124,7 +124,8 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   });
   const feed: ReadModelFeed =
     options.readModels === 'follow'
-      ? new ReadModelFollower(events, reads, { projections: allProjections().map((p) => p.name), onError: (err) => log.error({ err }, 'read-model follower failed; it follows the log again after a pause') })
+      ? // The data of the key events the meter enforces; a job that needs more asks (feed.wantData).
+        new ReadModelFollower(events, reads, { projections: allProjections().map((p) => p.name), dataTypes: KEY_STATUS_EVENTS, onError: (err) => log.error({ err }, 'read-model follower failed; it follows the log again after a pause') })
       : runner;
   const mailer: Mailer = config.smtpUrl
     ? new SmtpMailer({ url: config.smtpUrl, from: config.mailFrom, clock })

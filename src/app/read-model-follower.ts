@@ -13,6 +13,11 @@ export interface ReadModelFeed {
   start(): Promise<void>;
   stop(): Promise<void>;
   onBatch(listener: (events: readonly RecordedEvent[]) => void): () => void;
+  /**
+   * The batches handed on from now carry the data of `types` too (a follower reads only the
+   * data its listeners need; a runner reads all of it). Resolves once they do.
+   */
+  wantData?(types: readonly string[]): Promise<void>;
   waitFor(position: string): Promise<void>;
   waitForHead(): Promise<void>;
 }
@@ -20,6 +25,12 @@ export interface ReadModelFeed {
 export interface FollowerOptions {
   /** The projections whose checkpoints must pass a batch before it counts as in the read models. */
   projections: readonly string[];
+  /**
+   * The event types whose data the batches' listeners read (default: every type's). The others
+   * come with `data: null` (SubscribeOptions.dataTypes): an API process needs the key events'
+   * data only, not the score events', which are most of the log's bytes.
+   */
+  dataTypes?: readonly string[];
   /** How often the checkpoints are read while a batch waits for them (default 100 ms). */
   pollMs?: number;
   onError?(err: unknown): void;
@@ -38,17 +49,35 @@ export class ReadModelFollower implements ReadModelFeed {
   private readonly follower: LogFollower;
   private waiters: { position: string; resolve(): void }[] = [];
   private readonly listeners = new Set<(events: readonly RecordedEvent[]) => void>();
+  /** The types whose data the follower reads (undefined: all); read again at each subscription. */
+  private readonly following: { dataTypes?: readonly string[] };
+  private live = false;
 
   constructor(
     private readonly events: EventStore,
     private readonly reads: ReadStore,
     private readonly options: FollowerOptions,
   ) {
+    this.following = { ...(options.dataTypes && { dataTypes: options.dataTypes }) };
+    const following = this.following;
     this.follower = new LogFollower(events, {
       after: () => this.lastPosition,
       onEvents: (batch) => this.handle(batch),
       onError: (err) => this.options.onError?.(err),
+      get dataTypes() {
+        return following.dataTypes;
+      },
     });
+  }
+
+  /** Follows the log again from the last batch handed on, now with the data of `types` too. */
+  async wantData(types: readonly string[]): Promise<void> {
+    const now = this.following.dataTypes;
+    if (!now || types.every((t) => now.includes(t))) return;
+    this.following.dataTypes = [...new Set([...now, ...types])];
+    if (!this.live) return;
+    await this.follower.stop();
+    await this.follower.start();
   }
 
   get position(): string | null {
@@ -67,9 +96,11 @@ export class ReadModelFollower implements ReadModelFeed {
     const at = this.lastPosition;
     if (at !== null) this.waiters = this.waiters.filter((w) => (w.position <= at ? (w.resolve(), false) : true));
     await this.follower.start();
+    this.live = true;
   }
 
   async stop(): Promise<void> {
+    this.live = false;
     this.stopped = true;
     await this.follower.stop();
   }

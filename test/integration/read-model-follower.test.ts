@@ -85,3 +85,56 @@ describe('The read-model follower of a process that does not project', () => {
     expect(follower.position).to.equal(position);
   });
 });
+
+describe('What data the read-model follower reads (wantData)', () => {
+  let dir: string;
+  let dbs: SqliteDb[];
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let runner: ProjectorRunner;
+
+  beforeEach(async () => {
+    dir = tempDir('scores-follower-data-');
+    dbs = [openSqlite(join(dir, 'scores.sqlite')), openSqlite(join(dir, 'scores.sqlite'))];
+    events = new SqliteEventStore(dbs[0]!, fixedClock(new Date('2024-01-02T00:00:00Z')), { writer: 'inline', pollMs: 20 });
+    reads = new SqliteReadStore(dbs[1]!);
+    runner = new ProjectorRunner(events, reads, [counter]);
+    await runner.start();
+  });
+
+  afterEach(async () => {
+    await runner.stop();
+    await events.close();
+    await reads.close();
+    for (const db of dbs) db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('asks the log for its listeners\' types only, and for more once a job wants them, without handing a batch on twice', async () => {
+    // The subscriptions the follower makes, with the types whose data it asks for.
+    const asked: (readonly string[] | undefined)[] = [];
+    const subscribe = events.subscribeToAll.bind(events);
+    const log = Object.assign(Object.create(events) as SqliteEventStore, {
+      subscribeToAll: (options: Parameters<SqliteEventStore['subscribeToAll']>[0]) => (asked.push(options.dataTypes), subscribe(options)),
+    });
+    const follower = new ReadModelFollower(log, reads, { projections: ['counter'], pollMs: 5, dataTypes: ['ApiKeyRevoked'] });
+    try {
+      await follower.start();
+      const handed: string[] = [];
+      follower.onBatch((batch) => handed.push(...batch.map((e) => e.position)));
+      const first = await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+      await follower.waitFor(first.position);
+
+      await follower.wantData(['ApiKeyRevoked']); // already read: nothing changes
+      expect(asked).to.deep.equal([['ApiKeyRevoked']]);
+      await follower.wantData(['ScoresPublished', 'ScoresRestated']);
+      expect(asked).to.deep.equal([['ApiKeyRevoked'], ['ApiKeyRevoked', 'ScoresPublished', 'ScoresRestated']]);
+
+      const second = await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+      await follower.waitFor(second.position);
+      expect(handed).to.deep.equal([first.position, second.position]);
+    } finally {
+      await follower.stop();
+    }
+  });
+});

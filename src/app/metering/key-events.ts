@@ -5,6 +5,7 @@
  * is and whatever the key-lookup cache holds (LedgerMeter.keyEventsSeen).
  */
 import type { EventStore, RecordedEvent, Subscription } from '../../core/event-store.port.js';
+import { KEY_STATUS_EVENTS } from './meter.js';
 
 export interface KeyEventsFollower {
   stop(): Promise<void>;
@@ -26,6 +27,8 @@ export async function followKeyEvents(
   const follow = () => {
     subscription = events.subscribeToAll({
       after,
+      // Of the rest (the score events are most of the log's bytes) the type and stream are enough.
+      dataTypes: KEY_STATUS_EVENTS,
       onEvents: async (batch) => {
         seen(batch);
         after = batch[batch.length - 1]!.position;

@@ -23,6 +23,9 @@ const MAX_LOGGED_KEYS = 100_000;
 type LoggedKeyStatus = Pick<ApiKeyDoc, 'status' | 'grace_until'>;
 
 /** The meter over the accounts' credit ledgers and the api-keys read model. */
+/** The events whose data `keyEventsSeen` reads: the rest of a batch is read by type and stream alone. */
+export const KEY_STATUS_EVENTS = ['ApiKeyRevoked', 'ApiKeyRotated'] as const;
+
 export class LedgerMeter implements Meter {
   private readonly keys = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
   private readonly accountDocs = new Map<string, { at: number; doc: Promise<AccountDoc | null> }>();
@@ -119,6 +122,7 @@ export class LedgerMeter implements Meter {
    * perhaps by another process, does not have it yet; any account event drops the cached lookups.
    */
   keyEventsSeen(batch: readonly RecordedEvent[]): void {
+    // Data is read of KEY_STATUS_EVENTS only: a follower of the log may hand the others' as null.
     let seen = false;
     for (const raw of batch) {
       if (!raw.streamId.startsWith('account-')) continue;
