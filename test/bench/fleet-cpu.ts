@@ -6,7 +6,7 @@
  * `npm run build && npx tsx test/bench/fleet-cpu.ts`.
  */
 import autocannon from 'autocannon';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pgSession, type PgSession } from '../../infra/postgresql/database.js';
 import { startFleet } from '../../src/app/fleet/fleet.js';
@@ -21,6 +21,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function cpuOf(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The fleet's nginx front: its master (started with `-p <tmp>/scores-front-…`) and worker processes; none with the in-process front. */
+function nginxFrontPids(): number[] {
+  const masters = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+      return cmd.includes('nginx') && cmd.includes('scores-front-');
+    } catch {
+      return false;
+    }
+  });
+  return masters.flatMap((m) => [Number(m), ...readFileSync(`/proc/${m}/task/${m}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)]);
 }
 
 async function postgresCpu(admin: PgSession): Promise<number> {
@@ -51,10 +64,11 @@ try {
   const api = fleet.processes.find((p) => p.role === 'api')!.pid;
   const worker = fleet.processes.find((p) => p.role === 'worker')!.pid;
   const commits = async () => Number((await admin.query<{ n: string }>('SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()'))[0]!.n);
-  const before = { api: cpuOf(api), worker: cpuOf(worker), pg: await postgresCpu(admin), commits: await commits() };
+  const frontCpu = () => nginxFrontPids().reduce((sum, pid) => sum + cpuOf(pid), 0) + (nginxFrontPids().length ? 0 : cpuOf(process.pid));
+  const before = { api: cpuOf(api), worker: cpuOf(worker), pg: await postgresCpu(admin), front: frontCpu(), commits: await commits() };
   const run = await autocannon({ url, connections: 50, duration: 10, headers: { 'X-API-Key': key } });
   await sleep(3000); // the worker projects the last debits
-  const after = { api: cpuOf(api), worker: cpuOf(worker), pg: await postgresCpu(admin), commits: await commits() };
+  const after = { api: cpuOf(api), worker: cpuOf(worker), pg: await postgresCpu(admin), front: frontCpu(), commits: await commits() };
   const calls = run.requests.total;
   const perCall = (seconds: number) => `${((seconds / calls) * 1e6).toFixed(0)} µs`;
   process.stdout.write(
@@ -66,6 +80,9 @@ try {
       api_cpu_per_call: perCall(after.api - before.api),
       worker_cpu_per_call: perCall(after.worker - before.worker),
       postgres_cpu_per_call: perCall(after.pg - before.pg),
+      // nginx's processes; with the in-process front, this process (the load generator's too).
+      front: nginxFrontPids().length ? 'nginx' : 'in-process (with the load generator)',
+      front_cpu_per_call: perCall(after.front - before.front),
       postgres_commits_per_call: ((after.commits - before.commits) / calls).toFixed(2),
     })}\n`,
   );
