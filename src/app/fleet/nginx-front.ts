@@ -51,6 +51,9 @@ ${callerMaps()}
     hash $scores_caller consistent;
 ${servers}
     keepalive 256;
+    # Below node's 5 s keep-alive timeout: a connection the API process closes as nginx reuses it
+    # would count as the process failing, and its keys would go elsewhere for a second.
+    keepalive_timeout 4s;
   }
   server {
     listen ${listen};
