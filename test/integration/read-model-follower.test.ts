@@ -84,33 +84,9 @@ describe('The read-model follower of a process that does not project', () => {
     await waited;
     expect(follower.position).to.equal(position);
   });
-});
-
-describe('What data the read-model follower reads (wantData)', () => {
-  let dir: string;
-  let dbs: SqliteDb[];
-  let events: SqliteEventStore;
-  let reads: SqliteReadStore;
-  let runner: ProjectorRunner;
-
-  beforeEach(async () => {
-    dir = tempDir('scores-follower-data-');
-    dbs = [openSqlite(join(dir, 'scores.sqlite')), openSqlite(join(dir, 'scores.sqlite'))];
-    events = new SqliteEventStore(dbs[0]!, fixedClock(new Date('2024-01-02T00:00:00Z')), { writer: 'inline', pollMs: 20 });
-    reads = new SqliteReadStore(dbs[1]!);
-    runner = new ProjectorRunner(events, reads, [counter]);
-    await runner.start();
-  });
-
-  afterEach(async () => {
-    await runner.stop();
-    await events.close();
-    await reads.close();
-    for (const db of dbs) db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it('asks the log for its listeners\' types only, and for more once a job wants them, without handing a batch on twice', async () => {
+    await runner.start();
     // The subscriptions the follower makes, with the types whose data it asks for.
     const asked: (readonly string[] | undefined)[] = [];
     const subscribe = events.subscribeToAll.bind(events);
