@@ -71,14 +71,24 @@ export function statements(schema: string) {
      * committed: numbers are drawn under it (`+ l.zero` makes each draw wait for it), so they
      * become visible in the order they were drawn. A fenced log takes the same lock shared: appends
      * run side by side, and a commit with conditions (`lockAppends`) waits until they committed.
+     *
+     * `$9`/`$10` name events that must be there (a stream and a revision each): when one is
+     * missing nothing is inserted and no row comes back. A writer that trusts its expected revision
+     * appends without reading the heads first; this refuses a revision beyond the stream's end
+     * (a gap), and the unique (stream, revision) index one already taken.
      */
     append: (mode: PositionMode) => `
       WITH l AS MATERIALIZED (SELECT ${mode === 'serialised' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared'}(${APPEND_LOCK(schema)}) AS locked, 0 AS zero),
+      g AS MATERIALIZED (
+        SELECT count(*) AS missing FROM unnest($9::text[], $10::int[]) AS h(stream_id, revision)
+        WHERE NOT EXISTS (SELECT 1 FROM ${schema}.events e WHERE e.stream_id = h.stream_id AND e.revision = h.revision)
+      ),
       written AS (
         INSERT INTO ${schema}.events (position, stream_id, revision, id, type, data, metadata, record, recorded_at)
         SELECT nextval('${schema}.event_position') + l.zero, u.stream_id, u.revision, u.id, u.type, u.data, u.metadata, u.record, $7
-        FROM l, unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[], $8::bytea[])
+        FROM l, g, unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::json[], $6::json[], $8::bytea[])
           AS u(stream_id, revision, id, type, data, metadata, record)
+        WHERE g.missing = 0
         RETURNING stream_id, revision, position, tx
       ),
       notified AS (SELECT pg_notify('${channel}', '') AS sent)

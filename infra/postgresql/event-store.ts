@@ -210,7 +210,8 @@ export class PostgresEventStore implements EventStore {
   private async commitRetrying(groups: PreparedAppend[][]): Promise<Outcome[]> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.commit(groups, this.clock.now().toISOString());
+        // The first attempt trusts the writers' expected revisions; a lost race reads the heads.
+        return await this.commit(groups, this.clock.now().toISOString(), attempt === 1);
       } catch (err) {
         if (!(err instanceof RevisionRace) || attempt >= RACE_RETRIES) throw err;
       }
@@ -223,8 +224,11 @@ export class PostgresEventStore implements EventStore {
    * check and the commit (the fencing of docs/scaling.md). Other batches take the lock only to
    * insert, and a lost race is caught by the unique index instead.
    */
-  private async commit(groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[]> {
-    if (!groups.some((g) => g.some(isCondition))) return this.commitOn(this.pool, groups, recordedAt);
+  private async commit(groups: PreparedAppend[][], recordedAt: string, trusting: boolean): Promise<Outcome[]> {
+    if (!groups.some((g) => g.some(isCondition))) {
+      const trusted = trusting ? await this.commitTrusting(groups, recordedAt) : null;
+      return trusted ?? this.commitOn(this.pool, groups, recordedAt);
+    }
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -238,6 +242,29 @@ export class PostgresEventStore implements EventStore {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * Where every writer names the revision it expects (a number, or no stream), the batch is
+   * decided on those as the streams' heads and written in one statement, without reading the
+   * heads first: the statement requires each expected event to be there (else writes nothing:
+   * null, and the batch is decided on the heads read), and the unique (stream, revision) index
+   * refuses a revision already taken (a race: decided again). A ledger's debits, the bulk of the
+   * appends, name theirs from the account's cached state. Null as well for a batch it cannot take.
+   */
+  private async commitTrusting(groups: PreparedAppend[][], recordedAt: string): Promise<Outcome[] | null> {
+    const heads = new Map<string, number | null>();
+    for (const a of groups.flat()) {
+      const expected = a.expectedRevision === 'no_stream' ? null : a.expectedRevision;
+      if (typeof expected === 'string' || heads.has(a.streamId)) return null;
+      heads.set(a.streamId, expected);
+    }
+    const plan = planInserts(groups, new Map(heads));
+    if (plan.rows.length === 0) return null;
+    const present = [...heads].filter((h): h is [string, number] => h[1] !== null);
+    const positions = await this.insert(this.pool, plan.rows, recordedAt, present);
+    if (positions.size !== plan.rows.length) return null;
+    return this.outcomes(plan, positions);
   }
 
   /**
@@ -255,6 +282,10 @@ export class PostgresEventStore implements EventStore {
     });
     const plan = planInserts(groups, new Map(found.rows.map((r) => [r.stream_id, r.revision])));
     const positions = plan.rows.length > 0 ? await this.insert(db, plan.rows, recordedAt) : new Map<string, string>();
+    return this.outcomes(plan, positions);
+  }
+
+  private outcomes(plan: ReturnType<typeof planInserts>, positions: Map<string, string>): Outcome[] {
     return plan.outcomes.map((o) =>
       o.ok
         ? {
@@ -268,15 +299,18 @@ export class PostgresEventStore implements EventStore {
     );
   }
 
-  /** Inserts the rows in one statement; answers each row's position by `revision:stream`. */
-  private async insert(db: Queryable, rows: PlannedRow[], recordedAt: string): Promise<Map<string, string>> {
+  /**
+   * Inserts the rows in one statement; answers each row's position by `revision:stream`. With
+   * `present` (stream, revision pairs), only if each of those events is there: else none.
+   */
+  private async insert(db: Queryable, rows: PlannedRow[], recordedAt: string, present: [string, number][] = []): Promise<Map<string, string>> {
     const col = <K extends keyof PlannedRow>(k: K) => rows.map((r) => r[k]);
     let written;
     try {
       written = await db.query<{ stream_id: string; revision: number; position: string; tx: string }>({
         name: `${this.schema}.append`,
         text: this.sql.append(this.mode),
-        values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt, col('record')],
+        values: [col('streamId'), col('revision'), col('id'), col('type'), col('data'), col('metadata'), recordedAt, col('record'), present.map((p) => p[0]), present.map((p) => p[1])],
       });
     } catch (err) {
       const e = err as { code?: string; constraint?: string };

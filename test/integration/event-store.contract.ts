@@ -128,6 +128,20 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreF
         expect((await store.readStream(s)).map((e) => e.type)).to.deep.equal(['A', 'B']);
       });
 
+      it('refuses a revision beyond the stream\'s last event, and writes nothing (no gap)', async function () {
+        const s = stream('ledger');
+        await store.append(s, [event('A'), event('B')]);
+
+        const err = await failureOf(store.append(s, [event('C')], 5));
+
+        expect(err).to.be.instanceOf(ConcurrencyError);
+        expect((err as ConcurrencyError).actual).to.equal(1);
+        expect((await store.readStream(s)).map((e) => [e.type, e.revision])).to.deep.equal([
+          ['A', 0],
+          ['B', 1],
+        ]);
+      });
+
       it('refuses a numeric revision on a stream that does not exist', async function () {
         const s = stream('ledger');
         const err = await failureOf(store.append(s, [event('A')], 0));

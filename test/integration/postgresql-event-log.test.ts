@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { systemClock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
@@ -205,6 +206,34 @@ describe('PostgreSQL event log', function () {
       });
     });
   }
+
+  describe('When a writer names the revision it expects', function () {
+    it("appends without reading the stream's head first, and reads it only when the revision was wrong", async function () {
+      const store = open();
+      const opened = await store.append('ledger-a', [{ type: 'Opened', data: {} }], 'no_stream');
+      // The statements sent, by their first words (the heads read begins `SELECT s.stream_id`).
+      const sent: string[] = [];
+      const query = pg.Client.prototype.query;
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const q = args[0] as string | { text?: string };
+        sent.push((typeof q === 'string' ? q : (q.text ?? '')).trim().slice(0, 20));
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      try {
+        let revision = opened.nextExpectedRevision;
+        for (let i = 0; i < 10; i++) revision = (await store.append('ledger-a', [{ type: 'Debited', data: { i } }], revision)).nextExpectedRevision;
+        expect(sent.filter((t) => t.startsWith('SELECT s.stream_id'))).to.deep.equal([]);
+        expect(sent).to.have.length(10);
+
+        const stale = await store.append('ledger-a', [{ type: 'Debited', data: {} }], 3).catch((err: unknown) => err);
+        expect(stale).to.be.instanceOf(ConcurrencyError);
+        expect(sent.filter((t) => t.startsWith('SELECT s.stream_id'))).to.have.length(1);
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+      expect((await store.readStream('ledger-a')).map((e) => e.revision)).to.deep.equal(Array.from({ length: 11 }, (_, i) => i));
+    });
+  });
 
   describe('When another process appends', function () {
     it('a subscriber is woken by the notification, not by its poll', async function () {
