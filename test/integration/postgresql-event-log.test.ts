@@ -213,6 +213,7 @@ describe('PostgreSQL event log', function () {
       const opened = await store.append('ledger-a', [{ type: 'Opened', data: {} }], 'no_stream');
       // The statements sent, by their first words (the heads read begins `SELECT s.stream_id`).
       const sent: string[] = [];
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- kept to be called with the client as `this`, and put back below
       const query = pg.Client.prototype.query;
       pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
         const q = args[0] as string | { text?: string };
