@@ -49,35 +49,34 @@ export class ReadModelFollower implements ReadModelFeed {
   private readonly follower: LogFollower;
   private waiters: { position: string; resolve(): void }[] = [];
   private readonly listeners = new Set<(events: readonly RecordedEvent[]) => void>();
-  /** The types whose data the follower reads (undefined: all); read again at each subscription. */
-  private readonly following: { dataTypes?: readonly string[] };
-  private live = false;
+  /** The types whose data the follower reads (undefined: all); the log follower reads it at each subscription. */
+  private readonly wanted: { types: readonly string[] | undefined };
 
   constructor(
     private readonly events: EventStore,
     private readonly reads: ReadStore,
     private readonly options: FollowerOptions,
   ) {
-    this.following = { ...(options.dataTypes && { dataTypes: options.dataTypes }) };
-    const following = this.following;
+    const wanted = (this.wanted = { types: options.dataTypes });
     this.follower = new LogFollower(events, {
       after: () => this.lastPosition,
       onEvents: (batch) => this.handle(batch),
       onError: (err) => this.options.onError?.(err),
       get dataTypes() {
-        return following.dataTypes;
+        return wanted.types;
       },
     });
   }
 
-  /** Follows the log again from the last batch handed on, now with the data of `types` too. */
+  /**
+   * Follows the log again from the last batch handed on, now with the data of `types` too; also
+   * while it is still catching up (a worker's jobs start beside its follower's start).
+   */
   async wantData(types: readonly string[]): Promise<void> {
-    const now = this.following.dataTypes;
+    const now = this.wanted.types;
     if (!now || types.every((t) => now.includes(t))) return;
-    this.following.dataTypes = [...new Set([...now, ...types])];
-    if (!this.live) return;
-    await this.follower.stop();
-    await this.follower.start();
+    this.wanted.types = [...new Set([...now, ...types])];
+    await this.follower.resubscribe();
   }
 
   get position(): string | null {
@@ -96,11 +95,9 @@ export class ReadModelFollower implements ReadModelFeed {
     const at = this.lastPosition;
     if (at !== null) this.waiters = this.waiters.filter((w) => (w.position <= at ? (w.resolve(), false) : true));
     await this.follower.start();
-    this.live = true;
   }
 
   async stop(): Promise<void> {
-    this.live = false;
     this.stopped = true;
     await this.follower.stop();
   }

@@ -24,6 +24,8 @@ export interface FollowHealth {
 }
 
 export class LogFollower {
+  /** What the subscription in place settles: the start's promise (a retry's settles nothing). */
+  private settle: { caughtUp: () => void; failed: (err: unknown) => void } | null = null;
   private subscription: Subscription | null = null;
   /** Caught up with the log and following it. */
   private caughtUp = false;
@@ -58,10 +60,26 @@ export class LogFollower {
     this.retry = null;
     const subscription = this.subscription;
     this.subscription = null;
+    this.settle = null;
     await subscription?.stop();
   }
 
+  /**
+   * Follows the log again from `after()` with the options as they are now (a `dataTypes` getter's
+   * new answer): the subscription in place stops (its batch in hand finishes) and a new one starts,
+   * settling a start still catching up as the old one would have. Nothing while none is in place.
+   */
+  async resubscribe(): Promise<void> {
+    const [subscription, settle] = [this.subscription, this.settle];
+    if (!subscription || !settle) return;
+    this.subscription = null;
+    await subscription.stop();
+    // Stopped, failed or resubscribed meanwhile: that one decides what follows.
+    if (this.subscription === null && this.retry === null && this.settle === settle) this.follow(settle.caughtUp, settle.failed);
+  }
+
   private follow(caughtUp: () => void, failed: (err: unknown) => void): void {
+    this.settle = { caughtUp, failed };
     this.subscription = this.events.subscribeToAll({
       after: this.options.after(),
       maxBatch: this.options.maxBatch,

@@ -113,4 +113,27 @@ describe('The read-model follower of a process that does not project', () => {
       await follower.stop();
     }
   });
+
+  it('asks for the new types also while it is still catching up, and its start still resolves', async () => {
+    const asked: (readonly string[] | undefined)[] = [];
+    const subscribe = events.subscribeToAll.bind(events);
+    const log = Object.assign(Object.create(events) as SqliteEventStore, {
+      subscribeToAll: (options: Parameters<SqliteEventStore['subscribeToAll']>[0]) => (asked.push(options.dataTypes), subscribe(options)),
+    });
+    const catchingUp = new ReadModelFollower(log, reads, { projections: ['counter'], pollMs: 5, dataTypes: ['ApiKeyRevoked'] });
+    try {
+      const { position } = await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
+      // Nothing projected yet: the follower holds its first batch until the projector commits it.
+      const starting = catchingUp.start();
+      while (asked.length === 0) await new Promise((r) => setTimeout(r, 5));
+      const wanting = catchingUp.wantData(['ScoresPublished']);
+      await runner.start();
+      await wanting;
+      await starting;
+      expect(asked).to.deep.equal([['ApiKeyRevoked'], ['ApiKeyRevoked', 'ScoresPublished']]);
+      await catchingUp.waitFor(position);
+    } finally {
+      await catchingUp.stop();
+    }
+  });
 });
