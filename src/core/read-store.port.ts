@@ -109,7 +109,7 @@ export async function checkpointsIn(inner: ReadStore, names: readonly string[], 
 }
 
 /** `projectors`' checkpoints (null: none yet), in one read where the store offers it. */
-export async function checkpointsOf(store: ReadStore, projectors: readonly string[]): Promise<(string | null)[]> {
+export async function checkpointsOf(store: Pick<ReadStore, 'checkpoint' | 'checkpoints'>, projectors: readonly string[]): Promise<(string | null)[]> {
   if (!store.checkpoints) return Promise.all(projectors.map((p) => store.checkpoint(p)));
   const found = await store.checkpoints(projectors);
   return projectors.map((p) => found.get(p) ?? null);

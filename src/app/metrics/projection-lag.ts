@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import type { EventStore } from '../../core/event-store.port.js';
-import type { ReadStore } from '../../core/read-store.port.js';
+import { checkpointsOf, type ReadStore } from '../../core/read-store.port.js';
 
 export interface ProjectionLag {
   projection: string;
@@ -14,7 +14,7 @@ export interface ProjectionLag {
 
 export interface LagSources {
   events: Pick<EventStore, 'headPosition' | 'readAll'>;
-  reads: Pick<ReadStore, 'checkpoint'>;
+  reads: Pick<ReadStore, 'checkpoint' | 'checkpoints'>;
   clock: Clock;
   /** The projections' names (their checkpoints' names). */
   projections: readonly string[];
@@ -34,7 +34,7 @@ export async function projectionLags(
   options: { cap: number; seconds: boolean },
 ): Promise<{ head: string | null; lags: ProjectionLag[] }> {
   const head = await sources.events.headPosition();
-  const checkpoints = await Promise.all(sources.projections.map((name) => sources.reads.checkpoint(name)));
+  const checkpoints = await checkpointsOf(sources.reads, sources.projections);
   const behind = new Map<string | null, Promise<{ events: number; seconds: number | null }>>();
   const lagOf = (checkpoint: string | null) => {
     let lag = behind.get(checkpoint);
