@@ -65,6 +65,8 @@ export class LedgerService implements Ledger {
   private readonly streams = new Map<string, Stream<LedgerState, LedgerEvent>>();
   private readonly queues = new Map<string, Queued[]>();
   private readonly running = new Set<string>();
+  /** The stream read in flight per account (refresh). */
+  private readonly reading = new Map<string, Promise<Cached>>();
 
   private readonly freshForMs: number;
   private readonly snapshotEvery: number;
@@ -131,12 +133,36 @@ export class LedgerService implements Ledger {
     return stream;
   }
 
-  private async refresh(accountId: string, force = false): Promise<Cached> {
+  /**
+   * The cached state while fresh, else one read of what the stream holds beyond it, shared by
+   * every caller meanwhile. Each metered call asks for the state: once another process (a
+   * replica) had appended thousands of debits, 50 calls in flight each read and folded all of
+   * them at once, and one API process answered 50 calls a second for 3 s. A forced read (after a
+   * conflict) must see appends made before it was asked, so it waits for a read in flight and
+   * reads again.
+   */
+  private refresh(accountId: string, force = false): Promise<Cached> {
+    const cached = this.cache.get(accountId);
+    if (!force && cached && cached.revision >= 0 && performance.now() - cached.checkedAt < this.freshForMs) return Promise.resolve(cached);
+    const running = this.reading.get(accountId);
+    if (running && !force) return running;
+    if (running) {
+      const again = () => this.refresh(accountId, true);
+      return running.then(again, again);
+    }
+    const read = this.readFurther(accountId).finally(() => this.reading.delete(accountId));
+    this.reading.set(accountId, read);
+    return read;
+  }
+
+  private async readFurther(accountId: string): Promise<Cached> {
     const now = performance.now();
     const cached = this.cache.get(accountId) ?? (await this.fromSnapshot(accountId));
-    if (!force && cached && cached.revision >= 0 && now - cached.checkedAt < this.freshForMs) return cached;
     const folded = await foldStream(this.events, this.streamOf(accountId), cached);
     const next = { state: folded.state, revision: folded.revision, position: folded.position, checkedAt: now, snapshotAt: cached?.snapshotAt ?? -1 };
+    // An append of this service may have landed while the stream was read: keep the newer state.
+    const latest = this.cache.get(accountId);
+    if (latest && latest !== cached && latest.revision > next.revision) return latest;
     this.cache.set(accountId, next);
     this.snapshotIfDue(accountId, next);
     return next;
