@@ -116,7 +116,7 @@ for (const readStore of ['postgres', 'mongodb'] as const) {
       await waitUntil(() => caughtUp(one), 60_000, `projected up to ${head} after the hand-over`);
     });
 
-    it('refuses a read-model commit once another worker took the lease (the fence), and writes nothing', async () => {
+    it('refuses a read-model commit once another worker took the lease (the fence), and writes nothing; commits checkpoints alone', async () => {
       const [services] = opened;
       const job = `projection-fence-${randomUUID().slice(0, 8)}`;
       // The paused owner's clock stands still (its lease looks valid to it); the next owner's is past the expiry.
@@ -135,6 +135,10 @@ for (const readStore of ['postgres', 'mongodb'] as const) {
       expect(refused).to.be.instanceOf(LeaseLostError);
       expect(await base.get(def, 'b')).to.equal(null);
       expect(await base.checkpoint(job)).to.equal('1');
+      // Checkpoints alone are the same whoever commits them: no lease read, and never moved back.
+      await fenced.commit({ writes: [], checkpoints: { [job]: '3' } });
+      await fenced.commit({ writes: [], checkpoints: { [job]: '2' } });
+      expect(await base.checkpoint(job)).to.equal('3');
     });
   });
 }
