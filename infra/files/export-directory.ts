@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
+import { narrow, PRIVATE_DIR, PRIVATE_FILE } from '../../src/core/private-files.js';
 import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -32,8 +33,9 @@ export class ExportDirectory implements ExportFiles {
   }
 
   lock(): Promise<RunLock | null> {
-    mkdirSync(this.root, { recursive: true });
+    mkdirSync(this.root, { recursive: true, mode: PRIVATE_DIR });
     const db = new Database(join(this.root, 'run.lock'));
+    narrow(join(this.root, 'run.lock'));
     try {
       db.pragma('busy_timeout = 0');
       db.exec('BEGIN EXCLUSIVE');
@@ -60,8 +62,8 @@ export class ExportDirectory implements ExportFiles {
     const dir = this.dir(runId);
     const final = this.path(runId, name);
     const partial = join(dir, `.${name}.partial`);
-    mkdirSync(dir, { recursive: true });
-    const stream = createWriteStream(partial);
+    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR });
+    const stream = createWriteStream(partial, { mode: PRIVATE_FILE });
     await new Promise<void>((resolve, reject) => stream.once('open', () => resolve()).once('error', reject));
     return {
       stream,

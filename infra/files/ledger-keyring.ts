@@ -98,7 +98,7 @@ function readKeyFile(dataDir: string): KeyFile | null {
 function createKeyFile(dataDir: string, now: Date): KeyFile {
   const path = join(dataDir, LEDGER_KEY_FILE);
   const made: KeyFile = { current: newKey(now.toISOString()), retired: [] };
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify(made, null, 2), { mode: 0o600 });
   chmodSync(tmp, 0o600); // whatever the umask

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
+import { narrow, PRIVATE_DIR } from '../../src/core/private-files.js';
 import { dirname } from 'node:path';
 
 /** A lock this process holds until `release()`, or until it dies. */
@@ -21,8 +22,9 @@ export interface ProcessLock {
  * shared taker should not mistake that instant for a holder.
  */
 export function tryLock(path: string, mode: 'shared' | 'exclusive', waitMs = 0): ProcessLock | null {
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true, mode: PRIVATE_DIR });
   const db = new Database(path);
+  narrow(path);
   try {
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(waitMs))}`);
     db.pragma('journal_mode = DELETE');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, mkdir, open, rename, rm } from 'node:fs/promises';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../../src/core/private-files.js';
 import { join } from 'node:path';
 import { createTransport, type Transporter } from 'nodemailer';
 import type { StreamSentMessageInfo } from 'nodemailer';
@@ -51,10 +52,11 @@ export class FileOutboxMailer implements Mailer {
     const target = this.fileFor(message.id);
     const tmp = join(this.options.dir, `.${message.id}.${randomUUID()}.tmp`);
     try {
-      await (this.ready ??= mkdir(this.options.dir, { recursive: true }).then(() => undefined));
+      await (this.ready ??= mkdir(this.options.dir, { recursive: true, mode: PRIVATE_DIR }).then(() => undefined));
       if (await exists(target)) return;
       const info = await this.composer.sendMail(mailOptions(message, this.options.from ?? DEFAULT_OUTBOX_FROM, this.options.clock.now()));
-      const handle = await open(tmp, 'wx');
+      // Owner-only: a mail may hold a live sign-in link.
+      const handle = await open(tmp, 'wx', PRIVATE_FILE);
       try {
         await handle.writeFile(unencodedBody(info.message as Buffer, message.text));
         await handle.sync();

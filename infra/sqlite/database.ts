@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
+import { narrow, PRIVATE_DIR } from '../../src/core/private-files.js';
 import { dirname } from 'node:path';
 
 export type SqliteDb = Database.Database;
@@ -24,8 +25,10 @@ export function openSqlite(
     synchronous?: 'FULL' | 'NORMAL';
   } = {},
 ): SqliteDb {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_DIR });
   const db = new Database(file, { readonly: options.readonly ?? false });
+  // Before the WAL is opened: SQLite gives its WAL and shared-memory files the database file's mode.
+  if (file !== ':memory:' && !options.readonly) narrow(file);
   // 16 KiB pages: read-model documents are month buckets of a few KiB; smaller pages would
   // spill every one of them into overflow chains. Takes effect when the file is created.
   if (!options.readonly) db.pragma('page_size = 16384');

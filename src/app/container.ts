@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { createLogger } from './logger.js';
+import { narrowTree } from '../core/private-files.js';
 import { allProjections } from '../../projections/index.js';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { FileOutboxMailer } from '../../infra/mail/file-outbox.js';
@@ -102,12 +103,22 @@ export interface OpenOptions {
   readModels?: 'project' | 'follow';
 }
 
+/**
+ * A data directory written with wider modes (before this release, or copied) is made owner-only
+ * before anything is opened in it, and the log says so once (docs/operations.md, "Files").
+ */
+function narrowDataDir(dataDir: string, log: Logger): void {
+  const changed = narrowTree(dataDir);
+  if (changed.length > 0) log.warn({ data_dir: dataDir, paths: changed.length, first: changed.slice(0, 5) }, 'data directory was readable by other users: made owner-only (0600 files, 0700 folders)');
+}
+
 /** Opens the ports the configuration asks for: the embedded SQLite file unless a server URL is set. */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   const clock = options.clock ?? (config.now ? fixedClock(config.now) : systemClock);
   const transportClock = options.transportClock ?? options.clock ?? systemClock;
   const log = options.log ?? createLogger(config.logLevel);
   const metrics = new Metrics();
+  narrowDataDir(config.dataDir, log);
   const stores = await openStores(config, clock, log, metrics);
   const exportFiles = await openExportFiles(config);
   const keyring = openKeyring(config, clock);
@@ -136,7 +147,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const queryReads = new CachedReadStore(reads, [{ def: latestScores, eventTypes: latestScoresProjection.eventTypes }]);
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
-  const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost), stores.rates);
+  const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost), stores.rates, transportClock);
   // On a shared log another process may revoke a key and project it: this one reads it from the log.
   const keyEvents = config.postgresUrl || config.esdbUrl
     ? await followKeyEvents(events, (batch) => meter.keyEventsSeen(batch), { onError: (err) => log.warn({ err }, 'key events not followed; again in 1 s') })

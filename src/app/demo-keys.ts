@@ -58,7 +58,7 @@ export function keepDemoKeys(dataDir: string, accounts: DemoAccount[]): { file: 
   });
   if (created.length) {
     kept = [...kept.filter((k) => !created.some((c) => c.tier === k.tier)), ...created];
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const partial = `${file}.${process.pid}.partial`;
     const note = 'The demo accounts\' API keys, random, created on their first start; the store keeps only their hashes. Keep this file private.';
     writeFileSync(partial, `${JSON.stringify({ note, keys: kept }, null, 2)}\n`, { mode: 0o600 });

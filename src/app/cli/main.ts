@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../../core/errors.js';
 import { projectRoot } from '../../core/paths.js';
+import { PRIVATE_UMASK } from '../../core/private-files.js';
 import { addAccountCommands } from './accounts.commands.js';
 import { problemOfError } from './cli-errors.js';
 import { addExportCommands } from './exports.commands.js';
@@ -68,6 +69,8 @@ function wantsJson(argv: string[]): boolean {
  * the message, or under `--json` the problem object (commander's own text and help left out).
  */
 export async function runCli(argv: string[]): Promise<void> {
+  // Whatever the shell's umask, nothing this process writes is readable by another local user.
+  process.umask(PRIVATE_UMASK);
   const json = wantsJson(argv);
   const program = buildCli();
   if (json) {

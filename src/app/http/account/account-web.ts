@@ -36,7 +36,7 @@ export const ACCOUNT_CSP =
 function csrfSecret(dataDir: string): string {
   const file = join(dataDir, 'session-secret');
   if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
   }
   chmodSync(file, 0o600);
