@@ -73,6 +73,19 @@ describe('MCP POSTs pay per call: bounded batches, a rate-limit token and a requ
     expect(one.json.result.structuredContent.closed_trades).to.be.a('number');
   });
 
+  it('refuses a batch from a client naming a protocol version it does not speak, also behind an initialize, running none', async () => {
+    const k = await freeKey('batch-version@example.test');
+    const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2099-01-01', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    for (const version of ['2099-01-01', '2025-03-27', 'latest']) {
+      const r = await post(k.key, [initialize, call(1, 'get_scores', { ticker: 'AAPL' }), call(2, 'get_track_record')], version);
+      expect(r.status, version).to.equal(400);
+      expect(r.json, version).to.not.be.an('array');
+      expect(r.json.error.code, version).to.equal(-32600);
+      expect(r.json.error.message, version).to.contain(`MCP-Protocol-Version ${version} is not supported`);
+    }
+    expect(await debits(k.account_id)).to.deep.equal([]);
+  });
+
   it('serves at most the burst of six concurrent batches of 10 get_track_record calls, refusing the rest with rate_limited, each answer bounded', async () => {
     const k = await freeKey('batch-track@example.test');
     const single = await post(k.key, call(1, 'get_track_record'));

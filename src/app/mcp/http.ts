@@ -136,7 +136,7 @@ function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandl
     const principal = (req as AuthedRequest).user;
     if (!principal) throw new Error('MCP handler reached without authentication');
     const sent = req.header('mcp-protocol-version');
-    const body = readBody(req.body, sent !== undefined && SUPPORTED_PROTOCOL_VERSIONS.includes(sent) ? sent : undefined);
+    const body = readBody(req.body, sent);
     if (body.kind === 'refused') {
       res.status(400).json(body.answer);
       return;

@@ -1,4 +1,4 @@
-import { JSONRPCMessageSchema, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCRequest, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 
 /** JSON-RPC 2.0's error codes this endpoint answers with itself (the SDK's server answers the others). */
 export const PARSE_ERROR = -32700;
@@ -17,12 +17,13 @@ export const BATCHLESS_SINCE = '2025-06-18';
 
 /**
  * Whether a POST may hold a batch: not for a client that speaks MCP 2025-06-18 or later (its
- * `MCP-Protocol-Version` header names one); yes, of at most MAX_BATCH messages, for one that speaks
- * an earlier version (2025-03-26 had batches) or sends no header (which that version's clients
- * need not send). Dates compare as text.
+ * `MCP-Protocol-Version` header names one), nor for one naming a version this server does not
+ * speak (a batch must not get through behind an initialize the version check lets pass); yes, of
+ * at most MAX_BATCH messages, for one that speaks an earlier version (2025-03-26 had batches) or
+ * sends no header (which that version's clients need not send). Dates compare as text.
  */
 export function batchesAllowed(version: string | undefined): boolean {
-  return version === undefined || version < BATCHLESS_SINCE;
+  return version === undefined || (SUPPORTED_PROTOCOL_VERSIONS.includes(version) && version < BATCHLESS_SINCE);
 }
 
 export interface JsonRpcError {
@@ -55,7 +56,9 @@ export type Body = { kind: 'messages'; batch: boolean; messages: Message[] } | {
 export function readBody(body: unknown, version?: string): Body {
   if (!Array.isArray(body)) return { kind: 'messages', batch: false, messages: [classify(body)] };
   if (!batchesAllowed(version)) {
-    const why = `MCP ${BATCHLESS_SINCE} and later have no JSON-RPC batches (this request names ${version}): send one message per POST`;
+    const why = SUPPORTED_PROTOCOL_VERSIONS.includes(version!)
+      ? `MCP ${BATCHLESS_SINCE} and later have no JSON-RPC batches (this request names ${version}): send one message per POST`
+      : `MCP-Protocol-Version ${version} is not supported (${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}), and its POSTs have no JSON-RPC batches: send one message per POST`;
     return { kind: 'refused', answer: jsonRpcError(null, INVALID_REQUEST, `Invalid Request: ${why}`) };
   }
   if (body.length === 0) return { kind: 'refused', answer: jsonRpcError(null, INVALID_REQUEST, 'Invalid Request: the batch is empty') };
