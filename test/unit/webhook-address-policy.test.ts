@@ -189,6 +189,22 @@ describe('Webhook address policy', () => {
       }
     });
 
+    it('is refused when its host name has an empty label (a trailing or doubled dot), naming the canonical spelling', () => {
+      for (const [text, canonical] of [
+        ['https://hooks.example.com./in', 'hooks.example.com'],
+        ['https://hooks.example.com../in', 'hooks.example.com'],
+        ['https://hooks..example.com/in', 'hooks.example.com'],
+        ['https://.hooks.example.com/in', 'hooks.example.com'],
+      ] as const) {
+        const refusal = refusalOfUrl(text);
+        expect(refusal.code, text).to.equal('bad_request');
+        expect(refusal.detail, text).to.contain('empty label').and.contain(`"${canonical}"`);
+      }
+      // An IPv4 address with a trailing dot is read as the address itself (and judged as one).
+      expect(checkWebhookUrl('https://93.184.216.34./in').href).to.equal('https://93.184.216.34/in');
+      expect(checkWebhookUrl('https://HOOKS.Example.com:443/in').href).to.equal('https://hooks.example.com/in');
+    });
+
     it('is refused when it has no host or is not a URL', () => {
       for (const text of ['https://', 'https://:443/', 'hooks.example.com/in', '/in/scores', '', 'https://exa mple.com/']) {
         expect(refusalOfUrl(text).detail, text).to.equal('webhook URL is not an absolute URL (https://host/path)');

@@ -156,8 +156,8 @@ export function ipLiteralHost(url: URL): string | null {
 export const WEBHOOK_URL_PATTERN = '^https://';
 
 /**
- * A webhook URL as given at registration: `WEBHOOK_URL_PATTERN`, a host, no user name or
- * password; a port is fine. A host that is an IP address is judged by `addressRefusal` here
+ * A webhook URL as given at registration: `WEBHOOK_URL_PATTERN`, a host (a name without an empty
+ * label), no user name or password; a port is fine. A host that is an IP address is judged by `addressRefusal` here
  * already; a name is judged at each delivery, by the addresses it resolves to then. Refusals are
  * 400 `bad_request`.
  */
@@ -173,6 +173,11 @@ export function checkWebhookUrl(text: string, allow: AllowSubnets = []): URL {
   if (url.username !== '' || url.password !== '') throw badRequest('webhook URL must not contain a user name or password');
   if (url.hostname === '') throw badRequest('webhook URL has no host');
   const literal = ipLiteralHost(url);
+  // The parser lowercases a name, decodes it and drops a default port (the URL is stored as it
+  // reads it back), but keeps empty labels: `example.com.` would be a second spelling of a host.
+  if (literal === null && url.hostname.split('.').includes('')) {
+    throw badRequest(`webhook URL host ${JSON.stringify(url.hostname)} has an empty label (a trailing or doubled dot): write it as ${JSON.stringify(url.hostname.split('.').filter(Boolean).join('.'))}`);
+  }
   const refusal = literal === null ? null : addressRefusal(literal, allow);
   if (refusal !== null) throw badRequest(`webhook URL refused: ${refusal}`);
   return url;
