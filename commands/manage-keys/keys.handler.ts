@@ -121,16 +121,21 @@ export async function revokeKey(deps: { events: EventStore; reads: ReadStore; cl
   return { key_id: keyId, revoked: out.length > 0 };
 }
 
-/** Issues a replacement key; the old one keeps working for `graceSeconds` (0 = stops at once). */
+/**
+ * Issues a replacement key; the old one keeps working for `graceSeconds` (0 = stops at once), on
+ * the wall clock (`transportClock`, default `clock`): a credential's grace ends in real time even
+ * where SCORES_NOW pins the data's clock.
+ */
 export async function rotateKey(
-  deps: { events: EventStore; reads: ReadStore; clock: Clock; ids: Ids },
+  deps: { events: EventStore; reads: ReadStore; clock: Clock; transportClock?: Clock; ids: Ids },
   keyId: string,
   graceSeconds: number,
 ): Promise<IssuedKey & { replaced_key_id: string; old_key_valid_until: string }> {
   const accountId = await accountOfKey(deps.reads, keyId);
   const key = generateApiKey();
   const material = keyMaterial(deps.ids, key);
-  const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'RotateKey', key_id: keyId, grace_seconds: graceSeconds, key: material });
+  const real = deps.transportClock ?? deps.clock;
+  const out = await runAccountCommand(deps.events, real, accountId, { type: 'RotateKey', key_id: keyId, grace_seconds: graceSeconds, key: material });
   const rotated = out.find((e) => e.type === 'ApiKeyRotated');
   // The new key carries the account's plan as it stands now (a key has no plan of its own).
   const plan = stateAt(foldLedger(await deps.events.readStream(ledgerStream(accountId))), deps.clock.now());
@@ -143,7 +148,7 @@ export async function rotateKey(
     tier: plan.tier,
     pro: plan.pro,
     replaced_key_id: keyId,
-    old_key_valid_until: rotated?.type === 'ApiKeyRotated' ? rotated.data.grace_until : deps.clock.now().toISOString(),
+    old_key_valid_until: rotated?.type === 'ApiKeyRotated' ? rotated.data.grace_until : real.now().toISOString(),
   };
 }
 

@@ -41,8 +41,17 @@ export const SESSION_DAYS = 7;
 export interface SignInDeps {
   events: EventStore;
   clock: Clock;
+  /**
+   * The wall clock (Services.transportClock) that links and sessions expire on: a link is a
+   * credential, so it lasts 15 real minutes even where SCORES_NOW pins the data's clock (which
+   * would keep it valid for ever). Defaults to `clock`.
+   */
+  transportClock?: Clock;
   ids: Ids;
 }
+
+/** Real time for what expires (links, sessions, the mail budget's windows). */
+const realNow = (deps: Pick<SignInDeps, 'clock' | 'transportClock'>): Date => (deps.transportClock ?? deps.clock).now();
 
 // ---------------------------------------------------------------------------------------------
 // Links
@@ -63,7 +72,7 @@ export async function sendSignInLink(deps: SignInDeps & { mailer: Mailer; baseUr
   const email = normalizeEmail(rawEmail);
   const token = deps.ids.next('', 32);
   const tokenHash = sha256Hex(token);
-  const now = deps.clock.now();
+  const now = realNow(deps);
   const expires_at = new Date(now.getTime() + SIGN_IN_LINK_MINUTES * 60_000).toISOString();
   const sent: SignInLinkSent = { type: 'SignInLinkSent', data: { email, expires_at, at: now.toISOString() } };
   await deps.events.append(signInStream(tokenHash), [sent], 'no_stream');
@@ -90,7 +99,7 @@ export const SIGN_IN_MAILS_PER_ADDRESS = 3;
 /**
  * The sign-in mails each address has had in its current window, by the address's hash, in the
  * process (each replica counts its own). The window starts at its first mail and lasts a link's
- * lifetime, on the service clock that dates the links: so whenever the budget turns a request
+ * lifetime, on the clock that dates the links (real time): so whenever the budget turns a request
  * away, the last link mailed is still valid, and the owner signs in with it.
  */
 export class SignInMailBudget {
@@ -153,7 +162,7 @@ function statusOf(s: LinkState, now: Date): LinkStatus {
 /** What a link would do now, without using it (the page that asks to confirm the sign-in). */
 export async function inspectSignInLink(deps: SignInDeps, token: string): Promise<LinkStatus> {
   const { state } = await foldStream(deps.events, linkOf(sha256Hex(token)));
-  return statusOf(state, deps.clock.now());
+  return statusOf(state, realNow(deps));
 }
 
 export interface SignedIn {
@@ -178,7 +187,10 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
   const material = { key_id: deps.ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key) };
   const newAccountId = deps.ids.nextHex('acct_', 20);
   const { result } = await handleCommand(deps.events, [linkOf(tokenHash), claimOf(link.email)], ([linkState, claim]) => {
-    const now = deps.clock.now();
+    // The link and the session on real time; a new account's opening on the data's clock, as every
+    // other account is opened (its ledger's periods are the data's).
+    const now = realNow(deps);
+    const opening = deps.clock.now();
     const status = statusOf(linkState, now);
     // Decided again on the stream: the same link used twice at once signs in once.
     if (status.status !== 'valid') throw new AppError('not_found', `This sign-in link is ${status.status}: ask for a new one`, { link: status.status });
@@ -194,13 +206,13 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
     ];
     let name = '';
     if (existing === null) {
-      const opened = openAccount(initialAccountState(), { account_id: accountId, email: status.email, key: material }, now);
+      const opened = openAccount(initialAccountState(), { account_id: accountId, email: status.email, key: material }, opening);
       name = opened.flatMap((e) => (e.type === 'ApiKeyIssued' ? [e.data.name ?? ''] : []))[0] ?? '';
       const claimed: EmailClaimed = { type: 'EmailClaimed', data: { email: status.email, account_id: accountId, at } };
       writes.push(
         { streamId: emailStream(sha256Hex(status.email)), events: [claimed] as never[], expectedRevision: 'no_stream' as const },
         { streamId: accountStream(accountId), events: opened as never[], expectedRevision: 'no_stream' as const },
-        { streamId: ledgerStream(accountId), events: openLedger(initialLedgerState, { account_id: accountId, tier: 'free', pro: false }, now).events as never[], expectedRevision: 'no_stream' as const },
+        { streamId: ledgerStream(accountId), events: openLedger(initialLedgerState, { account_id: accountId, tier: 'free', pro: false }, opening).events as never[], expectedRevision: 'no_stream' as const },
       );
     }
     return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: existing === null ? { key_id: material.key_id, key, prefix: material.prefix, name } : null } };
@@ -223,17 +235,17 @@ const sessionOf = (sessionId: string): Stream<SessionState, SessionEvent> => ({
 });
 
 /** The account a session id signs in, or null (unknown, expired or signed out). */
-export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
+export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return null;
   const { state: s } = await foldStream(deps.events, sessionOf(sessionId));
-  if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= deps.clock.now().getTime()) return null;
+  if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= realNow(deps).getTime()) return null;
   return { account_id: s.account_id, expires_at: s.expires_at };
 }
 
 /** Ends the session (sign-out); nothing for one already ended or unknown. */
-export async function signOut(deps: Pick<SignInDeps, 'events' | 'clock'>, sessionId: string): Promise<void> {
+export async function signOut(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<void> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return;
   await handleCommand(deps.events, sessionOf(sessionId), (s) =>
-    s.account_id === null || s.ended ? [] : [{ type: 'SessionEnded' as const, data: { reason: 'signed_out' as const, at: deps.clock.now().toISOString() } }],
+    s.account_id === null || s.ended ? [] : [{ type: 'SessionEnded' as const, data: { reason: 'signed_out' as const, at: realNow(deps).toISOString() } }],
   );
 }

@@ -274,7 +274,11 @@ describe('Account actions confirm and report (Chromium, without JavaScript)', fu
       await reached(`/account/keys/${ci.id}/rotate?grace_hours=24`);
     };
     await open();
-    expect(await consequence()).to.equal(`You are about to replace the key CI runner (${prefix}…) with a new one; the old key keeps working until 2019-04-11T12:00:00.000Z (24 hours).`);
+    // A grace period runs on the wall clock (24 hours from now), not the data's pinned one.
+    const in24Hours = (iso: string | undefined) => expect(Date.parse(iso!) - Date.now(), iso).to.be.within(23 * 3_600_000, 24 * 3_600_000);
+    const shown = /^You are about to replace the key CI runner \(.+…\) with a new one; the old key keeps working until (\S+) \(24 hours\)\.$/.exec(await consequence());
+    expect(shown, 'the consequence line').to.not.equal(null);
+    in24Hours(shown![1]);
     await page.getByRole('link', { name: 'Cancel' }).click();
     await page.waitForURL(`${server.url}/account#keys`);
     expect((await accountEvents()).length, 'Cancel').to.equal(before);
@@ -282,10 +286,13 @@ describe('Account actions confirm and report (Chromium, without JavaScript)', fu
     await open();
     await page.getByRole('button', { name: 'Confirm: rotate CI runner' }).click();
     const status = await page.locator('[role="status"]', { has: page.locator('#new-key') }).innerText();
-    expect(status).to.contain(`Done. Rotated: the old key ${prefix}… works until 2019-04-11T12:00:00.000Z.`).and.contain('Your new API key, CI runner');
+    const done = new RegExp(`Done\\. Rotated: the old key ${prefix.replace(/[^A-Za-z0-9]/g, '\\$&')}… works until (\\S+)\\.`).exec(status);
+    expect(done, status).to.not.equal(null);
+    in24Hours(done![1]);
+    expect(status).to.contain('Your new API key, CI runner');
     const named = (await keyRows()).filter((r) => r.name === 'CI runner');
     expect(named.map((r) => [r.id === ci.id, r.status])).to.deep.equal([
-      [true, 'rotated (works until 2019-04-11T12:00:00.000Z)'],
+      [true, `rotated (works until ${done![1]!.replace(/\.$/, '')})`],
       [false, 'active'],
     ]);
   });

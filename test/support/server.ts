@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { readDemoKeys } from '../../src/app/demo-keys.js';
 import { startServer, type RunningServer } from '../../src/app/server.js';
+import type { Clock } from '../../src/core/clock.js';
 import type { Tier } from '../../src/domain/plans.js';
 import type { Logger } from 'pino';
 
@@ -52,10 +53,21 @@ export function testEnv(dir: string, now: string, extra: Record<string, string> 
   return { ...inherited, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', SCORES_EXPORTS_SCHEDULE: 'off', ...extra };
 }
 
+/** The wall clock moved by hand: real time plus what `advance` added (never pinned: time passes). */
+export function wallClockPlus(): Clock & { advance(ms: number): void } {
+  let offset = 0;
+  return {
+    now: () => new Date(Date.now() + offset),
+    advance(ms) {
+      offset += ms;
+    },
+  };
+}
+
 /** A real HTTP server on a random port over a real SQLite file, seeded with the demo up to `now`. */
-export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string>; log?: Logger }): Promise<TestServer> {
+export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string>; log?: Logger; transportClock?: Clock }): Promise<TestServer> {
   const dir = options.dir ?? tempDir();
-  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)), { log: options.log });
+  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)), { log: options.log, transportClock: options.transportClock });
   const running = await startServer(services, { progress: false, port: 0 });
   return {
     url: running.url,

@@ -41,6 +41,8 @@ export class LedgerMeter implements Meter {
     private readonly onDebited: (endpoint: RateKey, channel: Channel, cost: number) => void = () => undefined,
     /** The accounts' buckets: in this process (default) or shared by the replicas (shared-buckets.ts). */
     private readonly rates: RateLimiter = new TokenBuckets(),
+    /** The wall clock a rotated key's grace period ends on, even where SCORES_NOW pins `clock`. */
+    private readonly realClock: Clock = clock,
   ) {}
 
   async authenticate(key: string | undefined, requestId: string, client?: ClientAddress): Promise<Principal> {
@@ -51,7 +53,7 @@ export class LedgerMeter implements Meter {
     if (!doc) throw this.anonymousRefusal(client, 'unknown API key');
     const now = this.clock.now();
     if (doc.status === 'revoked') throw new AppError('key_forbidden', `key ${doc.prefix}… was revoked`);
-    if (doc.status === 'rotated' && (doc.grace_until === null || doc.grace_until <= now.toISOString())) {
+    if (doc.status === 'rotated' && (doc.grace_until === null || doc.grace_until <= this.realClock.now().toISOString())) {
       throw new AppError('key_forbidden', `key ${doc.prefix}… was rotated and its grace period ended at ${doc.grace_until ?? 'once'}`);
     }
     const ledger = stateAt(await this.ledger.state(doc.account_id), now);

@@ -52,7 +52,7 @@ export async function confirmRotate(r: AccountRequest): Promise<void> {
   const key = await ownKey(r);
   if (key.status !== 'active') throw new AppError('conflict', `${key.name} is ${key.status}; only an active key can be rotated`);
   const hours = graceHours(r.req.query['grace_hours']);
-  const until = new Date(r.services.clock.now().getTime() + hours * 3_600_000).toISOString();
+  const until = new Date(r.services.transportClock.now().getTime() + hours * 3_600_000).toISOString();
   sendAccountPage(r.res, 200, 'Rotate a key', rotatePage(key, hours, until, r.web.csrfToken(r.req, r.res)));
 }
 

@@ -28,6 +28,8 @@ export function newKeyNotice(key: string, prefix: string, name: string, lead?: s
 export interface AccountView extends UsageView {
   account_id: string;
   now: Date;
+  /** The wall clock, which a rotated key's grace period ends on (`now` may be pinned by SCORES_NOW). */
+  wallNow: Date;
   /** A downgrade or cancellation waiting for the month's end. */
   scheduled: { tier: Tier; at: string } | null;
   keys: KeyState[];
@@ -43,7 +45,7 @@ export interface AccountView extends UsageView {
 
 
 function keysSection(v: AccountView): SafeHtml {
-  const now = v.now.toISOString();
+  const now = v.wallNow.toISOString();
   const inGrace = (k: KeyState) => k.status === 'rotated' && k.grace_until !== null && k.grace_until > now;
   // Rotate and Revoke lead to a page that names the key and the consequence; its form acts.
   const revoke = (k: KeyState) => html`<form method="get" action="/account/keys/${k.key_id}/revoke" class="inline"><button type="submit">Revoke</button></form>`;

@@ -56,6 +56,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     account_id: accountId,
     email: account.email,
     now,
+    wallNow: services.transportClock.now(),
     figures,
     scheduled: state.cancellation_effective_at ? { tier: state.scheduled_tier ?? 'free', at: state.cancellation_effective_at } : null,
     keys: [...account.keys.values()],

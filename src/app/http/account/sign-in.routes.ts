@@ -24,7 +24,7 @@ const SIGN_IN_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, SignInHand
 ];
 
 export function registerSignInRoutes(app: Express, services: Services, web: AccountWeb): void {
-  const limits = { perClient: new RateLimiterMemory(SIGN_IN_CLIENT_LIMIT), budget: new SignInMailBudget(services.clock) };
+  const limits = { perClient: new RateLimiterMemory(SIGN_IN_CLIENT_LIMIT), budget: new SignInMailBudget(services.transportClock) };
   for (const [method, path, handler] of SIGN_IN_ROUTES) {
     app[method](path, ...web.middleware, (req, res, next) => handler({ req, res, next, services, web, ...limits }).catch(next));
   }
