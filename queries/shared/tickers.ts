@@ -16,11 +16,11 @@ function isSymbol(t: string): boolean {
   return t.length > 0 && t.length <= MAX_TICKER_LENGTH && SYMBOL.test(t);
 }
 
-/** An upper-cased symbol, or null when the text cannot be one. */
-const symbolOf = (text: string): string | null => {
-  const t = text.trim();
-  return isSymbol(t) ? t.toUpperCase() : null;
-};
+/**
+ * An upper-cased symbol, or null when the text cannot be one. Not trimmed: `AAPL%20` or a tab
+ * after it names no stock (and costs nothing), rather than being served and billed as AAPL.
+ */
+const symbolOf = (text: string): string | null => (isSymbol(text) ? text.toUpperCase() : null);
 
 /**
  * A `{ticker}` path segment, upper-cased. A segment that cannot be a symbol (longer than 12

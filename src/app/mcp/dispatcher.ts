@@ -92,6 +92,8 @@ export class McpDispatcher implements Transport {
   /** Runs one request; resolves with its answer under the client's id. */
   async run(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse | JsonRpcError> {
     await this.ready;
+    const unknown = this.withUnknownArguments(request, ctx);
+    if (unknown) return unknown;
     if (request.method === 'tools/call' && !CallToolRequestSchema.safeParse(request).success) return jsonRpcError(request.id, INVALID_PARAMS, NOT_A_TOOL_CALL);
     const direct = this.callDirectly(request, ctx);
     if (direct) return direct;
@@ -113,8 +115,28 @@ export class McpDispatcher implements Transport {
     if (!parsed.success) return null;
     const { name, arguments: args, ...more } = parsed.data.params;
     if (!this.tools.has(name) || Object.keys(more).length > 0) return null;
-    return this.callTool({ name, arguments: args }, ctx).then((result): JSONRPCResponse => {
-      const checked = CallToolResultSchema.safeParse(result);
+    return this.answered(request, this.callTool({ name, arguments: args }, ctx));
+  }
+
+  /**
+   * A `tools/call` of a known tool whose arguments, as sent, name one it does not take: answered
+   * as any unknown argument is (the tool's free `bad_request`, ./contract.ts). Checked before the
+   * SDK's schema, which drops an argument named `__proto__` (the call then ran, and was charged, as
+   * if it had not been sent) and refuses an object whose `constructor` is not a function.
+   */
+  private withUnknownArguments(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse> | null {
+    if (request.method !== 'tools/call') return null;
+    const { name, arguments: args } = (request.params ?? {}) as { name?: unknown; arguments?: unknown };
+    const entry = typeof name === 'string' ? this.tools.get(name) : undefined;
+    if (!entry || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
+    if (Object.keys(args).every((k) => entry.contract.args.includes(k))) return null;
+    return this.answered(request, this.callTool({ name: name as string, arguments: args as Record<string, unknown> }, ctx));
+  }
+
+  /** The response to `request` carrying `result` as the SDK sends one (parsed by its schema). */
+  private answered(request: JSONRPCRequest, result: Promise<CallToolResult>): Promise<JSONRPCResponse> {
+    return result.then((r): JSONRPCResponse => {
+      const checked = CallToolResultSchema.safeParse(r);
       if (checked.success) return { result: checked.data, jsonrpc: '2.0', id: request.id };
       const err = new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${checked.error.message}`);
       return { jsonrpc: '2.0', id: request.id, error: { code: err.code, message: err.message } };
