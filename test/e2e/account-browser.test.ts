@@ -16,7 +16,7 @@ import { invoicesStream } from '../../src/domain/billing/billing.events.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { pdfText } from '../support/pdf-text.js';
 import type { TestServer } from '../support/server.js';
-import { demoKey, startTestServer, tempDir } from '../support/server.js';
+import { demoKey, startTestServer, tempDir, wallClockPlus } from '../support/server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -65,6 +65,8 @@ describe('The account area in a real browser', function () {
   let second: IssuedKey;
 
   const clock = () => server.services.clock as ReturnType<typeof fixedClock>;
+  /** The wall clock sessions expire on: real time, moved forward by hand for "a week away". */
+  const wall = wallClockPlus();
   const shot = async (p: Page, name: (typeof SHOTS)[number], fullPage = true) => {
     const file = join(shots, `${name}.png`);
     await p.screenshot({ path: file, fullPage });
@@ -152,7 +154,7 @@ describe('The account area in a real browser', function () {
       console.log(`      ${CHROMIUM} is absent: apt-get install -y chromium`);
       return this.skip();
     }
-    server = await startTestServer({ now: NOW });
+    server = await startTestServer({ now: NOW, transportClock: wall });
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
@@ -292,12 +294,19 @@ describe('The account area in a real browser', function () {
     await server.running.invoices!.drain();
     for (const id of [accountId, second.account_id]) expect(await streamLength(invoicesStream(id)), `invoices of ${id}`).to.equal(1);
 
-    // The week-long session ended while the user was away: they sign in again, to the same account.
-    await page.goto(`${server.url}/account`);
-    expect(page.url()).to.equal(`${server.url}/account/sign-in`);
-    await requestAndOpenLink(page, EMAIL);
-    await confirmSignIn(page);
-    await page.waitForURL(`${server.url}/account`);
+    // The week-long session ended while the user was away (on the wall clock, which sessions expire
+    // on): they sign in again, to the same account.
+    wall.advance(8 * 86_400_000);
+    try {
+      await page.goto(`${server.url}/account`);
+      expect(page.url()).to.equal(`${server.url}/account/sign-in`);
+      await requestAndOpenLink(page, EMAIL);
+      await confirmSignIn(page);
+      await page.waitForURL(`${server.url}/account`);
+    } finally {
+      // The new session lasts a week from the later instant: it holds once the wall clock is back.
+      wall.advance(-8 * 86_400_000);
+    }
     expect(await page.locator('#new-key').count()).to.equal(0);
 
     // April's total from the raw ledger: the plan April opened on, and what was prorated in it.

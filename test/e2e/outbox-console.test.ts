@@ -6,16 +6,9 @@
 import { expect } from 'chai';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { spawnCli, until } from '../support/processes.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { cookiesOf, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-01-10T12:00:00Z';
-
-/** The cookies a response sets, as a Cookie header. */
-const cookiesOf = (res: Response) =>
-  res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0]!)
-    .join('; ');
 
 describe('A server without SMTP_URL prints where each mail went', function () {
   this.timeout(180_000);

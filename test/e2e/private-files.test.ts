@@ -5,27 +5,21 @@
  * the store or a mail even once the directory is opened to it.
  */
 import { expect } from 'chai';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, lstatSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot } from '../../src/core/paths.js';
-import { until, type Exit } from '../support/processes.js';
-import { tempDir, testEnv } from '../support/server.js';
+import { spawnCli, until } from '../support/processes.js';
+import { cookiesOf, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-01-10T12:00:00Z';
 
-/** The `scores` CLI from source under `umask 022`, as a shell with Debian's default would start it. */
+/** The `scores` CLI from source under `umask 022`, with what it has written so far. */
 function cliUnderUmask022(args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn('/bin/sh', ['-c', 'umask 022 && exec "$0" "$@"', process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', ...args], {
-    cwd: projectRoot(),
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const { child, done } = spawnCli(args, env, { umask: '022' });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const done = new Promise<Exit>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   return { child, done, out: () => stdout, err: () => stderr };
 }
 
@@ -40,12 +34,6 @@ function modes(root: string): { path: string; mode: number }[] {
   walk(root);
   return out;
 }
-
-const cookiesOf = (res: Response) =>
-  res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0]!)
-    .join('; ');
 
 describe('Files the service writes are owner-only, whatever the umask', function () {
   this.timeout(240_000);

@@ -8,9 +8,14 @@ export interface Exit {
   stderr: string;
 }
 
-/** Runs the `scores` CLI from source (tsx) as a separate process. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<Exit> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/cli/bin.ts', ...args], {
+/**
+ * Runs the `scores` CLI from source (tsx) as a separate process; with `umask`, started by a shell
+ * under that umask (as a login shell with Debian's default 022 would start it).
+ */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umask?: string } = {}): { child: ChildProcess; done: Promise<Exit> } {
+  const command = [process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', ...args];
+  const [file, argv] = options.umask ? ['/bin/sh', ['-c', `umask ${options.umask} && exec "$0" "$@"`, ...command]] : [command[0]!, command.slice(1)];
+  const child = spawn(file, argv, {
     cwd: projectRoot(),
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -53,6 +53,13 @@ export function testEnv(dir: string, now: string, extra: Record<string, string> 
   return { ...inherited, SCORES_DATA_DIR: dir, SCORES_NOW: now, PORT: '0', LOG_LEVEL: 'silent', HOST: '127.0.0.1', SCORES_EXPORTS_SCHEDULE: 'off', ...extra };
 }
 
+/** The cookies a response sets, as a Cookie header. */
+export const cookiesOf = (res: Response): string =>
+  res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0]!)
+    .join('; ');
+
 /** The wall clock moved by hand: real time plus what `advance` added (never pinned: time passes). */
 export function wallClockPlus(): Clock & { advance(ms: number): void } {
   let offset = 0;
