@@ -3,7 +3,7 @@
  * stream: `RecordAttempt` decided by `webhook-delivery.decider.ts` at the transport time of each
  * round (a conflict decides it again, later).
  */
-import type { Clock } from '../../src/core/clock.js';
+import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import { handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { RecordAttempt } from '../../src/domain/webhooks/webhook-attempt.js';
@@ -23,7 +23,7 @@ export interface DeliveryDeps {
 }
 
 /** The clock of sending: the transport clock, or the one clock a caller gave. */
-export const sendingTime = (deps: Pick<DeliveryDeps, 'clock' | 'transportClock'>): Date => (deps.transportClock ?? deps.clock).now();
+export const sendingTime = (deps: Pick<DeliveryDeps, 'clock' | 'transportClock'>): Date => wallClockOf(deps).now();
 
 /** Decides `command` on the webhook's stream at the sending time, read again on each round. */
 export async function runDelivery(deps: DeliveryDeps, command: DeliveryCommand): Promise<WebhookEvent[]> {

@@ -46,7 +46,7 @@
  * A bus message that fails (malformed, or a publish that failed) is reported and dropped: the
  * message is still owed in `webhook_retries`, and the timer publishes it again.
  */
-import type { Clock } from '../../src/core/clock.js';
+import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import type { EventBus } from '../../src/core/event-bus.port.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
@@ -119,7 +119,7 @@ const PAGE = 500;
 
 export async function startWebhookDispatcher(options: WebhookDispatcherOptions): Promise<WebhookDispatcher> {
   const { events, reads, runner, clock, sender } = options;
-  const transport = options.transportClock ?? clock;
+  const transport = wallClockOf(options);
   const limit = Math.max(1, options.concurrency ?? DEFAULT_DISPATCH_CONCURRENCY);
   const report = (err: unknown, context: { webhookId?: number; messageId?: string } = {}) => options.onError?.(err, context);
   const deps = { events, clock, transportClock: transport, sender };

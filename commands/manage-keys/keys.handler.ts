@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/core/clock.js';
+import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import { AppError, notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
@@ -134,7 +134,7 @@ export async function rotateKey(
   const accountId = await accountOfKey(deps.reads, keyId);
   const key = generateApiKey();
   const material = keyMaterial(deps.ids, key);
-  const real = deps.transportClock ?? deps.clock;
+  const real = wallClockOf(deps);
   const out = await runAccountCommand(deps.events, real, accountId, { type: 'RotateKey', key_id: keyId, grace_seconds: graceSeconds, key: material });
   const rotated = out.find((e) => e.type === 'ApiKeyRotated');
   // The new key carries the account's plan as it stands now (a key has no plan of its own).

@@ -10,7 +10,7 @@
  * clock in the service): the signed `webhook-timestamp`, the envelope's `sent_at`, when the
  * attempt is recorded. A receiver checks the timestamp against its own clock.
  */
-import type { Clock } from '../../src/core/clock.js';
+import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import { badRequest } from '../../src/core/errors.js';
 import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
@@ -34,7 +34,7 @@ export interface WebhookDeps {
 }
 
 /** The clock of sending: the transport clock, or the one clock a caller gave. */
-const sendingTime = (deps: Pick<WebhookDeps, 'clock' | 'transportClock'>): Date => (deps.transportClock ?? deps.clock).now();
+const sendingTime = (deps: Pick<WebhookDeps, 'clock' | 'transportClock'>): Date => wallClockOf(deps).now();
 
 /**
  * Every registration and deletion is decided on the one registry stream: concurrent ones conflict

@@ -10,7 +10,7 @@
  * - A session is an opaque random id in the browser's cookie; the log keeps its hash, when it
  *   started, when it expires and when it was ended by signing out.
  */
-import type { Clock } from '../../src/core/clock.js';
+import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
 import { AppError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
@@ -50,9 +50,6 @@ export interface SignInDeps {
   ids: Ids;
 }
 
-/** Real time for what expires (links, sessions, the mail budget's windows). */
-const realNow = (deps: Pick<SignInDeps, 'clock' | 'transportClock'>): Date => (deps.transportClock ?? deps.clock).now();
-
 // ---------------------------------------------------------------------------------------------
 // Links
 
@@ -72,7 +69,7 @@ export async function sendSignInLink(deps: SignInDeps & { mailer: Mailer; baseUr
   const email = normalizeEmail(rawEmail);
   const token = deps.ids.next('', 32);
   const tokenHash = sha256Hex(token);
-  const now = realNow(deps);
+  const now = wallClockOf(deps).now();
   const expires_at = new Date(now.getTime() + SIGN_IN_LINK_MINUTES * 60_000).toISOString();
   const sent: SignInLinkSent = { type: 'SignInLinkSent', data: { email, expires_at, at: now.toISOString() } };
   await deps.events.append(signInStream(tokenHash), [sent], 'no_stream');
@@ -162,7 +159,7 @@ function statusOf(s: LinkState, now: Date): LinkStatus {
 /** What a link would do now, without using it (the page that asks to confirm the sign-in). */
 export async function inspectSignInLink(deps: SignInDeps, token: string): Promise<LinkStatus> {
   const { state } = await foldStream(deps.events, linkOf(sha256Hex(token)));
-  return statusOf(state, realNow(deps));
+  return statusOf(state, wallClockOf(deps).now());
 }
 
 export interface SignedIn {
@@ -189,7 +186,7 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
   const { result } = await handleCommand(deps.events, [linkOf(tokenHash), claimOf(link.email)], ([linkState, claim]) => {
     // The link and the session on real time; a new account's opening on the data's clock, as every
     // other account is opened (its ledger's periods are the data's).
-    const now = realNow(deps);
+    const now = wallClockOf(deps).now();
     const opening = deps.clock.now();
     const status = statusOf(linkState, now);
     // Decided again on the stream: the same link used twice at once signs in once.
@@ -238,7 +235,7 @@ const sessionOf = (sessionId: string): Stream<SessionState, SessionEvent> => ({
 export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return null;
   const { state: s } = await foldStream(deps.events, sessionOf(sessionId));
-  if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= realNow(deps).getTime()) return null;
+  if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= wallClockOf(deps).now().getTime()) return null;
   return { account_id: s.account_id, expires_at: s.expires_at };
 }
 
@@ -246,6 +243,6 @@ export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock' |
 export async function signOut(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<void> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return;
   await handleCommand(deps.events, sessionOf(sessionId), (s) =>
-    s.account_id === null || s.ended ? [] : [{ type: 'SessionEnded' as const, data: { reason: 'signed_out' as const, at: realNow(deps).toISOString() } }],
+    s.account_id === null || s.ended ? [] : [{ type: 'SessionEnded' as const, data: { reason: 'signed_out' as const, at: wallClockOf(deps).now().toISOString() } }],
   );
 }

@@ -11,6 +11,15 @@ export interface Clock {
  */
 export const systemClock: Clock = { now: () => new Date() };
 
+/**
+ * The wall clock of a handler's dependencies: their transport clock, else their one clock. What a
+ * receiver or a person checks against real time runs on it even where SCORES_NOW pins the data:
+ * webhook timestamps and retries, sign-in links, sessions, a rotated key's grace.
+ */
+export function wallClockOf(deps: { clock: Clock; transportClock?: Clock }): Clock {
+  return deps.transportClock ?? deps.clock;
+}
+
 export function fixedClock(at: Date | string): Clock & { set(to: Date | string): void; advance(ms: number): void } {
   let t = new Date(at).getTime();
   return {
