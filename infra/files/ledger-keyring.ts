@@ -5,8 +5,9 @@
  * generated on first start (mode 0600). No function here writes key material anywhere but that file.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { narrow, PRIVATE_DIR, PRIVATE_FILE } from '../../src/core/private-files.js';
 import { headSigner, ledgerKeyId, publicKeyEntry, type HeadSigner, type LedgerPublicKey } from '../../src/domain/ledger/ledger-head.js';
 
 export const LEDGER_KEY_FILE = 'ledger-signing-key.json';
@@ -63,8 +64,8 @@ export function rotateLedgerKey(dataDir: string, now: Date): { retired: LedgerPu
   const next: KeyFile = { current: newKey(at), retired: [oldKey, ...old.retired] };
   const path = join(dataDir, LEDGER_KEY_FILE);
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(next, null, 2), { mode: 0o600 });
-  chmodSync(tmp, 0o600);
+  writeFileSync(tmp, JSON.stringify(next, null, 2), { mode: PRIVATE_FILE });
+  chmodSync(tmp, PRIVATE_FILE);
   renameSync(tmp, path);
   return { retired: oldKey, current: publicKeyEntry(createPublicKey(createPrivateKey(next.current.private_key)), at, null) };
 }
@@ -85,7 +86,7 @@ function readKeyFile(dataDir: string): KeyFile | null {
   }
   // A copy of the directory may have widened its mode: the key is for its owner only.
   try {
-    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+    narrow(path);
   } catch {
     // Not this user's file: its owner keeps it.
   }
@@ -98,10 +99,10 @@ function readKeyFile(dataDir: string): KeyFile | null {
 function createKeyFile(dataDir: string, now: Date): KeyFile {
   const path = join(dataDir, LEDGER_KEY_FILE);
   const made: KeyFile = { current: newKey(now.toISOString()), retired: [] };
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(made, null, 2), { mode: 0o600 });
-  chmodSync(tmp, 0o600); // whatever the umask
+  writeFileSync(tmp, JSON.stringify(made, null, 2), { mode: PRIVATE_FILE });
+  chmodSync(tmp, PRIVATE_FILE); // whatever the umask
   try {
     linkSync(tmp, path);
     return made;

@@ -105,7 +105,7 @@ export interface OpenOptions {
 
 /**
  * A data directory written with wider modes (before this release, or copied) is made owner-only
- * before anything is opened in it, and the log says so once (docs/operations.md, "Files").
+ * before anything is opened in it, and the log says so once (docs/operations.md, "The data directory").
  */
 function narrowDataDir(dataDir: string, log: Logger): void {
   const changed = narrowTree(dataDir);

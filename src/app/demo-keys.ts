@@ -1,5 +1,6 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { narrow, PRIVATE_DIR, PRIVATE_FILE } from '../core/private-files.js';
 import type { DemoAccount } from '../../commands/manage-keys/keys.handler.js';
 import { hashApiKey } from '../domain/accounts/api-keys.js';
 
@@ -36,7 +37,7 @@ export function readDemoKeys(dataDir: string): DemoKey[] {
   }
   // A copy of the directory may have widened its mode: keys are for its owner only.
   try {
-    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+    narrow(file);
   } catch {
     // Not this user's file: its owner keeps it.
   }
@@ -58,11 +59,11 @@ export function keepDemoKeys(dataDir: string, accounts: DemoAccount[]): { file: 
   });
   if (created.length) {
     kept = [...kept.filter((k) => !created.some((c) => c.tier === k.tier)), ...created];
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
     const partial = `${file}.${process.pid}.partial`;
     const note = 'The demo accounts\' API keys, random, created on their first start; the store keeps only their hashes. Keep this file private.';
-    writeFileSync(partial, `${JSON.stringify({ note, keys: kept }, null, 2)}\n`, { mode: 0o600 });
-    chmodSync(partial, 0o600);
+    writeFileSync(partial, `${JSON.stringify({ note, keys: kept }, null, 2)}\n`, { mode: PRIVATE_FILE });
+    chmodSync(partial, PRIVATE_FILE);
     renameSync(partial, file);
   }
   const shown: DemoKey[] = [];

@@ -13,6 +13,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import helmet from 'helmet';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../../../core/private-files.js';
 import { join } from 'node:path';
 import type { Services } from '../../container.js';
 import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js';
@@ -36,10 +37,10 @@ export const ACCOUNT_CSP =
 function csrfSecret(dataDir: string): string {
   const file = join(dataDir, 'session-secret');
   if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
+    mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
+    writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: PRIVATE_FILE });
   }
-  chmodSync(file, 0o600);
+  chmodSync(file, PRIVATE_FILE);
   return readFileSync(file, 'utf8').trim();
 }
 
