@@ -92,11 +92,15 @@ export class McpDispatcher implements Transport {
   /** Runs one request; resolves with its answer under the client's id. */
   async run(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse | JsonRpcError> {
     await this.ready;
-    const unknown = this.withUnknownArguments(request, ctx);
-    if (unknown) return unknown;
-    if (request.method === 'tools/call' && !CallToolRequestSchema.safeParse(request).success) return jsonRpcError(request.id, INVALID_PARAMS, NOT_A_TOOL_CALL);
-    const direct = this.callDirectly(request, ctx);
-    if (direct) return direct;
+    if (request.method === 'tools/call') {
+      const refused = this.withUnknownArguments(request, ctx);
+      if (refused) return refused;
+      // Parsed once: the direct path runs on this parse.
+      const parsed = CallToolRequestSchema.safeParse(request);
+      if (!parsed.success) return jsonRpcError(request.id, INVALID_PARAMS, NOT_A_TOOL_CALL);
+      const direct = this.callDirectly(request, parsed.data.params, ctx);
+      if (direct) return direct;
+    }
     const answer = await this.handle(request, ctx);
     return { ...answer, id: request.id };
   }
@@ -109,11 +113,8 @@ export class McpDispatcher implements Transport {
    * jsonrpc, id}`. Anything else (an unknown tool, `_meta`, `task`) is null: the SDK's server
    * answers it. test/e2e/mcp-jsonrpc.test.ts compares the two paths.
    */
-  private callDirectly(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse> | null {
-    if (request.method !== 'tools/call') return null;
-    const parsed = CallToolRequestSchema.safeParse(request);
-    if (!parsed.success) return null;
-    const { name, arguments: args, ...more } = parsed.data.params;
+  private callDirectly(request: JSONRPCRequest, params: CallToolRequest['params'], ctx: ToolContext): Promise<JSONRPCResponse> | null {
+    const { name, arguments: args, ...more } = params;
     if (!this.tools.has(name) || Object.keys(more).length > 0) return null;
     return this.answered(request, this.callTool({ name, arguments: args }, ctx));
   }
@@ -125,7 +126,6 @@ export class McpDispatcher implements Transport {
    * if it had not been sent) and refuses an object whose `constructor` is not a function.
    */
   private withUnknownArguments(request: JSONRPCRequest, ctx: ToolContext): Promise<JSONRPCResponse> | null {
-    if (request.method !== 'tools/call') return null;
     const { name, arguments: args } = (request.params ?? {}) as { name?: unknown; arguments?: unknown };
     const entry = typeof name === 'string' ? this.tools.get(name) : undefined;
     if (!entry || args === null || typeof args !== 'object' || Array.isArray(args)) return null;
