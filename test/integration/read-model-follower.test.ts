@@ -85,14 +85,19 @@ describe('The read-model follower of a process that does not project', () => {
     expect(follower.position).to.equal(position);
   });
 
-  it('asks the log for its listeners\' types only, and for more once a job wants them, without handing a batch on twice', async () => {
-    await runner.start();
-    // The subscriptions the follower makes, with the types whose data it asks for.
+  /** The log, recording the types whose data each subscription made on it asks for. */
+  function recordingSubscriptions() {
     const asked: (readonly string[] | undefined)[] = [];
     const subscribe = events.subscribeToAll.bind(events);
     const log = Object.assign(Object.create(events) as SqliteEventStore, {
       subscribeToAll: (options: Parameters<SqliteEventStore['subscribeToAll']>[0]) => (asked.push(options.dataTypes), subscribe(options)),
     });
+    return { log, asked };
+  }
+
+  it('asks the log for its listeners\' types only, and for more once a job wants them, without handing a batch on twice', async () => {
+    await runner.start();
+    const { log, asked } = recordingSubscriptions();
     const follower = new ReadModelFollower(log, reads, { projections: ['counter'], pollMs: 5, dataTypes: ['ApiKeyRevoked'] });
     try {
       await follower.start();
@@ -115,11 +120,7 @@ describe('The read-model follower of a process that does not project', () => {
   });
 
   it('asks for the new types also while it is still catching up, and its start still resolves', async () => {
-    const asked: (readonly string[] | undefined)[] = [];
-    const subscribe = events.subscribeToAll.bind(events);
-    const log = Object.assign(Object.create(events) as SqliteEventStore, {
-      subscribeToAll: (options: Parameters<SqliteEventStore['subscribeToAll']>[0]) => (asked.push(options.dataTypes), subscribe(options)),
-    });
+    const { log, asked } = recordingSubscriptions();
     const catchingUp = new ReadModelFollower(log, reads, { projections: ['counter'], pollMs: 5, dataTypes: ['ApiKeyRevoked'] });
     try {
       const { position } = await events.append('ticker-1', [{ type: 'Ticked', data: {} }]);
