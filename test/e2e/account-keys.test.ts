@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
 import { FormBrowser, linksTo } from '../support/form-browser.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { startTestServer, wallClockPlus, type TestServer } from '../support/server.js';
 
 const NOW = '2019-04-10T12:00:00Z';
 const EMAIL = 'keys.owner@example.com';
@@ -19,9 +19,11 @@ describe('Keys on the account page', function () {
   let accountId = '';
   /** Every key the pages showed, by its id. */
   const keyOf = new Map<string, string>();
+  /** The wall clock a grace period ends on: real time, moved forward by hand. */
+  const wall = wallClockPlus();
 
   before(async () => {
-    server = await startTestServer({ now: NOW });
+    server = await startTestServer({ now: NOW, transportClock: wall });
     browser = new FormBrowser(() => server.url, '10.77.0.1');
   });
   after(() => server?.stop());
@@ -148,5 +150,21 @@ describe('Keys on the account page', function () {
     expect(await statusOf(keyOf.get(oldest)!)).to.deep.equal({ status: 403, code: 'key_forbidden' });
     expect((await statusOf(middle.key)).status, 'the rotated key in its own grace').to.equal(200);
     expect((await statusOf(newest.key)).status).to.equal(200);
+  });
+  it("ends a rotated key's grace on the wall clock whatever the data's pinned clock says: the page shows it ended, the key is refused", async () => {
+    const page = (await account()).text;
+    const active = [...keyOf.keys()].find((id) => hasButton(page, id, 'rotate'));
+    expect(active, 'an active key to rotate').to.be.a('string');
+    const next = await rotate(active!);
+    expect(rowOf((await account()).text, active!)).to.match(/rotated \(works until /);
+    wall.advance(25 * 3_600_000);
+    try {
+      expect(rowOf((await account()).text, active!)).to.match(/rotated \(worked until /);
+      expect(await statusOf(keyOf.get(active!)!)).to.deep.equal({ status: 403, code: 'key_forbidden' });
+      expect((await statusOf(next.key)).status, 'its successor works').to.equal(200);
+      expect(server.services.clock.now().toISOString(), 'the data clock did not move').to.equal(new Date(NOW).toISOString());
+    } finally {
+      wall.advance(-25 * 3_600_000);
+    }
   });
 });
