@@ -63,6 +63,14 @@ export interface JobContext {
  * itself, so its log carries no lease renewals.
  */
 const LEASE_TTL_MS = 15_000;
+/**
+ * A worker's first claims of the read models' leases are paced, one every 300 ms in an order of
+ * its own: workers started together (`scores fleet up`, a deploy) then split the read models
+ * between them instead of the first one up taking them all at once while the others idle (the
+ * fleet's first start projected the whole demo on one worker). A worker alone holds every read
+ * model about 3 s after its start.
+ */
+const CLAIM_SPACING_MS = 300;
 const leased = (ctx: JobContext) => ctx.leases === true;
 
 /** Whether the job's configuration turns it off here, so that no process should run it. */
@@ -111,7 +119,9 @@ function startLeased(services: Services, name: WorkerName, ctx: JobContext, owne
  * `starting` while a unit is, else `running` while any unit runs here, else `standby`.
  */
 function startReadModelUnits(services: Services, owner: string): Started {
-  const runs = readModelUnits().map((def) => ({ name: def.name, run: startReadModelUnit(services, def, owner) }));
+  const units = readModelUnits();
+  const order = shuffled(units.map((_, i) => i));
+  const runs = units.map((def, i) => ({ name: def.name, run: startReadModelUnit(services, def, owner, order.indexOf(i) * CLAIM_SPACING_MS) }));
   const run: LeaseRun = {
     get owned() {
       return runs.some((r) => r.run.owned);
@@ -131,7 +141,7 @@ function startReadModelUnits(services: Services, owner: string): Started {
  * One read model's leased unit. Its start returns once the unit is following the log, not once
  * it caught up: the lease is renewed meanwhile, so a catch-up longer than the ttl keeps it.
  */
-function startReadModelUnit(services: Services, def: ReadModelDef, owner: string): LeaseRun {
+function startReadModelUnit(services: Services, def: ReadModelDef, owner: string, firstTryMs: number): LeaseRun {
   const job = `projection-${def.name}`;
   const lease = new JobLease(services.events, services.transportClock, { job, owner, ttlMs: LEASE_TTL_MS });
   const { base, generations } = services.readModels;
@@ -149,10 +159,21 @@ function startReadModelUnit(services: Services, def: ReadModelDef, owner: string
       return unit;
     },
     {
+      firstTryMs,
       onError: (err) => services.log.warn({ err, job }, 'job lease: not started or not renewed; retried'),
       onOwnerChange: (owned) => services.log.info({ job, owner }, owned ? 'job lease taken: running the job here' : 'job lease lost: job stopped here'),
     },
   );
+}
+
+/** `items` in a random order (Fisher-Yates). */
+function shuffled<T>(items: T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 /** How each job starts (`isOff` has ruled out a job its configuration turns off). */

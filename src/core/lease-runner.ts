@@ -11,6 +11,8 @@ export interface RunWhileOwnedOptions {
   renewMs?: number;
   /** How often a process that does not own the job tries to take it (default 2 s). */
   retryMs?: number;
+  /** How long to wait before the first try (default 0): a process pacing its claims of several leases. */
+  firstTryMs?: number;
   /** A failure to start the job or to reach the store; the run goes on. */
   onError(err: unknown): void;
   /** This process started (true) or stopped (false) owning the job: logs, metrics, readiness. */
@@ -98,7 +100,7 @@ export function runWhileOwned(lease: JobLease, start: (lease: JobLease) => Promi
     clearTimeout(timer);
     schedule(0);
   });
-  schedule(0);
+  schedule(options.firstTryMs ?? 0);
 
   return {
     get owned() {
