@@ -7,7 +7,6 @@
 import type { Clock } from '../../src/core/clock.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import type { WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
 import type { DispatchCheckpoint } from './dispatch-checkpoint.js';
 import type { Due } from './delivery-bus.js';
 import { activeWebhooks, divergenceEventsOf, scoreMoveEvents } from './published-events.reader.js';
@@ -77,14 +76,18 @@ export class DecisionLoop {
     await this.checkpoint.advance(last, run.length, !isEmpty(published));
   }
 
+  /**
+   * The webhooks first: the events of a type nobody subscribes to are not read (a fresh demo's
+   * history, 2,000 days of divergence flags, cost the fleet's first start seconds for no message).
+   */
   private async plan(published: Publications, last: string): Promise<PlannedMessage[]> {
     const { reads, transport } = this.deps;
-    const [moves, flags] = await Promise.all([scoreMoveEvents(reads, published), divergenceEventsOf(reads, published)]);
-    const types: WebhookEventType[] = [];
-    if (moves.length) types.push('score_move');
-    if (flags.length) types.push('divergence_event');
-    const hooks = (await Promise.all(types.map((type) => activeWebhooks(reads, type)))).flat();
-    return planMessages(hooks, { score_move: moves, divergence_event: flags }, last, transport.now());
+    const [moveHooks, flagHooks] = await Promise.all((['score_move', 'divergence_event'] as const).map((type) => activeWebhooks(reads, type)));
+    const [moves, flags] = await Promise.all([
+      moveHooks!.length ? scoreMoveEvents(reads, published) : [],
+      flagHooks!.length ? divergenceEventsOf(reads, published) : [],
+    ]);
+    return planMessages([...moveHooks!, ...flagHooks!], { score_move: moves, divergence_event: flags }, last, transport.now());
   }
 
   private async queueAndPublish(planned: readonly PlannedMessage[]): Promise<void> {
