@@ -2,7 +2,8 @@
  * What an account does to one of its webhooks, decided without I/O on the webhook's stream
  * (docs/webhooks.md, "How webhooks are stored"): deleting it (which also frees its place on the
  * registry) and reactivating it. Registration is decided on the registry
- * (`webhook-registry.decider.ts`); deliveries in commands/deliver-webhooks.
+ * (`webhook-registry.decider.ts`); deliveries in commands/deliver-webhooks. Rotating its secret:
+ * the previous secret still signs during the overlap the command names.
  */
 import { notFound } from '../../src/core/errors.js';
 import type { WebhookEvent, WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
@@ -10,7 +11,9 @@ import { evolveWebhook, initialWebhookState, type WebhookState } from '../../src
 
 export type ManageWebhookCommand =
   | { type: 'DeleteWebhook'; account_id: string; webhook_id: number }
-  | { type: 'ReactivateWebhook'; account_id: string; webhook_id: number };
+  | { type: 'ReactivateWebhook'; account_id: string; webhook_id: number }
+  /** `secret` sealed; the old one keeps signing until `previous_until` (transport time). */
+  | { type: 'RotateWebhookSecret'; account_id: string; webhook_id: number; secret: string; previous_until: string };
 
 /** The webhook's events, and the registry's release of a deleted webhook's place. */
 export type ManageWebhookEvent = WebhookEvent | WebhookRegistryEvent;
@@ -40,6 +43,8 @@ function decide(state: WebhookState, command: ManageWebhookCommand, now: Date): 
       ];
     case 'ReactivateWebhook':
       return state.is_active ? [] : [{ type: 'WebhookReactivated', data: { webhook_id, at } }];
+    case 'RotateWebhookSecret':
+      return [{ type: 'WebhookSecretRotated', data: { webhook_id, secret: command.secret, previous_until: command.previous_until, at } }];
     default: {
       const _exhaustive: never = command;
       return _exhaustive;

@@ -6,7 +6,7 @@ import type { ProblemDetails } from '../../src/web/problem.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { parseWebhookId } from '../../src/web/webhook-id.js';
 import { CommandController } from '../shared/command-controller.js';
-import { deleteWebhook, reactivateWebhook, registerWebhook, sendTestDelivery } from './webhooks.handler.js';
+import { deleteWebhook, reactivateWebhook, registerWebhook, rotateWebhookSecret, sendTestDelivery } from './webhooks.handler.js';
 
 /** Largest request body the webhook endpoints read (a registration is a type and a URL of at most 2,048 characters). */
 export const WEBHOOK_BODY_LIMIT = 16 * 1024;
@@ -87,6 +87,32 @@ export interface TestDeliveryResponse {
   payload: WebhookEnvelope;
 }
 
+export interface RotateSecretRequest {
+  /**
+   * Hours during which every delivery is also signed with the secret being replaced (a second
+   * `v1,` signature in `webhook-signature`, and `X-Service-Signature-Previous`), so your receiver
+   * can switch secrets without missing a delivery. 0: the old secret stops signing now. Default 24.
+   * @isInt
+   * @minimum 0
+   * @maximum 168
+   */
+  overlap_hours?: number;
+}
+
+export interface RotatedSecretResponse {
+  /** @isInt */
+  id: number;
+  /** The new secret: `whsec_` and the base64 of 32 random bytes. Shown once. */
+  secret: string;
+  /**
+   * Until when deliveries also carry the previous secret's signature (ISO 8601, UTC).
+   * @format date-time
+   */
+  previous_secret_expires_at: string;
+  /** How deliveries are signed with the secret. */
+  signing: string;
+}
+
 export interface EnabledWebhookResponse {
   ok: true;
   /** @isInt */
@@ -129,7 +155,7 @@ export class ManageWebhooksController extends CommandController {
   public async createWebhook(@Request() req: AuthedRequest, @Body() body: RegisterWebhookRequest): Promise<RegisteredWebhookResponse> {
     const registered = await this.serve(req, (caller) =>
       registerWebhook(
-        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, allowSubnets: this.ctx.webhookAllowSubnets, sender: this.ctx.webhookSender },
+        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, secrets: this.ctx.secrets, allowSubnets: this.ctx.webhookAllowSubnets, sender: this.ctx.webhookSender },
         { accountId: caller.account_id, eventType: body.event_type, url: body.url },
       ),
     );
@@ -190,6 +216,35 @@ export class ManageWebhooksController extends CommandController {
     void body;
     const id = parseWebhookId(webhook_id);
     return this.serve(req, (caller) => sendTestDelivery({ ...this.ctx, sender: this.ctx.webhookSender }, caller.account_id, id));
+  }
+
+  /**
+   * Replaces the webhook's signing secret with a new one, shown this once. During the overlap
+   * (`overlap_hours`, default 24) every delivery is signed with both secrets: `webhook-signature`
+   * carries two `v1,` signatures (Standard Webhooks libraries accept either) and
+   * `X-Service-Signature-Previous` the hex HMAC with the old secret beside `X-Service-Signature`
+   * with the new one. Rotate when a secret may have leaked, or on a schedule. Free.
+   * @summary Rotate a webhook's signing secret
+   * @param webhook_id The webhook's `id`.
+   * @example webhook_id 7
+   */
+  @Post('{webhook_id}/rotate-secret')
+  @Middlewares(jsonBody)
+  @Example<RotatedSecretResponse>({
+    id: 7,
+    secret: 'whsec_pM0c3rY2Tz6bT5N3hH8rXo1qA9vK2wLmE4sD7fG0jB8=',
+    previous_secret_expires_at: '2024-03-02T12:00:00.000Z',
+    signing: 'Each delivery is signed twice over the raw request body. X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the secret string exactly as shown (…)',
+  })
+  @Response<ProblemDetails>(400, 'webhook_id not a positive integer, or overlap_hours not a whole number from 0 to 168, or an unknown field')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(404, 'No webhook of yours with that id: unknown, deleted or another account\'s (not_found)')
+  @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
+  @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
+  public async rotateWebhookSecret(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: RotateSecretRequest): Promise<RotatedSecretResponse> {
+    const id = parseWebhookId(webhook_id);
+    return this.serve(req, (caller) => rotateWebhookSecret(this.ctx, caller.account_id, id, body?.overlap_hours));
   }
 
   /**

@@ -15,13 +15,14 @@ import { badRequest } from '../../src/core/errors.js';
 import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
+import type { SecretBox } from '../../src/core/secret-box.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { attemptEvents, type AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import { testEnvelope, type WebhookEnvelope, type WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
 import { SIGNING_STATEMENT, deliveryHeaders, newWebhookSecret } from '../../src/domain/webhooks/webhook-signing.js';
 import { webhookStream, type WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
-import { isUsable, webhookOf } from '../../src/domain/webhooks/webhook.state.js';
+import { isUsable, secretContext, signingSecrets, webhookOf } from '../../src/domain/webhooks/webhook.state.js';
 import { isRegistryEvent, registryOf, webhookRegistryDecider, type RegistrationEvent } from './webhook-registry.decider.js';
 import { ownedBy, webhookDecider, type ManageWebhookCommand } from './webhook.decider.js';
 
@@ -31,6 +32,8 @@ export interface WebhookDeps {
   /** When messages are made and sent (see above); default `clock`. */
   transportClock?: Clock;
   ids: Ids;
+  /** Seals a new secret before it is written, opens it to sign. */
+  secrets: SecretBox;
 }
 
 /** The clock of sending: the transport clock, or the one clock a caller gave. */
@@ -61,7 +64,8 @@ export async function registerWebhook(
   if (refusal) throw badRequest(`webhook URL refused: ${refusal}`, { errors: [{ parameter: 'url', message: refusal }] });
   const secret = (deps.newSecret ?? newWebhookSecret)();
   const registry = registryOf();
-  const command = { type: 'RegisterWebhook' as const, account_id: input.accountId, event_type: input.eventType, url: input.url, secret, allow_subnets: deps.allowSubnets };
+  const sealed = await deps.secrets.seal(secret, secretContext(input.accountId));
+  const command = { type: 'RegisterWebhook' as const, account_id: input.accountId, event_type: input.eventType, url: input.url, secret: sealed, allow_subnets: deps.allowSubnets };
   const { result } = await handleCommand(
     deps.events,
     registry,
@@ -105,6 +109,41 @@ export async function deleteWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: s
   return { ok: true };
 }
 
+/** How long a rotated-out secret still signs unless the owner says otherwise (Svix's default). */
+export const DEFAULT_OVERLAP_HOURS = 24;
+export const MAX_OVERLAP_HOURS = 168;
+
+export interface RotatedSecret {
+  id: number;
+  /** Shown once, like a registration's. */
+  secret: string;
+  /** Until when deliveries carry a second signature made with the previous secret (transport time). */
+  previous_secret_expires_at: string;
+  signing: string;
+}
+
+/**
+ * A new signing secret for one of the account's webhooks; the previous one keeps signing beside it
+ * for `overlapHours` (0: from now on only the new one). A rotation during an overlap ends that
+ * overlap: the secret replaced now is the one that overlaps.
+ */
+export async function rotateWebhookSecret(
+  deps: Omit<WebhookDeps, 'ids'> & { newSecret?: () => string },
+  accountId: string,
+  id: number,
+  overlapHours = DEFAULT_OVERLAP_HOURS,
+): Promise<RotatedSecret> {
+  if (!Number.isInteger(overlapHours) || overlapHours < 0 || overlapHours > MAX_OVERLAP_HOURS) {
+    throw badRequest(`overlap_hours must be a whole number from 0 to ${MAX_OVERLAP_HOURS}`, { errors: [{ parameter: 'overlap_hours', message: `0 to ${MAX_OVERLAP_HOURS}` }] });
+  }
+  const secret = (deps.newSecret ?? newWebhookSecret)();
+  const sealed = await deps.secrets.seal(secret, secretContext(accountId));
+  const until = new Date(sendingTime(deps).getTime() + overlapHours * 3_600_000).toISOString();
+  const command: ManageWebhookCommand = { type: 'RotateWebhookSecret', account_id: accountId, webhook_id: id, secret: sealed, previous_until: until };
+  await handleCommand(deps.events, webhookOf(id), (state) => webhookDecider.decide(state, command, sendingTime(deps)));
+  return { id, secret, previous_secret_expires_at: until, signing: SIGNING_STATEMENT };
+}
+
 export async function reactivateWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: string, id: number): Promise<{ id: number; is_active: true; reactivated: boolean }> {
   const command: ManageWebhookCommand = { type: 'ReactivateWebhook', account_id: accountId, webhook_id: id };
   const { result } = await handleCommand(deps.events, webhookOf(id), (state) => webhookDecider.decide(state, command, deps.clock.now()));
@@ -133,7 +172,8 @@ export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSend
   const body = JSON.stringify(envelope);
   const messageId = deps.ids.next('msg_', 16);
   // Signed at the instant it leaves: the receiver checks this time against its own clock.
-  const headers = deliveryHeaders(hook.secret, messageId, sendingTime(deps), body);
+  const at = sendingTime(deps);
+  const headers = deliveryHeaders(await signingSecrets(hook, deps.secrets, at), messageId, at, body);
   const sent = await deps.sender.send({ url: hook.url, body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
   const command = { type: 'RecordAttempt' as const, webhook_id: id, message_id: messageId, kind: 'test' as const, event_type: hook.event_type, event_count: envelope.events.length, result };

@@ -5,9 +5,8 @@
  * generated on first start (mode 0600). No function here writes key material anywhere but that file.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { narrow, PRIVATE_DIR, PRIVATE_FILE } from '../../src/core/private-files.js';
+import { createPrivateJson, readPrivateJson, replacePrivateJson } from './private-json-file.js';
 import { headSigner, ledgerKeyId, publicKeyEntry, type HeadSigner, type LedgerPublicKey } from '../../src/domain/ledger/ledger-head.js';
 
 export const LEDGER_KEY_FILE = 'ledger-signing-key.json';
@@ -62,11 +61,7 @@ export function rotateLedgerKey(dataDir: string, now: Date): { retired: LedgerPu
   const old = readKeyFile(dataDir) ?? createKeyFile(dataDir, now);
   const oldKey = publicKeyEntry(createPublicKey(createPrivateKey(old.current.private_key)), old.current.created_at, at);
   const next: KeyFile = { current: newKey(at), retired: [oldKey, ...old.retired] };
-  const path = join(dataDir, LEDGER_KEY_FILE);
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(next, null, 2), { mode: PRIVATE_FILE });
-  chmodSync(tmp, PRIVATE_FILE);
-  renameSync(tmp, path);
+  replacePrivateJson(join(dataDir, LEDGER_KEY_FILE), next);
   return { retired: oldKey, current: publicKeyEntry(createPublicKey(createPrivateKey(next.current.private_key)), at, null) };
 }
 
@@ -77,41 +72,16 @@ function newKey(at: string): KeyFile['current'] {
 
 function readKeyFile(dataDir: string): KeyFile | null {
   const path = join(dataDir, LEDGER_KEY_FILE);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-  // A copy of the directory may have widened its mode: the key is for its owner only.
-  try {
-    narrow(path);
-  } catch {
-    // Not this user's file: its owner keeps it.
-  }
-  const parsed = JSON.parse(text) as Partial<KeyFile>;
+  const parsed = readPrivateJson(path) as Partial<KeyFile> | null;
+  if (parsed === null) return null;
   if (typeof parsed.current?.private_key !== 'string') throw new Error(`${path} holds no ledger signing key (current.private_key)`);
   return { current: parsed.current, retired: Array.isArray(parsed.retired) ? parsed.retired : [] };
 }
 
-/** Writes a new key file, unless another process just did (then its key is the one): linked into place, never seen half written. */
+/** A new key file, unless another process just wrote one (then its key is the one). */
 function createKeyFile(dataDir: string, now: Date): KeyFile {
-  const path = join(dataDir, LEDGER_KEY_FILE);
   const made: KeyFile = { current: newKey(now.toISOString()), retired: [] };
-  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(made, null, 2), { mode: PRIVATE_FILE });
-  chmodSync(tmp, PRIVATE_FILE); // whatever the umask
-  try {
-    linkSync(tmp, path);
-    return made;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return readKeyFile(dataDir)!;
-  } finally {
-    unlinkSync(tmp);
-  }
+  return createPrivateJson(join(dataDir, LEDGER_KEY_FILE), made) ? made : readKeyFile(dataDir)!;
 }
 
 /**

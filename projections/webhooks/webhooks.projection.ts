@@ -159,6 +159,9 @@ export const webhooksProjection: Projection = {
         ctx.upsert(webhooks, { ...doc, owed, last_fired_at: d.at, consecutive_failures: d.ok ? 0 : doc.consecutive_failures + 1 });
         return;
       }
+      // Not read (not in eventTypes): secrets never reach a read model.
+      case 'WebhookSecretRotated':
+        return;
       default: {
         const _exhaustive: never = event;
         return _exhaustive;

@@ -12,7 +12,7 @@ import { runWhileOwned, type LeaseRun } from '../core/lease-runner.js';
 import { fencedReadStore } from '../core/fenced-read-store.js';
 import { ReadModelUnit, type ReadModelDef } from '../core/read-model-unit.js';
 import { readModelUnits } from '../../projections/index.js';
-import { warnIfUnsigned, type Services } from './container.js';
+import { warnIfLocalDataKey, warnIfUnsigned, type Services } from './container.js';
 
 /**
  * The background workers (jobs), by the name the guides (README, docs/architecture.md), the logs
@@ -254,6 +254,7 @@ function runUsageAlerts(services: Services) {
 }
 
 function runWebhookDelivery(services: Services) {
+  warnIfLocalDataKey(services);
   return startWebhookDispatcher({
     events: services.events,
     reads: services.reads,
@@ -262,6 +263,7 @@ function runWebhookDelivery(services: Services) {
     clock: services.clock,
     transportClock: services.transportClock,
     sender: services.webhookSender,
+    secrets: services.secrets,
     // Sending is a consumer group on it: with Kafka the replicas share the webhooks.
     bus: services.bus,
     onError: (err, at) => services.log.warn({ err, ...at }, 'webhook dispatch failed'),

@@ -7,6 +7,8 @@ import { parseSchedule } from '../../commands/export-bundles/export-schedule.rea
 import { parseTrustProxy, type TrustProxy } from './http/client-address.js';
 import { STORE_TIMEOUT_MS } from './metering/shared-buckets.js';
 import { parseRetiredKeys, parseSigningKey } from '../../infra/files/ledger-keyring.js';
+import { parseDataKey, parseRetiredDataKeys } from '../../infra/files/data-keyring.js';
+import type { DataKey } from '../core/aes-gcm-secret-box.js';
 import type { KeyObject } from 'node:crypto';
 import type { LedgerPublicKey } from '../domain/ledger/ledger-head.js';
 
@@ -120,6 +122,8 @@ const envSchema = z.object({
   // Parsed here, so that a bad key stops the start; the messages never repeat the value.
   LEDGER_SIGNING_KEY: optionalString.transform((text, ctx) => parsedOrIssue(text, parseSigningKey, ctx)),
   LEDGER_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredKeys, ctx)),
+  DATA_ENCRYPTION_KEY: optionalString.transform((text, ctx) => parsedOrIssue(text, parseDataKey, ctx)),
+  DATA_ENCRYPTION_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredDataKeys, ctx)),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
@@ -186,6 +190,10 @@ export interface Config {
   ledgerSigningKey: KeyObject | null;
   /** `LEDGER_RETIRED_KEYS`: public keys that signed heads before a rotation, still listed. */
   ledgerRetiredKeys: LedgerPublicKey[];
+  /** `DATA_ENCRYPTION_KEY`: the key that seals secrets at rest; null: the data directory's. */
+  dataEncryptionKey: DataKey | null;
+  /** `DATA_ENCRYPTION_RETIRED_KEYS`: keys that sealed before a rotation, still opening what they sealed. */
+  dataEncryptionRetiredKeys: DataKey[];
 }
 
 export class ConfigError extends Error {}
@@ -237,6 +245,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRUST_PROXY,
     ledgerSigningKey: e.LEDGER_SIGNING_KEY ?? null,
     ledgerRetiredKeys: e.LEDGER_RETIRED_KEYS ?? [],
+    dataEncryptionKey: e.DATA_ENCRYPTION_KEY ?? null,
+    dataEncryptionRetiredKeys: e.DATA_ENCRYPTION_RETIRED_KEYS ?? [],
   };
 }
 

@@ -32,6 +32,8 @@ import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
 import { ReadModelFollower, type ReadModelFeed } from './read-model-follower.js';
 import { openLedgerKeyring, type LedgerKeyring } from '../../infra/files/ledger-keyring.js';
+import { openDataKeyring, type DataKeyring } from '../../infra/files/data-keyring.js';
+import type { SecretBox } from '../core/secret-box.port.js';
 import { GenerationLog, LiveReadModels } from '../core/read-model-generations.js';
 import { generationsStreamOf } from '../core/read-model-generations.decider.js';
 
@@ -76,6 +78,10 @@ export interface Services {
   billing: Billing;
   /** The key that signs ledger heads and the public keys published (docs/ledger.md, "Signed heads"). */
   keyring: LedgerKeyring;
+  /** Seals secrets at rest (webhook signing secrets) under the data keys (docs/operations.md, "Secrets at rest"). */
+  secrets: SecretBox;
+  /** Where the data key in use came from. */
+  secretsKeySource: DataKeyring['source'];
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
@@ -122,6 +128,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const stores = await openStores(config, clock, log, metrics);
   const exportFiles = await openExportFiles(config);
   const keyring = openKeyring(config, clock);
+  const dataKeys = openDataKeyring({ dataDir: config.dataDir, key: config.dataEncryptionKey, retired: config.dataEncryptionRetiredKeys, now: transportClock.now() });
   const { events, bus } = stores;
   const generations = new GenerationLog(events, transportClock, generationsStreamOf(readModelsNamespace(config)));
   // On a shared read store each read model is read in its live generation (a replay makes new ones):
@@ -170,6 +177,8 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     ledger,
     meter,
     keyring,
+    secrets: dataKeys.box,
+    secretsKeySource: dataKeys.source,
     readModels: { base: stores.reads, generations },
     queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl, keyring, live }),
     metrics,
@@ -197,6 +206,17 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
 function openKeyring(config: Config, clock: Clock): LedgerKeyring {
   const sharedLog = Boolean(config.postgresUrl || config.esdbUrl);
   return openLedgerKeyring({ dataDir: config.dataDir, signingKey: config.ledgerSigningKey, retired: config.ledgerRetiredKeys, sharedLog, now: clock.now() });
+}
+
+/**
+ * Said once by a process on a shared log whose data key is its data directory's: every process
+ * that signs deliveries must hold the key that sealed the secrets, which a data directory of its
+ * own does not give (`scores fleet up` shares one directory; separate hosts need DATA_ENCRYPTION_KEY).
+ */
+export function warnIfLocalDataKey(services: Services): void {
+  if ((services.config.postgresUrl || services.config.esdbUrl) && services.secretsKeySource === 'file') {
+    services.log.warn('DATA_ENCRYPTION_KEY is not set: on a shared log this process seals and opens webhook secrets with its data directory\'s key, so every process must share that directory or the key (docs/operations.md, "Secrets at rest")');
+  }
 }
 
 /** Said once by a process that would sign (the API, the invoice issuer) when it cannot; a CLI command's stdout stays its own. */

@@ -8,7 +8,7 @@ import { ensureDemoAccounts } from '../../commands/manage-keys/keys.handler.js';
 import { accountStream } from '../domain/accounts/account.events.js';
 import type { InvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
-import { warnIfUnsigned, type Services } from './container.js';
+import { warnIfLocalDataKey, warnIfUnsigned, type Services } from './container.js';
 import { createApp } from './http/app.js';
 import { createExpressServer } from './http/express-server.js';
 import { answerClientError } from './http/client-error.js';
@@ -130,6 +130,7 @@ async function serve(services: Services, options: ServeOptions, unregister: () =
   const demo = services.config.demo ? keepDemoKeys(services.config.dataDir, demoAccounts) : null;
   const jobs = options.role === 'api' ? await followWorkersReadModels(services, demoAccounts.map((a) => a.account_id)) : await runAllJobs(services, options, dataset);
   warnIfUnsigned(services, '/v1/usage/ledger pages');
+  warnIfLocalDataKey(services);
   // MCP is served over HTTP: mounted here, so that src/app/http never imports src/app/mcp.
   const app = createApp(services, [mcpRoutes(services)]);
   const server = await listen(services, app, options.port ?? services.config.port, () => jobs.stop());

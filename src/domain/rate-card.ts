@@ -65,6 +65,7 @@ const TABLE = {
       { method: 'POST', path: '/v1/webhooks/{webhook_id}/test' },
       { method: 'GET', path: '/v1/webhooks/{webhook_id}/deliveries' },
       { method: 'POST', path: '/v1/webhooks/{webhook_id}/enable' },
+      { method: 'POST', path: '/v1/webhooks/{webhook_id}/rotate-secret' },
     ],
     credits: 0,
     unit: 'call',

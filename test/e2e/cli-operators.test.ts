@@ -185,6 +185,9 @@ describe('Logs and CLI for operators', function () {
       'ledger drop-snapshot': () => ['--all'],
       'rate-limit set': () => ['--account', ctx.account, '--per-second', '5'],
       'packs add': () => ['--account', ctx.account, '--credits', '100'],
+      // No webhook of the account's: its refusal (`webhook-secrets.test.ts` rotates one).
+      'webhooks rotate-secret': () => ['--account', ctx.account, '--webhook', '1'],
+      'secrets rotate-key': () => [],
       'exports run': () => [],
       'exports list': () => [],
       'exports downloads': () => [],
@@ -193,7 +196,7 @@ describe('Logs and CLI for operators', function () {
       'fleet up': () => ['--api', '0'],
     };
     /** Commands whose example is a refusal: the exit code and the problem's stable code on stderr. */
-    const refusals: Record<string, [exit: number, code: string]> = { worker: [1, 'config_invalid'], 'fleet up': [2, 'usage'] };
+    const refusals: Record<string, [exit: number, code: string]> = { worker: [1, 'config_invalid'], 'fleet up': [2, 'usage'], 'webhooks rotate-secret': [1, 'not_found'] };
 
     for (const { path, command } of leafCommands(buildCli())) {
       const name = path.join(' ');

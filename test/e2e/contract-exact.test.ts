@@ -181,6 +181,7 @@ describe('The contract says exactly what is served', function () {
         'DELETE /v1/webhooks/{webhook_id}': 'deleteWebhook',
         'POST /v1/webhooks/{webhook_id}/test': 'testWebhook',
         'POST /v1/webhooks/{webhook_id}/enable': 'enableWebhook',
+        'POST /v1/webhooks/{webhook_id}/rotate-secret': 'rotateWebhookSecret',
         'GET /v1/webhooks/{webhook_id}/deliveries': 'listWebhookDeliveries',
       });
       // camelCase, a verb and at least one word naming what it acts on; none twice.
@@ -321,7 +322,7 @@ describe('The contract says exactly what is served', function () {
   // Last: it moves the service's clock to May, for an invoice of April.
   describe('Cache-Control: no-store on every private answer', () => {
     const PUBLIC_IP = '93.184.215.14'; // registered as an IP literal, never contacted
-    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/deliveries'];
+    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/rotate-secret', '/v1/webhooks/{webhook_id}/deliveries'];
 
     it('declares it on every response of the usage, ledger and webhook operations (but the 431 node answers first), and on no other', () => {
       for (const op of operationsOf(doc as OpenApiDocument)) {

@@ -376,6 +376,18 @@ describe('The API contract: every operation, called validly and invalidly, answe
           textBody(`/v1/webhooks/${hook}/enable`),
         ],
       },
+      'POST /v1/webhooks/{webhook_id}/rotate-secret': {
+        key: keys.quant,
+        valid: [{ what: 'no body', expect: 200, path: `/v1/webhooks/${hook}/rotate-secret` }, json('an overlap', 200, `/v1/webhooks/${hook}/rotate-secret`, { overlap_hours: 0 })],
+        invalid: [
+          ...webhookId((id) => `/v1/webhooks/${id}/rotate-secret`),
+          json('an unknown field', 400, `/v1/webhooks/${hook}/rotate-secret`, { anything: 1 }),
+          json('an overlap over a week', 400, `/v1/webhooks/${hook}/rotate-secret`, { overlap_hours: 169 }),
+          json('a fractional overlap', 400, `/v1/webhooks/${hook}/rotate-secret`, { overlap_hours: 1.5 }),
+          oversized(`/v1/webhooks/${hook}/rotate-secret`),
+          textBody(`/v1/webhooks/${hook}/rotate-secret`),
+        ],
+      },
       'GET /v1/bulk/exports/{bundle_id}/{name}': {
         key: keys.quant,
         valid: [

@@ -341,6 +341,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         ['POST', '/test'],
         ['GET', '/deliveries'],
         ['POST', '/enable'],
+        ['POST', '/rotate-secret'],
       ] as const) {
         const theirs = expectProblem(await http(method, `/v1/webhooks/${id}${suffix}`, { key: b.key }), 404, 'not_found', `${method} …/${id}${suffix}`);
         const none = expectProblem(await http(method, `/v1/webhooks/${unknown}${suffix}`, { key: b.key }), 404, 'not_found', `${method} …/${unknown}${suffix}`);
@@ -850,6 +851,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         'DELETE /v1/webhooks/:webhook_id',
         'POST /v1/webhooks/:webhook_id/test',
         'POST /v1/webhooks/:webhook_id/enable',
+        'POST /v1/webhooks/:webhook_id/rotate-secret',
         'POST /mcp/http',
         'POST /account/sign-in',
         'POST /account/sign-in/:token',
@@ -862,6 +864,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         'POST /account/pro',
         'POST /account/pro/end',
         'POST /account/packs',
+        'POST /account/webhooks/:id/rotate-secret',
       ]);
       // app.all: the retired path redirects (308) and /mcp/http's other methods are 405, whatever the method.
       const unexpected = changing.filter((r) => !expected.has(r) && !r.endsWith(` ${retired}`) && !r.endsWith(' /mcp/http'));

@@ -274,5 +274,17 @@ describe('The TypeScript SDK (clients/typescript) against a live server', functi
       refuse({ secret: hook!.secret, body: delivery.body, headers: {} });
       await c.DELETE('/v1/webhooks/{webhook_id}', { params: { path: { webhook_id: hook!.id } } });
     });
+
+    it('accepts a delivery during a secret rotation\'s overlap with the old secret and with the new one', async () => {
+      const c = client(quant);
+      const { data: hook } = await c.POST('/v1/webhooks', { body: { event_type: 'score_move', url: receiverUrl } });
+      const { data: rotated } = await c.POST('/v1/webhooks/{webhook_id}/rotate-secret', { params: { path: { webhook_id: hook!.id } }, body: { overlap_hours: 1 } });
+      const { data: test } = await c.POST('/v1/webhooks/{webhook_id}/test', { params: { path: { webhook_id: hook!.id } } });
+      expect(test!.ok).to.equal(true);
+      const delivery = receiver!.received.at(-1)!;
+      for (const secret of [hook!.secret, rotated!.secret]) expect(verifyWebhook({ secret, body: delivery.body, headers: delivery.headers, now: Date.now() }).test).to.equal(true);
+      expect(() => verifyWebhook({ secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}`, body: delivery.body, headers: delivery.headers, now: Date.now() })).to.throw(WebhookVerificationError);
+      await c.DELETE('/v1/webhooks/{webhook_id}', { params: { path: { webhook_id: hook!.id } } });
+    });
   });
 });

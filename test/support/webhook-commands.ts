@@ -57,6 +57,7 @@ export function decideAfter(events: readonly AnyWebhookEvent[], command: Webhook
       return webhookRegistryDecider.decide(registryState(events), command, now);
     case 'DeleteWebhook':
     case 'ReactivateWebhook':
+    case 'RotateWebhookSecret':
       return webhookDecider.decide(webhookState(events, command.webhook_id), command, now);
     case 'QueueMessage':
     case 'RecordAttempt':

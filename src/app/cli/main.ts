@@ -15,6 +15,7 @@ import { addSeedCommand } from './seed.commands.js';
 import { addServeCommand } from './serve.commands.js';
 import { addWorkerCommand } from './worker.commands.js';
 import { addFleetCommands } from './fleet.commands.js';
+import { addWebhookCommands } from './webhooks.commands.js';
 
 /** `scores`: each command group in the file named for it, in the order `--help` lists them. */
 export function buildCli(): Command {
@@ -32,6 +33,7 @@ export function buildCli(): Command {
   addKeyCommands(program);
   addAccountCommands(program);
   addLedgerCommands(program);
+  addWebhookCommands(program);
   addExportCommands(program);
   everyCommandTakesJson(program);
   return program;

@@ -82,6 +82,7 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/webhooks/{webhook_id}': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/test': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/enable': { webhook_id: WEBHOOK_ID },
+  '/v1/webhooks/{webhook_id}/rotate-secret': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/deliveries': { webhook_id: WEBHOOK_ID },
 };
 

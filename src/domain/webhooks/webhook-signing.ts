@@ -14,7 +14,8 @@ export const SIGNING_STATEMENT =
   'X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the secret string exactly as shown (its UTF-8 bytes, whsec_ prefix included). ' +
   'Standard Webhooks (https://www.standardwebhooks.com/): webhook-signature is "v1," followed by the base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}", ' +
   'keyed with the base64-decoded part of the secret after whsec_; any Standard Webhooks library verifies it when given the secret as shown. ' +
-  'Verify against the raw bytes before parsing the JSON, and reject a webhook-timestamp more than 5 minutes from your clock.';
+  'Verify against the raw bytes before parsing the JSON, and reject a webhook-timestamp more than 5 minutes from your clock. ' +
+  'After POST /v1/webhooks/{webhook_id}/rotate-secret, until its overlap ends, webhook-signature carries a second "v1," signature made with the previous secret (accept either) and X-Service-Signature-Previous the hex HMAC with the previous secret.';
 
 /** The headers of one delivery attempt, lower case as HTTP/2 and Node's `req.headers` have them. */
 export interface DeliveryHeaders {
@@ -25,8 +26,19 @@ export interface DeliveryHeaders {
   'webhook-id': string;
   /** The attempt's time, integer Unix seconds. */
   'webhook-timestamp': string;
-  /** `v1,` + base64 HMAC-SHA256 of `${id}.${timestamp}.${body}`, keyed with the decoded secret. */
+  /**
+   * `v1,` + base64 HMAC-SHA256 of `${id}.${timestamp}.${body}`, keyed with the decoded secret;
+   * during a rotation's overlap a second one, space separated, keyed with the previous secret.
+   */
   'webhook-signature': string;
+  /** During a rotation's overlap: `x-service-signature` keyed with the previous secret. */
+  'x-service-signature-previous'?: string;
+}
+
+/** The secrets of one delivery: the current one, and during a rotation's overlap the one it replaced. */
+export interface SigningSecrets {
+  current: string;
+  previous: string | null;
 }
 
 /** A new webhook secret: `whsec_` + base64 of 32 random bytes. Shown to the customer once. */
@@ -43,18 +55,22 @@ export function newWebhookSecret(random: (n: number) => Buffer = randomBytes): s
  * `whsec_` decodes to. The first covers the body only and can be replayed; the second covers
  * the id and time as well. `timestamp` is the attempt's time: a retry is signed anew.
  */
-export function deliveryHeaders(secret: string, messageId: string, timestamp: Date, rawBody: string | Uint8Array): DeliveryHeaders {
-  const key = secretKey(secret);
+export function deliveryHeaders(secrets: string | SigningSecrets, messageId: string, timestamp: Date, rawBody: string | Uint8Array): DeliveryHeaders {
+  const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
   if (messageId === '') throw new RangeError('a webhook message id must not be empty');
   const seconds = String(Math.floor(timestamp.getTime() / 1000));
-  const standard = createHmac('sha256', key).update(`${messageId}.${seconds}.`).update(rawBody).digest('base64');
-  return {
+  const standard = (secret: string) => `v1,${createHmac('sha256', secretKey(secret)).update(`${messageId}.${seconds}.`).update(rawBody).digest('base64')}`;
+  const hex = (secret: string) => createHmac('sha256', secret).update(rawBody).digest('hex');
+  const headers: DeliveryHeaders = {
     'content-type': 'application/json',
-    'x-service-signature': createHmac('sha256', secret).update(rawBody).digest('hex'),
+    'x-service-signature': hex(current),
     'webhook-id': messageId,
     'webhook-timestamp': seconds,
-    'webhook-signature': `v1,${standard}`,
+    // Standard Webhooks: a receiver accepts the delivery when any one of the signatures verifies.
+    'webhook-signature': previous === null ? standard(current) : `${standard(current)} ${standard(previous)}`,
   };
+  if (previous !== null) headers['x-service-signature-previous'] = hex(previous);
+  return headers;
 }
 
 /**

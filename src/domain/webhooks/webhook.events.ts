@@ -26,7 +26,9 @@ export type WebhookRegistryEvent = WebhookIdAssigned | WebhookIdReleased;
 
 /**
  * The signing secret is kept in the log: every delivery is signed with it, so it cannot be
- * stored as a hash the way API keys are. It is shown to the customer once, at registration.
+ * stored as a hash the way API keys are. It is shown to the customer once, at registration, and
+ * written sealed (`sealed:v1:…`, src/core/secret-box.port.ts, for `webhook-secret:<account>`);
+ * registrations from before sealing hold it in clear, which `SecretBox.open` passes through.
  */
 export interface WebhookRegistered {
   type: 'WebhookRegistered';
@@ -67,6 +69,15 @@ export interface WebhookDeactivated {
   data: { webhook_id: number; reason: 'gone' | 'failing'; at: string };
 }
 
+/**
+ * A new signing secret (sealed, as at registration). Until `previous_until` (transport time)
+ * every delivery is signed with both, so a receiver can move to the new secret at its own pace.
+ */
+export interface WebhookSecretRotated {
+  type: 'WebhookSecretRotated';
+  data: { webhook_id: number; secret: string; previous_until: string; at: string };
+}
+
 export interface WebhookReactivated {
   type: 'WebhookReactivated';
   data: { webhook_id: number; at: string };
@@ -88,4 +99,5 @@ export type WebhookEvent =
   | WebhookMessageQueued
   | WebhookDeliveryAttempted
   | WebhookDeactivated
-  | WebhookReactivated;
+  | WebhookReactivated
+  | WebhookSecretRotated;

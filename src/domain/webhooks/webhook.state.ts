@@ -4,6 +4,8 @@
  * (commands/deliver-webhooks) are decided on.
  */
 import type { Stream } from '../../core/command-handler.js';
+import type { SecretBox } from '../../core/secret-box.port.js';
+import type { SigningSecrets } from './webhook-signing.js';
 import type { WebhookEnvelope, WebhookEventType } from './webhook-envelope.js';
 import { webhookStream, type WebhookEvent } from './webhook.events.js';
 
@@ -24,7 +26,11 @@ export interface WebhookState {
   account_id: string | null;
   event_type: WebhookEventType | null;
   url: string | null;
+  /** The signing secret as the log holds it (sealed, or in clear before sealing existed). */
   secret: string | null;
+  /** The secret a rotation replaced, still signing until `previous_secret_until` (transport time). */
+  previous_secret: string | null;
+  previous_secret_until: string | null;
   is_active: boolean;
   consecutive_failures: number;
   /** The first live failure since the last success (or reactivation); null when none. */
@@ -51,6 +57,8 @@ export const initialWebhookState = (): WebhookState => ({
   event_type: null,
   url: null,
   secret: null,
+  previous_secret: null,
+  previous_secret_until: null,
   is_active: false,
   consecutive_failures: 0,
   first_failure_at: null,
@@ -87,6 +95,8 @@ export function evolveWebhook(state: WebhookState, event: WebhookEvent): Webhook
       return { ...state, is_active: false, messages: new Map() };
     case 'WebhookReactivated':
       return { ...state, is_active: true, consecutive_failures: 0, first_failure_at: null };
+    case 'WebhookSecretRotated':
+      return { ...state, secret: event.data.secret, previous_secret: state.secret, previous_secret_until: event.data.previous_until };
     default: {
       const _exhaustive: never = event;
       return _exhaustive;
@@ -134,3 +144,14 @@ export type UsableWebhook = WebhookState & { webhook_id: number; url: string; se
 
 export const isUsable = (s: WebhookState): s is UsableWebhook =>
   s.exists && !s.deleted && s.webhook_id !== null && s.url !== null && s.secret !== null && s.event_type !== null;
+
+/** The account a webhook's secret is sealed for (the context of `SecretBox.seal`). */
+export const secretContext = (accountId: string): string => `webhook-secret:${accountId}`;
+
+/** The secrets a delivery sent at `now` is signed with: the current one, and the one it replaced while its overlap lasts. */
+export async function signingSecrets(hook: UsableWebhook, box: SecretBox, now: Date): Promise<SigningSecrets> {
+  const context = secretContext(hook.account_id!);
+  const current = await box.open(hook.secret, context);
+  const overlapping = hook.previous_secret !== null && hook.previous_secret_until !== null && Date.parse(hook.previous_secret_until) > now.getTime();
+  return { current, previous: overlapping ? await box.open(hook.previous_secret!, context) : null };
+}

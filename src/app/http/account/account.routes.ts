@@ -13,7 +13,7 @@ import { buyCreditPack, changePlan, joinPro, leavePro, showPack, showPlanChange,
 import { sendInvoice } from './invoices.route.js';
 import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
-import { showWebhook } from './webhook.route.js';
+import { rotateOwnWebhookSecret, showWebhook } from './webhook.route.js';
 
 /**
  * Every signed-in route of the account, in the order express matches them. A GET of an action's
@@ -37,6 +37,7 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['post', '/account/packs', buyCreditPack],
   ['get', '/account/invoices/:file', sendInvoice],
   ['get', '/account/webhooks/:id', showWebhook],
+  ['post', '/account/webhooks/:id/rotate-secret', rotateOwnWebhookSecret],
 ];
 
 export function registerAccountRoutes(app: Express, services: Services, web: AccountWeb): void {
