@@ -141,6 +141,15 @@ def test_verify_webhook_accepts_a_real_delivery_by_both_signatures_and_refuses_f
     assert verify_webhook(hook.secret, body.decode(), service_only).test is True
     assert verify_webhook(hook.secret, body, standard_only, now=now).test is True
     forged = body.replace(b"divergence_event", b"divergence_evenT")
+    # After a rotation, during its overlap: a receiver with the old secret and one with the new both verify.
+    with ScoresClient(server.key("quant"), base_url=server.url) as c:
+        rotating = c.register_webhook("score_move", receiver.url)
+        rotated = c.rotate_webhook_secret(rotating.id, overlap_hours=1)
+        assert c.test_webhook(rotating.id).ok
+        c.delete_webhook(rotating.id)
+    r_headers, r_body = receiver.received[-1]
+    for secret in (rotating.secret, rotated.secret):
+        assert verify_webhook(secret, r_body, r_headers, now=time.time()).test is True
     for args in [(hook.secret, forged, service_only, now), (hook.secret, forged, standard_only, now), (hook.secret, body, standard_only, now + 600), (hook.secret, body, {}, now)]:
         with pytest.raises(WebhookVerificationError):
             verify_webhook(args[0], args[1], args[2], now=args[3])

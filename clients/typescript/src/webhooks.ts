@@ -33,7 +33,9 @@ const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(
 /**
  * Checks a webhook delivery's signatures against the raw body (docs/webhooks.md) and returns the
  * parsed envelope. Every signature present must hold, and at least one must be present:
- * - `X-Service-Signature`: lowercase hex HMAC-SHA256 of the body, keyed with the secret's UTF-8 text;
+ * - `X-Service-Signature`: lowercase hex HMAC-SHA256 of the body, keyed with the secret's UTF-8 text
+ *   (during a secret rotation's overlap, `X-Service-Signature-Previous` is the same with the old
+ *   secret: either matching holds);
  * - Standard Webhooks: `webhook-signature` (`v1,<base64>`, space-separated) over
  *   `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the bytes after `whsec_`, and a
  *   `webhook-timestamp` within `toleranceSeconds` of now (keep the `webhook-id`s you processed to
@@ -43,13 +45,15 @@ const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(
 export function verifyWebhook(options: VerifyWebhookOptions): WebhookEnvelope {
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body);
   const service = header(options.headers, 'x-service-signature');
+  const previous = header(options.headers, 'x-service-signature-previous');
   const id = header(options.headers, 'webhook-id');
   const timestamp = header(options.headers, 'webhook-timestamp');
   const signatures = header(options.headers, 'webhook-signature');
   if (service === null && signatures === null) throw new WebhookVerificationError('no signature header (X-Service-Signature or webhook-signature)');
   if (service !== null) {
     const expected = createHmac('sha256', Buffer.from(options.secret, 'utf8')).update(body).digest();
-    if (!/^[0-9a-f]{64}$/.test(service) || !same(Buffer.from(service, 'hex'), expected)) throw new WebhookVerificationError('X-Service-Signature does not match the body');
+    const holds = (hex: string | null) => hex !== null && /^[0-9a-f]{64}$/.test(hex) && same(Buffer.from(hex, 'hex'), expected);
+    if (!holds(service) && !holds(previous)) throw new WebhookVerificationError('X-Service-Signature does not match the body');
   }
   if (signatures !== null) {
     if (id === null || timestamp === null || !/^\d+$/.test(timestamp)) throw new WebhookVerificationError('webhook-id or webhook-timestamp missing or malformed');

@@ -116,6 +116,11 @@ class ScoresClient:
     def test_webhook(self, webhook_id: int) -> models.TestDeliveryResponse:
         return models.TestDeliveryResponse.model_validate_json(self.request("POST", f"/v1/webhooks/{webhook_id}/test").content)
 
+    def rotate_webhook_secret(self, webhook_id: int, overlap_hours: int | None = None) -> models.RotatedSecretResponse:
+        """A new signing secret (shown once); the old one signs beside it for ``overlap_hours`` (default 24)."""
+        body = {} if overlap_hours is None else {"overlap_hours": overlap_hours}
+        return models.RotatedSecretResponse.model_validate_json(self.request("POST", f"/v1/webhooks/{webhook_id}/rotate-secret", json=body).content)
+
     def delete_webhook(self, webhook_id: int) -> models.WebhookOkResponse:
         return models.WebhookOkResponse.model_validate_json(self.request("DELETE", f"/v1/webhooks/{webhook_id}").content)
 

@@ -1619,6 +1619,37 @@ class NoFieldsRequest(BaseModel):
     )
 
 
+class RotatedSecretResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    id: int
+    secret: str
+    """
+    The new secret: `whsec_` and the base64 of 32 random bytes. Shown once.
+    """
+    previous_secret_expires_at: AwareDatetime
+    """
+    Until when deliveries also carry the previous secret's signature (ISO 8601, UTC).
+    """
+    signing: str
+    """
+    How deliveries are signed with the secret.
+    """
+
+
+class RotateSecretRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    overlap_hours: int | None = Field(None, ge=0, le=168)
+    """
+    Hours during which every delivery is also signed with the secret being replaced (a second
+    `v1,` signature in `webhook-signature`, and `X-Service-Signature-Previous`), so your receiver
+    can switch secrets without missing a delivery. 0: the old secret stops signing now. Default 24.
+    """
+
+
 class EnabledWebhookResponse(BaseModel):
     model_config = ConfigDict(
         extra="allow",

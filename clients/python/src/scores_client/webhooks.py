@@ -36,19 +36,21 @@ def verify_webhook(
 
     Every signature present must hold, and at least one must be present:
     ``X-Service-Signature`` (lowercase hex HMAC-SHA256 of the body, keyed with the secret's UTF-8
-    text) and the Standard Webhooks ``webhook-signature`` (``v1,<base64>``, space-separated, over
+    text; during a secret rotation's overlap ``X-Service-Signature-Previous`` is the same with the
+    old secret, and either matching holds) and the Standard Webhooks ``webhook-signature`` (``v1,<base64>``, space-separated, over
     ``{webhook-id}.{webhook-timestamp}.{body}``, keyed with the bytes after ``whsec_``) with a
     ``webhook-timestamp`` within ``tolerance_seconds`` of ``now``. Keep the ``webhook-id``s you
     processed to drop a replay. Raises ``WebhookVerificationError`` otherwise.
     """
     raw = body.encode() if isinstance(body, str) else body
     service = _header(headers, "x-service-signature")
+    previous = _header(headers, "x-service-signature-previous")
     signatures = _header(headers, "webhook-signature")
     if service is None and signatures is None:
         raise WebhookVerificationError("no signature header (X-Service-Signature or webhook-signature)")
     if service is not None:
         expected = hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
-        if not re.fullmatch(r"[0-9a-f]{64}", service) or not hmac.compare_digest(service, expected):
+        if not any(h is not None and re.fullmatch(r"[0-9a-f]{64}", h) and hmac.compare_digest(h, expected) for h in (service, previous)):
             raise WebhookVerificationError("X-Service-Signature does not match the body")
     if signatures is not None:
         msg_id = _header(headers, "webhook-id")
