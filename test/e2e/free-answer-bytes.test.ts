@@ -1,0 +1,118 @@
+import { expect } from 'chai';
+import { request } from 'node:http';
+import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
+import type { Tier } from '../../src/domain/plans.js';
+import { FREE_ANSWER_BURST_SECONDS } from '../../src/app/metering/free-answer-bytes.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+/** The free tier's budget in this suite: small enough that a few track records spend it. */
+const RATE = 16_384;
+const BURST = RATE * FREE_ANSWER_BURST_SECONDS;
+
+interface Raw {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** A GET with exactly these headers (fetch would add Accept-Encoding): the body's bytes as sent. */
+function raw(url: string, headers: Record<string, string>): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Issue 42 item 5, "Free answers are bounded": each account's free answers (the calls that cost no
+ * credits) move at most FREE_ANSWER_BYTES_PER_SECOND (a paid tier more); over it a free answer is
+ * 429 `rate_limited` with `bytes_per_second`, charged nothing.
+ */
+describe("Free answers are bounded: each account's budget of free answers' bytes", function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ now: '2019-06-14T12:00:00Z', env: { FREE_ANSWER_BYTES_PER_SECOND: String(RATE) } });
+  });
+  after(() => server?.stop());
+
+  let accounts = 0;
+  async function newKey(tier: Tier) {
+    const issued = await createAccountWithKey(server.services, { tier, email: `free-bytes-${++accounts}@example.test` });
+    await server.services.runner.waitForHead();
+    return issued;
+  }
+  const debits = async (accountId: string) =>
+    ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap(ledgerLines).filter((e) => e.type === 'CreditsDebited');
+  const get = (path: string, key: string, headers: Record<string, string> = {}) => raw(`${server.url}${path}`, { 'X-API-Key': key, ...headers });
+
+  /** The track record fetched again and again until refused for its bytes (well within the request rate): the bodies served, and the refusal. */
+  async function untilRefused(key: string) {
+    const sizes: number[] = [];
+    const started = performance.now();
+    for (let i = 0; i < 15; i++) {
+      const r = await get('/v1/track-record', key);
+      if (r.status !== 200) {
+        expect(JSON.parse(r.body.toString()), `after ${sizes.length} bodies`).to.include({ status: 429, bytes_per_second: RATE });
+        return { sizes, refused: r, seconds: (performance.now() - started) / 1000 };
+      }
+      sizes.push(r.body.length);
+    }
+    throw new Error(`15 bodies of ${sizes[0]} bytes served: the budget of ${BURST} bytes never refused`);
+  }
+
+  it("serves a free key's track record until its budget is spent, then refuses it 429 rate_limited with bytes_per_second and Retry-After, charging nothing", async () => {
+    const k = await newKey('free');
+    const first = await get('/v1/track-record', k.key);
+    const credits = first.headers['x-credits-remaining'];
+    const { sizes, refused, seconds } = await untilRefused(k.key);
+    sizes.unshift(first.body.length);
+    const sent = sizes.reduce((a, b) => a + b, 0);
+    // Spent: the bytes sent reached the burst; and each body was sent while something was left.
+    expect(sent, `${sizes.length} bodies of ${sizes[0]} bytes`).to.be.at.least(BURST);
+    expect(sent - sizes.at(-1)!).to.be.below(BURST + RATE * seconds);
+    expect(refused.status).to.equal(429);
+    expect(refused.headers['content-type']).to.match(/^application\/problem\+json/);
+    const problem = JSON.parse(refused.body.toString()) as Record<string, unknown>;
+    expect(problem).to.include({ code: 'rate_limited', status: 429, bytes_per_second: RATE });
+    expect(problem).to.not.have.property('per_second');
+    expect(problem['detail']).to.match(/free answers .* may move 16384 bytes per second \(bursts of 262144\)/);
+    expect(Number(refused.headers['retry-after'])).to.equal(problem['retry_after_seconds']).and.be.at.least(1);
+    // Nothing charged: no debit, the same balance on the refusal.
+    expect(refused.headers['x-credits-remaining']).to.equal(credits);
+    expect(await debits(k.account_id)).to.deep.equal([]);
+    // The budget is the free answers': a paid call of the same key is served (and charged) meanwhile.
+    expect((await get('/v1/scores/AAPL', k.key)).status).to.equal(200);
+    expect(await debits(k.account_id)).to.have.length(1);
+  });
+
+  it('lets a client that keeps the body fetch it again after Retry-After, and its 304s cost nothing', async () => {
+    const k = await newKey('free');
+    const { refused } = await untilRefused(k.key);
+    const body = await new Promise<Raw>((resolve) => setTimeout(() => resolve(get('/v1/track-record', k.key)), Number(refused.headers['retry-after']) * 1000 + 200));
+    expect(body.status).to.equal(200);
+    const tag = String(body.headers['etag']);
+    // That body may have spent the budget again (a spent budget refuses before the ETag is
+    // worked out); once it has refilled, polls with the ETag are all 304 and spend nothing.
+    const next = await get('/v1/track-record', k.key, { 'If-None-Match': tag });
+    if (next.status === 429) await new Promise((r) => setTimeout(r, Number(next.headers['retry-after']) * 1000 + 200));
+    else expect(next.status).to.equal(304);
+    for (let i = 0; i < 10; i++) expect((await get('/v1/track-record', k.key, { 'If-None-Match': tag })).status, `poll ${i}`).to.equal(304);
+  });
+
+  it("holds a paid tier's larger budget: a quant key fetches the record more often than the free one could, every time", async () => {
+    const free = await untilRefused((await newKey('free')).key);
+    const quant = await newKey('quant');
+    for (let i = 0; i <= free.sizes.length + 1; i++) {
+      const r = await get('/v1/track-record', quant.key, { 'Accept-Encoding': 'gzip' });
+      expect(r.status, `call ${i}`).to.equal(200);
+      expect(r.headers['content-encoding']).to.equal('gzip');
+    }
+  });
+});
