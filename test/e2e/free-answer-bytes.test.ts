@@ -1,5 +1,8 @@
 import { expect } from 'chai';
 import { request } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { Tier } from '../../src/domain/plans.js';
@@ -31,22 +34,32 @@ function raw(url: string, headers: Record<string, string>): Promise<Raw> {
 
 /**
  * Issue 42 item 5, "Free answers are bounded": each account's free answers (the calls that cost no
- * credits) move at most FREE_ANSWER_BYTES_PER_SECOND (a paid tier more); over it a free answer is
- * 429 `rate_limited` with `bytes_per_second`, charged nothing.
+ * credits) move at most FREE_ANSWER_BYTES_PER_SECOND (a paid tier more), REST and MCP together;
+ * over it a free answer is 429 `rate_limited` with `bytes_per_second`, charged nothing.
  */
-describe("Free answers are bounded: each account's budget of free answers' bytes", function () {
+describe("Free answers are bounded: each account's budget of free answers' bytes, REST and MCP", function () {
   this.timeout(120_000);
   let server: TestServer;
+  const clients: Client[] = [];
   before(async () => {
     server = await startTestServer({ now: '2019-06-14T12:00:00Z', env: { FREE_ANSWER_BYTES_PER_SECOND: String(RATE) } });
   });
-  after(() => server?.stop());
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await server?.stop();
+  });
 
   let accounts = 0;
   async function newKey(tier: Tier) {
     const issued = await createAccountWithKey(server.services, { tier, email: `free-bytes-${++accounts}@example.test` });
     await server.services.runner.waitForHead();
     return issued;
+  }
+  async function connect(key: string): Promise<Client> {
+    const client = new Client({ name: 'free-bytes-e2e', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp/http`), { requestInit: { headers: { 'X-API-Key': key } } }));
+    clients.push(client);
+    return client;
   }
   const debits = async (accountId: string) =>
     ((await server.services.events.readStream(ledgerStream(accountId))) as unknown as LedgerEvent[]).flatMap(ledgerLines).filter((e) => e.type === 'CreditsDebited');
@@ -114,5 +127,27 @@ describe("Free answers are bounded: each account's budget of free answers' bytes
       expect(r.status, `call ${i}`).to.equal(200);
       expect(r.headers['content-encoding']).to.equal('gzip');
     }
+  });
+
+  it('counts MCP results in the same budget (structuredContent and text), refusing a spent one with a rate_limited tool error, and REST after it', async () => {
+    const k = await newKey('free');
+    const client = await connect(k.key);
+    let served = 0;
+    let result: CallToolResult | null = null;
+    for (let i = 0; i < 100 && !result; i++) {
+      const r = (await client.callTool({ name: 'get_track_record', arguments: {} })) as CallToolResult;
+      if (r.isError) result = r;
+      else served++;
+    }
+    expect(served).to.be.at.least(1);
+    expect(result?.structuredContent).to.include({ code: 'rate_limited', status: 429, bytes_per_second: RATE });
+    expect(result?._meta?.['credits_remaining']).to.equal(1000);
+    const text = result?.content[0];
+    expect(JSON.parse(text?.type === 'text' ? text.text : 'null')).to.deep.equal(result?.structuredContent);
+    // One bucket for both faces: the REST twin of another free read is refused too.
+    const meta = await get('/v1/meta', k.key);
+    expect(meta.status).to.equal(429);
+    expect(JSON.parse(meta.body.toString())).to.include({ code: 'rate_limited', bytes_per_second: RATE });
+    expect(await debits(k.account_id)).to.deep.equal([]);
   });
 });

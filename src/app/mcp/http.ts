@@ -153,6 +153,7 @@ function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandl
       creditsRemaining: (value) => {
         if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
       },
+      freeAnswers: services.freeAnswers,
     };
     const callers = await callersOf(body.messages, principal, req, services);
     const last = callers.findLast((c) => c !== null && !(c instanceof AppError));
