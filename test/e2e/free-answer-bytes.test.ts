@@ -7,6 +7,7 @@ import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js
 import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { FREE_ANSWER_BURST_SECONDS } from '../../src/app/metering/free-answer-bytes.js';
+import { TEXT_TRADES, trackRecordText } from '../../src/app/mcp/tools/get-track-record.tool.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /** The free tier's budget in this suite: small enough that a few track records spend it. */
@@ -35,7 +36,8 @@ function raw(url: string, headers: Record<string, string>): Promise<Raw> {
 /**
  * Issue 42 item 5, "Free answers are bounded": each account's free answers (the calls that cost no
  * credits) move at most FREE_ANSWER_BYTES_PER_SECOND (a paid tier more), REST and MCP together;
- * over it a free answer is 429 `rate_limited` with `bytes_per_second`, charged nothing.
+ * over it a free answer is 429 `rate_limited` with `bytes_per_second`, charged nothing. MCP's
+ * track record carries the record once (structuredContent) with a summary as its text block.
  */
 describe("Free answers are bounded: each account's budget of free answers' bytes, REST and MCP", function () {
   this.timeout(120_000);
@@ -149,5 +151,34 @@ describe("Free answers are bounded: each account's budget of free answers' bytes
     expect(meta.status).to.equal(429);
     expect(JSON.parse(meta.body.toString())).to.include({ code: 'rate_limited', bytes_per_second: RATE });
     expect(await debits(k.account_id)).to.deep.equal([]);
+  });
+
+  it('answers get_track_record with the whole record once, in structuredContent, and a summary as text: under 1.2 times the REST body', async () => {
+    const k = await newKey('quant');
+    const rest = await get('/v1/track-record', k.key);
+    const record = JSON.parse(rest.body.toString()) as { trades: unknown[]; closed_trades: number };
+    expect(record.trades.length).to.be.greaterThan(TEXT_TRADES);
+    const post = await fetch(`${server.url}/mcp/http`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18', 'X-API-Key': k.key },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_track_record', arguments: {} } }),
+    });
+    const answer = await post.text();
+    expect(Buffer.byteLength(answer), `${Buffer.byteLength(answer)} bytes against REST's ${rest.body.length}`).to.be.below(1.2 * rest.body.length);
+    // Through the SDK's client: structuredContent is the REST body, every trade; the text its summary.
+    const result = (await (await connect(k.key)).callTool({ name: 'get_track_record', arguments: {} })) as CallToolResult;
+    expect(result.structuredContent).to.deep.equal(record);
+    const text = result.content[0];
+    const summary = JSON.parse(text?.type === 'text' ? text.text : 'null') as Record<string, unknown>;
+    const { trades, ...aggregates } = record;
+    expect(summary).to.not.have.property('trades');
+    expect(summary).to.include(aggregates);
+    expect(summary['newest_trades']).to.deep.equal(trades.slice(0, TEXT_TRADES));
+    expect(summary['note']).to.include(`The newest ${TEXT_TRADES} of ${record.closed_trades} closed trades`).and.include('structuredContent');
+  });
+
+  it("keeps the text block the body's JSON for a record of at most 20 trades", () => {
+    const body = { closed_trades: 1, win_rate: 1, trades: [{ ticker: 'COST', return_pct: 5.5 }], as_of: '2019-06-13' };
+    expect(trackRecordText(body, JSON.stringify(body))).to.equal(JSON.stringify(body));
   });
 });
