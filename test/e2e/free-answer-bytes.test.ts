@@ -97,7 +97,7 @@ describe("Free answers are bounded: each account's budget of free answers' bytes
     const problem = JSON.parse(refused.body.toString()) as Record<string, unknown>;
     expect(problem).to.include({ code: 'rate_limited', status: 429, bytes_per_second: RATE });
     expect(problem).to.not.have.property('per_second');
-    expect(problem['detail']).to.match(/free answers .* may move 16384 bytes per second \(bursts of 262144\)/);
+    expect(problem['detail']).to.match(/free answers .* may move 16384 bytes per second \(bursts of 131072\)/);
     expect(Number(refused.headers['retry-after'])).to.equal(problem['retry_after_seconds']).and.be.at.least(1);
     // Nothing charged: no debit, the same balance on the refusal.
     expect(refused.headers['x-credits-remaining']).to.equal(credits);

@@ -30,7 +30,7 @@ describe("An account's budget of free answers' bytes", () => {
     expect(refused).to.be.instanceOf(AppError);
     expect(refused).to.include({ code: 'rate_limited', status: 429 });
     expect(refused.extensions).to.deep.equal({ retry_after_seconds: 3, bytes_per_second: 1000 });
-    expect(refused.detail).to.match(/may move 1000 bytes per second \(bursts of 16000\).*retry in 3 s.*If-None-Match/);
+    expect(refused.detail).to.match(/may move 1000 bytes per second \(bursts of 8000\).*retry in 3 s.*If-None-Match/);
     t = 2400;
     expect(refusal(budget, free)?.extensions['retry_after_seconds']).to.equal(1);
     t = 2600;
@@ -42,8 +42,8 @@ describe("An account's budget of free answers' bytes", () => {
     budget.take(caller('free', 'acct_a'), 20_000);
     expect(refusal(budget, caller('free', 'acct_a'))).to.not.equal(null);
     expect(refusal(budget, caller('free', 'acct_b'))).to.equal(null);
-    t = 60_000; // a minute idle refills 60,000 bytes, but the bucket holds 16,000
-    budget.take(caller('free', 'acct_a'), 16_000);
+    t = 60_000; // a minute idle refills 60,000 bytes, but the bucket holds 8,000
+    budget.take(caller('free', 'acct_a'), 8_000);
     expect(refusal(budget, caller('free', 'acct_a'))).to.not.equal(null);
   });
 

@@ -28,8 +28,12 @@ import type { RateDecision } from '../../web/meter.port.js';
  */
 export const FREE_ANSWER_BYTES_DEFAULT = 256 * 1024;
 
-/** The bucket holds this many seconds of the account's budget (4 MiB on free): the track record, meta and coverage at once. */
-export const FREE_ANSWER_BURST_SECONDS = 16;
+/**
+ * The bucket holds this many seconds of the account's budget (2 MiB on free): a client starting
+ * up fetches the track record, meta and coverage at once. More would let a fresh account pull
+ * several megabyte bodies in the same instant, which is what stalls the others' calls.
+ */
+export const FREE_ANSWER_BURST_SECONDS = 8;
 
 /** Buckets beyond this many are forgotten (all, at once), as the request-rate buckets are. */
 const MAX_BUCKETS = 200_000;
