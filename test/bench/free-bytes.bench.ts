@@ -20,7 +20,7 @@ const ATTACK_MS = 8000;
 async function serve(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const listening = /listening on (http:\/\/localhost:\d+)/;
   await until(() => listening.test(out), 120_000);
   return { child, url: listening.exec(out)![1]! };
