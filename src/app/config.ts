@@ -6,6 +6,7 @@ import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import { parseTrustProxy, type TrustProxy } from './http/client-address.js';
 import { STORE_TIMEOUT_MS } from './metering/shared-buckets.js';
+import { FREE_ANSWER_BYTES_DEFAULT } from './metering/free-answer-bytes.js';
 import { parseRetiredKeys, parseSigningKey } from '../../infra/files/ledger-keyring.js';
 import { parseDataKey, parseRetiredDataKeys } from '../../infra/files/data-keyring.js';
 import type { DataKey } from '../core/aes-gcm-secret-box.js';
@@ -125,6 +126,14 @@ const envSchema = z.object({
   DATA_ENCRYPTION_KEY: optionalString.transform((text, ctx) => parsedOrIssue(text, parseDataKey, ctx)),
   DATA_ENCRYPTION_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredDataKeys, ctx)),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
+  FREE_ANSWER_BYTES_PER_SECOND: optionalString.transform((text, ctx) => {
+    if (text === undefined) return FREE_ANSWER_BYTES_DEFAULT;
+    if (text === 'off') return null;
+    const n = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (n >= 1024 && n <= 1024 ** 3) return n;
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be a whole number of bytes per second from 1024 to 1073741824, or "off"' });
+    return z.NEVER;
+  }),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
       if (path !== undefined) readCaFile(path);
@@ -184,6 +193,11 @@ export interface Config {
   metricsAllowSubnets: AllowSubnets;
   /** `/readyz` answers 503 while a projection is more events than this behind the log. */
   readyMaxLagEvents: number;
+  /**
+   * The bytes per second of free answers a free account may move (paid tiers: that times their
+   * request rate over free's), per API process; null: unbounded (src/app/metering/free-answer-bytes.ts).
+   */
+  freeAnswerBytesPerSecond: number | null;
   /** The proxies whose `X-Forwarded-For` names the client (src/app/http/client-address.ts); false: none. */
   trustProxy: TrustProxy;
   /** `LEDGER_SIGNING_KEY`: the Ed25519 key that signs ledger heads; null: the data directory's (embedded store) or none (shared log). */
@@ -242,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookCaFile: e.WEBHOOK_CA_FILE ? resolve(e.WEBHOOK_CA_FILE) : null,
     metricsAllowSubnets: e.METRICS_ALLOW_SUBNETS,
     readyMaxLagEvents: e.READY_MAX_LAG_EVENTS,
+    freeAnswerBytesPerSecond: e.FREE_ANSWER_BYTES_PER_SECOND,
     trustProxy: e.TRUST_PROXY,
     ledgerSigningKey: e.LEDGER_SIGNING_KEY ?? null,
     ledgerRetiredKeys: e.LEDGER_RETIRED_KEYS ?? [],

@@ -28,6 +28,7 @@ import { VISIBILITY_EVENT_TYPES, VisibilityCache } from '../../queries/shared/vi
 import type { QueryContext } from '../../queries/shared/query-context.js';
 import { KEY_STATUS_EVENTS, LedgerMeter } from './metering/meter.js';
 import { followKeyEvents } from './metering/key-events.js';
+import { FreeAnswerBytes } from './metering/free-answer-bytes.js';
 import { Metrics } from './metrics/metrics.js';
 import { openStores } from './open-stores.js';
 import { ReadModelFollower, type ReadModelFeed } from './read-model-follower.js';
@@ -86,6 +87,8 @@ export interface Services {
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
   meter: Meter;
+  /** Each account's budget of free answers' bytes, REST and MCP together, in this process (FREE_ANSWER_BYTES_PER_SECOND). */
+  freeAnswers: FreeAnswerBytes;
   /** What the read side is given: the query reads, the meter, visibility (memoised until scores or tickers change). */
   queries: QueryContext;
   /** The Prometheus instruments (`GET /metrics`): requests, charges, appends, projection lag. */
@@ -176,6 +179,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     billing: new EmbeddedBilling(),
     ledger,
     meter,
+    freeAnswers: new FreeAnswerBytes(config.freeAnswerBytesPerSecond),
     keyring,
     secrets: dataKeys.box,
     secretsKeySource: dataKeys.source,

@@ -97,6 +97,11 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
   rate_limited: {
     retry_after_seconds: { schema: count(1, 'Seconds to wait, as `Retry-After` says.'), required: true, example: 1 },
     per_second: { schema: count(1, 'The key’s request rate (not sent for requests without a valid key).'), required: false, example: 10 },
+    bytes_per_second: {
+      schema: count(1, 'Sent instead of `per_second` when what is spent is the account’s budget of free answers’ bytes (the track record, meta, coverage, usage, lists): its bytes per second.'),
+      required: false,
+      example: 262_144,
+    },
   },
   conflict: {
     amount_cents: { schema: count(0, 'The prorated amount now due, in cents.'), required: false, example: 4_000 },

@@ -33,6 +33,16 @@ describe('Configuration', () => {
     for (const bad of ['0', '-5', 'soon', '1.5']) expect(() => loadConfig({ RATE_LIMIT_STORE_TIMEOUT_MS: bad })).to.throw(ConfigError, /RATE_LIMIT_STORE_TIMEOUT_MS/);
   });
 
+  it('bounds free answers to FREE_ANSWER_BYTES_PER_SECOND (256 KiB unless set), or not at all with off', () => {
+    expect(loadConfig({}).freeAnswerBytesPerSecond).to.equal(262_144);
+    expect(loadConfig({ FREE_ANSWER_BYTES_PER_SECOND: '1048576' }).freeAnswerBytesPerSecond).to.equal(1_048_576);
+    expect(loadConfig({ FREE_ANSWER_BYTES_PER_SECOND: 'off' }).freeAnswerBytesPerSecond).to.equal(null);
+    expect(loadConfig({ FREE_ANSWER_BYTES_PER_SECOND: ' ' }).freeAnswerBytesPerSecond).to.equal(262_144);
+    for (const bad of ['0', '1023', '1.5', 'lots', '2000000000']) {
+      expect(() => loadConfig({ FREE_ANSWER_BYTES_PER_SECOND: bad }), bad).to.throw(ConfigError, /FREE_ANSWER_BYTES_PER_SECOND: must be a whole number of bytes per second/);
+    }
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [

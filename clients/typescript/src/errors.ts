@@ -50,7 +50,7 @@ export class HeadersTooLargeError extends ScoresApiError<'headers_too_large'> {}
 export class LimitExceededError extends ScoresApiError<'limit_exceeded'> {}
 /** 429: the account's credits are spent. Never retried: waiting does not bring credits back. */
 export class CreditsExhaustedError extends ScoresApiError<'credits_exhausted'> {}
-/** 429: too many requests per second. Retried by the client after `Retry-After`. */
+/** 429: too many requests per second, or (with `bytes_per_second`) too many bytes of free answers. Retried by the client after `Retry-After`. */
 export class RateLimitedError extends ScoresApiError<'rate_limited'> {}
 export class ConflictError extends ScoresApiError<'conflict'> {}
 export class InternalError extends ScoresApiError<'internal'> {}

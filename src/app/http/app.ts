@@ -109,6 +109,7 @@ function provideContext(app: Express, services: Services, openapi: Record<string
       webhookAllowSubnets: services.config.webhookAllowSubnets,
     },
     meter: services.meter,
+    freeAnswers: services.freeAnswers,
     ids: services.ids,
     queryParams,
   });

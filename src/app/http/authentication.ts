@@ -4,10 +4,11 @@ import type { Ids } from '../../core/ids.port.js';
 import { API_KEY_HEADER, HEADER, newRequestId } from '../../web/response-headers.js';
 import { admit, type Principal } from '../../web/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
-import { isRateKey, requireTier } from '../../domain/rate-card.js';
+import { RATE_CARD, isRateKey, requireTier } from '../../domain/rate-card.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
 import { clientAddressWhenAsked } from './client-address.js';
 import { httpContextOf } from './http-context.js';
+import { meterFreeAnswer } from './fair-use.js';
 
 /** The request's id (`req_` and 96 random bits), made on first use: its response and its ledger entry name it. */
 export function requestIdOf(req: AuthedRequest, ids: Ids): string {
@@ -40,6 +41,8 @@ export async function expressAuthentication(request: Request, securityName: stri
   if (endpoint) {
     if (!isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
     requireTier(principal.tier, endpoint);
+    // A free read's answer is checked against and counted in the account's byte budget when sent.
+    if (RATE_CARD[endpoint].credits === 0 && request.method === 'GET' && request.res) meterFreeAnswer(request.res, ctx.freeAnswers, principal);
   }
   rejectUnknownQuery(request, ctx.queryParams);
   return principal;

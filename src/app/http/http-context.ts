@@ -3,6 +3,7 @@ import type { Ids } from '../../core/ids.port.js';
 import type { Meter } from '../../web/meter.port.js';
 import type { QueryContext } from '../../../queries/shared/query-context.js';
 import type { CommandContext } from '../../../commands/shared/command-context.js';
+import type { FreeAnswerBytes } from '../metering/free-answer-bytes.js';
 
 /**
  * What tsoa's hooks need of the app that received a request. tsoa calls its security hook and its
@@ -15,6 +16,8 @@ export interface HttpContext {
   /** What the write side's controllers are built with (those whose class declares `context = 'commands'`). */
   commands: CommandContext;
   meter: Meter;
+  /** The accounts' budgets of free answers' bytes (the security hook marks a free call's response for them). */
+  freeAnswers: FreeAnswerBytes;
   ids: Ids;
   /** The query parameters each /v1 route declares, by express path (`/v1/scores/:ticker`). */
   queryParams: ReadonlyMap<string, ReadonlySet<string>>;

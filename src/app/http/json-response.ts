@@ -1,4 +1,5 @@
 import type { Express, Response } from 'express';
+import { freeAnswerOf } from './fair-use.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -22,11 +23,16 @@ export function useLeanJson(app: Express): void {
     if (value === undefined || this.statusCode === 204 || this.statusCode === 304 || this.hasHeader('Content-Type')) {
       return expressJson.call(this, value);
     }
+    // A free call's answer: refused here when the account's byte budget is spent (fair-use.ts).
+    const budget = freeAnswerOf(this);
+    budget?.check();
     const text = JSON.stringify(value) as string | undefined;
     // A function or a symbol has no JSON text either.
     if (text === undefined) return expressJson.call(this, value);
+    const bytes = Buffer.byteLength(text);
+    budget?.sent(bytes);
     this.setHeader('Content-Type', JSON_TYPE);
-    if (!this.hasHeader('Transfer-Encoding')) this.setHeader('Content-Length', Buffer.byteLength(text));
+    if (!this.hasHeader('Transfer-Encoding')) this.setHeader('Content-Length', bytes);
     // A HEAD response keeps its Content-Length; node writes no body for it.
     this.end(text, 'utf8');
     return this;

@@ -157,11 +157,13 @@ const INTERNAL = 'The service failed to answer (internal); the error was logged 
 
 /**
  * The 429 of an authenticated operation: `rate_limited` on every one (the account's request rate,
- * shared by its keys, or requests without a valid key from one address), `credits_exhausted`
- * where a call costs credits.
+ * shared by its keys, or requests without a valid key from one address; on a free read's JSON
+ * answer also the account's budget of free answers' bytes), `credits_exhausted` where a call
+ * costs credits.
  */
-function tooManyRequests(key: RateKey): string {
-  const rate = 'Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds';
+function tooManyRequests(key: RateKey, freeAnswer: boolean): string {
+  const bytes = freeAnswer ? ', over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none)' : '';
+  const rate = `Too many requests: over the account’s request rate (all its keys share it)${bytes}, or too many requests without a valid key from your address (rate_limited); wait \`Retry-After\` seconds`;
   return RATE_CARD[key].credits > 0 ? `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}` : rate;
 }
 
@@ -310,7 +312,9 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
   if (key) {
     add('401', 'Missing or unknown API key');
     add('403', 'Revoked key (key_forbidden)');
-    declared['429'] = { description: tooManyRequests(key) };
+    // A free GET's JSON answer counts against the byte budget (fair-use.ts); a bundle file's download streams it, uncounted.
+    const freeAnswer = method === 'get' && RATE_CARD[key].credits === 0 && path !== DOWNLOAD_PATH;
+    declared['429'] = { description: tooManyRequests(key, freeAnswer) };
   }
   add('431', HEADERS_TOO_LARGE);
   add('500', INTERNAL);

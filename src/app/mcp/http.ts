@@ -153,6 +153,7 @@ function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandl
       creditsRemaining: (value) => {
         if (!res.headersSent) res.setHeader(CREDITS_HEADER, value);
       },
+      freeAnswers: services.freeAnswers,
     };
     const callers = await callersOf(body.messages, principal, req, services);
     const last = callers.findLast((c) => c !== null && !(c instanceof AppError));
@@ -217,9 +218,10 @@ function unsupportedVersion(req: Request, messages: Message[]): JsonRpcError | n
 }
 
 /**
- * The most bytes of answers one batch gathers before its later requests are refused unrun: twice
- * the largest free body (the track record, about 2.4 MB as JSON with the full universe, is sent
- * twice in a result: structured and as text) with room to spare.
+ * The most bytes of answers one batch gathers before its later requests are refused unrun: well
+ * above the largest free result (the track record, a megabyte or more with the full universe;
+ * its text block is a summary, so it is sent about once); the account's budget of free answers'
+ * bytes (src/app/metering/free-answer-bytes.ts) may refuse free results sooner.
  */
 export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 

@@ -5,6 +5,7 @@ import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain
 import { problemOf, type ProblemDetails } from '../../web/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
 import { queryOf, type ToolContract } from './contract.js';
+import type { FreeAnswerBytes } from '../metering/free-answer-bytes.js';
 
 /** What a tool call of one MCP request works with: the read side of the app and the authenticated caller. */
 export interface ToolContext {
@@ -19,6 +20,8 @@ export interface ToolContext {
    * gives as a number (see creditsNumber).
    */
   creditsRemaining(value: string): void;
+  /** The accounts' budgets of free answers' bytes: a free tool's whole result counts, both copies. */
+  freeAnswers: FreeAnswerBytes;
 }
 
 /**
@@ -35,6 +38,12 @@ export interface TwinTool {
   nullable?: readonly string[];
   annotations: ToolAnnotations;
   run: (args: Record<string, string | undefined>, call: MeteredCall) => Promise<object>;
+  /**
+   * The result's text block, when it is not the body's JSON (the default, as the MCP spec's
+   * backwards-compatible copy of `structuredContent`): a compact reading of a large body, which
+   * `structuredContent` still carries whole.
+   */
+  text?: (body: object, json: string) => string;
 }
 
 /** A TwinTool of a rate-card key: its name and the cost line of its description come from the rate card. */
@@ -81,18 +90,28 @@ function creditsNumber(header: string): number | null {
  * unknown or missing ones refused, the rest handed on as the query), then the twin's `run` (the
  * controller's body), so both faces share the query, the validation and the metering by
  * construction; the charge is recorded with channel `mcp`. The REST body becomes the result
- * (structured and as JSON text); an AppError becomes an `isError` result carrying the same problem
- * details REST would send.
+ * (structured, and as JSON text or the tool's `text`); an AppError becomes an `isError` result
+ * carrying the same problem details REST would send. A free tool's result is checked against and
+ * counted in the account's byte budget as REST's answer is (src/app/metering/free-answer-bytes.ts),
+ * nothing awaited between the check and the count.
  */
 export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolContract, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
   const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp');
   try {
     requireTier(ctx.principal.tier, tool.key);
     const body = await tool.run(queryOf(tool.name, contract, args), call);
+    const free = RATE_CARD[tool.key].credits === 0;
+    if (free) ctx.freeAnswers.check(ctx.principal);
+    const json = JSON.stringify(body);
+    const text = tool.text ? tool.text(body, json) : json;
+    if (free) {
+      const bytes = Buffer.byteLength(json);
+      ctx.freeAnswers.take(ctx.principal, bytes + (text === json ? bytes : Buffer.byteLength(text)));
+    }
     const remaining = call.remaining;
     if (remaining !== null) ctx.creditsRemaining(remaining);
     return {
-      content: [{ type: 'text', text: JSON.stringify(body) }],
+      content: [{ type: 'text', text }],
       structuredContent: body as Record<string, unknown>,
       ...(remaining !== null ? { _meta: { credits_remaining: creditsNumber(remaining) } } : {}),
     };

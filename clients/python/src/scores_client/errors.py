@@ -137,7 +137,8 @@ class CreditsExhaustedError(ScoresApiError):
 
 
 class RateLimitedError(ScoresApiError):
-    """429: too many requests per second. The client retries it after ``Retry-After``."""
+    """429: too many requests per second, or (with ``bytes_per_second``) too many bytes of free
+    answers. The client retries it after ``Retry-After``."""
 
     problem: RateLimitedProblem
 

@@ -2088,6 +2088,10 @@ class RateLimitedProblem(BaseModel):
     """
     The key’s request rate (not sent for requests without a valid key).
     """
+    bytes_per_second: int | None = Field(None, ge=1)
+    """
+    Sent instead of `per_second` when what is spent is the account’s budget of free answers’ bytes (the track record, meta, coverage, usage, lists): its bytes per second.
+    """
 
 
 class ConflictProblem(BaseModel):

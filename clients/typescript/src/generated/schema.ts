@@ -2372,6 +2372,8 @@ export interface components {
             retry_after_seconds: number;
             /** @description The key’s request rate (not sent for requests without a valid key). */
             per_second?: number;
+            /** @description Sent instead of `per_second` when what is spent is the account’s budget of free answers’ bytes (the track record, meta, coverage, usage, lists): its bytes per second. */
+            bytes_per_second?: number;
         };
         /** @description A `conflict` problem (409 Conflict); `/docs/errors#conflict` says what to do. */
         ConflictProblem: {
@@ -2530,7 +2532,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2804,7 +2806,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2929,7 +2931,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3033,7 +3035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3148,7 +3150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4221,7 +4223,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4766,7 +4768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4864,7 +4866,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -101,8 +101,9 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     fix: 'Send fewer or shorter values: at most 50 tickers per history call, one X-API-Key header.',
   },
   rate_limited: {
-    meaning: 'Too many requests in a short time. The rate is per account: all its keys, REST and MCP, share it.',
-    fix: 'Slow down and retry later; honour the Retry-After header when the response has one.',
+    meaning:
+      'Too many requests in a short time, or, when the problem has `bytes_per_second`, too many bytes of free answers (the track record, meta, coverage, usage, lists). Both are per account: all its keys, REST and MCP, share them.',
+    fix: 'Slow down and retry later; honour the Retry-After header when the response has one. Keep the daily bodies and send their ETag as If-None-Match: a 304 costs no bytes.',
   },
   conflict: {
     meaning: 'The request conflicts with a change made at the same time.',
