@@ -84,6 +84,10 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning: 'The path exists, but not for this HTTP method (the MCP endpoint takes POST only: it is stateless, with no stream to GET and no session to DELETE).',
     fix: 'Use the method the API reference gives for the path.',
   },
+  request_timeout: {
+    meaning: 'The request line and headers, or the body, did not arrive in time: the headers within 10 s, a body at 1 KiB/s at least after its first 10 s (the defaults). The connection is closed.',
+    fix: 'Send the whole request at once, on a new connection; a client that streams a body must keep it moving.',
+  },
   payload_too_large: {
     meaning: 'The request body is larger than the endpoint accepts (64 KiB for the MCP endpoint).',
     fix: 'Send a smaller body: one JSON-RPC message, or a batch of fewer messages.',
