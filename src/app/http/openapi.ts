@@ -158,11 +158,12 @@ const INTERNAL = 'The service failed to answer (internal); the error was logged 
 
 /**
  * The 429 of an authenticated operation: `rate_limited` on every one (the account's request rate,
- * shared by its keys, or requests without a valid key from one address), `credits_exhausted`
+ * shared by its keys, a key's requests in flight, or requests without a valid key from one
+ * address), `credits_exhausted`
  * where a call costs credits.
  */
 function tooManyRequests(key: RateKey): string {
-  const rate = 'Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds';
+  const rate = 'Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds';
   return RATE_CARD[key].credits > 0 ? `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}` : rate;
 }
 

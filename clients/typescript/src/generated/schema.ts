@@ -2516,7 +2516,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2679,7 +2679,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2816,7 +2816,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2954,7 +2954,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3071,7 +3071,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3199,7 +3199,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3310,7 +3310,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3440,7 +3440,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3575,7 +3575,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3702,7 +3702,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3831,7 +3831,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3972,7 +3972,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4132,7 +4132,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4263,7 +4263,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4389,7 +4389,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4516,7 +4516,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4627,7 +4627,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4741,7 +4741,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4870,7 +4870,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4999,7 +4999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5110,7 +5110,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5245,7 +5245,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5414,7 +5414,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5583,7 +5583,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5772,7 +5772,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -105,7 +105,7 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     fix: 'Send fewer or shorter values: at most 50 tickers per history call, one X-API-Key header.',
   },
   rate_limited: {
-    meaning: 'Too many requests in a short time. The rate is per account: all its keys, REST and MCP, share it.',
+    meaning: 'Too many requests in a short time, or too many at once. The rate is per account: all its keys, REST and MCP, share it; a key may have 64 requests in flight (the default), and a connection refused for either is not read again for a second.',
     fix: 'Slow down and retry later; honour the Retry-After header when the response has one.',
   },
   conflict: {
