@@ -5,6 +5,7 @@ import { parseAllowSubnets, type AllowSubnets } from '../domain/webhooks/address
 import { readCaFile } from '../../infra/webhooks/https-sender.js';
 import { parseSchedule } from '../../commands/export-bundles/export-schedule.reactor.js';
 import { parseTrustProxy, type TrustProxy } from './http/client-address.js';
+import { CLIENT_LIMIT_DEFAULTS, type ClientLimits } from './http/client-limits.js';
 import { STORE_TIMEOUT_MS } from './metering/shared-buckets.js';
 import { FREE_ANSWER_BYTES_DEFAULT } from './metering/free-answer-bytes.js';
 import { parseRetiredKeys, parseSigningKey } from '../../infra/files/ledger-keyring.js';
@@ -44,6 +45,9 @@ function parsedOrIssue<T>(text: string | undefined, parse: (text: string) => T, 
 
 /** An empty or blank variable counts as unset (`PORT=` is the default port, not port 0). */
 const unsetIfBlank = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+/** A whole number of at least 1, `fallback` when unset. */
+const positiveInt = (fallback: number) => z.preprocess(unsetIfBlank, z.coerce.number().int().min(1).default(fallback));
 
 /** Every environment variable the service reads (the README's configuration table lists them). */
 const envSchema = z.object({
@@ -134,6 +138,13 @@ const envSchema = z.object({
     ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be a whole number of bytes per second from 1024 to 1073741824, or "off"' });
     return z.NEVER;
   }),
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt(CLIENT_LIMIT_DEFAULTS.headersTimeoutMs),
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt(CLIENT_LIMIT_DEFAULTS.requestTimeoutMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(CLIENT_LIMIT_DEFAULTS.keepAliveTimeoutMs),
+  HTTP_BODY_TIMEOUT_MS: positiveInt(CLIENT_LIMIT_DEFAULTS.bodyTimeoutMs),
+  HTTP_BODY_MIN_RATE: positiveInt(CLIENT_LIMIT_DEFAULTS.bodyMinBytesPerSecond),
+  MAX_CONNECTIONS_PER_CLIENT: positiveInt(CLIENT_LIMIT_DEFAULTS.maxConnectionsPerClient),
+  MAX_REQUESTS_IN_FLIGHT_PER_CLIENT: positiveInt(CLIENT_LIMIT_DEFAULTS.maxRequestsInFlightPerClient),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
       if (path !== undefined) readCaFile(path);
@@ -200,6 +211,8 @@ export interface Config {
   freeAnswerBytesPerSecond: number | null;
   /** The proxies whose `X-Forwarded-For` names the client (src/app/http/client-address.ts); false: none. */
   trustProxy: TrustProxy;
+  /** What one client may hold of the HTTP server: time to send a request, connections, requests in flight (src/app/http/client-limits.ts). */
+  clientLimits: ClientLimits;
   /** `LEDGER_SIGNING_KEY`: the Ed25519 key that signs ledger heads; null: the data directory's (embedded store) or none (shared log). */
   ledgerSigningKey: KeyObject | null;
   /** `LEDGER_RETIRED_KEYS`: public keys that signed heads before a rotation, still listed. */
@@ -223,6 +236,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.RATE_LIMIT_STORE === 'postgres' && !e.POSTGRES_URL) throw new ConfigError('invalid environment:\n  RATE_LIMIT_STORE: postgres needs POSTGRES_URL');
   const postgresReadUrl = e.POSTGRES_READ_URL ?? e.POSTGRES_URL ?? null;
   const readStore = e.READ_STORE ?? (e.MONGODB_URI ? 'mongodb' : postgresReadUrl ? 'postgres' : 'sqlite');
+  // Node refuses a server whose headers may take longer than the whole request.
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) throw new ConfigError('invalid environment:\n  HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS');
   if (readStore === 'postgres' && !postgresReadUrl) throw new ConfigError('invalid environment:\n  READ_STORE: postgres needs POSTGRES_READ_URL or POSTGRES_URL');
   if (readStore === 'mongodb' && !e.MONGODB_URI) throw new ConfigError('invalid environment:\n  READ_STORE: mongodb needs MONGODB_URI');
   const dataDir = resolve(e.SCORES_DATA_DIR);
@@ -258,6 +273,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readyMaxLagEvents: e.READY_MAX_LAG_EVENTS,
     freeAnswerBytesPerSecond: e.FREE_ANSWER_BYTES_PER_SECOND,
     trustProxy: e.TRUST_PROXY,
+    clientLimits: {
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      bodyTimeoutMs: e.HTTP_BODY_TIMEOUT_MS,
+      bodyMinBytesPerSecond: e.HTTP_BODY_MIN_RATE,
+      maxConnectionsPerClient: e.MAX_CONNECTIONS_PER_CLIENT,
+      maxRequestsInFlightPerClient: e.MAX_REQUESTS_IN_FLIGHT_PER_CLIENT,
+    },
     ledgerSigningKey: e.LEDGER_SIGNING_KEY ?? null,
     ledgerRetiredKeys: e.LEDGER_RETIRED_KEYS ?? [],
     dataEncryptionKey: e.DATA_ENCRYPTION_KEY ?? null,

@@ -12,6 +12,7 @@ import { warnIfLocalDataKey, warnIfUnsigned, type Services } from './container.j
 import { createApp } from './http/app.js';
 import { createExpressServer } from './http/express-server.js';
 import { answerClientError } from './http/client-error.js';
+import { checkingIntervalMs, holdServerToLimits, trustedPeerOf } from './http/client-limits.js';
 import { mcpRoutes } from './mcp/mcp.routes.js';
 import { registerServer } from './store-users.js';
 import { startJobs, WORKER_NAMES, type RunningJobs } from './background-workers.js';
@@ -190,7 +191,10 @@ async function lastPositionOf(services: Services, streams: readonly string[]): P
 
 /** Listens on `asked`; when it cannot, stops the workers and throws a ListenError with the reason. */
 async function listen(services: Services, app: Express, asked: number, stopWorkers: () => Promise<void>): Promise<Server> {
-  const server = createExpressServer(app).listen(asked, services.config.host);
+  const limits = services.config.clientLimits;
+  const server = createExpressServer(app, { connectionsCheckingInterval: checkingIntervalMs(limits) });
+  holdServerToLimits(server, limits, trustedPeerOf(app), () => services.baseUrl());
+  server.listen(asked, services.config.host);
   try {
     await once(server, 'listening');
   } catch (err) {

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'tier'
   | 'not_found'
   | 'method_not_allowed'
+  | 'request_timeout'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'range_not_satisfiable'
@@ -30,6 +31,7 @@ const STATUS: Record<ErrorCode, number> = {
   tier: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
@@ -50,6 +52,7 @@ const TITLE: Record<ErrorCode, string> = {
   tier: 'Plan tier too low',
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
+  request_timeout: 'Request timeout',
   payload_too_large: 'Request body too large',
   unsupported_media_type: 'Unsupported request body encoding',
   range_not_satisfiable: 'Range not satisfiable',

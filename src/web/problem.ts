@@ -80,6 +80,7 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
     unknown_tickers: { schema: { type: 'array', items: { type: 'string' }, description: 'The tickers of a list that name no stock.' }, required: false, example: ['ZZZZZ'] },
   },
   method_not_allowed: {},
+  request_timeout: {},
   payload_too_large: {},
   unsupported_media_type: {},
   range_not_satisfiable: {},

@@ -8,7 +8,9 @@ describe('Keys, tiers and metering over HTTP', function () {
   this.timeout(120_000);
   let server: TestServer;
   before(async () => {
-    server = await startTestServer({ now: '2019-03-15T12:00:00Z' });
+    // 200 calls race for credits at once, each on its connection: neither the connections per
+    // address nor the requests in flight per key are capped here (test/e2e/client-limits.test.ts).
+    server = await startTestServer({ now: '2019-03-15T12:00:00Z', env: { MAX_CONNECTIONS_PER_CLIENT: '100000', MAX_REQUESTS_IN_FLIGHT_PER_CLIENT: '100000' } });
   });
   after(() => server.stop());
 

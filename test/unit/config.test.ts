@@ -43,6 +43,22 @@ describe('Configuration', () => {
     }
   });
 
+  it('holds clients to the limits of src/app/http/client-limits.ts, each settable, and refuses headers given longer than the whole request', () => {
+    expect(loadConfig({}).clientLimits).to.deep.equal({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 60_000,
+      keepAliveTimeoutMs: 5_000,
+      bodyTimeoutMs: 10_000,
+      bodyMinBytesPerSecond: 1024,
+      maxConnectionsPerClient: 128,
+      maxRequestsInFlightPerClient: 64,
+    });
+    const set = loadConfig({ HTTP_BODY_MIN_RATE: '512', MAX_CONNECTIONS_PER_CLIENT: '8', MAX_REQUESTS_IN_FLIGHT_PER_CLIENT: ' ' }).clientLimits;
+    expect(set).to.include({ bodyMinBytesPerSecond: 512, maxConnectionsPerClient: 8, maxRequestsInFlightPerClient: 64 });
+    for (const bad of ['0', '-1', '1.5', 'lots']) expect(() => loadConfig({ MAX_CONNECTIONS_PER_CLIENT: bad })).to.throw(ConfigError, /MAX_CONNECTIONS_PER_CLIENT/);
+    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '70000' })).to.throw(ConfigError, /HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS/);
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [

@@ -43,6 +43,7 @@ export class CoverageError extends ScoresApiError<'coverage'> {}
 export class TierError extends ScoresApiError<'tier'> {}
 export class NotFoundError extends ScoresApiError<'not_found'> {}
 export class MethodNotAllowedError extends ScoresApiError<'method_not_allowed'> {}
+export class RequestTimeoutError extends ScoresApiError<'request_timeout'> {}
 export class PayloadTooLargeError extends ScoresApiError<'payload_too_large'> {}
 export class UnsupportedMediaTypeError extends ScoresApiError<'unsupported_media_type'> {}
 export class RangeNotSatisfiableError extends ScoresApiError<'range_not_satisfiable'> {}
@@ -65,6 +66,7 @@ export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf
   tier: TierError,
   not_found: NotFoundError,
   method_not_allowed: MethodNotAllowedError,
+  request_timeout: RequestTimeoutError,
   payload_too_large: PayloadTooLargeError,
   unsupported_media_type: UnsupportedMediaTypeError,
   range_not_satisfiable: RangeNotSatisfiableError,

@@ -99,6 +99,13 @@ async function stopProcess(p: FleetProcess): Promise<void> {
   clearTimeout(timer);
 }
 
+/**
+ * The front, on this host, as the API processes' trusted proxy (TRUST_PROXY) unless one is named:
+ * its X-Forwarded-For names the client for the per-client limits, and its connections, which carry
+ * every client's calls, are not capped per address (src/app/http/client-limits.ts).
+ */
+const FRONT_ADDRESSES = 'loopback';
+
 export interface FleetOptions {
   apis: number;
   workers: number;
@@ -123,7 +130,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   const started = performance.now();
   const since = () => `${((performance.now() - started) / 1000).toFixed(1)} s`;
   const base = options.env ?? process.env;
-  const env = { ...base, ...enginesEnvironment(base) };
+  const env: NodeJS.ProcessEnv = { ...base, ...enginesEnvironment(base), TRUST_PROXY: base['TRUST_PROXY']?.trim() || FRONT_ADDRESSES };
   say(`engines ready (${env['READ_STORE'] === 'mongodb' ? 'PostgreSQL, MongoDB wire, Kafka' : 'PostgreSQL + Kafka'}) at ${since()}`);
   const processes: FleetProcess[] = [];
   const spawned = new Set<ChildProcess>();

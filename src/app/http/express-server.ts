@@ -16,12 +16,12 @@ import type { Socket } from 'node:net';
  * the metered endpoint on one core, `test/integration/express-server.test.ts` checks
  * the equivalence. (Stack frames name a request `AppRequest` instead of `IncomingMessage`.)
  */
-export function createExpressServer(app: Express): Server {
+export function createExpressServer(app: Express, options: { connectionsCheckingInterval?: number } = {}): Server {
   // Node's constructors are plain functions (not classes), so ours can run them on an object
   // that already has our prototype. Were they classes one day, the plain server does the same,
   // only slower. (Reflect.construct with our new.target also gives the prototype, but V8 then
   // derives a new hidden class per object: slower than express's own way, measured.)
-  if (!plainFunction(IncomingMessage) || !plainFunction(ServerResponse)) return createServer(app);
+  if (!plainFunction(IncomingMessage) || !plainFunction(ServerResponse)) return createServer(options, app);
   const initRequest = IncomingMessage as unknown as (this: IncomingMessage, socket: Socket) => void;
   const initResponse = ServerResponse as unknown as (this: ServerResponse, req: IncomingMessage, options?: unknown) => void;
   function AppRequest(this: IncomingMessage, socket: Socket): void {
@@ -34,6 +34,7 @@ export function createExpressServer(app: Express): Server {
   AppResponse.prototype = app.response;
   return createServer(
     {
+      ...options,
       IncomingMessage: AppRequest as unknown as typeof IncomingMessage,
       ServerResponse: AppResponse as unknown as typeof ServerResponse,
     },

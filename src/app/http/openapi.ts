@@ -124,6 +124,7 @@ const DEFAULT_CODE: Record<number, ErrorCode> = {
   403: 'key_forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
+  408: 'request_timeout',
   422: 'limit_exceeded',
   431: 'headers_too_large',
 };
@@ -153,17 +154,18 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
 /** Texts of statuses every operation can answer, whatever its controller declares. */
 const UNKNOWN_QUERY = 'a query parameter this endpoint does not take';
 const HEADERS_TOO_LARGE = 'Request line and headers over 16 KiB (headers_too_large), refused before the key is read';
+const REQUEST_TIMEOUT = 'The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout)';
 const INTERNAL = 'The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support';
 
 /**
  * The 429 of an authenticated operation: `rate_limited` on every one (the account's request rate,
- * shared by its keys, or requests without a valid key from one address; on a free read's JSON
- * answer also the account's budget of free answers' bytes), `credits_exhausted` where a call
- * costs credits.
+ * shared by its keys, a key's requests in flight, or requests without a valid key from one
+ * address; on a free read's JSON answer also the account's budget of free answers' bytes),
+ * `credits_exhausted` where a call costs credits.
  */
 function tooManyRequests(key: RateKey, freeAnswer: boolean): string {
   const bytes = freeAnswer ? ', over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none)' : '';
-  const rate = `Too many requests: over the account’s request rate (all its keys share it)${bytes}, or too many requests without a valid key from your address (rate_limited); wait \`Retry-After\` seconds`;
+  const rate = `Too many requests: over the account’s request rate (all its keys share it)${bytes}, more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait \`Retry-After\` seconds`;
   return RATE_CARD[key].credits > 0 ? `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}` : rate;
 }
 
@@ -222,8 +224,9 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
     // Without a price, a 429 can only be `rate_limited`, which always says when to retry.
     if (key && RATE_CARD[key].credits === 0) required.push('RetryAfter');
   }
-  // Set before the route runs (private-responses.ts): on all but the 431 node answers first.
-  if (isPrivatePath(path) && code !== 431) {
+  // Set before the route runs (private-responses.ts): on all but the 431 node answers first, and
+  // the 408 it may (headers that did not arrive in time).
+  if (isPrivatePath(path) && code !== 431 && code !== 408) {
     keys.push('PrivateCacheControl');
     required.push('PrivateCacheControl');
   }
@@ -300,7 +303,7 @@ function rateKeyOf(op: OpenApiOperation): RateKey | undefined {
 
 /**
  * The operation's responses: those its controller declares, and the statuses every operation can
- * answer (400, 431, 500; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
+ * answer (400, 408, 431, 500; 401, 403 and 429 with a key; 304 on the daily free bodies), each with its
  * headers.
  */
 function completeResponses(path: string, method: string, op: OpenApiOperation, key: RateKey | undefined, baseUrl: string): Json {
@@ -316,6 +319,7 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
     const freeAnswer = method === 'get' && RATE_CARD[key].credits === 0 && path !== DOWNLOAD_PATH;
     declared['429'] = { description: tooManyRequests(key, freeAnswer) };
   }
+  add('408', REQUEST_TIMEOUT);
   add('431', HEADERS_TOO_LARGE);
   add('500', INTERNAL);
   if (method === 'get' && DAILY_FREE_PATHS.includes(path)) add('304', 'Not modified: the ETag sent in If-None-Match is the body’s; no body');
@@ -438,7 +442,7 @@ export function servedOpenApi(spec: Json, baseUrl: string): Json {
 const CONTRACT = [
   '## The contract',
   'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
-  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
+  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 408 \`request_timeout\` for a request not received in time (the connection is then closed); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
   'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
   `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,
 ].join('\n\n');

@@ -41,6 +41,8 @@ export function problemHandler(
   meter: Pick<Meter, 'remaining'>,
 ): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
+    // A body cut off after its answer went out (client-limits.ts cuts a slow one): nothing is left to say.
+    if (res.headersSent && res.writableEnded && (err as { type?: unknown } | undefined)?.type === 'request.aborted') return;
     if (res.headersSent) return next(err);
     const user = (req as AuthedRequest).user;
     (user ? meter.remaining(user) : Promise.resolve(null))

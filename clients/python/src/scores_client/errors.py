@@ -19,6 +19,7 @@ from .models import (
     TierProblem,
     NotFoundProblem,
     MethodNotAllowedProblem,
+    RequestTimeoutProblem,
     PayloadTooLargeProblem,
     UnsupportedMediaTypeProblem,
     RangeNotSatisfiableProblem,
@@ -41,6 +42,7 @@ Problem = (
     | TierProblem
     | NotFoundProblem
     | MethodNotAllowedProblem
+    | RequestTimeoutProblem
     | PayloadTooLargeProblem
     | UnsupportedMediaTypeProblem
     | RangeNotSatisfiableProblem
@@ -110,6 +112,10 @@ class MethodNotAllowedError(ScoresApiError):
     problem: MethodNotAllowedProblem
 
 
+class RequestTimeoutError(ScoresApiError):
+    problem: RequestTimeoutProblem
+
+
 class PayloadTooLargeError(ScoresApiError):
     problem: PayloadTooLargeProblem
 
@@ -160,6 +166,7 @@ ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
     "tier": TierError,
     "not_found": NotFoundError,
     "method_not_allowed": MethodNotAllowedError,
+    "request_timeout": RequestTimeoutError,
     "payload_too_large": PayloadTooLargeError,
     "unsupported_media_type": UnsupportedMediaTypeError,
     "range_not_satisfiable": RangeNotSatisfiableError,

@@ -1890,6 +1890,30 @@ class MethodNotAllowedProblem(BaseModel):
     """
 
 
+class RequestTimeoutProblem(BaseModel):
+    """
+    A `request_timeout` problem (408 Request timeout); `/docs/errors#request_timeout` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Request timeout"]
+    status: Literal[408]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["request_timeout"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
 class PayloadTooLargeProblem(BaseModel):
     """
     A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do.
@@ -2164,6 +2188,7 @@ class ProblemDetails(
         | TierProblem
         | NotFoundProblem
         | MethodNotAllowedProblem
+        | RequestTimeoutProblem
         | PayloadTooLargeProblem
         | UnsupportedMediaTypeProblem
         | RangeNotSatisfiableProblem
@@ -2184,6 +2209,7 @@ class ProblemDetails(
         | TierProblem
         | NotFoundProblem
         | MethodNotAllowedProblem
+        | RequestTimeoutProblem
         | PayloadTooLargeProblem
         | UnsupportedMediaTypeProblem
         | RangeNotSatisfiableProblem

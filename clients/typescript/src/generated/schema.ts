@@ -701,7 +701,7 @@ export interface components {
             webhooks: components["schemas"]["WebhookListItem"][];
         };
         /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries. */
-        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
+        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
         WebhookDeliveryItem: {
             /**
              * @description `live` or `test`.
@@ -2204,6 +2204,27 @@ export interface components {
              */
             code: "method_not_allowed";
         };
+        /** @description A `request_timeout` problem (408 Request timeout); `/docs/errors#request_timeout` says what to do. */
+        RequestTimeoutProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Request timeout";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 408;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "request_timeout";
+        };
         /** @description A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do. */
         PayloadTooLargeProblem: {
             /**
@@ -2532,7 +2553,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2640,6 +2674,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Body over 16 KiB (payload_too_large) */
             413: {
                 headers: {
@@ -2682,7 +2729,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2806,7 +2853,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2917,6 +2977,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description limit above 1000 (limit_exceeded) */
             422: {
                 headers: {
@@ -2931,7 +3004,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3035,7 +3108,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3150,7 +3236,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3248,7 +3347,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3365,7 +3477,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3487,7 +3612,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3588,6 +3726,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description limit above 200 (limit_exceeded) */
             422: {
                 headers: {
@@ -3601,7 +3752,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3704,6 +3855,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description limit above 650 (limit_exceeded) */
             422: {
                 headers: {
@@ -3717,7 +3881,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3845,7 +4009,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3979,6 +4156,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description The query returns more rows than one call returns (limit_exceeded) */
             422: {
                 headers: {
@@ -3992,7 +4182,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4110,7 +4300,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4223,7 +4426,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4324,6 +4540,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description days above 60 (limit_exceeded) */
             422: {
                 headers: {
@@ -4337,7 +4566,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4435,7 +4664,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4536,7 +4778,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4639,6 +4894,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description limit above 100 (limit_exceeded) */
             422: {
                 headers: {
@@ -4652,7 +4920,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4768,7 +5036,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4866,7 +5147,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4988,7 +5282,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5116,6 +5423,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Body over 16 KiB (payload_too_large) */
             413: {
                 headers: {
@@ -5144,7 +5464,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5272,6 +5592,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Body over 16 KiB (payload_too_large) */
             413: {
                 headers: {
@@ -5300,7 +5633,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5428,6 +5761,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Body over 16 KiB (payload_too_large) */
             413: {
                 headers: {
@@ -5456,7 +5802,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5618,6 +5964,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description A range starting at or beyond the end of the file (range_not_satisfiable) */
             416: {
                 headers: {
@@ -5632,7 +5991,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Too many requests: over the account’s request rate (all its keys share it), or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

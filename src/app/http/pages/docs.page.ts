@@ -84,6 +84,10 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning: 'The path exists, but not for this HTTP method (the MCP endpoint takes POST only: it is stateless, with no stream to GET and no session to DELETE).',
     fix: 'Use the method the API reference gives for the path.',
   },
+  request_timeout: {
+    meaning: 'The request line and headers, or the body, did not arrive in time: the headers within 10 s, a body at 1 KiB/s at least after its first 10 s (the defaults). The connection is closed.',
+    fix: 'Send the whole request at once, on a new connection; a client that streams a body must keep it moving.',
+  },
   payload_too_large: {
     meaning: 'The request body is larger than the endpoint accepts (64 KiB for the MCP endpoint).',
     fix: 'Send a smaller body: one JSON-RPC message, or a batch of fewer messages.',
@@ -102,7 +106,7 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
   },
   rate_limited: {
     meaning:
-      'Too many requests in a short time, or, when the problem has `bytes_per_second`, too many bytes of free answers (the track record, meta, coverage, usage, lists). Both are per account: all its keys, REST and MCP, share them.',
+      'Too many requests in a short time, or too many at once, or, when the problem has `bytes_per_second`, too many bytes of free answers (the track record, meta, coverage, usage, lists). The rate and the bytes are per account: all its keys, REST and MCP, share them; a key may have 64 requests in flight (the default), and a connection refused for either is not read again for a second.',
     fix: 'Slow down and retry later; honour the Retry-After header when the response has one. Keep the daily bodies and send their ETag as If-None-Match: a 304 costs no bytes.',
   },
   conflict: {
