@@ -105,8 +105,8 @@ export interface RotatedSecretResponse {
   /** The new secret: `whsec_` and the base64 of 32 random bytes. Shown once. */
   secret: string;
   /**
-   * Until when deliveries also carry the previous secret's signature (ISO 8601, UTC).
-   * @format date-time
+   * Until when deliveries also carry the previous secret's signature, `YYYY-MM-DD HH:MM:SS` UTC.
+   * @format timestamp
    */
   previous_secret_expires_at: string;
   /** How deliveries are signed with the secret. */
@@ -233,7 +233,7 @@ export class ManageWebhooksController extends CommandController {
   @Example<RotatedSecretResponse>({
     id: 7,
     secret: 'whsec_pM0c3rY2Tz6bT5N3hH8rXo1qA9vK2wLmE4sD7fG0jB8=',
-    previous_secret_expires_at: '2024-03-02T12:00:00.000Z',
+    previous_secret_expires_at: '2024-03-02 12:00:00',
     signing: 'Each delivery is signed twice over the raw request body. X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the secret string exactly as shown (…)',
   })
   @Response<ProblemDetails>(400, 'webhook_id not a positive integer, or overlap_hours not a whole number from 0 to 168, or an unknown field')
@@ -244,7 +244,10 @@ export class ManageWebhooksController extends CommandController {
   @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
   public async rotateWebhookSecret(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: RotateSecretRequest): Promise<RotatedSecretResponse> {
     const id = parseWebhookId(webhook_id);
-    return this.serve(req, (caller) => rotateWebhookSecret(this.ctx, caller.account_id, id, body?.overlap_hours));
+    const rotated = await this.serve(req, (caller) => rotateWebhookSecret(this.ctx, caller.account_id, id, body?.overlap_hours));
+    // The API's timestamps are `YYYY-MM-DD HH:MM:SS` UTC (the spec's `restated_at` format).
+    const until = rotated.previous_secret_expires_at;
+    return { ...rotated, previous_secret_expires_at: `${until.slice(0, 10)} ${until.slice(11, 19)}` };
   }
 
   /**

@@ -1,27 +1,8 @@
 import { expect } from 'chai';
-import { request } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
+import { rawGet as raw } from '../support/raw-get.js';
 import { startTestServer, type TestServer } from '../support/server.js';
-
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** A request with exactly these headers (fetch would add its own Accept-Encoding and decode). */
-function raw(url: string, headers: Record<string, string>): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** Compression and daily validators: large bodies cost less to send, and a poller downloads a daily body once. */
 describe('Fair use of shared capacity', function () {

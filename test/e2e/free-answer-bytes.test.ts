@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -8,30 +7,12 @@ import { ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/le
 import type { Tier } from '../../src/domain/plans.js';
 import { FREE_ANSWER_BURST_SECONDS } from '../../src/app/metering/free-answer-bytes.js';
 import { TEXT_TRADES, trackRecordText } from '../../src/app/mcp/tools/get-track-record.tool.js';
+import { rawGet as raw, type RawAnswer as Raw } from '../support/raw-get.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 /** The free tier's budget in this suite: small enough that a few track records spend it. */
 const RATE = 16_384;
 const BURST = RATE * FREE_ANSWER_BURST_SECONDS;
-
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** A GET with exactly these headers (fetch would add Accept-Encoding): the body's bytes as sent. */
-function raw(url: string, headers: Record<string, string>): Promise<Raw> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /**
  * Issue 42 item 5, "Free answers are bounded": each account's free answers (the calls that cost no

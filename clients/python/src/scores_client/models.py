@@ -1628,9 +1628,11 @@ class RotatedSecretResponse(BaseModel):
     """
     The new secret: `whsec_` and the base64 of 32 random bytes. Shown once.
     """
-    previous_secret_expires_at: AwareDatetime
+    previous_secret_expires_at: str = Field(
+        ..., pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
+    )
     """
-    Until when deliveries also carry the previous secret's signature (ISO 8601, UTC).
+    Until when deliveries also carry the previous secret's signature, `YYYY-MM-DD HH:MM:SS` UTC.
     """
     signing: str
     """

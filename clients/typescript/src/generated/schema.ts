@@ -1979,10 +1979,7 @@ export interface components {
             id: number;
             /** @description The new secret: `whsec_` and the base64 of 32 random bytes. Shown once. */
             secret: string;
-            /**
-             * Format: date-time
-             * @description Until when deliveries also carry the previous secret's signature (ISO 8601, UTC).
-             */
+            /** @description Until when deliveries also carry the previous secret's signature, `YYYY-MM-DD HH:MM:SS` UTC. */
             previous_secret_expires_at: string;
             /** @description How deliveries are signed with the secret. */
             signing: string;
