@@ -5,6 +5,7 @@ import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { parseWebhookId } from '../../src/web/webhook-id.js';
+import { timestampOf } from '../../src/web/timestamp.js';
 import { CommandController } from '../shared/command-controller.js';
 import { deleteWebhook, reactivateWebhook, registerWebhook, rotateWebhookSecret, sendTestDelivery } from './webhooks.handler.js';
 
@@ -245,9 +246,7 @@ export class ManageWebhooksController extends CommandController {
   public async rotateWebhookSecret(@Request() req: AuthedRequest, @Path() webhook_id: string, @Body() body?: RotateSecretRequest): Promise<RotatedSecretResponse> {
     const id = parseWebhookId(webhook_id);
     const rotated = await this.serve(req, (caller) => rotateWebhookSecret(this.ctx, caller.account_id, id, body?.overlap_hours));
-    // The API's timestamps are `YYYY-MM-DD HH:MM:SS` UTC (the spec's `restated_at` format).
-    const until = rotated.previous_secret_expires_at;
-    return { ...rotated, previous_secret_expires_at: `${until.slice(0, 10)} ${until.slice(11, 19)}` };
+    return { ...rotated, previous_secret_expires_at: timestampOf(rotated.previous_secret_expires_at) };
   }
 
   /**

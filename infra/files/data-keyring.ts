@@ -36,8 +36,8 @@ export interface DataKeyringOptions {
 export function openDataKeyring(o: DataKeyringOptions): DataKeyring {
   if (o.key) return { box: new AesGcmSecretBox(o.key, o.retired), source: 'environment' };
   const file = readKeyFile(o.dataDir) ?? createKeyFile(o.dataDir, o.now);
-  const retired = [...file.retired.map((k) => dataKey(k.key)), ...o.retired];
-  return { box: new AesGcmSecretBox(dataKey(file.current.key), retired), source: 'file' };
+  const retired = [...file.retired.map((k) => parseDataKey(k.key)), ...o.retired];
+  return { box: new AesGcmSecretBox(parseDataKey(file.current.key), retired), source: 'file' };
 }
 
 /**
@@ -51,7 +51,7 @@ export function rotateDataKey(dataDir: string, now: Date): { retired: string; cu
   const old = readKeyFile(dataDir) ?? createKeyFile(dataDir, now);
   const next: KeyFile = { current: newKey(at), retired: [{ ...old.current, retired_at: at }, ...old.retired] };
   replacePrivateJson(join(dataDir, DATA_KEY_FILE), next);
-  return { retired: dataKey(old.current.key).id, current: dataKey(next.current.key).id };
+  return { retired: parseDataKey(old.current.key).id, current: parseDataKey(next.current.key).id };
 }
 
 /** A key given as base64 of 32 bytes (`openssl rand -base64 32`); errors never repeat it. */
@@ -75,8 +75,6 @@ export function parseRetiredDataKeys(text: string): DataKey[] {
       }
     });
 }
-
-const dataKey = (base64: string): DataKey => parseDataKey(base64);
 
 const newKey = (at: string): KeyFile['current'] => ({ key: randomBytes(DATA_KEY_BYTES).toString('base64'), created_at: at });
 

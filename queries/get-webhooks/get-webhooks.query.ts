@@ -3,7 +3,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { webhookDeliveries, webhooks, webhooksProjection, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';
-import { timestampOf } from '../shared/instants.js';
+import { timestampOf } from '../../src/web/timestamp.js';
 import { latestOf, lastPositionFrom, projectedUpTo } from '../shared/read-your-writes.js';
 
 /** Attempts `GET /v1/webhooks/{webhook_id}/deliveries` lists, newest first. */

@@ -54,7 +54,3 @@ export function parseInstantParam(
   throw badRequest(`${name} must be ${expected}`, { errors: [{ parameter: name, message: `must be ${expected}` }] });
 }
 
-/** `YYYY-MM-DD HH:MM:SS` (UTC) of an ISO instant: the spec's timestamp format (`restated_at`). */
-export function timestampOf(iso: string): string {
-  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
-}

@@ -16,7 +16,7 @@ const SEALED = /^sealed:v1:([0-9a-f]{16}):([A-Za-z0-9_-]+)$/;
 
 export const dataKeyId = (key: Buffer): string => createHash('sha256').update(key).digest('hex').slice(0, 16);
 
-export const isSealed = (value: string): boolean => value.startsWith(PREFIX);
+const isSealed = (value: string): boolean => value.startsWith(PREFIX);
 
 /** A sealed string whose key this process does not hold, or that does not open (altered, or another context's). */
 export class SecretUnreadableError extends Error {}
