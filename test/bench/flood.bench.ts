@@ -1,26 +1,10 @@
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { projectRoot } from '../../src/core/paths.js';
-import { runCli, until } from '../support/processes.js';
+import { runCli } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
+import { newBenchKey, startBenchServer } from './bench-server.js';
 import { fmt, info, median, report } from './stats.js';
-
-function startServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let out = '';
-  // The start banner is on stderr (stdout is the JSON log stream).
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const listening = /listening on (http:\/\/localhost:\d+)/;
-  return until(() => listening.test(out), 120_000).then(() => ({ child, url: listening.exec(out)![1]! }));
-}
-
-async function newKey(tier: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await runCli(['keys', 'create', '--tier', tier, '--json'], env);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return (JSON.parse(r.stdout) as { key: string }).key;
-}
 
 /** A call every `everyMs` for `ms` (40 a second by default, under the caller's own rate limit): each one's latency (ms). */
 function latencies(url: string, key: string, ms: number, everyMs = 25): Promise<number[]> {
@@ -61,15 +45,15 @@ export async function benchFlood(runs: number): Promise<void> {
   const env = testEnv(dir, '2019-06-14T12:00:00Z', { PUBLIC_BASE_URL: 'http://localhost', LOG_LEVEL: 'silent' });
   const seeded = await runCli(['seed', '--json'], env);
   if (seeded.code !== 0) throw new Error(seeded.stderr);
-  const server = await startServer(env);
+  const server = await startBenchServer(env);
   try {
-    const other = await newKey('builder', env);
-    const reader = await newKey('enterprise', env);
+    const other = await newBenchKey('builder', env);
+    const reader = await newBenchKey('enterprise', env);
     await new Promise((r) => setTimeout(r, 1500));
     await latencies(`${server.url}/v1/scores/AAPL`, other, 500);
     await repeatedMeta(server.url, reader, other, runs);
-    await pacedMeta(server.url, await newKey('free', env), other, runs);
-    for (const path of ['/v1/track-record', '/v1/meta']) await flood(server.url, path, await newKey('free', env), other, runs);
+    await pacedMeta(server.url, await newBenchKey('free', env), other, runs);
+    for (const path of ['/v1/track-record', '/v1/meta']) await flood(server.url, path, await newBenchKey('free', env), other, runs);
     await refusedAndSlow(server.url, env, other, runs);
   } finally {
     server.child.kill('SIGTERM');
@@ -160,10 +144,10 @@ async function flood(url: string, path: string, flooder: string, other: string, 
  * body at 1 byte every 5 s, with a quant key (cut by the body rate, HTTP_BODY_MIN_RATE).
  */
 async function refusedAndSlow(url: string, env: NodeJS.ProcessEnv, other: string, runs: number): Promise<void> {
-  const flooder = await newKey('free', env);
+  const flooder = await newBenchKey('free', env);
   await beside(url, other, runs, 'a refused flood (one free key, 20 connections, 3 s)', () => refusedFlood(url, flooder));
   await beside(url, other, runs, 'a keyless flood (20 connections, 3 s)', () => refusedFlood(url));
-  const quant = await newKey('quant', env);
+  const quant = await newBenchKey('quant', env);
   const lives: number[] = [];
   await beside(url, other, runs, 'slow bodies (100 sockets, 1 byte per 5 s)', async () => {
     const sockets = await Promise.all(Array.from({ length: 100 }, () => slowPost(url, quant, 5_000)));

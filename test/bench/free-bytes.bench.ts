@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { Agent, get } from 'node:http';
-import { projectRoot } from '../../src/core/paths.js';
-import { runCli, until } from '../support/processes.js';
+import { runCli } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
+import { newBenchKey, startBenchServer } from './bench-server.js';
 import { fmt, info, median, report } from './stats.js';
 
 /** Free keys attacking the track record, per run: the three. */
@@ -18,25 +18,10 @@ const BURST_MS = 2000;
 /** The sustained attack after it, which the targets are about (the attack was sustained). */
 const ATTACK_MS = 8000;
 
-async function serve(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['dist/src/app/main.js'], { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let out = '';
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const listening = /listening on (http:\/\/localhost:\d+)/;
-  await until(() => listening.test(out), 120_000);
-  return { child, url: listening.exec(out)![1]! };
-}
-
 async function stop(child: ChildProcess): Promise<void> {
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;
-}
-
-async function newKey(tier: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await runCli(['keys', 'create', '--tier', tier, '--json'], env);
-  if (r.code !== 0) throw new Error(r.stderr);
-  return (JSON.parse(r.stdout) as { key: string }).key;
 }
 
 /**
@@ -142,15 +127,15 @@ export async function benchFreeBytes(runs: number, now: string): Promise<void> {
   const seeded = await runCli(['seed', '--json'], env);
   if (seeded.code !== 0) throw new Error(seeded.stderr);
   try {
-    const other = await newKey('builder', env);
+    const other = await newBenchKey('builder', env);
     const free: string[] = [];
-    for (let i = 0; i < ATTACKERS * runs; i++) free.push(await newKey('free', env));
-    let server = await serve(env);
+    for (let i = 0; i < ATTACKERS * runs; i++) free.push(await newBenchKey('free', env));
+    let server = await startBenchServer(env);
     await new Promise((r) => setTimeout(r, 1500));
     await latencies(server.url, other, 500);
     const on = await measure(server.url, other, (run) => free.slice(run * ATTACKERS, (run + 1) * ATTACKERS), runs);
     await stop(server.child);
-    server = await serve({ ...env, FREE_ANSWER_BYTES_PER_SECOND: 'off' });
+    server = await startBenchServer({ ...env, FREE_ANSWER_BYTES_PER_SECOND: 'off' });
     await latencies(server.url, other, 500);
     const off = await measure(server.url, other, () => free.slice(0, ATTACKERS), runs);
     await stop(server.child);
