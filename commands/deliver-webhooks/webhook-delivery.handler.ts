@@ -4,7 +4,7 @@
  */
 import { foldStream } from '../../src/core/command-handler.js';
 import type { Ids } from '../../src/core/ids.port.js';
-import type { SecretBox } from '../../src/core/secret-box.port.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
@@ -36,7 +36,7 @@ export async function queueMessage(
  * (delivered, given up, or its webhook deleted or deactivated), its next attempt is not due yet by
  * the clock, or the webhook is not active.
  */
-export async function deliverMessage(deps: DeliveryDeps & { sender: WebhookSender; secrets: SecretBox }, id: number, messageId: string): Promise<AttemptResult | null> {
+export async function deliverMessage(deps: DeliveryDeps & { sender: WebhookSender; personal: PersonalData }, id: number, messageId: string): Promise<AttemptResult | null> {
   const hook = (await foldStream(deps.events, webhookOf(id))).state;
   const message = hook.messages.get(messageId);
   if (!isUsable(hook) || !hook.is_active || !message) return null;
@@ -45,7 +45,7 @@ export async function deliverMessage(deps: DeliveryDeps & { sender: WebhookSende
   const body = JSON.stringify(message.envelope);
   // Signed at the instant it leaves: the receiver checks this time against its own clock.
   const at = sendingTime(deps);
-  const headers = deliveryHeaders(await signingSecrets(hook, deps.secrets, at), messageId, at, body);
+  const headers = deliveryHeaders(await signingSecrets(hook, deps.personal, at), messageId, at, body);
   const sent = await deps.sender.send({ url: hook.url, body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
   const { event_type, envelope } = message;

@@ -50,7 +50,7 @@ import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import type { EventBus } from '../../src/core/event-bus.port.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import type { SecretBox } from '../../src/core/secret-box.port.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import { webhookRetries } from '../../projections/webhooks/webhooks.projection.js';
 import { DecisionLoop } from './decision-loop.js';
@@ -86,7 +86,7 @@ export interface WebhookDispatcherOptions {
   transportClock?: Clock;
   sender: WebhookSender;
   /** Opens the webhooks' sealed secrets to sign each attempt. */
-  secrets: SecretBox;
+  personal: PersonalData;
   /** Carries the messages to send (`WEBHOOK_DELIVER_TOPIC`): in-memory, or Kafka shared by the replicas. */
   bus: EventBus;
   /**
@@ -125,7 +125,7 @@ export async function startWebhookDispatcher(options: WebhookDispatcherOptions):
   const transport = wallClockOf(options);
   const limit = Math.max(1, options.concurrency ?? DEFAULT_DISPATCH_CONCURRENCY);
   const report = (err: unknown, context: { webhookId?: number; messageId?: string } = {}) => options.onError?.(err, context);
-  const deps = { events, clock, transportClock: transport, sender, secrets: options.secrets };
+  const deps = { events, clock, transportClock: transport, sender, personal: options.personal };
   const status = { stopped: false };
   const stopped = () => status.stopped;
 

@@ -5,14 +5,15 @@
 import { AppError, notFound } from '../../src/core/errors.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
 import type { AccountEvent, ApiKeyRevoked } from '../../src/domain/accounts/account.events.js';
-import { evolveAccount, initialAccountState, issuedKey, openAccount, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
+import { evolveAccount, forgetAccount, initialAccountState, issuedKey, openAccount, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
 
 export type AccountCommand =
   | { type: 'CreateAccount'; account_id: string; email: string | null; key: KeyMaterial }
   | { type: 'IssueKey'; key: KeyMaterial }
   | { type: 'RevokeKey'; key_id: string }
   | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: KeyMaterial }
-  | { type: 'SetRateLimit'; per_second: number | 'unlimited' | 'tier' };
+  | { type: 'SetRateLimit'; per_second: number | 'unlimited' | 'tier' }
+  | { type: 'ForgetAccount' };
 
 /**
  * Revocations of the keys rotated into `keyId` (directly or through a chain of rotations) whose
@@ -36,7 +37,10 @@ function endGraceBefore(state: AccountState, keyId: string, now: Date): ApiKeyRe
 /** Pure: what the command changes in the account, or why it cannot. */
 function decide(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
   const at = now.toISOString();
+  if (state.forgotten_at !== null && command.type !== 'ForgetAccount') throw notFound('this account was forgotten');
   switch (command.type) {
+    case 'ForgetAccount':
+      return forgetAccount(state, now);
     case 'CreateAccount':
       return openAccount(state, command, now);
     case 'IssueKey': {

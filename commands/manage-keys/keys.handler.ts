@@ -15,6 +15,8 @@ import { accountOf, evolveAccount, initialAccountState, type AccountState, type 
 import { accountStream, type AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
+import type { EmailReleased } from '../../src/domain/accounts/session.events.js';
 
 export interface IssuedKey {
   account_id: string;
@@ -40,7 +42,7 @@ function keyMaterial(ids: Ids, key: string, name?: string): KeyMaterial {
 
 /** Creates an account with its first key and opens its credit ledger, in one atomic append. */
 export async function createAccountWithKey(
-  deps: { events: EventStore; clock: Clock; ids: Ids },
+  deps: { events: EventStore; clock: Clock; ids: Ids; personal: PersonalData },
   input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string; name?: string },
 ): Promise<IssuedKey> {
   const now = deps.clock.now();
@@ -54,16 +56,18 @@ export async function createAccountWithKey(
   // whichever door it came in by); a later account given the same address is not.
   const address = emailOf(input.email);
   const claim = claimOf(address ?? '');
+  // Sealed under the new account's key: forgetting the account forgets its address.
+  const sealed = input.email ? await deps.personal.seal(accountId, input.email, 'email') : null;
   let name = '';
   await handleCommand(deps.events, [account, ledger, claim], ([accountState, ledgerState, claimState]) => {
-    const opened = accountDecider.decide(accountState, { type: 'CreateAccount', account_id: accountId, email: input.email ?? null, key: material }, now);
+    const opened = accountDecider.decide(accountState, { type: 'CreateAccount', account_id: accountId, email: sealed, key: material }, now);
     name = nameIssued(opened, material.key_id);
     const writes = [
       { streamId: account.streamId, events: opened as never[] },
       { streamId: ledger.streamId, events: openLedger(ledgerState, { account_id: accountId, tier: input.tier, pro }, now).events as never[] },
     ];
     if (address !== null && claimState.account_id === null) {
-      writes.push({ streamId: claim.streamId, events: [{ type: 'EmailClaimed', data: { email: address, account_id: accountId, at: now.toISOString() } }] as never[] });
+      writes.push({ streamId: claim.streamId, events: [{ type: 'EmailClaimed', data: { email: sealed!, account_id: accountId, at: now.toISOString() } }] as never[] });
     }
     return { writes, result: undefined };
   });
@@ -106,6 +110,29 @@ export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Id
 /** The account's state (its email and keys), folded from its stream. */
 export async function loadAccount(events: EventStore, accountId: string): Promise<AccountState> {
   return (await foldStream(events, accountOf(accountId))).state;
+}
+
+/**
+ * Records that the account is forgotten: its keys revoked, `AccountForgotten`, and its address
+ * (`email`, opened by the caller while the key still opens it) released for a new account, in
+ * one append. Nothing for an account forgotten already. The key itself is destroyed by the
+ * caller once this is written (src/app/accounts/forget-account.ts).
+ */
+export async function recordForgetting(deps: { events: EventStore; clock: Clock }, accountId: string, email: string | null): Promise<{ keys_revoked: number }> {
+  const address = emailOf(email);
+  const claim = claimOf(address ?? '');
+  const { result } = await handleCommand(deps.events, [accountOf(accountId), claim], ([state, claimState]) => {
+    if (!state.exists) throw notFound(`no account ${accountId}`);
+    const now = deps.clock.now();
+    const events = accountDecider.decide(state, { type: 'ForgetAccount' }, now);
+    const writes = [{ streamId: accountStream(accountId), events: events as never[] }];
+    if (events.length > 0 && address !== null && claimState.account_id === accountId) {
+      const released: EmailReleased = { type: 'EmailReleased', data: { account_id: accountId, at: now.toISOString() } };
+      writes.push({ streamId: claim.streamId, events: [released] as never[] });
+    }
+    return { writes, result: { keys_revoked: events.filter((e) => e.type === 'ApiKeyRevoked').length } };
+  });
+  return result;
 }
 
 /** The operator's rate override of an account (an account event like any other change). */
@@ -167,7 +194,7 @@ export interface DemoAccount {
  * the code or its defaults derives them); later starts find them, and their keys are then known
  * only to whoever kept them (`npm start` keeps them in a file of the data directory).
  */
-export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock; ids: Ids }): Promise<DemoAccount[]> {
+export async function ensureDemoAccounts(deps: { events: EventStore; clock: Clock; ids: Ids; personal: PersonalData }): Promise<DemoAccount[]> {
   const out: DemoAccount[] = [];
   for (const tier of TIERS) {
     const accountId = `demo-${tier}`;

@@ -156,7 +156,7 @@ export class ManageWebhooksController extends CommandController {
   public async createWebhook(@Request() req: AuthedRequest, @Body() body: RegisterWebhookRequest): Promise<RegisteredWebhookResponse> {
     const registered = await this.serve(req, (caller) =>
       registerWebhook(
-        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, secrets: this.ctx.secrets, allowSubnets: this.ctx.webhookAllowSubnets, sender: this.ctx.webhookSender },
+        { events: this.ctx.events, clock: this.ctx.clock, ids: this.ctx.ids, personal: this.ctx.personal, allowSubnets: this.ctx.webhookAllowSubnets, sender: this.ctx.webhookSender },
         { accountId: caller.account_id, eventType: body.event_type, url: body.url },
       ),
     );

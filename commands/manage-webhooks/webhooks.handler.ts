@@ -15,14 +15,14 @@ import { badRequest } from '../../src/core/errors.js';
 import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
-import type { SecretBox } from '../../src/core/secret-box.port.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { attemptEvents, type AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import { testEnvelope, type WebhookEnvelope, type WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
 import { SIGNING_STATEMENT, deliveryHeaders, newWebhookSecret } from '../../src/domain/webhooks/webhook-signing.js';
 import { webhookStream, type WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
-import { isUsable, secretContext, signingSecrets, webhookOf } from '../../src/domain/webhooks/webhook.state.js';
+import { isUsable, signingSecrets, webhookOf } from '../../src/domain/webhooks/webhook.state.js';
 import { isRegistryEvent, registryOf, webhookRegistryDecider, type RegistrationEvent } from './webhook-registry.decider.js';
 import { ownedBy, webhookDecider, type ManageWebhookCommand } from './webhook.decider.js';
 
@@ -33,7 +33,7 @@ export interface WebhookDeps {
   transportClock?: Clock;
   ids: Ids;
   /** Seals a new secret before it is written, opens it to sign. */
-  secrets: SecretBox;
+  personal: PersonalData;
 }
 
 /** The clock of sending: the transport clock, or the one clock a caller gave. */
@@ -64,7 +64,7 @@ export async function registerWebhook(
   if (refusal) throw badRequest(`webhook URL refused: ${refusal}`, { errors: [{ parameter: 'url', message: refusal }] });
   const secret = (deps.newSecret ?? newWebhookSecret)();
   const registry = registryOf();
-  const sealed = await deps.secrets.seal(secret, secretContext(input.accountId));
+  const sealed = await deps.personal.seal(input.accountId, secret, 'webhook-secret');
   const command = { type: 'RegisterWebhook' as const, account_id: input.accountId, event_type: input.eventType, url: input.url, secret: sealed, allow_subnets: deps.allowSubnets };
   const { result } = await handleCommand(
     deps.events,
@@ -109,6 +109,14 @@ export async function deleteWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: s
   return { ok: true };
 }
 
+/** Deletes every live webhook of the account (it is being forgotten); answers their ids. */
+export async function deleteAccountWebhooks(deps: Omit<WebhookDeps, 'ids'>, accountId: string): Promise<number[]> {
+  const { state } = await foldStream(deps.events, registryOf());
+  const ids = [...state.live].filter(([, owner]) => owner === accountId).map(([id]) => id);
+  for (const id of ids) await deleteWebhook(deps, accountId, id);
+  return ids;
+}
+
 /** How long a rotated-out secret still signs unless the owner says otherwise (Svix's default). */
 export const DEFAULT_OVERLAP_HOURS = 24;
 export const MAX_OVERLAP_HOURS = 168;
@@ -137,7 +145,7 @@ export async function rotateWebhookSecret(
     throw badRequest(`overlap_hours must be a whole number from 0 to ${MAX_OVERLAP_HOURS}`, { errors: [{ parameter: 'overlap_hours', message: `0 to ${MAX_OVERLAP_HOURS}` }] });
   }
   const secret = (deps.newSecret ?? newWebhookSecret)();
-  const sealed = await deps.secrets.seal(secret, secretContext(accountId));
+  const sealed = await deps.personal.seal(accountId, secret, 'webhook-secret');
   const until = new Date(sendingTime(deps).getTime() + overlapHours * 3_600_000).toISOString();
   const command: ManageWebhookCommand = { type: 'RotateWebhookSecret', account_id: accountId, webhook_id: id, secret: sealed, previous_until: until };
   await handleCommand(deps.events, webhookOf(id), (state) => webhookDecider.decide(state, command, sendingTime(deps)));
@@ -173,7 +181,7 @@ export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSend
   const messageId = deps.ids.next('msg_', 16);
   // Signed at the instant it leaves: the receiver checks this time against its own clock.
   const at = sendingTime(deps);
-  const headers = deliveryHeaders(await signingSecrets(hook, deps.secrets, at), messageId, at, body);
+  const headers = deliveryHeaders(await signingSecrets(hook, deps.personal, at), messageId, at, body);
   const sent = await deps.sender.send({ url: hook.url, body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
   const command = { type: 'RecordAttempt' as const, webhook_id: id, message_id: messageId, kind: 'test' as const, event_type: hook.event_type, event_count: envelope.events.length, result };

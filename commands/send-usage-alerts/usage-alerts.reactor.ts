@@ -9,6 +9,9 @@
  * or two dispatchers race, the mail can go twice, under the same id (the file outbox keeps one
  * file per id; SMTP repeats the same Message-ID).
  *
+ * The address is sealed under the account's key (the read model holds it as the log does): it is
+ * opened for the send, and recorded sealed. A forgotten account's alerts are never sent.
+ *
  * Only alerts of the current month (by the clock) are sent: once the allowance has reset, "you
  * have used 90%" is no longer true. Such an alert stays `pending` in the read model, unsent.
  */
@@ -17,6 +20,7 @@ import { startPeriodic } from '../../src/core/periodic.js';
 import { handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { mailOutbox, type MailOutboxDoc } from '../../projections/usage-alerts/usage-alerts.projection.js';
 import { mailStream, type UsageAlertEmailed } from '../../src/domain/mail/mail.events.js';
@@ -25,6 +29,8 @@ export interface AlertDispatcherOptions {
   reads: ReadStore;
   events: EventStore;
   mailer: Mailer;
+  /** Opens the sealed addresses. */
+  personal: PersonalData;
   clock: Clock;
   /** Pause between passes; default 5 s. The first pass runs one interval after the start. */
   intervalMs?: number;
@@ -50,14 +56,14 @@ const emailedHere = (e: RecordedEvent, alertId: string) =>
 
 /** Starts the periodic pass; call `stop()` at shutdown. */
 export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDispatcher {
-  const { reads, events, mailer, clock } = options;
+  const { reads, events, mailer, personal, clock } = options;
   const interval = options.intervalMs ?? DEFAULT_ALERT_INTERVAL_MS;
   const report = (err: unknown, alertId?: string) => options.onError?.(err, alertId);
   // Kept in memory only: after a restart every pending alert is tried at once.
   const failures = new Map<string, { count: number; retryAt: number }>();
 
   /** Sends one alert unless the log says it went already; true when this call sent it. */
-  async function deliver(doc: MailOutboxDoc & { to: string }): Promise<boolean> {
+  async function deliver(doc: MailOutboxDoc & { to: string }, address: string): Promise<boolean> {
     let mailed = false;
     const alert = {
       streamId: mailStream(doc.account_id),
@@ -71,7 +77,7 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
       async (emailed) => {
         if (emailed) return [];
         if (!mailed) {
-          await mailer.send({ id: doc.id, to: doc.to, subject: doc.subject, text: doc.text });
+          await mailer.send({ id: doc.id, to: address, subject: doc.subject, text: doc.text });
           mailed = true;
         }
         return [{ type: 'UsageAlertEmailed', data: { alert_event_id: doc.id, to: doc.to, at: clock.now().toISOString() } } satisfies UsageAlertEmailed];
@@ -98,7 +104,8 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
         const failed = failures.get(doc.id);
         if (doc.to === null || (failed && failed.retryAt > now.getTime())) continue;
         try {
-          if (await deliver({ ...doc, to: doc.to })) sent++;
+          const address = await personal.open(doc.account_id, doc.to, 'email');
+          if (address !== null && (await deliver({ ...doc, to: doc.to }, address))) sent++;
           failures.delete(doc.id);
         } catch (err) {
           const count = (failed?.count ?? 0) + 1;

@@ -5,7 +5,7 @@ import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { Meter } from '../../src/web/meter.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
-import type { SecretBox } from '../../src/core/secret-box.port.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 
 /**
@@ -30,7 +30,7 @@ export interface CommandContext {
   /** The SSRF-safe HTTPS sender of test deliveries. */
   webhookSender: WebhookSender;
   /** Seals webhook secrets before they are written, opens them to sign a test delivery. */
-  secrets: SecretBox;
+  personal: PersonalData;
   /** WEBHOOK_ALLOW_SUBNETS: subnets a webhook URL may name although the address rules forbid them. */
   webhookAllowSubnets: AllowSubnets;
 }

@@ -5,8 +5,9 @@
  *   tells (no account enumeration). It signs in once, within 15 minutes.
  * - An address gets at most 3 links per 15 minutes; further requests mail nothing and are answered
  *   the same, so that a stranger can neither flood the mailbox nor lock its owner out.
- * - The first sign-in of an address creates the developer account, its free key and its credit
- *   ledger, in the same atomic append that uses the link and claims the address.
+ * - The first link asked for an address claims it for a new account id; the first sign-in with a
+ *   link creates that account, its free key and its credit ledger, in the same atomic append that
+ *   uses the link. The address is written only sealed under that account's key.
  * - A session is an opaque random id in the browser's cookie; the log keeps its hash, when it
  *   started, when it expires and when it was ended by signing out.
  */
@@ -16,12 +17,13 @@ import { AppError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
+import type { PersonalData } from '../../src/core/personal-data.port.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 import { initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { openLedger } from '../../src/domain/ledger/ledger.opening.js';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
-import { initialAccountState, openAccount } from '../../src/domain/accounts/account.state.js';
+import { accountOf, openAccount } from '../../src/domain/accounts/account.state.js';
 import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import {
@@ -48,30 +50,56 @@ export interface SignInDeps {
    */
   transportClock?: Clock;
   ids: Ids;
+  /** Seals the address under the key of the account it opens. */
+  personal: PersonalData;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Links
 
 interface LinkState {
+  /** The account the link opens; null for a link sent before addresses were sealed (it no longer signs in). */
+  account_id: string | null;
+  /** Sealed under the account's key. */
   email: string | null;
   expires_at: string | null;
   used: boolean;
 }
 const linkOf = (tokenHash: string): Stream<LinkState, SessionEvent> => ({
   streamId: signInStream(tokenHash),
-  initialState: () => ({ email: null, expires_at: null, used: false }),
-  evolve: (s, e) => (e.type === 'SignInLinkSent' ? { ...s, email: e.data.email, expires_at: e.data.expires_at } : e.type === 'SignInLinkUsed' ? { ...s, used: true } : s),
+  initialState: () => ({ account_id: null, email: null, expires_at: null, used: false }),
+  evolve: (s, e) =>
+    e.type === 'SignInLinkSent' ? { ...s, account_id: e.data.account_id ?? null, email: e.data.email, expires_at: e.data.expires_at } : e.type === 'SignInLinkUsed' ? { ...s, used: true } : s,
 });
+
+/**
+ * The account an address opens: the one its claim names, else a new account id claimed for it
+ * now (the account itself is made by the first link used). Claiming at the first link lets the
+ * link, the claim and the account seal the address under one key.
+ */
+async function claimedAccount(deps: SignInDeps, email: string): Promise<string> {
+  const newAccountId = deps.ids.nextHex('acct_', 20);
+  const { result } = await handleCommand(deps.events, claimOf(email), async (claim) => {
+    if (claim.account_id !== null) return { writes: [], result: claim.account_id };
+    const claimed: EmailClaimed = {
+      type: 'EmailClaimed',
+      data: { email: await deps.personal.seal(newAccountId, email, 'email'), account_id: newAccountId, at: wallClockOf(deps).now().toISOString() },
+    };
+    return { writes: [{ streamId: emailStream(sha256Hex(email)), events: [claimed] }], result: newAccountId };
+  });
+  return result;
+}
 
 /** Records a new single-use link for `email` and mails it. */
 export async function sendSignInLink(deps: SignInDeps & { mailer: Mailer; baseUrl: string }, rawEmail: unknown): Promise<{ email: string; expires_at: string }> {
   const email = normalizeEmail(rawEmail);
+  const accountId = await claimedAccount(deps, email);
   const token = deps.ids.next('', 32);
   const tokenHash = sha256Hex(token);
   const now = wallClockOf(deps).now();
   const expires_at = new Date(now.getTime() + SIGN_IN_LINK_MINUTES * 60_000).toISOString();
-  const sent: SignInLinkSent = { type: 'SignInLinkSent', data: { email, expires_at, at: now.toISOString() } };
+  const sealed = await deps.personal.seal(accountId, email, 'email');
+  const sent: SignInLinkSent = { type: 'SignInLinkSent', data: { email: sealed, account_id: accountId, expires_at, at: now.toISOString() } };
   await deps.events.append(signInStream(tokenHash), [sent], 'no_stream');
   await deps.mailer.send({
     id: `signin-${tokenHash}`,
@@ -147,19 +175,24 @@ export async function requestSignInLink(
   return { email, mailed: true };
 }
 
-export type LinkStatus = { status: 'valid'; email: string; expires_at: string } | { status: 'used' | 'expired' | 'unknown' };
+export type LinkStatus = { status: 'valid'; account_id: string; email: string; expires_at: string } | { status: 'used' | 'expired' | 'unknown' };
 
+/** The link's status, its address still sealed. */
 function statusOf(s: LinkState, now: Date): LinkStatus {
-  if (s.email === null || s.expires_at === null) return { status: 'unknown' };
+  if (s.account_id === null || s.email === null || s.expires_at === null) return { status: 'unknown' };
   if (s.used) return { status: 'used' };
   if (Date.parse(s.expires_at) <= now.getTime()) return { status: 'expired' };
-  return { status: 'valid', email: s.email, expires_at: s.expires_at };
+  return { status: 'valid', account_id: s.account_id, email: s.email, expires_at: s.expires_at };
 }
 
-/** What a link would do now, without using it (the page that asks to confirm the sign-in). */
+/** What a link would do now, without using it (the page that asks to confirm the sign-in), its address opened. */
 export async function inspectSignInLink(deps: SignInDeps, token: string): Promise<LinkStatus> {
   const { state } = await foldStream(deps.events, linkOf(sha256Hex(token)));
-  return statusOf(state, wallClockOf(deps).now());
+  const status = statusOf(state, wallClockOf(deps).now());
+  if (status.status !== 'valid') return status;
+  // The account was forgotten since the link was sent.
+  const email = await deps.personal.open(status.account_id, status.email, 'email');
+  return email === null ? { status: 'unknown' } : { ...status, email };
 }
 
 export interface SignedIn {
@@ -182,37 +215,35 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
   const sessionId = deps.ids.next('', 32);
   const key = generateApiKey();
   const material = { key_id: deps.ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key) };
-  const newAccountId = deps.ids.nextHex('acct_', 20);
-  const { result } = await handleCommand(deps.events, [linkOf(tokenHash), claimOf(link.email)], ([linkState, claim]) => {
+  const { result } = await handleCommand(deps.events, [linkOf(tokenHash), accountOf(link.account_id)], ([linkState, account]) => {
     // The link and the session on real time; a new account's opening on the data's clock, as every
     // other account is opened (its ledger's periods are the data's).
     const now = wallClockOf(deps).now();
     const opening = deps.clock.now();
-    const status = statusOf(linkState, now);
+    const status = account.forgotten_at !== null ? ({ status: 'unknown' } as const) : statusOf(linkState, now);
     // Decided again on the stream: the same link used twice at once signs in once.
     if (status.status !== 'valid') throw new AppError('not_found', `This sign-in link is ${status.status}: ask for a new one`, { link: status.status });
     const at = now.toISOString();
     const expires_at = new Date(now.getTime() + SESSION_DAYS * 86_400_000).toISOString();
-    const existing = (claim).account_id;
-    const accountId = existing ?? newAccountId;
-    const used: SignInLinkUsed = { type: 'SignInLinkUsed', data: { account_id: accountId, created: existing === null, at } };
+    const accountId = status.account_id;
+    const created = !account.exists;
+    const used: SignInLinkUsed = { type: 'SignInLinkUsed', data: { account_id: accountId, created, at } };
     const started: SessionStarted = { type: 'SessionStarted', data: { account_id: accountId, expires_at, at } };
     const writes = [
       { streamId: signInStream(tokenHash), events: [used] },
       { streamId: sessionStream(sha256Hex(sessionId)), events: [started], expectedRevision: 'no_stream' as const },
     ];
     let name = '';
-    if (existing === null) {
-      const opened = openAccount(initialAccountState(), { account_id: accountId, email: status.email, key: material }, opening);
+    if (created) {
+      // The address as the link holds it: sealed under this account's key.
+      const opened = openAccount(account, { account_id: accountId, email: status.email, key: material }, opening);
       name = opened.flatMap((e) => (e.type === 'ApiKeyIssued' ? [e.data.name ?? ''] : []))[0] ?? '';
-      const claimed: EmailClaimed = { type: 'EmailClaimed', data: { email: status.email, account_id: accountId, at } };
       writes.push(
-        { streamId: emailStream(sha256Hex(status.email)), events: [claimed] as never[], expectedRevision: 'no_stream' as const },
-        { streamId: accountStream(accountId), events: opened as never[], expectedRevision: 'no_stream' as const },
+        { streamId: accountStream(accountId), events: opened as never[] },
         { streamId: ledgerStream(accountId), events: openLedger(initialLedgerState, { account_id: accountId, tier: 'free', pro: false }, opening).events as never[], expectedRevision: 'no_stream' as const },
       );
     }
-    return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: existing === null ? { key_id: material.key_id, key, prefix: material.prefix, name } : null } };
+    return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: created ? { key_id: material.key_id, key, prefix: material.prefix, name } : null } };
   });
   return result;
 }
@@ -231,11 +262,13 @@ const sessionOf = (sessionId: string): Stream<SessionState, SessionEvent> => ({
   evolve: (s, e) => (e.type === 'SessionStarted' ? { ...s, account_id: e.data.account_id, expires_at: e.data.expires_at } : e.type === 'SessionEnded' ? { ...s, ended: true } : s),
 });
 
-/** The account a session id signs in, or null (unknown, expired or signed out). */
+/** The account a session id signs in, or null (unknown, expired, signed out, or its account forgotten). */
 export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return null;
   const { state: s } = await foldStream(deps.events, sessionOf(sessionId));
   if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= wallClockOf(deps).now().getTime()) return null;
+  // Forgetting ends every session of the account without knowing them: they are checked here.
+  if ((await foldStream(deps.events, accountOf(s.account_id))).state.forgotten_at !== null) return null;
   return { account_id: s.account_id, expires_at: s.expires_at };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, mkdir, open, rename, rm } from 'node:fs/promises';
+import { access, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../src/core/private-files.js';
 import { join } from 'node:path';
 import { createTransport, type Transporter } from 'nodemailer';
@@ -72,6 +72,21 @@ export class FileOutboxMailer implements Mailer {
         cause: err,
       });
     }
+  }
+
+  /** Deletes the `.eml` files addressed to `address` (its To header, as nodemailer writes it). */
+  async forgetRecipient(address: string): Promise<number> {
+    const names = await readdir(this.options.dir).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? [] : Promise.reject(err)));
+    const to = new RegExp(`^To: (?:.*[<\\s,])?${address.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:[>\\s,]|$)`, 'im');
+    let removed = 0;
+    for (const name of names.filter((n) => n.endsWith('.eml'))) {
+      const file = join(this.options.dir, name);
+      const head = (await readFile(file, 'utf8')).split('\r\n\r\n', 1)[0] ?? '';
+      if (!to.test(head)) continue;
+      await rm(file, { force: true });
+      removed++;
+    }
+    return removed;
   }
 
   async close(): Promise<void> {

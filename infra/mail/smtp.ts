@@ -31,6 +31,11 @@ export class SmtpMailer implements Mailer {
     }
   }
 
+  async forgetRecipient(): Promise<number> {
+    // Handed to the SMTP server: nothing of it is kept here.
+    return 0;
+  }
+
   async close(): Promise<void> {
     this.transport.close();
   }

@@ -17,6 +17,7 @@ export interface ApiKeyDoc {
 
 export interface AccountDoc {
   account_id: string;
+  /** Sealed under the account's key, as the log holds it (null: none, or forgotten). */
   email: string | null;
   created_at: string;
   /** The operator's rate override; absent or `tier`: the plan's rate. */
@@ -48,7 +49,7 @@ export const keyIndex = defineCollection<{ key_id: string; key_hash: string; acc
 export const apiKeysProjection: Projection = {
   name: 'api-keys',
   collections: [apiKeys, accounts, keyIndex],
-  eventTypes: ['AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked', 'ApiKeyRotated', 'RateLimitSet'],
+  eventTypes: ['AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked', 'ApiKeyRotated', 'RateLimitSet', 'AccountForgotten'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as AccountEvent;
     const accountId = raw.streamId.replace(/^account-/, '');
@@ -56,6 +57,12 @@ export const apiKeysProjection: Projection = {
       case 'AccountCreated':
         ctx.upsert(accounts, { account_id: event.data.account_id, email: event.data.email, created_at: event.data.at });
         return;
+      case 'AccountForgotten': {
+        // The sealed address no longer opens; the read model drops it too.
+        const account = await ctx.get(accounts, accountId);
+        if (account) ctx.upsert(accounts, { ...account, email: null });
+        return;
+      }
       case 'RateLimitSet': {
         const account = await ctx.get(accounts, accountId);
         if (account) ctx.upsert(accounts, { ...account, rate_limit: event.data.per_second });

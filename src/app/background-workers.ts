@@ -248,6 +248,7 @@ function runUsageAlerts(services: Services) {
     reads: services.reads,
     events: services.events,
     mailer: services.mailer,
+    personal: services.personal,
     clock: services.clock,
     onError: (err, alertId) => services.log.warn({ err, alertId }, 'usage alert email not sent'),
   });
@@ -263,7 +264,7 @@ function runWebhookDelivery(services: Services) {
     clock: services.clock,
     transportClock: services.transportClock,
     sender: services.webhookSender,
-    secrets: services.secrets,
+    personal: services.personal,
     // Sending is a consumer group on it: with Kafka the replicas share the webhooks.
     bus: services.bus,
     onError: (err, at) => services.log.warn({ err, ...at }, 'webhook dispatch failed'),

@@ -35,6 +35,9 @@ import { ReadModelFollower, type ReadModelFeed } from './read-model-follower.js'
 import { openLedgerKeyring, type LedgerKeyring } from '../../infra/files/ledger-keyring.js';
 import { openDataKeyring, type DataKeyring } from '../../infra/files/data-keyring.js';
 import type { SecretBox } from '../core/secret-box.port.js';
+import type { AccountKeyStore, PersonalData } from '../core/personal-data.port.js';
+import { AccountKeyVault } from '../core/account-key-vault.js';
+import { ACCOUNT_KEYS_FILE, SqliteAccountKeys } from '../../infra/sqlite/account-keys.js';
 import { GenerationLog, LiveReadModels } from '../core/read-model-generations.js';
 import { generationsStreamOf } from '../core/read-model-generations.decider.js';
 
@@ -83,6 +86,11 @@ export interface Services {
   secrets: SecretBox;
   /** Where the data key in use came from. */
   secretsKeySource: DataKeyring['source'];
+  /**
+   * Personal data (addresses, webhook secrets) sealed under each account's own key, destroyed when
+   * the account is forgotten (docs/ledger.md, "Forgetting an account").
+   */
+  personal: PersonalData;
   /** Write side of the credit ledgers: every spend decision goes through it. */
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
@@ -133,6 +141,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   const keyring = openKeyring(config, clock);
   const dataKeys = openDataKeyring({ dataDir: config.dataDir, key: config.dataEncryptionKey, retired: config.dataEncryptionRetiredKeys, now: transportClock.now() });
   const { events, bus } = stores;
+  const accountKeys = await openAccountKeys(config);
   const generations = new GenerationLog(events, transportClock, generationsStreamOf(readModelsNamespace(config)));
   // On a shared read store each read model is read in its live generation (a replay makes new ones):
   // followed by a process that follows another's projections, as of its start by one that projects.
@@ -183,6 +192,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     keyring,
     secrets: dataKeys.box,
     secretsKeySource: dataKeys.source,
+    personal: new AccountKeyVault(accountKeys, dataKeys.box, transportClock),
     readModels: { base: stores.reads, generations },
     queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl, keyring, live }),
     metrics,
@@ -197,6 +207,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
       if (feed !== runner) await feed.stop();
       await mailer.close();
       await exportFiles.close();
+      await accountKeys.close();
       await stores.close();
     },
   };
@@ -228,6 +239,18 @@ export function warnIfUnsigned(services: Services, what: string): void {
   if (services.keyring.signer === null) {
     services.log.warn(`LEDGER_SIGNING_KEY is not set: on a shared log ${what} carry no signed ledger head (docs/operations.md, "The ledger signing key")`);
   }
+}
+
+/**
+ * Where the accounts' keys live: beside a PostgreSQL log (every process shares them), else in a
+ * file of the data directory apart from the store, so that a copy of the log never carries them.
+ */
+async function openAccountKeys(config: Config): Promise<AccountKeyStore> {
+  if (config.postgresUrl) {
+    const { PostgresAccountKeys } = await import('../../infra/postgresql/account-keys.js');
+    return new PostgresAccountKeys(config.postgresUrl);
+  }
+  return new SqliteAccountKeys(join(config.dataDir, ACCOUNT_KEYS_FILE));
 }
 
 /**
@@ -304,6 +327,7 @@ function outboxConsole(config: Config): ((file: string, message: MailMessage) =>
   if (config.logLevel === 'silent') return undefined;
   return (file, message) => {
     const link = config.demo ? /\bhttps?:\/\/\S+\/account\/sign-in\/\S+/.exec(message.text)?.[0] : undefined;
-    process.stderr.write(`Mail to ${message.to} written to ${file} (no SMTP_URL set)${link ? `\n  sign-in link: ${link}` : ''}\n`);
+    // Not the address: a log line outlives a forgotten account (docs/ledger.md, "Forgetting an account").
+    process.stderr.write(`Mail written to ${file} (no SMTP_URL set)${link ? `\n  sign-in link: ${link}` : ''}\n`);
   };
 }

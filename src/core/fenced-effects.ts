@@ -36,6 +36,7 @@ export function fencedMailer(mailer: Mailer, lease: JobLease, spareMs = MAIL_SEN
       await lease.check(spareMs);
       await mailer.send(message);
     },
+    forgetRecipient: (address) => mailer.forgetRecipient(address),
     // The job does not own the mailer: closing it is the composition's.
     close: async () => undefined,
   };

@@ -21,6 +21,11 @@ export interface MailMessage {
 export interface Mailer {
   /** Resolves once the message is accepted for delivery; rejects with a MailError otherwise. */
   send(message: MailMessage): Promise<void>;
+  /**
+   * Removes every message this adapter keeps that was sent to `address` (a forgotten account's
+   * mails); answers how many. An adapter that keeps nothing (SMTP: the mail is the recipient's) answers 0.
+   */
+  forgetRecipient(address: string): Promise<number>;
   /** Releases connections; no `send` after it. */
   close(): Promise<void>;
 }

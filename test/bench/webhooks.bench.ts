@@ -96,7 +96,7 @@ export async function benchWebhooks(runs: number): Promise<void> {
         for (let i = 0; i < PER_ACCOUNT; i++) {
           const path = `/hooks/${account_id}/${i}`;
           await registerWebhook(
-            { events: s.events, clock: s.clock, ids: s.ids, secrets: s.secrets, allowSubnets: s.config.webhookAllowSubnets },
+            { events: s.events, clock: s.clock, ids: s.ids, personal: s.personal, allowSubnets: s.config.webhookAllowSubnets },
             { accountId: account_id, eventType: 'score_move', url: `https://localhost:${port}${path}` },
           );
           paths.push(path);

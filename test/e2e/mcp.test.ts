@@ -187,7 +187,7 @@ describe('The hosted MCP server at /mcp/http', function () {
       const viaMcp = await newKey('quant');
       const s = server.services;
       await registerWebhook(
-        { events: s.events, clock: s.clock, ids: s.ids, secrets: s.secrets, allowSubnets: s.config.webhookAllowSubnets },
+        { events: s.events, clock: s.clock, ids: s.ids, personal: s.personal, allowSubnets: s.config.webhookAllowSubnets },
         { accountId: viaMcp.account_id, eventType: 'score_move', url: 'https://hooks.example.com/scores' },
       );
       await s.runner.waitForHead();
@@ -257,7 +257,7 @@ describe('The hosted MCP server at /mcp/http', function () {
 
       const s = server.services;
       await registerWebhook(
-        { events: s.events, clock: s.clock, ids: s.ids, secrets: s.secrets, allowSubnets: s.config.webhookAllowSubnets },
+        { events: s.events, clock: s.clock, ids: s.ids, personal: s.personal, allowSubnets: s.config.webhookAllowSubnets },
         { accountId: k.account_id, eventType: 'divergence_event', url: 'https://hooks.example.com/div' },
       );
       await s.runner.waitForHead();

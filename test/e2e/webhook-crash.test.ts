@@ -138,7 +138,7 @@ describe('Webhooks: nothing lost or doubled across kill -9', function () {
     try {
       const s = services;
       const hook = await registerWebhook(
-        { events: s.events, clock: s.clock, ids: s.ids, secrets: s.secrets, allowSubnets: s.config.webhookAllowSubnets },
+        { events: s.events, clock: s.clock, ids: s.ids, personal: s.personal, allowSubnets: s.config.webhookAllowSubnets },
         { accountId: 'acct_e2e', eventType: 'score_move', url: `https://localhost:${port}/hooks/scores` },
       );
       secret = hook.secret;

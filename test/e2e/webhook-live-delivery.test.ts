@@ -58,7 +58,7 @@ describe('Live webhook delivery end to end, SCORES_NOW a week back', function ()
 
   it('delivers a score move ingested by the CLI within 2 s, verifiable with standardwebhooks, and lists it in /deliveries', async () => {
     const s = server.services;
-    const { key } = await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids }, { tier: 'quant' });
+    const { key } = await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids, personal: s.personal }, { tier: 'quant' });
     await s.runner.waitForHead();
     const registered = await fetch(`${server.url}/v1/webhooks`, {
       method: 'POST',
@@ -98,7 +98,7 @@ describe('Live webhook delivery end to end, SCORES_NOW a week back', function ()
 
   it('signs a test delivery at the sending instant too, verifiable with the default tolerance', async () => {
     const s = server.services;
-    const { key } = await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids }, { tier: 'quant' });
+    const { key } = await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids, personal: s.personal }, { tier: 'quant' });
     await s.runner.waitForHead();
     const registered = await fetch(`${server.url}/v1/webhooks`, {
       method: 'POST',

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
@@ -8,20 +8,10 @@ import { FormBrowser, linksTo } from '../support/form-browser.js';
 import { startHttpsReceiver, type HttpsReceiver, type ReceivedDelivery } from '../support/receiver-certificate.js';
 import { readDemoKeys } from '../../src/app/demo-keys.js';
 import { runCli } from '../support/processes.js';
+import { everyFile } from '../support/data-files.js';
 import { demoKey, startTestServer, tempDir, testEnv, wallClockPlus, type TestServer } from '../support/server.js';
 
 const HOUR = 3_600_000;
-
-/** Every file under `dir` (the store, its WAL, the outbox, key files, export bundles), read whole. */
-function everyFile(dir: string): { path: string; bytes: Buffer }[] {
-  const out: { path: string; bytes: Buffer }[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...everyFile(path));
-    else out.push({ path, bytes: readFileSync(path) });
-  }
-  return out;
-}
 
 /**
  * Whether `secret` verifies the delivery, by each scheme: Standard Webhooks (one of the

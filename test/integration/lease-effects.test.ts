@@ -146,7 +146,7 @@ describe('Effects outside the store, fenced by a job lease (SQLite)', function (
     const owner = lease('owner', clock, link.events);
     expect(await owner.acquire()).to.equal(true);
     const handed: MailMessage[] = [];
-    const mailer = fencedMailer({ send: async (m) => void handed.push(m), close: async () => undefined }, owner);
+    const mailer = fencedMailer({ send: async (m) => void handed.push(m), forgetRecipient: async () => 0, close: async () => undefined }, owner);
     await mailer.send(mail);
     clock.advance(6_000);
     link.cut = true;

@@ -51,7 +51,7 @@ describe('The track record, built once per as-of date and read-model position', 
 
   it('keeps it across batches that do not touch the divergence read models (another customer\'s account and key)', async () => {
     const before = scans;
-    await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids }, { tier: 'builder' });
+    await createAccountWithKey({ events: s.events, clock: s.clock, ids: s.ids, personal: s.personal }, { tier: 'builder' });
     await s.runner.waitForHead();
     await record('2019-06-13');
     expect(scans).to.equal(before);

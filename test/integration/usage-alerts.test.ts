@@ -40,6 +40,9 @@ class RecordingMailer implements Mailer {
     await this.inner.send(message);
     this.sent.push(message);
   }
+  forgetRecipient(address: string): Promise<number> {
+    return this.inner.forgetRecipient(address);
+  }
   close(): Promise<void> {
     return this.inner.close();
   }
@@ -70,6 +73,7 @@ async function fixture(intervalMs = 3_600_000): Promise<Fixture> {
     reads: services.reads,
     events: services.events,
     mailer,
+    personal: services.personal,
     clock,
     intervalMs,
     onError: (err, alertId) => errors.push({ err, alertId }),

@@ -79,9 +79,9 @@ describe('Live webhook deliveries over the SQLite store and the projector runner
   const sender = new FakeSender();
   const errors: unknown[] = [];
   const bus = new InMemoryEventBus({ onError: (err) => errors.push(err) });
-  const deps = () => ({ events: services.events, clock, ids: services.ids, secrets: services.secrets, sender });
+  const deps = () => ({ events: services.events, clock, ids: services.ids, personal: services.personal, sender });
   const start = () =>
-    startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, secrets: services.secrets, bus, intervalMs: 50, onError: (err) => errors.push(err) });
+    startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, personal: services.personal, bus, intervalMs: 50, onError: (err) => errors.push(err) });
   const ingest = async (rows: IngestRow[]) => {
     const r = await ingestRows(services.events, clock, rows);
     if (r.position) await services.runner.waitFor(r.position);
@@ -239,7 +239,7 @@ describe('The dispatcher and deliverMessage', () => {
     const services = await openServices(loadConfig(testEnv(dir, NOW, { SCORES_DEMO: 'off' })), { clock });
     try {
       const sender = new FakeSender();
-      const deps = { events: services.events, clock, ids: services.ids, secrets: services.secrets, sender };
+      const deps = { events: services.events, clock, ids: services.ids, personal: services.personal, sender };
       const hook = await registerWebhook(deps, { accountId: 'acct_x', eventType: 'score_move', url: 'https://x.hooks.example.com/' });
       const envelope = liveEnvelope([scoreMoveEvent({ ticker: 'AAA', date: '2024-03-04', service_score: 70, prior_score: 50 })], clock.now());
       const id = (await queueMessage(deps, hook.id, envelope, { messageId: 'msg_fixed', onlyNewEvents: true }))!;
@@ -280,10 +280,10 @@ describe('Two dispatchers in one consumer group (two processes, one store, one b
       // the other member, whose send could race the first one (Kafka keeps a key on one consumer).
       for (const sender of senders) {
         dispatchers.push(
-          await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, secrets: services.secrets, bus, receipts, intervalMs: 60_000, onError: (err) => errors.push(err) }),
+          await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, personal: services.personal, bus, receipts, intervalMs: 60_000, onError: (err) => errors.push(err) }),
         );
       }
-      const deps = { events: services.events, clock, ids: services.ids, secrets: services.secrets, sender: senders[0]! };
+      const deps = { events: services.events, clock, ids: services.ids, personal: services.personal, sender: senders[0]! };
       await ingestRows(services.events, clock, [listing('AAA'), listing('BBB'), score('AAA', '2024-03-01', 50, 50), score('BBB', '2024-03-01', 50, 50)]);
       const urls: string[] = [];
       for (let i = 0; i < 40; i++) {
@@ -338,7 +338,7 @@ async function withDispatcher(
   };
   try {
     await services.runner.start();
-    dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, secrets: services.secrets, bus, intervalMs: 20, onError: (err) => errors.push(err) });
+    dispatcher = await startWebhookDispatcher({ events: services.events, reads: services.reads, runner: services.runner, clock, sender, personal: services.personal, bus, intervalMs: 20, onError: (err) => errors.push(err) });
     await run({ services, clock, sender, dispatcher, ingest, errors });
   } finally {
     await dispatcher?.stop();
@@ -354,7 +354,7 @@ describe('When a receiver keeps failing, or answers 410', function () {
   it('retries on the schedule, deactivates after 5 days of failures (at once on a 410), and sends nothing more', async () => {
     await withDispatcher('scores-dispatch-deactivate-', async ({ services, clock, sender, dispatcher, ingest, errors }) => {
       const isActive = async (id: number) => (await services.reads.get(webhooks, String(id)))?.is_active;
-      const deps = { events: services.events, clock, ids: services.ids, secrets: services.secrets, sender };
+      const deps = { events: services.events, clock, ids: services.ids, personal: services.personal, sender };
       const failing = 'https://failing.hooks.example.com/';
       const gone = 'https://gone.hooks.example.com/';
       const failingId = (await registerWebhook(deps, { accountId: 'acct_failing', eventType: 'score_move', url: failing })).id;
@@ -400,7 +400,7 @@ describe('When a restatement makes a move', function () {
   it('sends the move of the restated day, once', async () => {
     await withDispatcher('scores-dispatch-restated-', async ({ services, clock, sender, dispatcher, ingest, errors }) => {
       const hook = 'https://restated.hooks.example.com/';
-      await registerWebhook({ events: services.events, clock, ids: services.ids, secrets: services.secrets }, { accountId: 'acct_restated', eventType: 'score_move', url: hook });
+      await registerWebhook({ events: services.events, clock, ids: services.ids, personal: services.personal }, { accountId: 'acct_restated', eventType: 'score_move', url: hook });
       await ingest([listing('RST'), score('RST', '2024-03-01', 50, 50)]);
       await ingest([score('RST', '2024-03-04', 52, 50)]);
       await dispatcher.drain();

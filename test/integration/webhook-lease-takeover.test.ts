@@ -98,7 +98,7 @@ describe('A webhook delivery whose lease is taken over between its send and its 
     await until('a worker running the webhooks job', () => workers.some((w) => webhooksState(w) === 'running'));
     const owner = workers.find((w) => webhooksState(w) === 'running')!;
 
-    const deps = { events: services.events, clock: services.clock, transportClock: services.transportClock, ids: services.ids, secrets: services.secrets };
+    const deps = { events: services.events, clock: services.clock, transportClock: services.transportClock, ids: services.ids, personal: services.personal };
     const hook = await registerWebhook({ ...deps, allowSubnets: services.config.webhookAllowSubnets }, { accountId: 'acct_t', eventType: 'score_move', url: `https://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks` });
     let thief: JobLease | null = null;
     let takenAt = 0;

@@ -45,7 +45,7 @@ describe('Webhook commands over the SQLite store', function () {
   let services: Services;
   const clock = fixedClock('2024-03-01T12:00:00.000Z');
   const sender = new FakeSender();
-  const deps = () => ({ events: services.events, clock, ids: services.ids, secrets: services.secrets, sender });
+  const deps = () => ({ events: services.events, clock, ids: services.ids, personal: services.personal, sender });
 
   before(async () => {
     dir = tempDir('scores-webhooks-');

@@ -169,4 +169,29 @@ describe('The account decider', () => {
       spec.given([created]).when({ type: 'IssueKey', key: { ...material('k1'), name: 'a\u0000b' } }, NOW).thenThrows('bad_request');
     });
   });
+
+  describe('forgets an account', () => {
+    it('revokes every key not revoked yet, a rotated key in its grace included, and records AccountForgotten last', () => {
+      spec
+        .given([created, ...keys(3), rotated('k1', 'k3'), revoked('k2')])
+        .when({ type: 'ForgetAccount' }, NOW)
+        .then([
+          { type: 'ApiKeyRevoked', data: { key_id: 'k1', at: AT } },
+          { type: 'ApiKeyRevoked', data: { key_id: 'k3', at: AT } },
+          { type: 'AccountForgotten', data: { account_id: 'a1', at: AT } },
+        ]);
+    });
+
+    it('decides nothing the second time (a retried forgetting), and refuses every other command after it', () => {
+      const forgotten: AccountEvent = { type: 'AccountForgotten', data: { account_id: 'a1', at: T0 } };
+      spec.given([created, issued('k1'), revoked('k1'), forgotten]).when({ type: 'ForgetAccount' }, NOW).then([]);
+      for (const command of [{ type: 'IssueKey', key: material('k9') }, { type: 'SetRateLimit', per_second: 5 }] satisfies AccountCommand[]) {
+        spec.given([created, issued('k1'), revoked('k1'), forgotten]).when(command, NOW).thenThrows('not_found');
+      }
+    });
+
+    it('refuses an account that does not exist', () => {
+      spec.given([]).when({ type: 'ForgetAccount' }, NOW).thenThrows('not_found');
+    });
+  });
 });

@@ -4,6 +4,7 @@ import type { LedgerOutcome } from '../../../commands/ledger/ledger.handler.js';
 import { usageFigures } from '../../domain/ledger/ledger.figures.js';
 import type { Tier } from '../../domain/plans.js';
 import type { Services } from '../container.js';
+import { forgetAccount } from '../forget-account.js';
 import { CliError } from './cli-errors.js';
 import { accountOption, printer, tierOption, withServices } from './command-kit.js';
 
@@ -55,6 +56,8 @@ export function addAccountCommands(program: Command): void {
       });
     });
 
+  addForgetCommand(program);
+
   const packs = program.command('packs').description('Prepaid credit packs');
   packs
     .command('add')
@@ -75,6 +78,28 @@ export function addAccountCommands(program: Command): void {
         opts.packId === undefined ? undefined : `pack ${opts.packId} was added already`,
       ),
     );
+}
+
+/** `scores accounts forget A --yes`: the account forgotten, its books kept (src/app/forget-account.ts). */
+function addForgetCommand(program: Command): void {
+  program
+    .command('accounts')
+    .description('Accounts as a whole')
+    .command('forget')
+    .description("Forget an account (GDPR art. 17): revoke its keys, delete its webhooks, destroy the key its address and secrets are sealed under; its ledger and invoices stay (docs/ledger.md)")
+    .argument('<account>', 'the account id')
+    .option('--yes', 'confirm: this cannot be undone')
+    .option('--json', 'machine-readable output')
+    .action(async (account: string, opts: { yes?: boolean; json?: boolean }) => {
+      if (!opts.yes) throw new CliError(`forgetting ${account} cannot be undone: run it again with --yes`);
+      await withServices(async (s) => {
+        const out = await forgetAccount(s, account);
+        printer(Boolean(opts.json))(
+          `${account} forgotten${out.already ? ' (already; finished what was left)' : ''}: ${out.keys_revoked} key(s) revoked, ${out.webhooks_deleted.length} webhook(s) deleted, ${out.mails_removed} kept mail(s) removed, personal-data key destroyed`,
+          out,
+        );
+      });
+    });
 }
 
 /** `scores <name> on|off --account A`: one on/off switch of an account's ledger. */

@@ -108,7 +108,7 @@ function provideContext(app: Express, services: Services, openapi: Record<string
       exportFiles: services.exportFiles,
       log: services.log,
       webhookSender: services.webhookSender,
-      secrets: services.secrets,
+      personal: services.personal,
       webhookAllowSubnets: services.config.webhookAllowSubnets,
     },
     meter: services.meter,

@@ -1,7 +1,17 @@
 /** Account and key events. One stream per account: `account-<account_id>`. */
 export interface AccountCreated {
   type: 'AccountCreated';
+  /** `email` sealed under the account's key (`pii:v1:…`, src/core/personal-data.port.ts); in clear in events written before. */
   data: { account_id: string; email: string | null; at: string };
+}
+/**
+ * The account was forgotten (`scores accounts forget`, or its owner's "Delete my account"): its
+ * keys were revoked in the same append, and its personal-data key is destroyed right after, so
+ * what was sealed for it never opens again. Its ledger, invoices and figures stay, under its id.
+ */
+export interface AccountForgotten {
+  type: 'AccountForgotten';
+  data: { account_id: string; at: string };
 }
 export interface ApiKeyIssued {
   type: 'ApiKeyIssued';
@@ -33,6 +43,6 @@ export interface RateLimitSet {
   type: 'RateLimitSet';
   data: { per_second: number | 'unlimited' | 'tier'; at: string };
 }
-export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated | RateLimitSet;
+export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated | RateLimitSet | AccountForgotten;
 
 export const accountStream = (accountId: string) => `account-${accountId}`;

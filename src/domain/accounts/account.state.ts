@@ -27,9 +27,11 @@ export interface AccountState {
   keys: Map<string, KeyState>;
   /** The operator's rate override (absent: the plan's). */
   rate_limit: number | 'unlimited' | 'tier';
+  /** When the account was forgotten (AccountForgotten); null while it lives. */
+  forgotten_at: string | null;
 }
 
-export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map(), rate_limit: 'tier' });
+export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map(), rate_limit: 'tier', forgotten_at: null });
 
 /** An account's stream, as the command handler folds it. */
 export const accountOf = (accountId: string): Stream<AccountState, AccountEvent> => ({
@@ -62,11 +64,25 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
     }
     case 'RateLimitSet':
       return { ...state, rate_limit: event.data.per_second };
+    case 'AccountForgotten':
+      return { ...state, forgotten_at: event.data.at };
     default: {
       const _exhaustive: never = event;
       return _exhaustive;
     }
   }
+}
+
+/**
+ * `AccountForgotten`, with the revocation of every key not revoked yet; nothing for an account
+ * forgotten already (forgetting is retried until the key is destroyed, docs/ledger.md).
+ */
+export function forgetAccount(state: AccountState, now: Date): AccountEvent[] {
+  if (!state.exists) throw new AppError('not_found', 'no such account');
+  if (state.forgotten_at !== null) return [];
+  const at = now.toISOString();
+  const revoked: AccountEvent[] = [...state.keys.values()].filter((k) => k.status !== 'revoked').map((k) => ({ type: 'ApiKeyRevoked', data: { key_id: k.key_id, at } }));
+  return [...revoked, { type: 'AccountForgotten', data: { account_id: state.account_id!, at } }];
 }
 
 /** The key material a new key is recorded with (the key itself is never stored), and the name it was given, if any. */

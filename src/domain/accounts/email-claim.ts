@@ -25,5 +25,5 @@ export interface ClaimState {
 export const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
   streamId: emailStream(sha256Hex(email)),
   initialState: () => ({ account_id: null }),
-  evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : s),
+  evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : e.type === 'EmailReleased' ? { account_id: null } : s),
 });

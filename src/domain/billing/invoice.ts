@@ -22,7 +22,7 @@ export interface Invoice {
   /** Unique and sequential per account, e.g. `ACC1A2B3C-0001`. */
   number: string;
   account_id: string;
-  /** The account's email when the invoice was issued (null when it has none). */
+  /** The account's email when the invoice was issued, sealed under the account's key as the log holds it (null when it has none). */
   email: string | null;
   /** `YYYY-MM` billed. */
   period: string;

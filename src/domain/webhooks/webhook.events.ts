@@ -27,8 +27,8 @@ export type WebhookRegistryEvent = WebhookIdAssigned | WebhookIdReleased;
 /**
  * The signing secret is kept in the log: every delivery is signed with it, so it cannot be
  * stored as a hash the way API keys are. It is shown to the customer once, at registration, and
- * written sealed (`sealed:v1:…`, src/core/secret-box.port.ts, for `webhook-secret:<account>`);
- * registrations from before sealing hold it in clear, which `SecretBox.open` passes through.
+ * written sealed under the account's key (`pii:v1:…`, src/core/personal-data.port.ts); earlier
+ * registrations hold it sealed under the data key (`sealed:v1:…`) or in clear, which `PersonalData.open` also opens.
  */
 export interface WebhookRegistered {
   type: 'WebhookRegistered';

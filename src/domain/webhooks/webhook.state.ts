@@ -4,7 +4,8 @@
  * (commands/deliver-webhooks) are decided on.
  */
 import type { Stream } from '../../core/command-handler.js';
-import type { SecretBox } from '../../core/secret-box.port.js';
+import type { PersonalData } from '../../core/personal-data.port.js';
+import { SecretUnreadableError } from '../../core/aes-gcm-secret-box.js';
 import type { SigningSecrets } from './webhook-signing.js';
 import type { WebhookEnvelope, WebhookEventType } from './webhook-envelope.js';
 import { webhookStream, type WebhookEvent } from './webhook.events.js';
@@ -145,13 +146,16 @@ export type UsableWebhook = WebhookState & { webhook_id: number; url: string; se
 export const isUsable = (s: WebhookState): s is UsableWebhook =>
   s.exists && !s.deleted && s.webhook_id !== null && s.url !== null && s.secret !== null && s.event_type !== null;
 
-/** The account a webhook's secret is sealed for (the context of `SecretBox.seal`). */
-export const secretContext = (accountId: string): string => `webhook-secret:${accountId}`;
-
-/** The secrets a delivery sent at `now` is signed with: the current one, and the one it replaced while its overlap lasts. */
-export async function signingSecrets(hook: UsableWebhook, box: SecretBox, now: Date): Promise<SigningSecrets> {
-  const context = secretContext(hook.account_id!);
-  const current = await box.open(hook.secret, context);
+/**
+ * The secrets a delivery sent at `now` is signed with: the current one, and the one it replaced
+ * while its overlap lasts. Throws SecretUnreadableError once the account is forgotten.
+ */
+export async function signingSecrets(hook: UsableWebhook, personal: PersonalData, now: Date): Promise<SigningSecrets> {
+  const open = async (sealed: string) => {
+    const secret = await personal.open(hook.account_id!, sealed, 'webhook-secret');
+    if (secret === null) throw new SecretUnreadableError(`webhook ${hook.webhook_id}'s account was forgotten: its secret no longer opens`);
+    return secret;
+  };
   const overlapping = hook.previous_secret !== null && hook.previous_secret_until !== null && Date.parse(hook.previous_secret_until) > now.getTime();
-  return { current, previous: overlapping ? await box.open(hook.previous_secret!, context) : null };
+  return { current: await open(hook.secret), previous: overlapping ? await open(hook.previous_secret!) : null };
 }

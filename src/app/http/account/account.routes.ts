@@ -10,6 +10,7 @@ import { registerAccountAssets } from './account-assets.js';
 import { accountErrors, signed, type AccountHandler } from './account-route.js';
 import type { AccountWeb } from './account-web.js';
 import { buyCreditPack, changePlan, joinPro, leavePro, showPack, showPlanChange, showPro, showProEnd, switchOverage } from './billing.route.js';
+import { confirmDelete, deleteOwnAccount } from './delete.route.js';
 import { sendInvoice } from './invoices.route.js';
 import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
@@ -38,6 +39,8 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['get', '/account/invoices/:file', sendInvoice],
   ['get', '/account/webhooks/:id', showWebhook],
   ['post', '/account/webhooks/:id/rotate-secret', rotateOwnWebhookSecret],
+  ['get', '/account/delete', confirmDelete],
+  ['post', '/account/delete', deleteOwnAccount],
 ];
 
 export function registerAccountRoutes(app: Express, services: Services, web: AccountWeb): void {

@@ -24,6 +24,8 @@ export interface Confirmation {
   payment?: { simulated: boolean };
   /** A step that cannot be undone (a revocation): the Confirm button is red. */
   danger?: boolean;
+  /** A field the owner must fill in to confirm (their address, to delete the account). */
+  input?: { name: string; label: string; type: 'email' | 'text' };
 }
 
 /** Said on every payment step when the embedded billing adapter is in use (Billing.simulated). */
@@ -35,5 +37,7 @@ export function confirmPage(c: Confirmation): SafeHtml {
 ${c.payment?.simulated ? simulatedBillingNotice : ''}
 <p id="consequence"><strong>You are about to ${c.about}.</strong></p>
 ${c.details ?? ''}
-<form method="post" action="${c.action}" class="confirm">${csrfField(c.csrf)}${hidden}<button type="submit"${c.danger ? html` class="danger"` : ''}>${c.confirm}</button> <a class="button secondary" href="${c.cancel}">Cancel</a></form>`;
+<form method="post" action="${c.action}" class="confirm">${csrfField(c.csrf)}${hidden}${
+    c.input ? html`<p><label for="${c.input.name}">${c.input.label}</label><br><input id="${c.input.name}" name="${c.input.name}" type="${c.input.type}" required autocomplete="off"></p>` : ''
+  }<button type="submit"${c.danger ? html` class="danger"` : ''}>${c.confirm}</button> <a class="button secondary" href="${c.cancel}">Cancel</a></form>`;
 }

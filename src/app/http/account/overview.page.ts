@@ -126,8 +126,11 @@ export function accountBody(v: AccountView): SafeHtml {
 <form method="post" action="/account/sign-out" class="inline">${csrfField(v.csrf)}<button type="submit">Sign out</button></form></p>
 ${v.notice ?? ''}
 <nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
-${keysSection(v)}${usageSection(v)}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}`;
+${keysSection(v)}${usageSection(v)}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}${deleteSection}`;
 }
+
+const deleteSection = html`<section id="delete" aria-labelledby="delete-h"><h2 id="delete-h">Account deletion</h2>
+<p>Your keys stop, your webhooks are deleted and your address is forgotten; your ledger and invoices stay, under your account id only. <a class="button secondary" href="/account/delete">Delete my account…</a></p></section>`;
 
 /** The head of the account page: uPlot and the chart script, both served by the service (no CDN). */
 export const chartHead = html`<link rel="stylesheet" href="/account/assets/uPlot.min.css"><script src="/account/assets/uPlot.iife.min.js" defer></script><script src="/account/assets/usage-chart.js" defer></script><style>form.inline{display:inline-block;margin:0 .25rem}</style>`;

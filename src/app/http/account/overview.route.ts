@@ -54,7 +54,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   ]);
   const body = accountBody({
     account_id: accountId,
-    email: account.email,
+    email: account.email === null ? null : await services.personal.open(accountId, account.email, 'email'),
     now,
     wallNow: services.transportClock.now(),
     figures,
