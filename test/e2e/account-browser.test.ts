@@ -493,6 +493,44 @@ describe('The account area in a real browser', function () {
     expect(webhook.body.toString('utf8')).not.to.include('scores-hook');
   });
 
+  it('deletes an account from its page once its owner types the address: the key stops, the session ends, the address opens a new account', async () => {
+    const leaver = 'leaver@example.com';
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const p = await ctx.newPage();
+      await p.goto(`${server.url}/account/sign-in`);
+      await requestAndOpenLink(p, leaver);
+      await confirmSignIn(p);
+      const key = await p.locator('#new-key').innerText();
+      await p.goto(`${server.url}/account`);
+      const account = await p.locator('p', { hasText: 'Signed in as' }).locator('code').innerText();
+      await p.getByRole('link', { name: 'Delete my account…' }).click();
+      await p.getByRole('heading', { name: 'Delete your account' }).waitFor();
+      expect(await p.locator('#consequence').innerText()).to.equal(`You are about to delete your account ${account}.`);
+
+      await p.getByLabel('Type your email address to confirm').fill('someone.else@example.com');
+      const [refused] = await Promise.all([p.waitForResponse((r) => r.request().method() === 'POST'), p.getByRole('button', { name: 'Confirm: delete my account' }).click()]);
+      expect(refused.status()).to.equal(400);
+      await p.getByText('Type your email address exactly as it is').waitFor();
+      expect((await api('/v1/usage', key)).status, 'nothing was done').to.equal(200);
+
+      await p.goto(`${server.url}/account/delete`);
+      await p.getByLabel('Type your email address to confirm').fill(leaver);
+      await p.getByRole('button', { name: 'Confirm: delete my account' }).click();
+      await p.getByRole('heading', { name: 'Your account is deleted' }).waitFor();
+      expect((await api('/v1/usage', key)).status).to.equal(403);
+      await p.goto(`${server.url}/account`);
+      expect(p.url()).to.equal(`${server.url}/account/sign-in`);
+
+      await requestAndOpenLink(p, leaver);
+      await confirmSignIn(p);
+      await p.goto(`${server.url}/account`);
+      expect(await p.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).not.to.equal(account);
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it('saved a screenshot of every page visited', () => {
     for (const name of SHOTS) {
       const file = join(shots, `${name}.png`);

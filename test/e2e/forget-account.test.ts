@@ -218,6 +218,8 @@ describe('Forgetting an account with the log on PostgreSQL', function () {
       await forgetAccount(services, account);
       const after = dump();
       for (const needle of [email, hook.secret, hook.secret.slice('whsec_'.length)]) expect(after).not.to.include(needle);
+      // Nor the process's data directory: read models, the outbox (the sign-in mail is removed).
+      expect(foundIn(dir, [email, hook.secret.slice('whsec_'.length)])).to.deep.equal([]);
       const db = await pgSession(logUrl);
       try {
         expect(await db.query('SELECT wrapped FROM scores_keys.account_keys WHERE account_id = $1', [account])).to.deep.equal([{ wrapped: null }]);

@@ -246,6 +246,37 @@ describe('Usage-alert emails', function () {
     });
   });
 
+  describe('When the address is sealed under the account key, and the account is forgotten later', () => {
+    let f: Fixture;
+    before(async () => {
+      f = await fixture();
+      await openAccount(f, 'acc-s', await f.services.personal.seal('acc-s', 'sealed@s.example', 'email'), 'free');
+      await spend(f, 'acc-s', 800);
+    });
+    after(() => f.close());
+
+    it('opens the address to send, and records the send with the address still sealed', async () => {
+      expect(await f.dispatcher.drain()).to.equal(1);
+      expect(f.mailer.sent.map((m) => m.to)).to.deep.equal(['sealed@s.example']);
+      const [recorded] = await f.services.events.readStream(mailStream('acc-s'));
+      expect((recorded!.data as { to: string }).to).to.match(/^pii:v1:/);
+      const [doc] = await outboxDocs(f, 'acc-s');
+      expect(doc!.to).to.match(/^pii:v1:/);
+    });
+
+    it('sends no alert of a forgotten account: its address no longer opens', async () => {
+      await f.services.personal.forget('acc-s');
+      await spend(f, 'acc-s', 100);
+      expect((await outboxDocs(f, 'acc-s')).map((d) => [d.threshold, d.status])).to.deep.equal([
+        [75, 'sent'],
+        [90, 'pending'],
+      ]);
+      expect(await f.dispatcher.drain()).to.equal(0);
+      expect(f.mailer.sent).to.have.length(1);
+      expect(f.errors).to.deep.equal([]);
+    });
+  });
+
   describe('When the mailer fails', () => {
     let f: Fixture;
     before(async () => {
