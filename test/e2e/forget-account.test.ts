@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { issueInvoice } from '../../commands/billing/invoice.handler.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
@@ -10,7 +9,8 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { forgetAccount } from '../../src/app/forget-account.js';
 import { stateAt, usageFigures } from '../../src/domain/ledger/ledger.figures.js';
-import { pgSession, withDatabase, type PgSession } from '../../infra/postgresql/database.js';
+import { pgSession } from '../../infra/postgresql/database.js';
+import { openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { getInvoice } from '../../queries/get-invoices/get-invoices.query.js';
 import { listWebhooks } from '../../queries/get-webhooks/get-webhooks.query.js';
 import { everyFile } from '../support/data-files.js';
@@ -181,45 +181,43 @@ describe('Forgetting an account (crypto-shredding)', function () {
   });
 });
 
-/** The same on the engines: the log on PostgreSQL, its keys in their own schema; a pg_dump of the whole database holds neither. */
-describe('Forgetting an account with the log on PostgreSQL', function () {
+/**
+ * The same on the engines: the log and the read models on PostgreSQL, the keys in their own schema;
+ * a pg_dump of the whole database holds neither the address nor the secret after the forgetting.
+ */
+describe('Forgetting an account with the log and read models on PostgreSQL', function () {
   this.timeout(180_000);
-  const url = process.env['POSTGRES_URL'];
-  if (!url) {
+  if (unsetEngines(['POSTGRES_URL']).length > 0) {
     it('runs when POSTGRES_URL is set (npm run engines starts a PostgreSQL and prints it)');
     return;
   }
-  const database = `scores_forget_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  const logUrl = withDatabase(url, database);
-  const dir = tempDir();
-  let admin: PgSession;
+  let sandbox: EnginesSandbox;
   before(async () => {
-    admin = await pgSession(url);
-    await admin.query(`CREATE DATABASE ${database}`);
+    sandbox = await openEnginesSandbox('forget', NOW, { extra: { SCORES_DEMO: 'off', WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' } });
   });
-  after(async () => {
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => sandbox?.drop());
 
-  it('leaves no address or secret in a dump of the log and the key store', async () => {
-    const services = await openServices(loadConfig(testEnv(dir, NOW, { POSTGRES_URL: logUrl, SCORES_DEMO: 'off', WEBHOOK_ALLOW_SUBNETS: '127.0.0.0/8' })));
+  it('leaves no address or secret in a dump of the database, nor in the data directory', async () => {
+    const services = await openServices(loadConfig(sandbox.env));
     const email = 'pg.forget@example.com';
+    const logUrl = sandbox.vars['POSTGRES_URL']!;
+    const dump = () => execFileSync('pg_dump', ['--data-only', logUrl], { maxBuffer: 256 * 1024 * 1024 }).toString('utf8');
     try {
+      await services.runner.start();
       const { account_id: account } = await createAccountWithKey(services, { tier: 'quant', email });
       const hook = await registerWebhook({ ...services, allowSubnets: services.config.webhookAllowSubnets }, { accountId: account, eventType: 'score_move', url: 'https://127.0.0.1:9/in' });
       await sendSignInLink({ ...services, baseUrl: 'http://localhost' }, email);
-      const dump = () => execFileSync('pg_dump', ['--data-only', logUrl], { maxBuffer: 256 * 1024 * 1024 }).toString('utf8');
+      await services.runner.waitForHead();
       const before = dump();
-      expect(before, 'the key store is in the dump').to.include('account_keys');
+      expect(before, 'the key store and the read models are in the dump').to.include('account_keys').and.include(account);
       expect(before).not.to.include(email);
       const credits = await figures(services, account);
+
       await forgetAccount(services, account);
+      await services.runner.waitForHead();
       const after = dump();
       for (const needle of [email, hook.secret, hook.secret.slice('whsec_'.length)]) expect(after).not.to.include(needle);
-      // Nor the process's data directory: read models, the outbox (the sign-in mail is removed).
-      expect(foundIn(dir, [email, hook.secret.slice('whsec_'.length)])).to.deep.equal([]);
+      expect(foundIn(sandbox.dir, [email, hook.secret.slice('whsec_'.length)])).to.deep.equal([]);
       const db = await pgSession(logUrl);
       try {
         expect(await db.query('SELECT wrapped FROM scores_keys.account_keys WHERE account_id = $1', [account])).to.deep.equal([{ wrapped: null }]);
