@@ -187,6 +187,9 @@ describe('Logs and CLI for operators', function () {
       'packs add': () => ['--account', ctx.account, '--credits', '100'],
       // Not the account the other examples use: its refusal for an unknown one (forget-account.test.ts forgets).
       'accounts forget': () => ['acct_unknown', '--yes'],
+      backup: () => [join(scratch, 'backup-example')],
+      // Into the data directory that holds the store: its refusal (backup-restore.test.ts restores).
+      restore: () => [join(scratch, 'backup-example')],
       // No webhook of the account's: its refusal (`webhook-secrets.test.ts` rotates one).
       'webhooks rotate-secret': () => ['--account', ctx.account, '--webhook', '1'],
       'secrets rotate-key': () => [],
@@ -198,7 +201,13 @@ describe('Logs and CLI for operators', function () {
       'fleet up': () => ['--api', '0'],
     };
     /** Commands whose example is a refusal: the exit code and the problem's stable code on stderr. */
-    const refusals: Record<string, [exit: number, code: string]> = { worker: [1, 'config_invalid'], 'fleet up': [2, 'usage'], 'webhooks rotate-secret': [1, 'not_found'], 'accounts forget': [1, 'not_found'] };
+    const refusals: Record<string, [exit: number, code: string]> = {
+      worker: [1, 'config_invalid'],
+      'fleet up': [2, 'usage'],
+      'webhooks rotate-secret': [1, 'not_found'],
+      'accounts forget': [1, 'not_found'],
+      restore: [1, 'restore_target_not_empty'],
+    };
 
     for (const { path, command } of leafCommands(buildCli())) {
       const name = path.join(' ');

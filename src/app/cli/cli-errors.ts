@@ -4,13 +4,21 @@ import { AppError } from '../../core/errors.js';
 import { ConfigError } from '../config.js';
 import { ListenError } from '../server.js';
 import { StoreBusyError } from '../store-users.js';
+import { BackupError } from '../backup/store-backup.js';
 
 /**
  * Exit codes: 1 a runtime error, 2 a usage error (an unknown command or option, a missing argument,
  * a bad value: as POSIX utilities and commander's own conventions have it), 3 `audit` found a
- * difference (a finding, neither of the two).
+ * difference, or a backup was refused as not valid (a finding, neither of the two).
  */
 export const EXIT = { runtime: 1, usage: 2, auditDiffers: 3 } as const;
+
+const BACKUP_ERRORS: Record<BackupError['code'], string> = {
+  backup_unsupported: 'Not the embedded store',
+  backup_invalid: 'Backup not valid',
+  restore_target_not_empty: 'Data directory holds a store',
+  restore_audit_failed: 'Restored log does not verify',
+};
 
 /** The stable codes of the CLI's own errors (besides the service's error codes, src/core/errors.ts). */
 const CLI_ERRORS = {
@@ -49,6 +57,7 @@ export function problemOfError(err: unknown): CliProblem {
   if (err instanceof CommanderError) return own('usage', err.code === 'commander.help' ? 'no command given: `scores --help` lists them' : err.message.replace(/^error: /, ''));
   if (err instanceof AppError) return { ...err.extensions, code: err.code, title: err.title, status: err.status, detail: err.detail, exit_code: EXIT.runtime };
   if (err instanceof CliError) return own(err.code, err.message);
+  if (err instanceof BackupError) return { code: err.code, title: BACKUP_ERRORS[err.code], detail: err.message, exit_code: err.code === 'backup_invalid' || err.code === 'restore_audit_failed' ? EXIT.auditDiffers : EXIT.runtime };
   if (err instanceof IngestValidationError) return own('invalid_file', err.message);
   if (err instanceof ConfigError) return own('config_invalid', err.message);
   if (err instanceof ListenError) return own('cannot_listen', err.message);

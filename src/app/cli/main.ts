@@ -5,6 +5,7 @@ import { AppError } from '../../core/errors.js';
 import { projectRoot } from '../../core/paths.js';
 import { PRIVATE_UMASK } from '../../core/private-files.js';
 import { addAccountCommands } from './accounts.commands.js';
+import { addBackupCommands } from './backup.commands.js';
 import { problemOfError } from './cli-errors.js';
 import { addExportCommands } from './exports.commands.js';
 import { addIngestCommand } from './ingest.commands.js';
@@ -33,6 +34,7 @@ export function buildCli(): Command {
   addKeyCommands(program);
   addAccountCommands(program);
   addLedgerCommands(program);
+  addBackupCommands(program);
   addWebhookCommands(program);
   addExportCommands(program);
   everyCommandTakesJson(program);
