@@ -8,7 +8,7 @@ import { DEMO_KEY_FILE, readDemoKeys } from '../../src/app/demo-keys.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { KEY_PREFIX, hashApiKey } from '../../src/domain/accounts/api-keys.js';
 import { TIERS } from '../../src/domain/plans.js';
-import { spawnCli, until } from '../support/processes.js';
+import { programArgs, spawnCli, until } from '../support/processes.js';
 import { getJson, startTestServer, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-01-10T12:00:00Z';
@@ -40,7 +40,7 @@ async function startUpMessage(dir: string, terminal = false): Promise<string> {
   }
   // `exec`: script runs the command through $SHELL, /bin/sh (dash) where SHELL is unset as in CI,
   // and dash stays as the terminal's session leader: a Ctrl-C killed it (exit 130) as well.
-  const command = `exec ${[process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', 'serve'].map((w) => `'${w}'`).join(' ')}`;
+  const command = `exec ${[process.execPath, ...programArgs('src/app/cli/bin.ts'), 'serve'].map((w) => `'${w}'`).join(' ')}`;
   const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: projectRoot(), env: testEnv(dir, NOW, { LOG_LEVEL: 'info' }), stdio: ['pipe', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   let out = '';

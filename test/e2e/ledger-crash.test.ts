@@ -6,7 +6,7 @@ import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { projectRoot } from '../../src/core/paths.js';
-import { runCli, until } from '../support/processes.js';
+import { programArgs, runCli, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
@@ -18,7 +18,7 @@ describe('Credit ledger under kill -9', function () {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('keeps the debit of every 200 response, and the audit passes for every account, ledger snapshots included', async () => {
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(process.execPath, programArgs('src/app/main.ts'), { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     server.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise((r) => server.on('exit', r));

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/core/paths.js';
 import { StoreBusyError, beginReplay } from '../../src/app/store-users.js';
-import { runCli, spawnCli, startServerProcess, until } from '../support/processes.js';
+import { programArgs, runCli, spawnCli, startServerProcess, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-02-15T12:00:00Z';
@@ -88,7 +88,7 @@ describe('scores replay and a running server', function () {
   });
 
   it('a server killed with -9 leaves nothing that blocks the replay', async () => {
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const server = spawn(process.execPath, programArgs('src/app/main.ts'), { cwd: projectRoot(), env, stdio: ['ignore', 'ignore', 'pipe'] });
     let out = '';
     server.stderr.on('data', (d: Buffer) => (out += d.toString()));
     await until(() => out.includes('listening on'), 120_000);

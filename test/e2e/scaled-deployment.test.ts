@@ -25,6 +25,7 @@ import {
   type RestatementSink,
 } from '../soak/load.js';
 import { cli } from '../soak/processes.js';
+import { programArgs } from '../support/processes.js';
 import { n, report, secs, type Outcome, type Recovery } from '../soak/report.js';
 import { checkAlerts, checkExports, checkWebhooks, outboxDir, type AlertReport, type ExportReport, type WebhookReport } from '../support/fleet-checks.js';
 import { handOver, kill9, ownedJobs, startMember, stopMember, waitOk, type Member } from '../support/fleet-members.js';
@@ -146,8 +147,8 @@ describe('The scaled deployment: the fleet under mixed load, kill -9 of API proc
       console.log(`      skipped: runs on the engines only; ${unset.join(', ')} unset (npm run engines prints them)`);
       this.skip();
     }
-    // The fleet's processes run the CLI from source, as this test does (test/fleet/fleet.test.ts).
-    process.argv[1] = 'src/app/cli/bin.ts';
+    // The fleet's processes run the CLI as the tests' other processes do (test/fleet/fleet.test.ts).
+    process.argv[1] = programArgs('src/app/cli/bin.ts').at(-1)!;
     say('starting the fleet: 2 workers, 2 API processes, the front');
     // startFleet bounds each process's start itself (and stops those started when one fails): no process is left behind.
     fleet = await startFleet({ apis: 2, workers: 2, port: 0, host: '127.0.0.1', env, timeoutMs: 240_000 });

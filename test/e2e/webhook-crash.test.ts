@@ -13,7 +13,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { projectRoot } from '../../src/core/paths.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
-import { runCli, until } from '../support/processes.js';
+import { programArgs, runCli, until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { receiverCertificate } from '../support/receiver-certificate.js';
 
@@ -63,7 +63,7 @@ describe('Webhooks: nothing lost or doubled across kill -9', function () {
   };
 
   async function startServer(): Promise<ServerChild> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, programArgs('src/app/main.ts'), { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise((r) => child.on('exit', r)).then(() => children.delete(child));
     children.set(child, exited);
     let out = '';

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { projectRoot } from '../../src/core/paths.js';
 import { startFleet, type Fleet } from '../../src/app/fleet/fleet.js';
-import { until } from '../support/processes.js';
+import { programArgs, until } from '../support/processes.js';
 import { FLEET_ENGINES, FLEET_READ_STORE, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { demoKey } from '../support/server.js';
 
@@ -38,9 +38,9 @@ describe('The local fleet: two API processes behind the front (one process per A
   before(async () => {
     sandbox = await openEnginesSandbox('fleet', NOW, { kafka: true, readStore: FLEET_READ_STORE });
     dir = sandbox.dir;
-    // The processes run the CLI from source, as this test does (mocha's entry is put back after).
+    // The processes run the CLI as the tests' other processes do (mocha's entry is put back after).
     argv1 = process.argv[1];
-    process.argv[1] = 'src/app/cli/bin.ts';
+    process.argv[1] = programArgs('src/app/cli/bin.ts').at(-1)!;
     fleet = await startFleet({ apis: 2, workers: 1, port: 0, host: '127.0.0.1', env: sandbox.env });
   });
 
@@ -94,7 +94,7 @@ describe('scores fleet up stopped (SIGINT) while it starts', function () {
   });
 
   it('leaves no process behind: the workers that listen and the API process still starting are stopped', async () => {
-    const fleet = spawn(process.execPath, ['--import', 'tsx', 'src/app/cli/bin.ts', 'fleet', 'up', '--api', '2', '--workers', '1', '--port', '0'], {
+    const fleet = spawn(process.execPath, [...programArgs('src/app/cli/bin.ts'), 'fleet', 'up', '--api', '2', '--workers', '1', '--port', '0'], {
       cwd: projectRoot(),
       env: sandbox.env,
       stdio: ['ignore', 'ignore', 'pipe'],

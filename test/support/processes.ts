@@ -1,5 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { projectRoot } from '../../src/core/paths.js';
+
+/**
+ * How a test starts one of the service's programs (`src/…/x.ts`): from the build `npm test` made
+ * just before it (SCORES_TEST_CLI=dist: a process starts in about 1 s, where compiling the sources
+ * with tsx takes 3), else from the sources (a test file run alone while editing).
+ */
+export function programArgs(source: string): string[] {
+  return process.env['SCORES_TEST_CLI'] === 'dist' ? [join(projectRoot(), 'dist', source.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', source];
+}
 
 export interface Exit {
   code: number | null;
@@ -9,11 +19,11 @@ export interface Exit {
 }
 
 /**
- * Runs the `scores` CLI from source (tsx) as a separate process; with `umask`, started by a shell
+ * Runs the `scores` CLI (programArgs) as a separate process; with `umask`, started by a shell
  * under that umask (as a login shell with Debian's default 022 would start it).
  */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umask?: string } = {}): { child: ChildProcess; done: Promise<Exit> } {
-  const command = [process.execPath, '--import', 'tsx', 'src/app/cli/bin.ts', ...args];
+  const command = [process.execPath, ...programArgs('src/app/cli/bin.ts'), ...args];
   const [file, argv] = options.umask ? ['/bin/sh', ['-c', `umask ${options.umask} && exec "$0" "$@"`, ...command]] : [command[0]!, command.slice(1)];
   const child = spawn(file, argv, {
     cwd: projectRoot(),
@@ -42,9 +52,9 @@ export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: n
   }
 }
 
-/** `npm start` (src/app/main.ts from source) as a separate process: resolves once its start banner (stderr) says it listens. */
+/** `npm start` (src/app/main.ts, programArgs) as a separate process: resolves once its start banner (stderr) says it listens. */
 export async function startServerProcess(env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const server = spawn(process.execPath, ['--import', 'tsx', 'src/app/main.ts'], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(process.execPath, programArgs('src/app/main.ts'), { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   server.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise((r) => server.on('exit', r));
