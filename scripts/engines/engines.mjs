@@ -7,15 +7,19 @@
 //   npm run engines -- stop [names…]                          stop them (data is kept for the next start)
 //   npm run engines -- status                                 what runs, on which port (exit 0: all of them)
 //   npm run engines -- run -- CMD ARGS…                       start them, then run CMD with that environment
+//   npm run engines -- postgresql-backup [DIR]                a base backup of PostgreSQL (which archives its WAL)
+//   npm run engines -- postgresql-restore BACKUP [--target-time T]  that backup and the archive into an empty cluster
 //
 // `eval "$(npm run --silent engines)"` exports the environment into a shell; it is also written
 // to .engines/env (KEY=value lines, for `node --env-file`). Progress and errors go to stderr.
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { EngineError, HOME, PORTS, dir, log } from './lib.mjs';
 import { kafka } from './kafka.mjs';
 import { postgresql } from './postgresql.mjs';
+import { baseBackup, restore } from './postgresql-backup.mjs';
 import { ferretdb } from './ferretdb.mjs';
 
 /** In start-up order: FerretDB stores its data in PostgreSQL. */
@@ -35,8 +39,9 @@ async function start(engines) {
   const missing = engines.flatMap((e) => e.missing().map((m) => `  - ${m}`));
   if (missing.length > 0) throw new EngineError(`cannot start the engines; missing:\n${missing.join('\n')}`);
   for (const engine of engines) {
-    if (await engine.running()) log(`${engine.name}: already running, reused`);
-    else await engine.start();
+    if (!(await engine.running())) await engine.start();
+    else if (engine.reuse) await engine.reuse();
+    else log(`${engine.name}: already running, reused`);
   }
   await writeEnvFile();
   return Object.assign({}, ...engines.map((e) => e.env()));
@@ -72,10 +77,19 @@ function printExports(env) {
   for (const [k, v] of Object.entries(env)) process.stdout.write(`export ${k}='${v}'\n`);
 }
 
+/** node:util's parseArgs, its refusals (an unknown option, a missing value) told as the user's to fix. */
+function parseOptions(args, options) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true });
+  } catch (err) {
+    throw new EngineError(err.message);
+  }
+}
+
 async function main(argv) {
   const dashes = argv.indexOf('--');
   const words = dashes === -1 ? argv : argv.slice(0, dashes);
-  const command = ['start', 'stop', 'status', 'env', 'run'].includes(words[0]) ? words.shift() : 'start';
+  const command = ['start', 'stop', 'status', 'env', 'run', 'postgresql-backup', 'postgresql-restore'].includes(words[0]) ? words.shift() : 'start';
   switch (command) {
     case 'start':
       printExports(await start(select(words)));
@@ -85,6 +99,16 @@ async function main(argv) {
       return 0;
     case 'status':
       return status();
+    case 'postgresql-backup':
+      if (words.length > 1) throw new EngineError('usage: engines.mjs postgresql-backup [DIR]');
+      process.stdout.write(`${await baseBackup(words[0])}\n`);
+      return 0;
+    case 'postgresql-restore': {
+      const { values, positionals } = parseOptions(words, { 'target-time': { type: 'string' } });
+      if (positionals.length !== 1) throw new EngineError('usage: engines.mjs postgresql-restore BACKUP [--target-time 2026-11-29T17:00:00Z]');
+      process.stdout.write(`${await restore(positionals[0], { targetTime: values['target-time'] })}\n`);
+      return 0;
+    }
     case 'env':
       printExports(Object.assign({}, ...select(words).map((e) => e.env())));
       return 0;
