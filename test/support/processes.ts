@@ -7,8 +7,8 @@ import { projectRoot } from '../../src/core/paths.js';
  * just before it (SCORES_TEST_CLI=dist: a process starts in about 1 s, where compiling the sources
  * with tsx takes 3), else from the sources (a test file run alone while editing).
  */
-export function programArgs(source: string): string[] {
-  return process.env['SCORES_TEST_CLI'] === 'dist' ? [join(projectRoot(), 'dist', source.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', source];
+export function programArgs(source: string, built = process.env['SCORES_TEST_CLI'] === 'dist'): string[] {
+  return built ? [join(projectRoot(), 'dist', source.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', source];
 }
 
 export interface Exit {
@@ -19,11 +19,12 @@ export interface Exit {
 }
 
 /**
- * Runs the `scores` CLI (programArgs) as a separate process; with `umask`, started by a shell
- * under that umask (as a login shell with Debian's default 022 would start it).
+ * Runs the `scores` CLI (programArgs; `built`: from dist/ whatever SCORES_TEST_CLI says, for a
+ * bench that times a command) as a separate process; with `umask`, started by a shell under that
+ * umask (as a login shell with Debian's default 022 would start it).
  */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umask?: string } = {}): { child: ChildProcess; done: Promise<Exit> } {
-  const command = [process.execPath, ...programArgs('src/app/cli/bin.ts'), ...args];
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umask?: string; built?: boolean } = {}): { child: ChildProcess; done: Promise<Exit> } {
+  const command = [process.execPath, ...programArgs('src/app/cli/bin.ts', options.built), ...args];
   const [file, argv] = options.umask ? ['/bin/sh', ['-c', `umask ${options.umask} && exec "$0" "$@"`, ...command]] : [command[0]!, command.slice(1)];
   const child = spawn(file, argv, {
     cwd: projectRoot(),
@@ -40,8 +41,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umas
   return { child, done };
 }
 
-export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Exit> {
-  return spawnCli(args, env).done;
+export async function runCli(args: string[], env: NodeJS.ProcessEnv, options: { built?: boolean } = {}): Promise<Exit> {
+  return spawnCli(args, env, options).done;
 }
 
 export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 20): Promise<void> {
