@@ -3,10 +3,10 @@
 //
 //   node scripts/engines/engines.mjs postgresql-backup [DIR]                          pg_basebackup, verified
 //   node scripts/engines/engines.mjs postgresql-restore BACKUP [--target-time TIME]   into an empty data directory
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { EngineError, HOST, PORTS, dir, log, run, seconds } from './lib.mjs';
-import { USER, archiveDir, dataDir, ownedByServer, pg, postgresql, privateDir, psql, restoreCommand, runAsServer, writeServerFile } from './postgresql.mjs';
+import { EngineError, HOST, PORTS, log, run, seconds } from './lib.mjs';
+import { USER, archiveDir, backupLabel, backupsDir, dataDir, ownedByServer, pg, postgresql, privateDir, pruneArchive, psql, restoreCommand, runAsServer, writeServerFile } from './postgresql.mjs';
 
 /** How many of the backups taken into .engines/postgresql/backups are kept; the archive is kept from the oldest of them on. */
 const KEEP = 2;
@@ -19,8 +19,8 @@ const KEEP = 2;
  */
 export async function baseBackup(target) {
   if (!(await postgresql.running())) throw new EngineError('PostgreSQL is not running: start it first (npm run engines -- start postgresql)');
-  const backups = privateDir(join(dir('postgresql'), 'backups'));
-  const into = resolve(target ?? join(backups, new Date().toISOString().replace(/[-:]|\.\d+/g, '')));
+  const backups = backupsDir();
+  const into = resolve(target ?? join(backups, new Date().toISOString().replace(/[-:]/g, '')));
   if (existsSync(into) && readdirSync(into).length > 0) throw new EngineError(`${into} is not empty: a base backup goes into a new or empty directory`);
   privateDir(into);
   const started = Date.now();
@@ -42,26 +42,13 @@ function verify(backup) {
   }
 }
 
-/** What pg_basebackup's backup_label says: when the backup started and the first WAL segment it needs. */
-function backupLabel(backup) {
-  const path = join(backup, 'backup_label');
-  if (!existsSync(path)) throw new EngineError(`${backup} is not a base backup: it has no backup_label (take one with postgresql-backup)`);
-  const text = readFileSync(path, 'utf8');
-  const walFile = /^START WAL LOCATION: .*\(file ([0-9A-F]{24})\)$/m.exec(text)?.[1];
-  const time = /^START TIME: (.+)$/m.exec(text)?.[1];
-  if (!walFile || !time) throw new EngineError(`${path} names no START WAL LOCATION or START TIME`);
-  return { walFile, time };
-}
-
-/** Keeps the newest KEEP backups of `backups` and the archived WAL from the oldest kept one's first segment on. */
+/** Drops the backups under `backups` beyond the newest KEEP, then the archived WAL only they needed. */
 function prune(backups) {
   const all = readdirSync(backups).filter((name) => existsSync(join(backups, name, 'backup_label'))).sort();
   const dropped = all.slice(0, Math.max(0, all.length - KEEP));
   for (const name of dropped) rmSync(join(backups, name), { recursive: true, force: true });
-  const oldest = all[dropped.length];
-  if (oldest === undefined) return;
-  run(pg('pg_archivecleanup'), [archiveDir(), backupLabel(join(backups, oldest)).walFile]);
-  if (dropped.length > 0) log(`postgresql: removed ${dropped.length} older base backup(s), and the archived WAL before ${oldest}`);
+  if (dropped.length > 0) log(`postgresql: removed ${dropped.length} older base backup(s), the newest ${KEEP} kept`);
+  pruneArchive();
 }
 
 /** An instant with its zone, as recovery_target_time takes it: `2026-11-29T17:00:00Z`, `2026-11-29 18:00:00.5+01:00`. */

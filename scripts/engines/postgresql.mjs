@@ -16,6 +16,9 @@ const logFile = () => join(home(), 'postgresql.log');
 /** Where archive_command copies each finished WAL segment: the server's user's alone, as its data directory is. */
 export const archiveDir = () => privateDir(join(home(), 'archive'));
 
+/** Where `postgresql-backup` puts a base backup unless told otherwise; the archive is kept from the oldest of them on. */
+export const backupsDir = () => privateDir(join(home(), 'backups'));
+
 /** A folder of the server's user, mode 0700 (WAL and backups hold every row of every database). */
 export function privateDir(path) {
   mkdirSync(path, { recursive: true, mode: 0o700 });
@@ -72,6 +75,7 @@ export const postgresql = {
     await waitHealthy('PostgreSQL', () => portOpen(PORTS.postgresql), { timeoutMs: 30_000, logFile: logFile() });
     await waitOutOfRecovery();
     for (const name of Object.values(DATABASES)) createDatabase(name);
+    pruneArchive();
     log(`postgresql: healthy on ${HOST}:${PORTS.postgresql} in ${seconds(started)}, archiving WAL into ${archiveDir()} (log ${logFile()})`);
   },
 
@@ -92,6 +96,7 @@ export const postgresql = {
       psql('postgres', 'SELECT pg_reload_conf()');
       log('postgresql: archiving settings changed, reloaded');
     }
+    pruneArchive();
     log('postgresql: already running, reused');
   },
 
@@ -262,4 +267,35 @@ async function waitOutOfRecovery() {
 export function logTail(lines = 20) {
   if (!existsSync(logFile())) return '';
   return `; the end of ${logFile()}:\n${readFileSync(logFile(), 'utf8').trim().split('\n').slice(-lines).join('\n')}`;
+}
+
+/** What pg_basebackup's backup_label says: when the backup started and the first WAL segment it needs. */
+export function backupLabel(backup) {
+  const path = join(backup, 'backup_label');
+  if (!existsSync(path)) throw new EngineError(`${backup} is not a base backup: it has no backup_label (take one with postgresql-backup)`);
+  const text = readFileSync(path, 'utf8');
+  const walFile = /^START WAL LOCATION: .*\(file ([0-9A-F]{24})\)$/m.exec(text)?.[1];
+  const time = /^START TIME: (.+)$/m.exec(text)?.[1];
+  if (!walFile || !time) throw new EngineError(`${path} names no START WAL LOCATION or START TIME`);
+  return { walFile, time };
+}
+
+const SEGMENT = /^[0-9A-F]{24}$/;
+
+/**
+ * Archived WAL older than the oldest base backup under backupsDir() restores nothing: removed at
+ * each start and after each backup (the suites write gigabytes of WAL an hour). Without a backup,
+ * every segment but the newest goes. A backup taken into another folder is not counted here: keep
+ * the WAL it needs (from its backup_label's first segment on) beside it.
+ */
+export function pruneArchive() {
+  const archive = archiveDir();
+  const backups = readdirSync(backupsDir()).filter((name) => existsSync(join(backupsDir(), name, 'backup_label'))).sort();
+  const segments = readdirSync(archive).filter((name) => SEGMENT.test(name)).sort((a, b) => a.slice(8).localeCompare(b.slice(8)));
+  const keepFrom = backups.length > 0 ? backupLabel(join(backupsDir(), backups[0])).walFile : segments.at(-1);
+  if (keepFrom === undefined) return;
+  const older = segments.filter((name) => name.slice(8) < keepFrom.slice(8)).length;
+  if (older === 0) return;
+  run(pg('pg_archivecleanup'), [archive, keepFrom]);
+  log(`postgresql: removed ${older} archived WAL segment(s) older than ${backups.length > 0 ? `the oldest base backup (${backups[0]})` : 'any base backup (none taken)'}`);
 }
