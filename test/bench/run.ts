@@ -9,6 +9,7 @@ import { benchHttp } from './http.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
 import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
+import { benchPgBackup } from './pg-backup.bench.js';
 import { benchPostgresLog } from './postgresql.bench.js';
 import { benchScaleOut } from './scale-out.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
@@ -16,9 +17,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,engines,scale,first picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,engines,scale,first').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -36,6 +37,7 @@ if (only.has('freebytes')) await benchFreeBytes(runs, now);
 if (only.has('webhooks')) await benchWebhooks(runs);
 if (only.has('ledger')) await benchLedgerGrowth(runs);
 if (only.has('pg')) await benchPostgresLog(runs, now);
+if (only.has('pgbackup')) await benchPgBackup(runs, now);
 if (only.has('engines')) await benchEngines(runs);
 if (only.has('scale')) await benchScaleOut(runs);
 if (only.has('first')) await benchFirstStart(runs);
