@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EngineError, HOST, PORTS, log, run, seconds } from './lib.mjs';
-import { USER, archiveDir, backupLabel, backupsDir, dataDir, ownedByServer, pg, postgresql, privateDir, pruneArchive, psql, restoreCommand, runAsServer, writeServerFile } from './postgresql.mjs';
+import { USER, archiveDir, backupLabel, backupsDir, dataDir, logTail, ownedByServer, pg, postgresql, privateDir, pruneArchive, psql, restoreCommand, runAsServer, writeServerFile } from './postgresql.mjs';
 
 /** How many of the backups taken into .engines/postgresql/backups are kept; the archive is kept from the oldest of them on. */
 const KEEP = 2;
@@ -84,7 +84,7 @@ export async function restore(backup, { targetTime } = {}) {
   } catch (err) {
     // Nothing but this restore's copy is there: cleared, so that the next try starts from an empty directory.
     rmSync(data, { recursive: true, force: true });
-    throw new EngineError(`the restore failed, its data directory removed: ${err.message}`);
+    throw new EngineError(`the restore failed, its data directory removed: ${err.message}${logTail(6)}`);
   }
   const endsAt = psql('postgres', "SELECT coalesce(pg_last_xact_replay_timestamp()::text, '')").trim();
   rmSync(join(data, 'restore.conf'), { force: true });
