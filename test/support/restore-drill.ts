@@ -49,7 +49,7 @@ export function meteredLoad(baseUrl: string, callers: readonly Caller[], paths: 
 }
 
 /** Each debit's request id in the accounts' ledgers, as `scores ledger export --account A` prints them (JSON lines): the accounts it is in, once per line. */
-export async function ledgerDebits(accounts: readonly string[], env: NodeJS.ProcessEnv, built = false): Promise<Map<string, string[]>> {
+export async function ledgerDebits(accounts: readonly string[], env: NodeJS.ProcessEnv, built?: boolean): Promise<Map<string, string[]>> {
   const exports = await Promise.all(accounts.map((account) => runCli(['ledger', 'export', '--account', account], env, { built })));
   const debits = new Map<string, string[]>();
   for (const [i, exit] of exports.entries()) {
