@@ -1,12 +1,11 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { gcmOpen, gcmSeal } from './aes-gcm.js';
 import type { Clock } from './clock.js';
 import { SecretUnreadableError } from './aes-gcm-secret-box.js';
 import type { SecretBox } from './secret-box.port.js';
 import { AccountForgottenError, type AccountKeyStore, type PersonalData, type PersonalField } from './personal-data.port.js';
 
 const KEY_BYTES = 32;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 /** `pii:v1:<base64url of iv, ciphertext, tag>`; the account and the field are the authenticated data. */
 const PREFIX = 'pii:v1:';
 
@@ -25,10 +24,7 @@ export class AccountKeyVault implements PersonalData {
   async seal(accountId: string, plain: string, field: PersonalField): Promise<string> {
     const key = await this.keyOf(accountId, true);
     if (key === null) throw new AccountForgottenError(accountId);
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    cipher.setAAD(aad(accountId, field));
-    return PREFIX + Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]).toString('base64url');
+    return PREFIX + gcmSeal(key, plain, aad(accountId, field)).toString('base64url');
   }
 
   async open(accountId: string, value: string, field: PersonalField): Promise<string | null> {
@@ -36,16 +32,10 @@ export class AccountKeyVault implements PersonalData {
     if (!value.startsWith(PREFIX)) return this.wrapper.open(value, `${field}:${accountId}`);
     const key = await this.keyOf(accountId, false);
     if (key === null) return null;
-    const body = Buffer.from(value.slice(PREFIX.length), 'base64url');
-    if (body.length < IV_BYTES + TAG_BYTES) throw new SecretUnreadableError(`a sealed ${field} of ${accountId} is damaged (too short)`);
-    const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, IV_BYTES));
-    decipher.setAAD(aad(accountId, field));
-    decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
-    try {
-      return Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]).toString('utf8');
-    } catch {
-      throw new SecretUnreadableError(`a sealed ${field} does not open under the key of ${accountId}: altered, or sealed for another account or field`);
-    }
+    const plain = gcmOpen(key, Buffer.from(value.slice(PREFIX.length), 'base64url'), aad(accountId, field));
+    if (plain === 'short') throw new SecretUnreadableError(`a sealed ${field} of ${accountId} is damaged (too short)`);
+    if (plain === 'refused') throw new SecretUnreadableError(`a sealed ${field} does not open under the key of ${accountId}: altered, or sealed for another account or field`);
+    return plain;
   }
 
   async forget(accountId: string): Promise<void> {

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { gcmOpen, gcmSeal } from './aes-gcm.js';
 import type { SecretBox } from './secret-box.port.js';
 
 /** A 256-bit data key and its id (the first 8 bytes of its SHA-256, hex): a sealed string names the key it needs. */
@@ -8,8 +9,6 @@ export interface DataKey {
 }
 
 export const DATA_KEY_BYTES = 32;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
 /** `sealed:v1:<key id>:<base64url of iv, ciphertext, tag>`. */
 const PREFIX = 'sealed:v1:';
 const SEALED = /^sealed:v1:([0-9a-f]{16}):([A-Za-z0-9_-]+)$/;
@@ -22,7 +21,7 @@ const isSealed = (value: string): boolean => value.startsWith(PREFIX);
 export class SecretUnreadableError extends Error {}
 
 /**
- * AES-256-GCM under the key in use, with a fresh 96-bit IV per seal. The authenticated data is the
+ * AES-256-GCM (aes-gcm.ts) under the key in use, with a fresh 96-bit IV per seal. The authenticated data is the
  * format, the key id and the context, so a sealed value moved to another context (one account's
  * secret copied under another's) does not open. Retired keys still open what they sealed.
  */
@@ -43,11 +42,7 @@ export class AesGcmSecretBox implements SecretBox {
   }
 
   async seal(plain: string, context: string): Promise<string> {
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
-    cipher.setAAD(aad(this.current.id, context));
-    const body = Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]);
-    return `${PREFIX}${this.current.id}:${body.toString('base64url')}`;
+    return `${PREFIX}${this.current.id}:${gcmSeal(this.current.key, plain, aad(this.current.id, context)).toString('base64url')}`;
   }
 
   async open(value: string, context: string): Promise<string> {
@@ -57,16 +52,10 @@ export class AesGcmSecretBox implements SecretBox {
     const [, id, encoded] = m as unknown as [string, string, string];
     const key = this.byId.get(id);
     if (!key) throw new SecretUnreadableError(`a secret is sealed under data key ${id}, which this process does not hold (DATA_ENCRYPTION_RETIRED_KEYS, docs/operations.md)`);
-    const body = Buffer.from(encoded, 'base64url');
-    if (body.length < IV_BYTES + TAG_BYTES) throw new SecretUnreadableError('a sealed secret is damaged (too short)');
-    const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, IV_BYTES));
-    decipher.setAAD(aad(id, context));
-    decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
-    try {
-      return Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]).toString('utf8');
-    } catch {
-      throw new SecretUnreadableError(`a secret sealed under data key ${id} does not open: altered, or sealed for another owner`);
-    }
+    const plain = gcmOpen(key, Buffer.from(encoded, 'base64url'), aad(id, context));
+    if (plain === 'short') throw new SecretUnreadableError('a sealed secret is damaged (too short)');
+    if (plain === 'refused') throw new SecretUnreadableError(`a secret sealed under data key ${id} does not open: altered, or sealed for another owner`);
+    return plain;
   }
 }
 
