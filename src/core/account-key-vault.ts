@@ -32,10 +32,10 @@ export class AccountKeyVault implements PersonalData {
     if (!value.startsWith(PREFIX)) return this.wrapper.open(value, `${field}:${accountId}`);
     const key = await this.keyOf(accountId, false);
     if (key === null) return null;
-    const plain = gcmOpen(key, Buffer.from(value.slice(PREFIX.length), 'base64url'), aad(accountId, field));
-    if (plain === 'short') throw new SecretUnreadableError(`a sealed ${field} of ${accountId} is damaged (too short)`);
-    if (plain === 'refused') throw new SecretUnreadableError(`a sealed ${field} does not open under the key of ${accountId}: altered, or sealed for another account or field`);
-    return plain;
+    const opened = gcmOpen(key, Buffer.from(value.slice(PREFIX.length), 'base64url'), aad(accountId, field));
+    if ('refused' in opened && opened.refused === 'short') throw new SecretUnreadableError(`a sealed ${field} of ${accountId} is damaged (too short)`);
+    if ('refused' in opened) throw new SecretUnreadableError(`a sealed ${field} does not open under the key of ${accountId}: altered, or sealed for another account or field`);
+    return opened.plain;
   }
 
   async forget(accountId: string): Promise<void> {

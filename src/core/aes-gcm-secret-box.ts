@@ -52,10 +52,10 @@ export class AesGcmSecretBox implements SecretBox {
     const [, id, encoded] = m as unknown as [string, string, string];
     const key = this.byId.get(id);
     if (!key) throw new SecretUnreadableError(`a secret is sealed under data key ${id}, which this process does not hold (DATA_ENCRYPTION_RETIRED_KEYS, docs/operations.md)`);
-    const plain = gcmOpen(key, Buffer.from(encoded, 'base64url'), aad(id, context));
-    if (plain === 'short') throw new SecretUnreadableError('a sealed secret is damaged (too short)');
-    if (plain === 'refused') throw new SecretUnreadableError(`a secret sealed under data key ${id} does not open: altered, or sealed for another owner`);
-    return plain;
+    const opened = gcmOpen(key, Buffer.from(encoded, 'base64url'), aad(id, context));
+    if ('refused' in opened && opened.refused === 'short') throw new SecretUnreadableError('a sealed secret is damaged (too short)');
+    if ('refused' in opened) throw new SecretUnreadableError(`a secret sealed under data key ${id} does not open: altered, or sealed for another owner`);
+    return opened.plain;
   }
 }
 

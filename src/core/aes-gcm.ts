@@ -14,15 +14,18 @@ export function gcmSeal(key: Buffer, plain: string, aad: Buffer): Buffer {
   return Buffer.concat([iv, cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]);
 }
 
-/** The plain text of a `gcmSeal` body: `'short'` when it cannot hold an IV and a tag, `'refused'` when the tag does not verify. */
-export function gcmOpen(key: Buffer, body: Buffer, aad: Buffer): string | 'short' | 'refused' {
-  if (body.length < IV_BYTES + TAG_BYTES) return 'short';
+/** What opening a body gave: its plain text, or why not (too short for an IV and a tag; a tag that does not verify). */
+export type GcmOpened = { plain: string } | { refused: 'short' | 'tag' };
+
+/** The plain text of a `gcmSeal` body. */
+export function gcmOpen(key: Buffer, body: Buffer, aad: Buffer): GcmOpened {
+  if (body.length < IV_BYTES + TAG_BYTES) return { refused: 'short' };
   const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, IV_BYTES));
   decipher.setAAD(aad);
   decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
   try {
-    return Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+    return { plain: Buffer.concat([decipher.update(body.subarray(IV_BYTES, body.length - TAG_BYTES)), decipher.final()]).toString('utf8') };
   } catch {
-    return 'refused';
+    return { refused: 'tag' };
   }
 }
