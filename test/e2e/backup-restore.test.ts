@@ -12,6 +12,7 @@ import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import type { BackupManifest } from '../../src/app/backup/store-backup.js';
 import { rewriteLedger } from '../support/ledger-rewrite.js';
 import { runCli, spawnCli } from '../support/processes.js';
+import { ledgerDebits, lossReport, meteredLoad, type Acknowledged } from '../support/restore-drill.js';
 import { getJson, startTestServer, tempDir, testEnv, type TestServer } from '../support/server.js';
 
 const NOW = '2024-04-20T12:00:00Z';
@@ -25,17 +26,6 @@ function resealManifest(dir: string, edit: (m: BackupManifest) => void = () => u
   manifest.files = manifest.files.map((f) => ({ ...f, bytes: statSync(join(dir, f.name)).size, sha256: createHash('sha256').update(readFileSync(join(dir, f.name))).digest('hex') }));
   edit(manifest);
   writeFileSync(path, JSON.stringify(manifest));
-}
-
-/** The request ids of every debit in the account's ledger, from `scores ledger export` (the log itself). */
-async function debitedRequestIds(env: NodeJS.ProcessEnv, account: string): Promise<string[]> {
-  const out = await runCli(['ledger', 'export', '--account', account], env);
-  expect(out.code, out.stderr).to.equal(0);
-  return out.stdout
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as { kind: string; data: { request_id?: string } })
-    .flatMap((e) => (e.kind === 'CreditsDebited' && e.data.request_id ? [e.data.request_id] : []));
 }
 
 /**
@@ -55,8 +45,8 @@ describe('scores backup and scores restore (the embedded store)', function () {
   let account = '';
   let key = '';
   /** Calls answered before `scores backup` started, and every call answered at all. */
-  let ackedBefore: string[] = [];
-  const acked: string[] = [];
+  let ackedBefore: Acknowledged[] = [];
+  let acked: Acknowledged[] = [];
   let backupRun: { code: number | null; stdout: string; stderr: string };
 
   const freshDir = () => {
@@ -90,21 +80,14 @@ describe('scores backup and scores restore (the embedded store)', function () {
       const { invoice } = await issueInvoice({ ...server.services, signer: server.services.keyring.signer }, account, '2024-04');
       expect(invoice.ledger_head, 'April is invoiced with a signed head').to.not.equal(undefined);
       // Metered load on 16 connections while `scores backup` runs in a process of its own.
-      let loading = true;
-      const load = Array.from({ length: 16 }, async () => {
-        while (loading) {
-          const res = await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': key } });
-          await res.arrayBuffer();
-          if (res.status === 200) acked.push(res.headers.get('x-request-id')!);
-        }
-      });
+      const load = meteredLoad(server.url, [{ account, key, connections: 16 }], ['/v1/scores/AAPL']);
       await new Promise((r) => setTimeout(r, 500));
-      ackedBefore = [...acked];
+      ackedBefore = [...load.acknowledged];
       gone = (await createAccountWithKey(server.services, { tier: 'free', email: 'gone@example.com' })).account_id;
       const run = spawnCli(['backup', backup, '--json'], env);
       backupRun = await run.done;
-      loading = false;
-      await Promise.all(load);
+      await load.stop();
+      acked = load.acknowledged;
       await forgetAccount(server.services, gone);
       expect((await runCli(['backup', later], env)).code).to.equal(0);
     } finally {
@@ -134,10 +117,9 @@ describe('scores backup and scores restore (the embedded store)', function () {
     const manifest = JSON.parse(readFileSync(join(backup, 'manifest.json'), 'utf8')) as BackupManifest;
     expect(report.head_position).to.equal(manifest.head_position);
     expect(report.signed_heads_checked).to.be.greaterThan(0);
-    const debited = await debitedRequestIds(testEnv(into, LATER), account);
-    expect(new Set(debited).size, 'no debit twice').to.equal(debited.length);
-    const missing = ackedBefore.filter((id) => !debited.includes(id));
-    expect(missing, 'answered before the backup started, missing from it').to.deep.equal([]);
+    const loss = lossReport(ackedBefore, await ledgerDebits([account], testEnv(into, LATER)), Date.now());
+    expect(loss.doubled, 'no debit twice').to.deep.equal([]);
+    expect(loss.lost.map((a) => a.requestId), 'answered before the backup started, missing from it').to.deep.equal([]);
     // Again into the same directory: refused, the restored store untouched.
     const again = await restore(backup, into);
     expect(again.code).to.equal(1);
