@@ -156,6 +156,28 @@ describe('scores backup and scores restore (the embedded store)', function () {
     expect(readdirSync(into)).to.deep.equal([]);
   });
 
+  it('audits every ledger of the restored log, not only those the backup\'s read models name: an edited account hidden from them is refused', async () => {
+    const copy = tampered((c) => {
+      const db = openSqlite(join(c, 'scores.sqlite'));
+      const row = db.prepare("SELECT position, data FROM events WHERE stream_id = ? AND type = 'PackPurchased'").get(ledgerStream(account)) as { position: number; data: string };
+      db.prepare('UPDATE events SET data = ? WHERE position = ?').run(row.data.replace('"credits":10000', '"credits":1000000'), row.position);
+      // ...and the account taken out of every read model, and out of the manifest.
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\'").all() as { name: string }[];
+      for (const { name } of tables) db.prepare(`DELETE FROM ${name} WHERE id LIKE ? OR doc LIKE ?`).run(`%${account}%`, `%${account}%`);
+      db.close();
+      resealManifest(c, (m) => {
+        m.ledgers = m.ledgers.filter((l) => l.account_id !== account);
+      });
+    });
+    const into = freshDir();
+    const out = await restore(copy, into);
+    expect(out.code, out.stdout).to.equal(3);
+    const problem = JSON.parse(out.stderr) as { code: string; detail: string };
+    expect(problem.code).to.equal('restore_audit_failed');
+    expect(problem.detail).to.include(account);
+    expect(readdirSync(into)).to.deep.equal([]);
+  });
+
   it('refuses a log rewritten with its chain recomputed and the manifest to match: the signed head on the invoice', async () => {
     const copy = tampered((c) => {
       rewriteLedger(join(c, 'scores.sqlite'), account, (type, data) => {

@@ -88,6 +88,9 @@ async function verifiedHeads(dir: string): Promise<Pick<BackupManifest, 'head_po
   const before = new Set(readdirSync(dir));
   const services = await openServices(loadConfig(isolatedEnv(dir)));
   try {
+    // The audit finds the accounts through the read models: the copy's are brought up to its log first.
+    await services.runner.start();
+    await services.runner.waitForHead();
     const audit = await auditAll({ events: services.events, reads: services.reads });
     if (!audit.ok) throw new BackupError('backup_invalid', `the store does not verify (scores audit --all): ${audit.accounts.filter((a) => !a.ok).map((a) => a.account_id).join(', ')}`);
     return { head_position: await services.events.headPosition(), ledgers: audit.accounts.map((a) => ({ account_id: a.account_id, events: a.events, last_hash: a.last_hash })) };
@@ -187,7 +190,9 @@ function placeFiles(src: string, dataDir: string, names: string[]): void {
 async function verifyRestored(config: Config, manifest: BackupManifest, names: string[]): Promise<RestoreReport> {
   const services = await openServices(config);
   try {
-    await services.runner.start();
+    // Rebuilt from the restored log, not taken from the backup: the audit finds the accounts through
+    // the read models, and a backup's own could leave an account out.
+    await services.runner.replay();
     const deps = { events: services.events, reads: services.reads };
     const audit = await auditAll(deps);
     const problems = audit.accounts.filter((a) => !a.ok).map((a) => `${a.account_id}: ${a.problems.slice(0, 3).join('; ')}`);
@@ -199,6 +204,8 @@ async function verifyRestored(config: Config, manifest: BackupManifest, names: s
       const kept = manifest.ledgers.find((l) => l.account_id === a.account_id);
       if (kept && (kept.last_hash !== a.last_hash || kept.events !== a.events)) problems.push(`${a.account_id}: the ledger ends on ${a.last_hash} after ${a.events} events, the manifest says ${kept.last_hash} after ${kept.events}`);
     }
+    const audited = new Set(audit.accounts.map((a) => a.account_id));
+    for (const l of manifest.ledgers) if (!audited.has(l.account_id)) problems.push(`${l.account_id}: in the manifest, not in the restored log`);
     const head = await services.events.headPosition();
     await forgetAgain(services, audit.accounts.map((a) => a.account_id));
     if (head !== manifest.head_position) problems.push(`the log ends at position ${head}, the manifest says ${manifest.head_position}`);
