@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // `npm run engines`: Apache Kafka, PostgreSQL and FerretDB on loopback, installed on first use into
-// .engines/ (git-ignored). docs/operations.md#engines has the versions, ports and what was verified.
+// .engines/ (git-ignored), and the tool Litestream (installed, never started: `scores replicate`
+// runs it). docs/operations.md#engines has the versions, ports and what was verified;
+// docs/backup-litestream.md the tool.
 //
-//   npm run engines [-- start] [kafka|postgresql|ferretdb…]  install if needed, start what is not running,
+//   npm run engines [-- start] [kafka|postgresql|ferretdb|litestream…]  install if needed, start what is not running,
 //                                                            print the environment (stdout) that points the service at them
+//   npm run engines -- install [litestream]                   install the tools only
 //   npm run engines -- stop [names…]                          stop them (data is kept for the next start)
-//   npm run engines -- status                                 what runs, on which port (exit 0: all of them)
+//   npm run engines -- status                                 what runs, on which port (exit 0: all the servers)
 //   npm run engines -- run -- CMD ARGS…                       start them, then run CMD with that environment
 //   npm run engines -- postgresql-backup [DIR]                a base backup of PostgreSQL (which archives its WAL)
 //   npm run engines -- postgresql-restore BACKUP [--target-time T]  that backup and the archive into an empty cluster
@@ -21,9 +24,10 @@ import { kafka } from './kafka.mjs';
 import { postgresql } from './postgresql.mjs';
 import { baseBackup, restore } from './postgresql-backup.mjs';
 import { ferretdb } from './ferretdb.mjs';
+import { litestream } from './litestream.mjs';
 
-/** In start-up order: FerretDB stores its data in PostgreSQL. */
-const ENGINES = [postgresql, ferretdb, kafka];
+/** In start-up order: FerretDB stores its data in PostgreSQL. Tools (`tool: true`) are installed, not started. */
+const ENGINES = [postgresql, ferretdb, kafka, litestream];
 
 /** The engines named (all when none is), with those they need when `withNeeds` (to start them). */
 function select(names, withNeeds = true) {
@@ -41,7 +45,7 @@ async function start(engines) {
   for (const engine of engines) {
     if (!(await engine.running())) await engine.start();
     else if (engine.reuse) await engine.reuse();
-    else log(`${engine.name}: already running, reused`);
+    else log(`${engine.name}: ${engine.tool ? 'installed' : 'already running, reused'}`);
   }
   await writeEnvFile();
   return Object.assign({}, ...engines.map((e) => e.env()));
@@ -56,16 +60,20 @@ async function writeEnvFile() {
 }
 
 async function stop(engines) {
-  for (const engine of [...engines].reverse()) {
+  for (const engine of [...engines].reverse().filter((e) => !e.tool)) {
     log(`${engine.name}: ${(await engine.stop()) ? 'stopped' : 'was not running'}`);
   }
 }
 
-/** Exits 0 when every engine runs, 3 otherwise. */
+/** Exits 0 when every server runs, 3 otherwise (a tool not installed yet does not count: `.ci/run` asks whether it started the servers). */
 async function status() {
   let all = true;
   for (const engine of ENGINES) {
     const running = await engine.running();
+    if (engine.tool) {
+      process.stdout.write(`${engine.label.padEnd(34)} ${running ? 'installed' : 'not installed'}\n`);
+      continue;
+    }
     all &&= running;
     process.stdout.write(`${engine.label.padEnd(34)} ${(running ? 'running' : 'stopped').padEnd(8)} 127.0.0.1:${PORTS[engine.name]}\n`);
   }
@@ -89,11 +97,18 @@ function parseOptions(args, options) {
 async function main(argv) {
   const dashes = argv.indexOf('--');
   const words = dashes === -1 ? argv : argv.slice(0, dashes);
-  const command = ['start', 'stop', 'status', 'env', 'run', 'postgresql-backup', 'postgresql-restore'].includes(words[0]) ? words.shift() : 'start';
+  const command = ['start', 'install', 'stop', 'status', 'env', 'run', 'postgresql-backup', 'postgresql-restore'].includes(words[0]) ? words.shift() : 'start';
   switch (command) {
     case 'start':
       printExports(await start(select(words)));
       return 0;
+    case 'install': {
+      const tools = words.length ? select(words, false) : ENGINES.filter((e) => e.tool);
+      const servers = tools.filter((e) => !e.tool).map((e) => e.name);
+      if (servers.length) throw new EngineError(`install takes tools (${ENGINES.filter((e) => e.tool).map((e) => e.name).join(', ')}); ${servers.join(', ')}: use start`);
+      printExports(await start(tools));
+      return 0;
+    }
     case 'stop':
       await stop(select(words, false));
       return 0;
