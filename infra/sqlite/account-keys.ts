@@ -1,5 +1,5 @@
 import type { AccountKeyStore, StoredAccountKey } from '../../src/core/personal-data.port.js';
-import { openSqlite, type SqliteDb } from './database.js';
+import { BUSY_TIMEOUT_MS, openSqlite, type SqliteDb } from './database.js';
 
 export const ACCOUNT_KEYS_FILE = 'account-keys.sqlite';
 
@@ -9,7 +9,10 @@ type Row = { wrapped: string | null; forgotten_at: string | null };
  * The embedded store of the accounts' keys: a file of its own beside the log
  * (`<data dir>/account-keys.sqlite`), so that a copy of the log never carries them. A destroyed
  * key leaves nothing behind: `secure_delete` zeroes what a write frees, and the WAL is
- * checkpointed and truncated after each forgetting, so the old page leaves the WAL too.
+ * checkpointed and truncated after each forgetting, so the old page leaves the WAL too, unless
+ * another connection is reading (Litestream holds a read transaction for as long as it
+ * replicates: then its replica keeps the old page until its snapshots age out,
+ * docs/backup-litestream.md).
  */
 export class SqliteAccountKeys implements AccountKeyStore {
   private readonly db: SqliteDb;
@@ -44,7 +47,15 @@ export class SqliteAccountKeys implements AccountKeyStore {
       )
       .run(accountId, at, at);
     // Another connection reading at this instant keeps the WAL; the next forgetting truncates it.
-    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    // Without waiting for that reader: a TRUNCATE checkpoint holds every writer of the file while it
+    // waits, and under Litestream, whose read transaction never ends, it would hold them for the
+    // whole busy timeout and then fail anyway.
+    this.db.pragma('busy_timeout = 0');
+    try {
+      this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   }
 
   async close(): Promise<void> {

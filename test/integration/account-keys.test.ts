@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AccountKeyVault } from '../../src/core/account-key-vault.js';
 import { AesGcmSecretBox, dataKeyId, SecretUnreadableError } from '../../src/core/aes-gcm-secret-box.js';
@@ -9,6 +10,8 @@ import { AccountForgottenError, type AccountKeyStore } from '../../src/core/pers
 import { PostgresAccountKeys } from '../../infra/postgresql/account-keys.js';
 import { pgSession } from '../../infra/postgresql/database.js';
 import { ACCOUNT_KEYS_FILE, SqliteAccountKeys } from '../../infra/sqlite/account-keys.js';
+import { projectRoot } from '../../src/core/paths.js';
+import { until } from '../support/processes.js';
 import { tempDir } from '../support/server.js';
 
 const clock = fixedClock('2024-04-20T12:00:00Z');
@@ -98,6 +101,47 @@ vaultContract('SQLite (a file of its own)', async () => {
     },
   };
 });
+
+describe('Forgetting beside a reader of the key store (Litestream keeps one open while it replicates)', function () {
+  this.timeout(60_000);
+
+  it('does not wait for the reader: the WAL is truncated by the first forgetting after it has gone', async () => {
+    const dir = tempDir();
+    const file = join(dir, ACCOUNT_KEYS_FILE);
+    const store = new SqliteAccountKeys(file);
+    try {
+      await store.create('acct_a', 'wrapped-a', '2024-04-20T12:00:00Z');
+      await store.create('acct_b', 'wrapped-b', '2024-04-20T12:00:00Z');
+      // Another process reads the file, and ends its read a second and a half later.
+      const reader = spawn(process.execPath, ['-e', READER, file], { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'inherit'] });
+      let said = '';
+      reader.stdout.on('data', (d: Buffer) => (said += d.toString()));
+      const ended = new Promise((r) => reader.on('exit', r));
+      await until(() => said.includes('reading'), 30_000);
+      // A TRUNCATE that waited (the busy timeout is 5 s) would outlast the read and truncate.
+      await store.destroy('acct_a', '2024-04-20T12:01:00Z');
+      const walDuringRead = statSync(`${file}-wal`).size;
+      await ended;
+      expect(said, 'the reader held its read past the forgetting').to.include('released');
+      expect(walDuringRead, 'the WAL beside the reader').to.be.greaterThan(0);
+      await store.destroy('acct_b', '2024-04-20T12:02:00Z');
+      expect(statSync(`${file}-wal`).size, 'the WAL once the reader has gone').to.equal(0);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A read transaction on the file named by argv[1], held 1.5 s, as another process holds it. */
+const READER = `
+const Database = require('better-sqlite3');
+const db = new Database(process.argv[1]);
+db.exec('BEGIN');
+db.prepare('SELECT count(*) FROM account_keys').get();
+process.stdout.write('reading\\n');
+setTimeout(() => { db.exec('ROLLBACK'); db.close(); process.stdout.write('released\\n'); }, 1500);
+`;
 
 const url = process.env['POSTGRES_URL'];
 if (url) {
