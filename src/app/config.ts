@@ -130,6 +130,7 @@ const envSchema = z.object({
   DATA_ENCRYPTION_KEY: optionalString.transform((text, ctx) => parsedOrIssue(text, parseDataKey, ctx)),
   DATA_ENCRYPTION_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredDataKeys, ctx)),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
+  LITESTREAM_BIN: optionalString,
   FREE_ANSWER_BYTES_PER_SECOND: optionalString.transform((text, ctx) => {
     if (text === undefined) return FREE_ANSWER_BYTES_DEFAULT;
     if (text === 'off') return null;
@@ -221,6 +222,8 @@ export interface Config {
   dataEncryptionKey: DataKey | null;
   /** `DATA_ENCRYPTION_RETIRED_KEYS`: keys that sealed before a rotation, still opening what they sealed. */
   dataEncryptionRetiredKeys: DataKey[];
+  /** `LITESTREAM_BIN`: the Litestream `scores replicate` runs; null: where `npm run engines` installs it (src/app/backup/litestream.ts). */
+  litestreamBin: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -286,6 +289,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ledgerRetiredKeys: e.LEDGER_RETIRED_KEYS ?? [],
     dataEncryptionKey: e.DATA_ENCRYPTION_KEY ?? null,
     dataEncryptionRetiredKeys: e.DATA_ENCRYPTION_RETIRED_KEYS ?? [],
+    litestreamBin: e.LITESTREAM_BIN ? resolve(e.LITESTREAM_BIN) : null,
   };
 }
 

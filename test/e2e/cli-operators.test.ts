@@ -199,6 +199,8 @@ describe('Logs and CLI for operators', function () {
       // Long-running on shared engines only (test/fleet runs them there): here, their refusals.
       worker: () => [],
       'fleet up': () => ['--api', '0'],
+      // Into this data directory, which holds a store: its refusal (test/e2e/replicate.test.ts restores).
+      'replicate restore': () => ['--from', join(scratch, 'no-replica')],
     };
     /** Commands whose example is a refusal: the exit code and the problem's stable code on stderr. */
     const refusals: Record<string, [exit: number, code: string]> = {
@@ -207,6 +209,7 @@ describe('Logs and CLI for operators', function () {
       'webhooks rotate-secret': [1, 'not_found'],
       'accounts forget': [1, 'not_found'],
       restore: [1, 'restore_target_not_empty'],
+      'replicate restore': [1, 'restore_target_not_empty'],
     };
 
     for (const { path, command } of leafCommands(buildCli())) {

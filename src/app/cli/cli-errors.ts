@@ -5,6 +5,7 @@ import { ConfigError } from '../config.js';
 import { ListenError } from '../server.js';
 import { StoreBusyError } from '../store-users.js';
 import { BackupError } from '../backup/store-backup.js';
+import { ReplicationError, type ReplicationErrorCode } from '../backup/litestream.js';
 
 /**
  * Exit codes: 1 a runtime error, 2 a usage error (an unknown command or option, a missing argument,
@@ -33,6 +34,17 @@ const CLI_ERRORS = {
 } as const;
 export type CliErrorCode = keyof typeof CLI_ERRORS;
 
+/** `scores replicate`'s refusals (src/app/backup/litestream.ts; docs/backup-litestream.md). */
+const REPLICATION_ERRORS: Record<ReplicationErrorCode, string> = {
+  replication_unsupported: 'Not the embedded store',
+  litestream_missing: 'Litestream not installed',
+  litestream_version: 'Litestream of another version',
+  litestream_failed: 'Litestream failed',
+  replica_empty: 'Nothing to restore in the replica',
+  restore_target_not_empty: 'Data directory holds a store',
+  restore_audit_failed: 'Restored log does not verify',
+};
+
 /** An error the CLI reports in one line: a usage error unless `code` says otherwise. */
 export class CliError extends Error {
   constructor(
@@ -58,6 +70,7 @@ export function problemOfError(err: unknown): CliProblem {
   if (err instanceof AppError) return { ...err.extensions, code: err.code, title: err.title, status: err.status, detail: err.detail, exit_code: EXIT.runtime };
   if (err instanceof CliError) return own(err.code, err.message);
   if (err instanceof BackupError) return { code: err.code, title: BACKUP_ERRORS[err.code], detail: err.message, exit_code: err.code === 'backup_invalid' || err.code === 'restore_audit_failed' ? EXIT.auditDiffers : EXIT.runtime };
+  if (err instanceof ReplicationError) return { code: err.code, title: REPLICATION_ERRORS[err.code], detail: err.message, exit_code: err.code === 'restore_audit_failed' ? EXIT.auditDiffers : EXIT.runtime };
   if (err instanceof IngestValidationError) return own('invalid_file', err.message);
   if (err instanceof ConfigError) return own('config_invalid', err.message);
   if (err instanceof ListenError) return own('cannot_listen', err.message);

@@ -12,6 +12,7 @@ import { addIngestCommand } from './ingest.commands.js';
 import { addKeyCommands } from './keys.commands.js';
 import { addLedgerCommands } from './ledger.commands.js';
 import { addReplayCommand } from './replay.commands.js';
+import { addReplicateCommands } from './replicate.commands.js';
 import { addSeedCommand } from './seed.commands.js';
 import { addServeCommand } from './serve.commands.js';
 import { addWorkerCommand } from './worker.commands.js';
@@ -37,6 +38,7 @@ export function buildCli(): Command {
   addBackupCommands(program);
   addWebhookCommands(program);
   addExportCommands(program);
+  addReplicateCommands(program);
   everyCommandTakesJson(program);
   return program;
 }

@@ -1,0 +1,130 @@
+/**
+ * `scores replicate restore --from REPLICA [--timestamp T]`: the databases from a Litestream replica
+ * into an empty data directory, as of the newest transaction or of an instant, and the key files
+ * kept beside it. Nothing is put in place before the restored log verifies (SQLite's integrity
+ * check, then `scores audit --all`: every ledger's hash chain and its figures against the read
+ * models); a restore that does not verify leaves the directory as it found it.
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { auditAll } from '../../../queries/audit-ledger/audit-ledger.query.js';
+import { allProjections } from '../../../projections/index.js';
+import { tryLock } from '../../../infra/files/process-lock.js';
+import { openSqlite } from '../../../infra/sqlite/database.js';
+import { SqliteEventStore } from '../../../infra/sqlite/event-store.js';
+import { SqliteReadStore } from '../../../infra/sqlite/read-store.js';
+import { systemClock } from '../../core/clock.js';
+import { logEncoding } from '../../core/log-encoding.js';
+import { ProjectorRunner } from '../../core/projector-runner.js';
+import { PRIVATE_DIR } from '../../core/private-files.js';
+import type { Config } from '../config.js';
+import { StoreBusyError } from '../store-users.js';
+import { assertEmbedded, checkedLitestream, keyFilesIn, replicaArgument, replicaOf, ReplicationError, REPLICATED, type ReplicaTarget } from './litestream.js';
+
+export interface RestoreOptions {
+  from: ReplicaTarget;
+  /** The instant to restore the log as of (ISO 8601, UTC); null: the newest transaction the replica holds. */
+  timestamp: string | null;
+  /** Where the key files were kept (`scores replicate --keys-to`); null: none to restore. */
+  keysFrom: string | null;
+}
+
+export interface RestoreReport {
+  data_dir: string;
+  replica: string;
+  timestamp: string | null;
+  databases: { database: string; bytes: number }[];
+  keys: string[];
+  head_position: string | null;
+  accounts: number;
+  ledger_events: number;
+  seconds: number;
+}
+
+const STAGING = '.restoring';
+
+/** Restores into `config.dataDir`, which must be empty or absent; on any failure it is left so. */
+export async function restoreFromReplica(config: Config, options: RestoreOptions): Promise<RestoreReport> {
+  assertEmbedded(config, 'scores replicate restore');
+  const dir = config.dataDir;
+  const existed = existsSync(dir);
+  if (existed && readdirSync(dir).length > 0) {
+    throw new ReplicationError('restore_target_not_empty', `${dir} is not empty: a restore goes into an empty data directory (move this one aside first)`);
+  }
+  const bin = checkedLitestream(config);
+  const started = performance.now();
+  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR });
+  // Servers refuse to start while this is held (src/app/store-users.ts).
+  const lock = tryLock(join(dir, 'run', 'store.lock'), 'exclusive');
+  if (!lock) throw new StoreBusyError(`a server started on ${dir} during the restore`);
+  try {
+    const staging = join(dir, STAGING);
+    mkdirSync(staging, { mode: PRIVATE_DIR });
+    const databases = REPLICATED.flatMap((database) => restoreDatabase(bin, options, staging, database));
+    const keys = options.keysFrom ? keyFilesIn(options.keysFrom) : [];
+    for (const name of keys) copyFileSync(join(options.keysFrom!, name), join(staging, name));
+    const verified = await verify(staging, config);
+    for (const name of readdirSync(staging)) renameSync(join(staging, name), join(dir, name));
+    rmSync(staging, { recursive: true, force: true });
+    lock.release();
+    rmSync(join(dir, 'run'), { recursive: true, force: true });
+    return { data_dir: dir, replica: replicaArgument(options.from), timestamp: options.timestamp, databases, keys, ...verified, seconds: (performance.now() - started) / 1000 };
+  } catch (err) {
+    lock.release();
+    for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
+    if (!existed) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * One database out of the replica, checked by SQLite's quick integrity check. The log is restored
+ * as of the timestamp; the accounts' keys always as of the newest transaction, so that a
+ * forgotten account's key, destroyed since, is not brought back with an older log.
+ */
+function restoreDatabase(bin: string, options: RestoreOptions, staging: string, database: string): { database: string; bytes: number }[] {
+  const output = join(staging, database);
+  const asOf = database === REPLICATED[0] && options.timestamp ? ['-timestamp', options.timestamp] : [];
+  const args = ['restore', '-if-replica-exists', '-integrity-check', 'quick', ...asOf, '-o', output, replicaArgument(replicaOf(options.from, database))];
+  const run = spawnSync(bin, args, { encoding: 'utf8', timeout: 30 * 60_000 });
+  if (run.status !== 0) {
+    const said = `${run.stdout ?? ''}${run.stderr ?? ''}`.trim().split('\n').slice(-5).join('\n');
+    const code = /no matching backup|no backups found|no snapshot|before/i.test(said) ? 'replica_empty' : 'restore_audit_failed';
+    throw new ReplicationError(code, `litestream restore of ${database} failed (exit ${run.status ?? run.signal}):\n${said}`);
+  }
+  if (!existsSync(output)) {
+    if (database !== REPLICATED[0]) return [];
+    throw new ReplicationError('replica_empty', `${replicaArgument(options.from)} holds no replica of ${database}`);
+  }
+  return [{ database, bytes: statSync(output).size }];
+}
+
+/**
+ * The restored log opened on its own (nothing of this process's environment), its read models
+ * brought up to it (as `scores audit --all` does: the audit finds the accounts through them), and
+ * audited whole.
+ */
+async function verify(staging: string, config: Config): Promise<Pick<RestoreReport, 'head_position' | 'accounts' | 'ledger_events'>> {
+  const file = join(staging, REPLICATED[0]);
+  const log = openSqlite(file, { synchronous: 'FULL' });
+  const views = openSqlite(file, { synchronous: 'NORMAL' });
+  const events = new SqliteEventStore(log, systemClock, { codec: logEncoding, debits: config.logDebits, writer: 'inline' });
+  const reads = new SqliteReadStore(views);
+  try {
+    const runner = new ProjectorRunner(events, reads, allProjections());
+    await runner.start();
+    await runner.stop();
+    const audit = await auditAll({ events, reads });
+    if (!audit.ok) {
+      const problems = audit.accounts.filter((a) => !a.ok).flatMap((a) => a.problems.slice(0, 3).map((p) => `  ${a.account_id}: ${p}`));
+      throw new ReplicationError('restore_audit_failed', `the restored log does not verify (scores audit --all); nothing was restored:\n${problems.slice(0, 20).join('\n')}`);
+    }
+    return { head_position: await events.headPosition(), accounts: audit.accounts.length, ledger_events: audit.accounts.reduce((n, a) => n + a.events, 0) };
+  } finally {
+    await events.close();
+    await reads.close();
+    log.close();
+    views.close();
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * `scores replicate` and `scores replicate restore` (docs/backup-litestream.md) as processes: a
+ * refusal's JSON problem, and, with the pinned Litestream installed, a point-in-time restore, a
+ * restore of the newest transaction, and the refusal of a replica whose log was edited, which
+ * leaves nothing behind (test/integration/replicate-refusals.test.ts has every refusal).
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { openSqlite } from '../../infra/sqlite/database.js';
+import { checkedLitestream } from '../../src/app/backup/litestream.js';
+import { loadConfig } from '../../src/app/config.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
+import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
+import { tempDir, testEnv } from '../support/server.js';
+
+const NOW = '2024-05-10T12:00:00Z';
+
+/** The one JSON problem `--json` writes on stderr, with the exit code. */
+function problemOf(exit: Exit): { exit: number | null; code: string; detail: string } {
+  const lines = exit.stderr.split('\n').filter(Boolean);
+  expect(lines, exit.stderr).to.have.length(1);
+  const problem = JSON.parse(lines[0]!) as { code: string; detail: string };
+  return { exit: exit.code, code: problem.code, detail: problem.detail };
+}
+
+describe('scores replicate: a refusal is one JSON problem on stderr with its stable code', function () {
+  this.timeout(60_000);
+  const dir = tempDir('scores-replicate-');
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = (extra: Record<string, string> = {}) => testEnv(dir, NOW, { SCORES_DEMO: 'off', ...extra });
+
+  it('a usage error exits 2 (object storage, and no place for the key files); a missing Litestream exits 1 (litestream_missing)', async () => {
+    const usage = problemOf(await runCli(['replicate', '--to', 's3://bucket/scores', '--json'], env()));
+    expect(usage).to.include({ exit: 2, code: 'usage' });
+    const missing = problemOf(await runCli(['replicate', 'restore', '--from', join(dir, 'none'), '--json'], env({ LITESTREAM_BIN: join(dir, 'no-litestream') })));
+    expect(missing).to.include({ exit: 1, code: 'litestream_missing' });
+    expect(existsSync(dir) ? readdirSync(dir) : [], 'what the refused restore left').to.deep.equal([]);
+  });
+});
+
+/** The newest transaction the replica of scores.sqlite holds (hex), as Litestream lists it. */
+function replicaTxid(bin: string, replica: string): string {
+  const out = spawnSync(bin, ['ltx', '-json', '-level', 'all', pathToFileURL(join(replica, 'scores')).href], { encoding: 'utf8' });
+  if (out.status !== 0) return '';
+  return ((JSON.parse(out.stdout) as { max_txid: string }[]).map((f) => f.max_txid).sort().at(-1)) ?? '';
+}
+
+describe('scores replicate with Litestream: point in time, newest, and an edited log refused', function () {
+  this.timeout(240_000);
+  const dir = tempDir('scores-replicate-');
+  const replica = tempDir('scores-replicate-replica-');
+  const restored = tempDir('scores-replicate-restored-');
+  const env = (data = dir) => testEnv(data, NOW, { SCORES_DEMO: 'off' });
+  let bin = '';
+  let account = '';
+  after(() => {
+    for (const d of [dir, replica, restored]) rmSync(d, { recursive: true, force: true });
+  });
+
+  before(async function () {
+    try {
+      bin = checkedLitestream(loadConfig(env()));
+    } catch (err) {
+      console.log(`      skipped: ${(err as Error).message}`);
+      return this.skip();
+    }
+    account = (JSON.parse((await runCli(['keys', 'create', '--tier', 'builder', '--json'], env())).stdout) as { account_id: string }).account_id;
+  });
+
+  /** `scores replicate` until `whileUp` has run and the replica holds its commits; then SIGTERM (a last sync) and its exit. */
+  async function replicating(whileUp: () => Promise<void>): Promise<void> {
+    const run = spawnCli(['replicate', '--to', replica, '--json'], env());
+    let said = '';
+    run.child.stdout!.on('data', (d: Buffer) => (said += d.toString()));
+    await until(() => said.includes('\n') || run.child.exitCode !== null, 120_000, 100);
+    if (run.child.exitCode !== null) expect.fail(`scores replicate exited: ${(await run.done).stderr}`);
+    await whileUp();
+    run.child.kill('SIGTERM');
+    const exit = await run.done;
+    expect(exit.code, exit.stderr).to.equal(0);
+  }
+
+  /** Appends to the log with the CLI, and waits until the replica holds the new transaction. */
+  async function appendAndShip(args: string[]): Promise<void> {
+    const before = replicaTxid(bin, replica);
+    const r = await runCli(args, env());
+    expect(r.code, r.stderr).to.equal(0);
+    await until(() => replicaTxid(bin, replica) > before, 60_000, 200);
+  }
+
+  const packs = async (data: string) => {
+    const out = await runCli(['ledger', 'export', '--account', account], env(data));
+    expect(out.code, out.stderr).to.equal(0);
+    const lines = out.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { kind: string; data: { pack_id?: string } });
+    return lines.filter((l) => l.kind === 'PackPurchased').map((l) => l.data.pack_id);
+  };
+
+  it('restores the log as of an instant, and as of its newest transaction, with the key files, audited clean', async () => {
+    let between = '';
+    await replicating(async () => {
+      await appendAndShip(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'pack-before']);
+      // The replica's files are stamped when Litestream writes them: the instant falls clear of both.
+      await new Promise((r) => setTimeout(r, 1100));
+      between = new Date().toISOString();
+      await new Promise((r) => setTimeout(r, 1100));
+      await appendAndShip(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'pack-after']);
+    });
+    const asOf = await runCli(['replicate', 'restore', '--from', replica, '--timestamp', between, '--json'], env(join(restored, 'then')));
+    expect(asOf.code, asOf.stderr).to.equal(0);
+    expect(JSON.parse(asOf.stdout)).to.include({ timestamp: between, accounts: 1 });
+    expect(await packs(join(restored, 'then'))).to.deep.equal(['pack-before']);
+
+    const newest = await runCli(['replicate', 'restore', '--from', replica, '--json'], env(join(restored, 'now')));
+    expect(newest.code, newest.stderr).to.equal(0);
+    expect((JSON.parse(newest.stdout) as { keys: string[] }).keys.sort()).to.deep.equal(['data-encryption-keys.json', 'ledger-signing-key.json']);
+    expect(await packs(join(restored, 'now'))).to.deep.equal(['pack-before', 'pack-after']);
+    const audit = await runCli(['audit', '--all', '--json'], env(join(restored, 'now')));
+    expect(audit.code, audit.stdout + audit.stderr).to.equal(0);
+  });
+
+  it('refuses a replica whose log was edited (a ledger line no longer matches its hash), and leaves no data directory behind', async () => {
+    await replicating(async () => {
+      const before = replicaTxid(bin, replica);
+      const db = openSqlite(join(dir, 'scores.sqlite'));
+      try {
+        const edited = db.prepare("UPDATE events SET data = json_set(data, '$.credits', 100000) WHERE stream_id = ? AND type = 'PackPurchased'").run(ledgerStream(account));
+        expect(edited.changes).to.equal(2);
+      } finally {
+        db.close();
+      }
+      await until(() => replicaTxid(bin, replica) > before, 60_000, 200);
+    });
+    const target = join(restored, 'edited');
+    const refused = await runCli(['replicate', 'restore', '--from', replica, '--json'], env(target));
+    const problem = problemOf(refused);
+    expect(problem).to.include({ exit: 3, code: 'restore_audit_failed' });
+    expect(problem.detail).to.match(/Hash chain broken at revision \d+ \(PackPurchased/);
+    expect(existsSync(target), 'the data directory the restore created').to.equal(false);
+  });
+});
