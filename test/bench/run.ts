@@ -7,6 +7,7 @@ import { benchFlood } from './flood.bench.js';
 import { benchFreeBytes } from './free-bytes.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
+import { benchLitestream } from './litestream.bench.js';
 import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchPgBackup } from './pg-backup.bench.js';
@@ -17,9 +18,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first,litestream picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first,litestream').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -41,6 +42,7 @@ if (only.has('pgbackup')) await benchPgBackup(runs, now);
 if (only.has('engines')) await benchEngines(runs);
 if (only.has('scale')) await benchScaleOut(runs);
 if (only.has('first')) await benchFirstStart(runs);
+if (only.has('litestream')) await benchLitestream(runs, now);
 if (only.has('exports')) {
   await benchExports(runs, now);
   await benchExportServerMemory(now);

@@ -11,48 +11,18 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { checkedLitestream, LITESTREAM_RPO_SECONDS } from '../../src/app/backup/litestream.js';
 import { snapshotReadModels } from '../support/snapshot.js';
+import { debitRequestIds, lostCalls, meteredLoad } from '../support/metered-load.js';
 import { runCli, spawnCli, startServerProcess, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-06-14T12:00:00Z';
 const ACCOUNT = 'demo-quant';
 
-interface Ack {
-  id: string;
-  at: number;
-}
-
-/** `connections` loops of metered calls until `stop()`: every 200 recorded with its request id and the instant it was answered. */
-function meteredLoad(url: string, key: string, connections: number) {
-  const acks: Ack[] = [];
-  let stopped = false;
-  const loop = async () => {
-    while (!stopped) {
-      try {
-        const res = await fetch(`${url}/v1/scores/AAPL`, { headers: { 'X-API-Key': key } });
-        await res.arrayBuffer();
-        if (res.status === 200) acks.push({ id: res.headers.get('x-request-id')!, at: Date.now() });
-      } catch {
-        return; // the server is gone
-      }
-    }
-  };
-  const loops = Array.from({ length: connections }, loop);
-  return {
-    acks,
-    async stop() {
-      stopped = true;
-      await Promise.all(loops);
-    },
-  };
-}
-
 /** The request ids of the account's debits in the ledger (`scores ledger export`), one per line. */
 async function ledgerRequestIds(env: NodeJS.ProcessEnv): Promise<string[]> {
   const out = await runCli(['ledger', 'export', '--account', ACCOUNT], env);
   expect(out.code, out.stderr).to.equal(0);
-  const lines = out.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { kind: string; data: { request_id?: string } });
-  return lines.filter((l) => l.kind === 'CreditsDebited').map((l) => l.data.request_id!);
+  return debitRequestIds(out.stdout);
 }
 
 describe('Restore drill: Litestream replica after kill -9 and the loss of the data directory', function () {
@@ -103,7 +73,7 @@ describe('Restore drill: Litestream replica after kill -9 and the loss of the da
 
       const ids = await ledgerRequestIds(env);
       const inLedger = new Set(ids);
-      const lost = load.acks.filter((a) => !inLedger.has(a.id)).map((a) => ({ ...a, age: (loss - a.at) / 1000 }));
+      const lost = lostCalls(load.acks, inLedger, loss);
       console.log(
         `      ${load.acks.length} calls acknowledged; lost ${lost.length}` +
           (lost.length ? ` (the oldest answered ${Math.max(...lost.map((l) => l.age)).toFixed(2)} s before the loss)` : '') +
