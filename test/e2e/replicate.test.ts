@@ -6,11 +6,13 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openSqlite } from '../../infra/sqlite/database.js';
-import { checkedLitestream } from '../../src/app/backup/litestream.js';
+import { checkedLitestream, replicaTarget, ReplicationError } from '../../src/app/backup/litestream.js';
+import { restoreFromReplica } from '../../src/app/backup/litestream-restore.js';
+import { openServices } from '../../src/app/container.js';
 import { loadConfig } from '../../src/app/config.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { runCli, spawnCli, until, type Exit } from '../support/processes.js';
@@ -32,12 +34,9 @@ describe('scores replicate: a refusal is one JSON problem on stderr with its sta
   after(() => rmSync(dir, { recursive: true, force: true }));
   const env = (extra: Record<string, string> = {}) => testEnv(dir, NOW, { SCORES_DEMO: 'off', ...extra });
 
-  it('a usage error exits 2 (object storage, and no place for the key files); a missing Litestream exits 1 (litestream_missing)', async () => {
-    const usage = problemOf(await runCli(['replicate', '--to', 's3://bucket/scores', '--json'], env()));
-    expect(usage).to.include({ exit: 2, code: 'usage' });
-    const missing = problemOf(await runCli(['replicate', 'restore', '--from', join(dir, 'none'), '--json'], env({ LITESTREAM_BIN: join(dir, 'no-litestream') })));
+  it('a missing Litestream exits 1 with litestream_missing (every refusal: test/integration/replicate-refusals.test.ts)', async () => {
+    const missing = problemOf(await runCli(['replicate', '--to', join(dir, '..', 'elsewhere'), '--json'], env({ LITESTREAM_BIN: join(dir, 'no-litestream') })));
     expect(missing).to.include({ exit: 1, code: 'litestream_missing' });
-    expect(existsSync(dir) ? readdirSync(dir) : [], 'what the refused restore left').to.deep.equal([]);
   });
 });
 
@@ -91,14 +90,21 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
     await until(() => replicaTxid(bin, replica) > before, 60_000, 200);
   }
 
+  /** The packs in the account's ledger in a restored store. */
   const packs = async (data: string) => {
-    const out = await runCli(['ledger', 'export', '--account', account], env(data));
-    expect(out.code, out.stderr).to.equal(0);
-    const lines = out.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { kind: string; data: { pack_id?: string } });
-    return lines.filter((l) => l.kind === 'PackPurchased').map((l) => l.data.pack_id);
+    const services = await openServices(loadConfig(env(data)));
+    try {
+      const events = await services.events.readStream(ledgerStream(account));
+      return events.filter((e) => e.type === 'PackPurchased').map((e) => (e.data as { pack_id: string }).pack_id);
+    } finally {
+      await services.close();
+    }
   };
+  /** `scores replicate restore` in this process (test/e2e/restore-drill-litestream.test.ts runs the command). */
+  const restore = (data: string, timestamp: string | null = null) =>
+    restoreFromReplica(loadConfig(env(data)), { from: replicaTarget(replica), timestamp, keysFrom: join(replica, 'keys') });
 
-  it('restores the log as of an instant, and as of its newest transaction, with the key files, audited clean', async () => {
+  it('restores the log as of an instant, and as of its newest transaction, with the key files, audited clean (restoreFromReplica audits)', async () => {
     let between = '';
     await replicating(async () => {
       await appendAndShip(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'pack-before']);
@@ -108,17 +114,13 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
       await new Promise((r) => setTimeout(r, 1100));
       await appendAndShip(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'pack-after']);
     });
-    const asOf = await runCli(['replicate', 'restore', '--from', replica, '--timestamp', between, '--json'], env(join(restored, 'then')));
-    expect(asOf.code, asOf.stderr).to.equal(0);
-    expect(JSON.parse(asOf.stdout)).to.include({ timestamp: between, accounts: 1 });
+    expect(await restore(join(restored, 'then'), between)).to.include({ timestamp: between, accounts: 1 });
     expect(await packs(join(restored, 'then'))).to.deep.equal(['pack-before']);
 
-    const newest = await runCli(['replicate', 'restore', '--from', replica, '--json'], env(join(restored, 'now')));
-    expect(newest.code, newest.stderr).to.equal(0);
-    expect((JSON.parse(newest.stdout) as { keys: string[] }).keys.sort()).to.deep.equal(['data-encryption-keys.json', 'ledger-signing-key.json']);
+    const newest = await restore(join(restored, 'now'));
+    expect(newest).to.include({ accounts: 1, timestamp: null });
+    expect([...newest.keys].sort()).to.deep.equal(['data-encryption-keys.json', 'ledger-signing-key.json']);
     expect(await packs(join(restored, 'now'))).to.deep.equal(['pack-before', 'pack-after']);
-    const audit = await runCli(['audit', '--all', '--json'], env(join(restored, 'now')));
-    expect(audit.code, audit.stdout + audit.stderr).to.equal(0);
   });
 
   it('refuses a replica whose log was edited (a ledger line no longer matches its hash), and leaves no data directory behind', async () => {
@@ -134,10 +136,12 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
       await until(() => replicaTxid(bin, replica) > before, 60_000, 200);
     });
     const target = join(restored, 'edited');
-    const refused = await runCli(['replicate', 'restore', '--from', replica, '--json'], env(target));
-    const problem = problemOf(refused);
-    expect(problem).to.include({ exit: 3, code: 'restore_audit_failed' });
-    expect(problem.detail).to.match(/Hash chain broken at revision \d+ \(PackPurchased/);
+    const refused = await restore(target).then(
+      () => expect.fail('restored'),
+      (err: unknown) => err as ReplicationError,
+    );
+    expect(refused).to.be.instanceOf(ReplicationError).and.include({ code: 'restore_audit_failed' });
+    expect(refused.message).to.match(/Hash chain broken at revision \d+ \(PackPurchased/);
     expect(existsSync(target), 'the data directory the restore created').to.equal(false);
   });
 });
