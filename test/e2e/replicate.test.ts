@@ -69,17 +69,22 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
     account = (JSON.parse((await runCli(['keys', 'create', '--tier', 'builder', '--json'], env())).stdout) as { account_id: string }).account_id;
   });
 
-  /** `scores replicate` until `whileUp` has run and the replica holds its commits; then SIGTERM (a last sync) and its exit. */
-  async function replicating(whileUp: () => Promise<void>): Promise<void> {
-    const run = spawnCli(['replicate', '--to', replica, '--json'], env());
+  /**
+   * `scores replicate` until `whileUp` has run; then stopped by SIGTERM, or by a Ctrl-C (SIGINT to
+   * its process group, as a terminal sends it: Litestream must get it once, or it skips its last
+   * sync and exits 1).
+   */
+  async function replicating(whileUp: () => Promise<void>, stop: 'SIGTERM' | 'ctrl-c' = 'SIGTERM'): Promise<void> {
+    const run = spawnCli(['replicate', '--to', replica, '--json'], env(), { group: true });
     let said = '';
     run.child.stdout!.on('data', (d: Buffer) => (said += d.toString()));
     await until(() => said.includes('\n') || run.child.exitCode !== null, 120_000, 100);
     if (run.child.exitCode !== null) expect.fail(`scores replicate exited: ${(await run.done).stderr}`);
     await whileUp();
-    run.child.kill('SIGTERM');
+    if (stop === 'ctrl-c') process.kill(-run.child.pid!, 'SIGINT');
+    else run.child.kill('SIGTERM');
     const exit = await run.done;
-    expect(exit.code, exit.stderr).to.equal(0);
+    expect(exit.code, `scores replicate stopped by ${stop}: ${exit.stderr}`).to.equal(0);
   }
 
   /** Appends to the log with the CLI, and waits until the replica holds the new transaction. */
@@ -113,7 +118,7 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
       between = new Date().toISOString();
       await new Promise((r) => setTimeout(r, 1100));
       await appendAndShip(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'pack-after']);
-    });
+    }, 'ctrl-c');
     expect(await restore(join(restored, 'then'), between)).to.include({ timestamp: between, accounts: 1 });
     expect(await packs(join(restored, 'then'))).to.deep.equal(['pack-before']);
 

@@ -113,9 +113,10 @@ describe('Where a replica is, and what Litestream is told', () => {
   });
 
   it('gives each database its own replica, Litestream its checkpoints for 16 KiB pages, and quotes every path', () => {
-    const yaml = litestreamConfig('/data "x"', replicaTarget('s3://bucket/scores'), { syncInterval: '500ms', logLevel: 'silent' });
+    const yaml = litestreamConfig('/data "x"', replicaTarget('s3://bucket/scores'), { syncInterval: '500ms', logLevel: 'silent', socket: '/data "x"/run/litestream.sock' });
     expect(yaml).to.include('  - path: "/data \\"x\\"/scores.sqlite"\n').and.include('  - path: "/data \\"x\\"/account-keys.sqlite"\n');
     expect(yaml).to.include('      url: "s3://bucket/scores/scores"\n').and.include('      url: "s3://bucket/scores/account-keys"\n');
     expect(yaml).to.include('    truncate-page-n: 30000\n').and.include('      sync-interval: 500ms\n').and.include('  level: error\n');
+    expect(yaml).to.include('socket:\n  enabled: true\n  path: "/data \\"x\\"/run/litestream.sock"');
   });
 });

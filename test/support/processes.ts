@@ -21,15 +21,17 @@ export interface Exit {
 /**
  * Runs the `scores` CLI (programArgs; `built`: from dist/ whatever SCORES_TEST_CLI says, for a
  * bench that times a command) as a separate process; with `umask`, started by a shell under that
- * umask (as a login shell with Debian's default 022 would start it).
+ * umask (as a login shell with Debian's default 022 would start it); with `group`, in a process
+ * group of its own, as a terminal starts a command (a Ctrl-C is `process.kill(-pid, 'SIGINT')`).
  */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umask?: string; built?: boolean } = {}): { child: ChildProcess; done: Promise<Exit> } {
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv, options: { umask?: string; built?: boolean; group?: boolean } = {}): { child: ChildProcess; done: Promise<Exit> } {
   const command = [process.execPath, ...programArgs('src/app/cli/bin.ts', options.built), ...args];
   const [file, argv] = options.umask ? ['/bin/sh', ['-c', `umask ${options.umask} && exec "$0" "$@"`, ...command]] : [command[0]!, command.slice(1)];
   const child = spawn(file, argv, {
     cwd: projectRoot(),
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.group ?? false,
   });
   let stdout = '';
   let stderr = '';

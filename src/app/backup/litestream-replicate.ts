@@ -3,8 +3,10 @@
  * on the data directory's databases, with a configuration written for them, and the key files
  * copied beside the replica whenever they change (docs/backup-litestream.md).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tryLock } from '../../../infra/files/process-lock.js';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../core/private-files.js';
@@ -27,9 +29,10 @@ export interface ReplicationReport {
   data_dir: string;
   replica: string;
   keys_to: string | null;
-  /** Each database, the local transaction when replication started, and the newest the replica holds. */
+  /** Each database, its transaction when the readiness was checked, and the newest the replica holds (not older). */
   databases: { database: string; txid: string; replica_txid: string }[];
-  litestream: { version: string; pid: number; config: string };
+  /** `socket`: where `litestream sync -socket` reaches this Litestream. */
+  litestream: { version: string; pid: number; config: string; socket: string };
   ready_seconds: number;
 }
 
@@ -43,9 +46,11 @@ export async function replicate(config: Config, options: ReplicateOptions): Prom
   try {
     forgetOtherReplica(config.dataDir, replicaArgument(options.target), options.onLog);
     const configFile = join(config.dataDir, 'run', 'litestream.yml');
-    writeFileSync(configFile, litestreamConfig(config.dataDir, options.target, { syncInterval: options.syncInterval, logLevel: config.logLevel }), { mode: PRIVATE_FILE });
+    const socket = controlSocket(config.dataDir);
+    rmSync(socket, { force: true });
+    writeFileSync(configFile, litestreamConfig(config.dataDir, options.target, { syncInterval: options.syncInterval, logLevel: config.logLevel, socket }), { mode: PRIVATE_FILE });
     if (options.keysTo) stopCopying = keepKeysCopied(config.dataDir, options.keysTo, options.onLog);
-    return await supervise(bin, configFile, config, options);
+    return await supervise(bin, configFile, socket, config, options);
   } finally {
     stopCopying();
     lock.release();
@@ -53,11 +58,13 @@ export async function replicate(config: Config, options: ReplicateOptions): Prom
 }
 
 /** Litestream as a child: its output passed on line by line, the signals this process gets passed on to it. */
-async function supervise(bin: string, configFile: string, config: Config, options: ReplicateOptions): Promise<number> {
+async function supervise(bin: string, configFile: string, socket: string, config: Config, options: ReplicateOptions): Promise<number> {
   const started = performance.now();
   // Litestream reads LOG_LEVEL too, over its configuration, and knows no `silent`.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'LOG_LEVEL'));
-  const child = spawn(bin, ['replicate', '-config', configFile, '-no-expand-env'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  // A group of its own: a Ctrl-C reaches the terminal's whole group, and Litestream takes a second
+  // signal (the one passed on) as "stop without the last sync".
+  const child = spawn(bin, ['replicate', '-config', configFile, '-no-expand-env'], { stdio: ['ignore', 'pipe', 'pipe'], env, detached: true });
   for (const stream of [child.stdout, child.stderr]) stream.on('data', lines(options.onLog));
   const exited = new Promise<number>((resolve) => {
     child.on('error', (err) => {
@@ -66,19 +73,30 @@ async function supervise(bin: string, configFile: string, config: Config, option
     });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
   });
+  let gone = false;
+  void exited.then(() => (gone = true));
   const passOn = (signal: NodeJS.Signals) => child.kill(signal);
   process.on('SIGINT', passOn).on('SIGTERM', passOn);
   try {
-    const databases = await replicaReady(bin, configFile, child, exited);
+    const databases = await replicaReady(bin, socket, config.dataDir, () => gone);
     if (databases) {
       const replica = replicaArgument(options.target);
-      const litestream = { version: LITESTREAM_VERSION, pid: child.pid!, config: configFile };
+      const litestream = { version: LITESTREAM_VERSION, pid: child.pid!, config: configFile, socket };
       options.onReady({ data_dir: config.dataDir, replica, keys_to: options.keysTo, databases, litestream, ready_seconds: (performance.now() - started) / 1000 });
     }
     return await exited;
   } finally {
     process.off('SIGINT', passOn).off('SIGTERM', passOn);
   }
+}
+
+/**
+ * Where Litestream listens for `litestream sync` (owner-only): `run/litestream.sock`, or, when that
+ * path is longer than a Unix socket's name may be, a file in the temporary directory named for it.
+ */
+function controlSocket(dataDir: string): string {
+  const beside = join(dataDir, 'run', 'litestream.sock');
+  return beside.length <= 100 ? beside : join(tmpdir(), `scores-litestream-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}.sock`);
 }
 
 /**
@@ -107,32 +125,28 @@ function lines(each: (line: string) => void): (chunk: Buffer) => void {
 }
 
 /**
- * Waits until the replica holds, for every database, the transaction that was the local one when
- * Litestream first reported it: then every commit made before replication started is in the
- * replica. Null if Litestream exits first.
+ * Waits until the replica holds every commit made before replication started: for each database,
+ * `litestream sync -wait` through the control socket (a sync of the WAL now, then of the replica),
+ * retried until Litestream listens and has opened the database. Null if Litestream exits first.
  */
-async function replicaReady(bin: string, configFile: string, child: ChildProcess, exited: Promise<number>): Promise<ReplicationReport['databases'] | null> {
-  let gone = false;
-  void exited.then(() => (gone = true));
-  const wanted = new Map<string, string>();
-  for (;;) {
-    if (gone || child.exitCode !== null) return null;
-    for (const s of litestreamJson<{ database: string; status: string; local_txid?: string }[]>(bin, ['status', '-json', '-config', configFile, '-no-expand-env']) ?? []) {
-      if (s.status === 'ok' && s.local_txid && !wanted.has(s.database)) wanted.set(s.database, s.local_txid);
+async function replicaReady(bin: string, socket: string, dataDir: string, gone: () => boolean): Promise<ReplicationReport['databases'] | null> {
+  const held: ReplicationReport['databases'] = [];
+  for (const database of REPLICATED) {
+    for (;;) {
+      if (gone()) return null;
+      const synced = litestreamJson<{ txid: number; replica_txid: number }>(bin, ['sync', '-wait', '-json', '-timeout', '3600', '-socket', socket, join(dataDir, database)]);
+      if (synced && synced.replica_txid >= synced.txid) {
+        held.push({ database, txid: hexTxid(synced.txid), replica_txid: hexTxid(synced.replica_txid) });
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 500));
     }
-    if (wanted.size === REPLICATED.length) {
-      const held = [...wanted].map(([database, txid]) => ({ database, txid, replica: replicaTxid(bin, configFile, database) }));
-      if (held.every((d) => d.replica !== null && d.replica >= d.txid)) return held.map((d) => ({ database: d.database, txid: d.txid, replica_txid: d.replica! }));
-    }
-    await new Promise((r) => setTimeout(r, 500));
   }
+  return held;
 }
 
-/** The newest transaction the replica of `database` holds, at any compaction level (hex, as Litestream prints it). */
-function replicaTxid(bin: string, configFile: string, database: string): string | null {
-  const files = litestreamJson<{ max_txid: string }[]>(bin, ['ltx', '-json', '-level', 'all', '-config', configFile, '-no-expand-env', database]);
-  return files?.length ? files.map((f) => f.max_txid).sort().at(-1)! : null;
-}
+/** A transaction id as Litestream names its files. */
+const hexTxid = (n: number) => n.toString(16).padStart(16, '0');
 
 function litestreamJson<T>(bin: string, args: string[]): T | null {
   const run = spawnSync(bin, args, { encoding: 'utf8', timeout: 60_000 });

@@ -110,6 +110,8 @@ export interface ReplicationSettings {
   syncInterval: string;
   /** The service's LOG_LEVEL: Litestream's log follows it (errors always show). */
   logLevel: Config['logLevel'];
+  /** The control socket `litestream sync` talks to (owner-only). */
+  socket: string;
 }
 
 const LITESTREAM_LEVEL: Record<Config['logLevel'], string> = { trace: 'debug', debug: 'debug', info: 'info', warn: 'warn', error: 'error', fatal: 'error', silent: 'error' };
@@ -131,6 +133,9 @@ export function litestreamConfig(dataDir: string, target: ReplicaTarget, setting
     `  level: ${LITESTREAM_LEVEL[settings.logLevel]}`,
     '  type: json',
     '  stderr: true',
+    'socket:',
+    '  enabled: true',
+    `  path: ${q(settings.socket)}`, // owner-only: Litestream's default permissions
     'dbs:',
   ];
   for (const database of REPLICATED) {
