@@ -128,18 +128,24 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
     expect(await packs(join(restored, 'now'))).to.deep.equal(['pack-before', 'pack-after']);
   });
 
-  it('refuses a replica whose log was edited (a ledger line no longer matches its hash), and leaves no data directory behind', async () => {
-    await replicating(async () => {
-      const before = replicaTxid(bin, replica);
-      const db = openSqlite(join(dir, 'scores.sqlite'));
-      try {
-        const edited = db.prepare("UPDATE events SET data = json_set(data, '$.credits', 100000) WHERE stream_id = ? AND type = 'PackPurchased'").run(ledgerStream(account));
-        expect(edited.changes).to.equal(2);
-      } finally {
-        db.close();
-      }
-      await until(() => replicaTxid(bin, replica) > before, 60_000, 200);
-    });
+  it('is ready only once the replica holds what was written while it was stopped; refuses a replica whose log was edited, and leaves no data directory behind', async () => {
+    // Edited while nothing replicates (a ledger line changed without its hash).
+    const db = openSqlite(join(dir, 'scores.sqlite'));
+    try {
+      const edited = db.prepare("UPDATE events SET data = json_set(data, '$.credits', 100000) WHERE stream_id = ? AND type = 'PackPurchased'").run(ledgerStream(account));
+      expect(edited.changes).to.equal(2);
+    } finally {
+      db.close();
+    }
+    // Started again, then killed the instant it says it is ready: no last sync ships anything more.
+    const run = spawnCli(['replicate', '--to', replica, '--json'], env(), { group: true });
+    let said = '';
+    run.child.stdout!.on('data', (d: Buffer) => (said += d.toString()));
+    await until(() => said.includes('\n') || run.child.exitCode !== null, 120_000, 20);
+    if (run.child.exitCode !== null) expect.fail(`scores replicate exited: ${(await run.done).stderr}`);
+    process.kill(-run.child.pid!, 'SIGKILL');
+    process.kill((JSON.parse(said) as { litestream: { pid: number } }).litestream.pid, 'SIGKILL');
+    await run.done;
     const target = join(restored, 'edited');
     const refused = await restore(target).then(
       () => expect.fail('restored'),
