@@ -120,6 +120,12 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
       await appendAndShip(['packs', 'add', '--account', account, '--credits', '100', '--pack-id', 'pack-after']);
     }, 'ctrl-c');
     expect(await restore(join(restored, 'then'), between)).to.include({ timestamp: between, accounts: 1 });
+    const tooEarly = await restore(join(restored, 'before'), '2020-01-01T00:00:00.000Z').then(
+      () => expect.fail('restored as of an instant before the replica began'),
+      (err: unknown) => err as ReplicationError,
+    );
+    expect(tooEarly).to.include({ code: 'replica_empty' });
+    expect(existsSync(join(restored, 'before'))).to.equal(false);
     expect(await packs(join(restored, 'then'))).to.deep.equal(['pack-before']);
 
     const newest = await restore(join(restored, 'now'));

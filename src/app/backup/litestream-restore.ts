@@ -90,7 +90,7 @@ function restoreDatabase(bin: string, options: RestoreOptions, staging: string, 
   const run = spawnSync(bin, args, { encoding: 'utf8', timeout: 30 * 60_000 });
   if (run.status !== 0) {
     const said = `${run.stdout ?? ''}${run.stderr ?? ''}`.trim().split('\n').slice(-5).join('\n');
-    const code = /no matching backup|no backups found|no snapshot|before/i.test(said) ? 'replica_empty' : 'restore_audit_failed';
+    const code = /no matching backups?|no backups found|timestamp does not exist/i.test(said) ? 'replica_empty' : /integrity/i.test(said) ? 'restore_audit_failed' : 'litestream_failed';
     throw new ReplicationError(code, `litestream restore of ${database} failed (exit ${run.status ?? run.signal}):\n${said}`);
   }
   if (!existsSync(output)) {
