@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { checkedLitestream, litestreamConfig, replicaOf, replicaTarget, ReplicationError } from '../../src/app/backup/litestream.js';
 import { restoreFromReplica } from '../../src/app/backup/litestream-restore.js';
 import { replicate } from '../../src/app/backup/litestream-replicate.js';
+import { tryLock } from '../../infra/files/process-lock.js';
 import { problemOfError } from '../../src/app/cli/cli-errors.js';
 import { buildCli } from '../../src/app/cli/main.js';
 import { loadConfig } from '../../src/app/config.js';
@@ -67,6 +68,22 @@ describe('scores replicate: refusals before Litestream runs', function () {
     const p = await refusal(() => restoreFromReplica(config(), { from: replicaTarget(join(elsewhere, 'r')), timestamp: null, keysFrom: null }));
     expect(p).to.include({ code: 'restore_target_not_empty', title: 'Data directory holds a store', exit_code: 1 });
     expect(readdirSync(dir)).to.deep.equal(['scores.sqlite']);
+  });
+
+  it('refuses a second scores replicate on one data directory: busy (one Litestream per store)', async function () {
+    try {
+      checkedLitestream(config());
+    } catch {
+      return this.skip(); // Litestream is not installed: the lock is taken after the binary is checked
+    }
+    const held = tryLock(join(dir, 'run', 'replicate.lock'), 'exclusive')!;
+    try {
+      const p = await refusal(() => replicate(config(), { target: replicaTarget(join(elsewhere, 'r')), keysTo: null, syncInterval: '1s', ...noop }));
+      expect(p).to.include({ code: 'busy', exit_code: 1 });
+      expect(p.detail).to.include('another scores replicate runs on');
+    } finally {
+      held.release();
+    }
   });
 
   it('maps a restore that does not verify to exit 3, as the audit does', () => {
