@@ -6,9 +6,10 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { ACCOUNT_KEYS_FILE, SqliteAccountKeys } from '../../infra/sqlite/account-keys.js';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { checkedLitestream, replicaTarget, ReplicationError } from '../../src/app/backup/litestream.js';
 import { restoreFromReplica } from '../../src/app/backup/litestream-restore.js';
@@ -132,6 +133,30 @@ describe('scores replicate with Litestream: point in time, newest, and an edited
     expect(newest).to.include({ accounts: 1, timestamp: null });
     expect([...newest.keys].sort()).to.deep.equal(['data-encryption-keys.json', 'ledger-signing-key.json']);
     expect(await packs(join(restored, 'now'))).to.deep.equal(['pack-before', 'pack-after']);
+  });
+
+  it('destroys again the key of an account the restored log says is forgotten, when the key store\'s replica lags the log\'s', async () => {
+    const made = await runCli(['keys', 'create', '--tier', 'free', '--email', 'forget.me@example.com', '--json'], env());
+    expect(made.code, made.stderr).to.equal(0);
+    const forgetMe = (JSON.parse(made.stdout) as { account_id: string }).account_id;
+    const lagging = join(restored, 'account-keys-replica-before');
+    await replicating(async () => {
+      // Ready: the key store's replica holds the new account's key. As it is now, before the
+      // forgetting, it is put back below: a replica of the key store that lags the log's.
+      cpSync(join(replica, 'account-keys'), lagging, { recursive: true });
+      const forgot = await runCli(['accounts', 'forget', forgetMe, '--yes'], env());
+      expect(forgot.code, forgot.stderr).to.equal(0);
+    });
+    rmSync(join(replica, 'account-keys'), { recursive: true, force: true });
+    cpSync(lagging, join(replica, 'account-keys'), { recursive: true });
+    const report = await restore(join(restored, 'forgotten'));
+    expect(report.forgotten_again).to.equal(1);
+    const keys = new SqliteAccountKeys(join(restored, 'forgotten', ACCOUNT_KEYS_FILE));
+    try {
+      expect(await keys.find(forgetMe)).to.include({ wrapped: null });
+    } finally {
+      await keys.close();
+    }
   });
 
   it('is ready only once the replica holds what was written while it was stopped; refuses a replica whose log was edited, and leaves no data directory behind', async () => {

@@ -10,11 +10,14 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, s
 import { join } from 'node:path';
 import { auditAll } from '../../../queries/audit-ledger/audit-ledger.query.js';
 import { allProjections } from '../../../projections/index.js';
+import { loadAccount } from '../../../commands/manage-keys/keys.handler.js';
 import { tryLock } from '../../../infra/files/process-lock.js';
+import { ACCOUNT_KEYS_FILE, SqliteAccountKeys } from '../../../infra/sqlite/account-keys.js';
 import { openSqlite } from '../../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../../infra/sqlite/event-store.js';
 import { SqliteReadStore } from '../../../infra/sqlite/read-store.js';
 import { systemClock } from '../../core/clock.js';
+import type { EventStore } from '../../core/event-store.port.js';
 import { logEncoding } from '../../core/log-encoding.js';
 import { ProjectorRunner } from '../../core/projector-runner.js';
 import { PRIVATE_DIR } from '../../core/private-files.js';
@@ -39,6 +42,8 @@ export interface RestoreReport {
   head_position: string | null;
   accounts: number;
   ledger_events: number;
+  /** Accounts the log says are forgotten, whose keys were destroyed in the restored key store again. */
+  forgotten_again: number;
   seconds: number;
 }
 
@@ -101,11 +106,35 @@ function restoreDatabase(bin: string, options: RestoreOptions, staging: string, 
 }
 
 /**
+ * Every forgetting the restored log records is applied to the restored key store again (as
+ * `scores restore` does): the log records a forgetting before the key is destroyed, and the key
+ * store's replica may lag the log's, so a key the log says is gone may have come back. Answers
+ * how many accounts the log says are forgotten.
+ */
+async function forgetAgain(events: EventStore, staging: string, accountIds: string[]): Promise<number> {
+  const file = join(staging, ACCOUNT_KEYS_FILE);
+  if (!existsSync(file)) return 0;
+  const keys = new SqliteAccountKeys(file);
+  let forgotten = 0;
+  try {
+    for (const id of accountIds) {
+      const at = (await loadAccount(events, id)).forgotten_at;
+      if (at === null) continue;
+      await keys.destroy(id, at);
+      forgotten++;
+    }
+  } finally {
+    await keys.close();
+  }
+  return forgotten;
+}
+
+/**
  * The restored log opened on its own (nothing of this process's environment), its read models
  * brought up to it (as `scores audit --all` does: the audit finds the accounts through them), and
  * audited whole.
  */
-async function verify(staging: string, config: Config): Promise<Pick<RestoreReport, 'head_position' | 'accounts' | 'ledger_events'>> {
+async function verify(staging: string, config: Config): Promise<Pick<RestoreReport, 'head_position' | 'accounts' | 'ledger_events' | 'forgotten_again'>> {
   const file = join(staging, REPLICATED[0]);
   const log = openSqlite(file, { synchronous: 'FULL' });
   const views = openSqlite(file, { synchronous: 'NORMAL' });
@@ -120,7 +149,8 @@ async function verify(staging: string, config: Config): Promise<Pick<RestoreRepo
       const problems = audit.accounts.filter((a) => !a.ok).flatMap((a) => a.problems.slice(0, 3).map((p) => `  ${a.account_id}: ${p}`));
       throw new ReplicationError('restore_audit_failed', `the restored log does not verify (scores audit --all); nothing was restored:\n${problems.slice(0, 20).join('\n')}`);
     }
-    return { head_position: await events.headPosition(), accounts: audit.accounts.length, ledger_events: audit.accounts.reduce((n, a) => n + a.events, 0) };
+    const forgotten = await forgetAgain(events, staging, audit.accounts.map((a) => a.account_id));
+    return { head_position: await events.headPosition(), accounts: audit.accounts.length, ledger_events: audit.accounts.reduce((n, a) => n + a.events, 0), forgotten_again: forgotten };
   } finally {
     await events.close();
     await reads.close();
