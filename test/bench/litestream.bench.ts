@@ -1,34 +1,23 @@
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { checkedLitestream, LITESTREAM_RPO_SECONDS } from '../../src/app/backup/litestream.js';
 import { loadConfig } from '../../src/app/config.js';
-import { projectRoot } from '../../src/core/paths.js';
 import { debitRequestIds, lostCalls, meteredLoad } from '../support/metered-load.js';
-import { until, type Exit } from '../support/processes.js';
+import { runCli, spawnCli, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { startBenchServer } from './bench-server.js';
 import { fmt, info, median, report } from './stats.js';
 
-/** The built CLI (`dist/src/app/cli/bin.js`) as a process. */
-function cli(args: string[], env: NodeJS.ProcessEnv): { child: ChildProcess; done: Promise<Exit> } {
-  const child = spawn(process.execPath, ['dist/src/app/cli/bin.js', ...args], { cwd: projectRoot(), env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return { child, done: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr }))) };
-}
-
+/** The built CLI's output, or its failure. */
 async function cliOk(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await cli(args, env).done;
+  const r = await runCli(args, env, { built: true });
   if (r.code !== 0) throw new Error(`scores ${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
 }
 
 /** `scores replicate --to replica` until it reports the replica ready: the process and Litestream's pid. */
 async function startReplication(replica: string, env: NodeJS.ProcessEnv) {
-  const run = cli(['replicate', '--to', replica, '--json'], env);
+  const run = spawnCli(['replicate', '--to', replica, '--json'], env, { built: true });
   let said = '';
   run.child.stdout!.on('data', (d: Buffer) => (said += d.toString()));
   await until(() => said.includes('\n') || run.child.exitCode !== null, 300_000, 100);
