@@ -102,7 +102,7 @@ describe('scores replicate: refusals before Litestream runs', function () {
       ['a replica inside the data directory', ['replicate', '--to', join(dir, 'replica')], /is inside the data directory/],
       ['key files copied inside the data directory', ['replicate', '--to', join(elsewhere, 'r'), '--keys-to', join(dir, 'keys')], /--keys-to .* is inside the data directory/],
       ['object storage without a place for the key files', ['replicate', '--to', 's3://bucket/scores'], /--keys-to <dir> is needed with s3:\/\/bucket\/scores/],
-      ['--keys-to with --no-keys', ['replicate', '--to', join(elsewhere, 'r'), '--keys-to', elsewhere, '--no-keys'], /--keys-to and --no-keys do not go together/],
+      ['--keys-to with --without-keys', ['replicate', '--to', join(elsewhere, 'r'), '--keys-to', elsewhere, '--without-keys'], /--keys-to and --without-keys do not go together/],
       ['a sync interval out of range', ['replicate', '--to', join(elsewhere, 'r'), '--sync-interval', '10ms'], /from 100ms to 60s/],
       ['a restore without --from', ['replicate', 'restore'], /required option '--from <replica>'/],
       ['a timestamp without a zone', ['replicate', 'restore', '--from', join(elsewhere, 'r'), '--timestamp', '2024-05-10T12:00:00'], /--timestamp must be .*has no zone/],

@@ -16,7 +16,7 @@ import { assertEmbedded, checkedLitestream, keyFilesIn, LITESTREAM_VERSION, lite
 
 export interface ReplicateOptions {
   target: ReplicaTarget;
-  /** Where the key files are copied; null: they are kept elsewhere (`--no-keys`). */
+  /** Where the key files are copied; null: they are kept elsewhere (`--without-keys`). */
   keysTo: string | null;
   syncInterval: string;
   /** Once the replica holds every database as it was when replication started. */

@@ -12,7 +12,7 @@ import { printer } from './command-kit.js';
 interface ReplicateOpts {
   to?: string;
   keysTo?: string;
-  keys: boolean;
+  withoutKeys?: boolean;
   syncInterval: string;
   json?: boolean;
 }
@@ -21,7 +21,7 @@ interface RestoreOpts {
   from: string;
   timestamp?: string;
   keysFrom?: string;
-  keys: boolean;
+  withoutKeys?: boolean;
   json?: boolean;
 }
 
@@ -32,14 +32,14 @@ export function addReplicateCommands(program: Command): void {
     .description('Replicate the embedded store continuously to a directory or object storage with Litestream, until stopped (docs/backup-litestream.md)')
     .option('--to <replica>', 'a directory (not inside the data directory), or a URL Litestream writes to: s3://bucket/path, gs://, abs://, sftp://')
     .option('--keys-to <dir>', 'where the key files are copied whenever they change (default: <replica>/keys for a directory)')
-    .option('--no-keys', 'copy no key file (LEDGER_SIGNING_KEY and DATA_ENCRYPTION_KEY are kept in a secret manager)')
+    .option('--without-keys', 'copy no key file (LEDGER_SIGNING_KEY and DATA_ENCRYPTION_KEY are kept in a secret manager), as `scores backup --without-keys`')
     .addOption(new Option('--sync-interval <duration>', 'how often new commits are shipped to the replica: 100ms to 60s (e.g. 500ms, 1s)').default('1s').argParser(parseInterval))
     .option('--json', 'machine-readable output')
     .action(async (opts: ReplicateOpts) => {
       if (!opts.to) throw new CliError("required option '--to <replica>' not specified");
       const config = loadConfig();
       const target = replicaTarget(opts.to);
-      const keysTo = keysPlace(opts.keysTo, opts.keys, target, 'to');
+      const keysTo = keysPlace(opts.keysTo, !opts.withoutKeys, target, 'to');
       for (const [what, path] of [['--to', target.kind === 'path' ? target.path : null], ['--keys-to', keysTo]] as const) {
         if (path && isWithin(path, config.dataDir)) throw new CliError(`${what} ${path} is inside the data directory ${config.dataDir}: a replica lost with the disk it protects is none`);
       }
@@ -59,13 +59,13 @@ export function addReplicateCommands(program: Command): void {
     .requiredOption('--from <replica>', 'the replica: the directory or URL given to `scores replicate --to`')
     .option('--timestamp <instant>', 'restore the log as of this instant (ISO 8601 with a zone, e.g. 2026-11-29T12:00:00Z)', parseTimestamp)
     .option('--keys-from <dir>', 'where the key files were copied (default: <replica>/keys for a directory)')
-    .option('--no-keys', 'restore no key file (they are given by environment)')
+    .option('--without-keys', 'restore no key file (they are given by environment)')
     .option('--json', 'machine-readable output')
-    // `--json` and `--no-keys` are the parent's options too, and commander gives them to it wherever they stand.
+    // `--json` and `--without-keys` are the parent's options too, and commander gives them to it wherever they stand.
     .action(async (_: RestoreOpts, command: Command) => {
       const opts = command.optsWithGlobals<RestoreOpts>();
       const from = replicaTarget(opts.from);
-      const keysFrom = keysPlace(opts.keysFrom, opts.keys, from, 'from');
+      const keysFrom = keysPlace(opts.keysFrom, !opts.withoutKeys, from, 'from');
       if (opts.keysFrom && !existsSync(opts.keysFrom)) throw new CliError(`--keys-from ${opts.keysFrom}: no such directory`);
       const report = await restoreFromReplica(loadConfig(), { from, timestamp: opts.timestamp ?? null, keysFrom: keysFrom && existsSync(keysFrom) ? keysFrom : null });
       printer(Boolean(opts.json))(restoredText(report), report);
@@ -74,17 +74,17 @@ export function addReplicateCommands(program: Command): void {
 
 /**
  * Where the key files go (or come from): the option, else `<replica>/keys` for a directory. An
- * object-storage replica holds the databases only: the keys need a place named, or `--no-keys`.
+ * object-storage replica holds the databases only: the keys need a place named, or `--without-keys`.
  */
 function keysPlace(given: string | undefined, keys: boolean, target: ReplicaTarget, direction: 'to' | 'from'): string | null {
   if (!keys) {
-    if (given) throw new CliError(`--keys-${direction} and --no-keys do not go together`);
+    if (given) throw new CliError(`--keys-${direction} and --without-keys do not go together`);
     return null;
   }
   if (given) return resolve(given);
   if (target.kind === 'path') return join(target.path, 'keys');
   throw new CliError(
-    `--keys-${direction} <dir> is needed with ${target.url}: Litestream replicates the databases only, and the ledger signing key and the data key are files (or give --no-keys when LEDGER_SIGNING_KEY and DATA_ENCRYPTION_KEY are kept elsewhere)`,
+    `--keys-${direction} <dir> is needed with ${target.url}: Litestream replicates the databases only, and the ledger signing key and the data key are files (or give --without-keys when LEDGER_SIGNING_KEY and DATA_ENCRYPTION_KEY are kept elsewhere)`,
   );
 }
 
@@ -103,7 +103,7 @@ function parseTimestamp(text: string): string {
 
 function readyText(r: ReplicationReport): string {
   const held = r.databases.map((d) => `${d.database.slice(r.data_dir.length + 1)} to transaction ${d.replica_txid}`).join(', ');
-  const keys = r.keys_to ? `; key files copied to ${r.keys_to} as they change` : '; no key file copied (--no-keys)';
+  const keys = r.keys_to ? `; key files copied to ${r.keys_to} as they change` : '; no key file copied (--without-keys)';
   return `replicating ${r.data_dir} to ${r.replica} with Litestream ${r.litestream.version} (pid ${r.litestream.pid}): the replica holds ${held} (ready in ${r.ready_seconds.toFixed(1)} s)${keys}. SIGINT or SIGTERM stops it after a last sync.`;
 }
 
