@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { checkedLitestream, LITESTREAM_RPO_SECONDS } from '../../src/app/backup/litestream.js';
 import { loadConfig } from '../../src/app/config.js';
-import { debitRequestIds, lostCalls, meteredLoad } from '../support/metered-load.js';
+import { ledgerDebits, lossReport, meteredLoad } from '../support/restore-drill.js';
 import { runCli, spawnCli, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 import { startBenchServer } from './bench-server.js';
@@ -127,7 +127,7 @@ async function oneLoss(template: string, now: string) {
   try {
     const key = demoKey(dir, 'quant');
     const replication = await startReplication(replica, env);
-    const load = meteredLoad(server.url, key, 50);
+    const load = meteredLoad(server.url, [{ account: ACCOUNT, key, connections: 50 }], ['/v1/scores/AAPL']);
     await new Promise((r) => setTimeout(r, 8_000));
     const loss = Date.now();
     for (const pid of [replication.litestreamPid, server.child.pid!, replication.child.pid!]) process.kill(pid, 'SIGKILL');
@@ -140,10 +140,9 @@ async function oneLoss(template: string, now: string) {
     const res = await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': key } });
     if (res.status !== 200) throw new Error(`the first call after the restore answered ${res.status}`);
     const rto = (Date.now() - loss) / 1000;
-    const ids = debitRequestIds(await cliOk(['ledger', 'export', '--account', ACCOUNT], env));
-    const lost = lostCalls(load.acks, new Set(ids), loss);
-    const rpo = lost.length ? Math.max(...lost.map((l) => l.age)) : 0;
-    return { rpo, rto, acks: load.acks.length, lost: lost.length, doubled: ids.length - new Set(ids).size, restoreSeconds, verifySeconds: restored.seconds };
+    const report = lossReport(load.acknowledged, await ledgerDebits([ACCOUNT], env, true), loss);
+    const rpo = report.lost.length ? report.lost[0]!.age / 1000 : 0;
+    return { rpo, rto, acks: load.acknowledged.length, lost: report.lost.length, doubled: report.doubled.length, restoreSeconds, verifySeconds: restored.seconds };
   } finally {
     if (server.child.exitCode === null && server.child.signalCode === null) {
       server.child.kill('SIGTERM');
@@ -162,7 +161,7 @@ async function restartOnly(template: string, now: string): Promise<number> {
   let server = await startBenchServer(env);
   try {
     const key = demoKey(dir, 'quant');
-    const load = meteredLoad(server.url, key, 50);
+    const load = meteredLoad(server.url, [{ account: ACCOUNT, key, connections: 50 }], ['/v1/scores/AAPL']);
     await new Promise((r) => setTimeout(r, 8_000));
     const killed = Date.now();
     server.child.kill('SIGKILL');

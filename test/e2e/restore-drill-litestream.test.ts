@@ -11,19 +11,12 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { checkedLitestream, LITESTREAM_RPO_SECONDS } from '../../src/app/backup/litestream.js';
 import { snapshotReadModels } from '../support/snapshot.js';
-import { debitRequestIds, lostCalls, meteredLoad } from '../support/metered-load.js';
+import { describeLoss, ledgerDebits, lossReport, meteredLoad } from '../support/restore-drill.js';
 import { runCli, spawnCli, startServerProcess, until } from '../support/processes.js';
 import { demoKey, tempDir, testEnv } from '../support/server.js';
 
 const NOW = '2019-06-14T12:00:00Z';
 const ACCOUNT = 'demo-quant';
-
-/** The request ids of the account's debits in the ledger (`scores ledger export`), one per line. */
-async function ledgerRequestIds(env: NodeJS.ProcessEnv): Promise<string[]> {
-  const out = await runCli(['ledger', 'export', '--account', ACCOUNT], env);
-  expect(out.code, out.stderr).to.equal(0);
-  return debitRequestIds(out.stdout);
-}
 
 describe('Restore drill: Litestream replica after kill -9 and the loss of the data directory', function () {
   this.timeout(240_000);
@@ -53,8 +46,8 @@ describe('Restore drill: Litestream replica after kill -9 and the loss of the da
     const litestreamPid = (JSON.parse(said) as { litestream: { pid: number } }).litestream.pid;
 
     const key = demoKey(dir, 'quant');
-    const load = meteredLoad(server.url, key, 50);
-    await until(() => load.acks.length >= 3_000, 120_000, 50);
+    const load = meteredLoad(server.url, [{ account: ACCOUNT, key, connections: 50 }], ['/v1/scores/AAPL']);
+    await until(() => load.acknowledged.length >= 3_000, 120_000, 50);
     // The disk is lost: the server and Litestream die at the same instant, with everything on it.
     const loss = Date.now();
     for (const pid of [litestreamPid, server.pid, replication.child.pid!]) process.kill(pid, 'SIGKILL');
@@ -71,16 +64,14 @@ describe('Restore drill: Litestream replica after kill -9 and the loss of the da
       expect(res.status).to.equal(200);
       firstAnswer = Date.now();
 
-      const ids = await ledgerRequestIds(env);
-      const inLedger = new Set(ids);
-      const lost = lostCalls(load.acks, inLedger, loss);
+      const report = lossReport(load.acknowledged, await ledgerDebits([ACCOUNT], env), loss);
       console.log(
-        `      ${load.acks.length} calls acknowledged; lost ${lost.length}` +
-          (lost.length ? ` (the oldest answered ${Math.max(...lost.map((l) => l.age)).toFixed(2)} s before the loss)` : '') +
-          `; from the loss to the first answered call ${((firstAnswer - loss) / 1000).toFixed(1)} s (restore ${(JSON.parse(restored.stdout) as { seconds: number }).seconds.toFixed(1)} s)`,
+        `      ${describeLoss(report, load.acknowledged.length)}; from the loss to the first answered call ${((firstAnswer - loss) / 1000).toFixed(1)} s (restore ${(JSON.parse(restored.stdout) as { seconds: number }).seconds.toFixed(1)} s)`,
       );
-      expect(lost.filter((l) => l.age > LITESTREAM_RPO_SECONDS), `calls acknowledged more than ${LITESTREAM_RPO_SECONDS} s before the loss, missing`).to.deep.equal([]);
-      expect(ids.length - inLedger.size, 'request ids debited twice').to.equal(0);
+      const tooOld = report.lost.filter((l) => l.age > LITESTREAM_RPO_SECONDS * 1000);
+      expect(tooOld, `calls acknowledged more than ${LITESTREAM_RPO_SECONDS} s before the loss, missing`).to.deep.equal([]);
+      expect(report.doubled, 'request ids debited twice').to.deep.equal([]);
+      expect(report.misplaced, 'request ids debited to another account').to.deep.equal([]);
       const audit = await runCli(['audit', '--all', '--json'], env);
       expect(audit.code, audit.stdout + audit.stderr).to.equal(0);
       expect(JSON.parse(audit.stdout)).to.include({ ok: true });

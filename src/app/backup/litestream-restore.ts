@@ -2,28 +2,20 @@
  * `scores replicate restore --from REPLICA [--timestamp T]`: the databases from a Litestream replica
  * into an empty data directory, as of the newest transaction or of an instant, and the key files
  * kept beside it. Nothing is put in place before the restored log verifies (SQLite's integrity
- * check, then `scores audit --all`: every ledger's hash chain and its figures against the read
- * models); a restore that does not verify leaves the directory as it found it.
+ * check, then the checks `scores restore` makes: every ledger's hash chain, the signed heads on
+ * invoices, forgettings applied again); a restore that does not verify leaves the directory as it
+ * found it.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { auditAll } from '../../../queries/audit-ledger/audit-ledger.query.js';
-import { allProjections } from '../../../projections/index.js';
-import { loadAccount } from '../../../commands/manage-keys/keys.handler.js';
 import { tryLock } from '../../../infra/files/process-lock.js';
-import { ACCOUNT_KEYS_FILE, SqliteAccountKeys } from '../../../infra/sqlite/account-keys.js';
-import { openSqlite } from '../../../infra/sqlite/database.js';
-import { SqliteEventStore } from '../../../infra/sqlite/event-store.js';
-import { SqliteReadStore } from '../../../infra/sqlite/read-store.js';
-import { systemClock } from '../../core/clock.js';
-import type { EventStore } from '../../core/event-store.port.js';
-import { logEncoding } from '../../core/log-encoding.js';
-import { ProjectorRunner } from '../../core/projector-runner.js';
 import { PRIVATE_DIR } from '../../core/private-files.js';
 import type { Config } from '../config.js';
+import { openServices } from '../container.js';
 import { StoreBusyError } from '../store-users.js';
 import { assertEmbedded, checkedLitestream, keyFilesIn, replicaArgument, replicaOf, ReplicationError, REPLICATED, type ReplicaTarget } from './litestream.js';
+import { verifyRestoredLog } from './store-backup.js';
 
 export interface RestoreOptions {
   from: ReplicaTarget;
@@ -42,6 +34,8 @@ export interface RestoreReport {
   head_position: string | null;
   accounts: number;
   ledger_events: number;
+  /** Signed ledger heads on invoices checked against the restored log. */
+  signed_heads_checked: number;
   /** Accounts the log says are forgotten, whose keys were destroyed in the restored key store again. */
   forgotten_again: number;
   seconds: number;
@@ -106,55 +100,21 @@ function restoreDatabase(bin: string, options: RestoreOptions, staging: string, 
 }
 
 /**
- * Every forgetting the restored log records is applied to the restored key store again (as
- * `scores restore` does): the log records a forgetting before the key is destroyed, and the key
- * store's replica may lag the log's, so a key the log says is gone may have come back. Answers
- * how many accounts the log says are forgotten.
+ * The restored log opened in the staging directory, with this configuration's keys (its key files
+ * restored beside it, or the keys from the environment), and verified as `scores restore` verifies
+ * a backup: read models rebuilt from it, every chain and every invoice's signed head, forgettings
+ * applied to the restored key store again.
  */
-async function forgetAgain(events: EventStore, staging: string, accountIds: string[]): Promise<number> {
-  const file = join(staging, ACCOUNT_KEYS_FILE);
-  if (!existsSync(file)) return 0;
-  const keys = new SqliteAccountKeys(file);
-  let forgotten = 0;
+async function verify(staging: string, config: Config): Promise<Pick<RestoreReport, 'head_position' | 'accounts' | 'ledger_events' | 'signed_heads_checked' | 'forgotten_again'>> {
+  const services = await openServices({ ...config, dataDir: staging, sqliteFile: join(staging, REPLICATED[0]), demo: false });
   try {
-    for (const id of accountIds) {
-      const at = (await loadAccount(events, id)).forgotten_at;
-      if (at === null) continue;
-      await keys.destroy(id, at);
-      forgotten++;
+    const log = await verifyRestoredLog(services);
+    if (log.problems.length > 0) {
+      throw new ReplicationError('restore_audit_failed', `the restored log does not verify; nothing was restored:\n  - ${log.problems.slice(0, 20).join('\n  - ')}`);
     }
+    const { head_position, signed_heads_checked, forgotten_again } = log;
+    return { head_position, accounts: log.ledgers.length, ledger_events: log.ledgers.reduce((n, a) => n + a.events, 0), signed_heads_checked, forgotten_again };
   } finally {
-    await keys.close();
-  }
-  return forgotten;
-}
-
-/**
- * The restored log opened on its own (nothing of this process's environment), its read models
- * brought up to it (as `scores audit --all` does: the audit finds the accounts through them), and
- * audited whole.
- */
-async function verify(staging: string, config: Config): Promise<Pick<RestoreReport, 'head_position' | 'accounts' | 'ledger_events' | 'forgotten_again'>> {
-  const file = join(staging, REPLICATED[0]);
-  const log = openSqlite(file, { synchronous: 'FULL' });
-  const views = openSqlite(file, { synchronous: 'NORMAL' });
-  const events = new SqliteEventStore(log, systemClock, { codec: logEncoding, debits: config.logDebits, writer: 'inline' });
-  const reads = new SqliteReadStore(views);
-  try {
-    const runner = new ProjectorRunner(events, reads, allProjections());
-    await runner.start();
-    await runner.stop();
-    const audit = await auditAll({ events, reads });
-    if (!audit.ok) {
-      const problems = audit.accounts.filter((a) => !a.ok).flatMap((a) => a.problems.slice(0, 3).map((p) => `  ${a.account_id}: ${p}`));
-      throw new ReplicationError('restore_audit_failed', `the restored log does not verify (scores audit --all); nothing was restored:\n${problems.slice(0, 20).join('\n')}`);
-    }
-    const forgotten = await forgetAgain(events, staging, audit.accounts.map((a) => a.account_id));
-    return { head_position: await events.headPosition(), accounts: audit.accounts.length, ledger_events: audit.accounts.reduce((n, a) => n + a.events, 0), forgotten_again: forgotten };
-  } finally {
-    await events.close();
-    await reads.close();
-    log.close();
-    views.close();
+    await services.close();
   }
 }

@@ -108,8 +108,14 @@ const isolatedEnv = (dir: string): NodeJS.ProcessEnv => ({ SCORES_DATA_DIR: dir,
  * store copied before a forgetting that the log copied after it records must not open that
  * account's data (docs/ledger.md, "Forgetting an account").
  */
-async function forgetAgain(services: Services, accountIds: string[]): Promise<void> {
-  for (const id of accountIds) if ((await loadAccount(services.events, id)).forgotten_at !== null) await services.personal.forget(id);
+async function forgetAgain(services: Services, accountIds: string[]): Promise<number> {
+  let forgotten = 0;
+  for (const id of accountIds) {
+    if ((await loadAccount(services.events, id)).forgotten_at === null) continue;
+    await services.personal.forget(id);
+    forgotten++;
+  }
+  return forgotten;
 }
 
 export interface RestoreReport {
@@ -187,30 +193,53 @@ function placeFiles(src: string, dataDir: string, names: string[]): void {
   }
 }
 
+/** What a restored log is found to hold, whatever it was restored from. */
+export interface RestoredLog {
+  head_position: string | null;
+  /** Each account's ledger as the audit found it. */
+  ledgers: { account_id: string; last_hash: string | null; events: number }[];
+  signed_heads_checked: number;
+  /** Accounts the log says are forgotten, whose keys were destroyed in the restored key store again. */
+  forgotten_again: number;
+  problems: string[];
+}
+
+/**
+ * The checks every restore makes before anything is put in place: the read models rebuilt from the
+ * restored log (not taken from the copy: the audit finds the accounts through them, and a copy's
+ * own could leave an account out), every ledger's chain audited, the signed heads on invoices
+ * checked, and every forgetting the log records applied to the restored key store again.
+ */
+export async function verifyRestoredLog(services: Services): Promise<RestoredLog> {
+  await services.runner.replay();
+  const deps = { events: services.events, reads: services.reads };
+  const audit = await auditAll(deps);
+  const problems = audit.accounts.filter((a) => !a.ok).map((a) => `${a.account_id}: ${a.problems.slice(0, 3).join('; ')}`);
+  let checked = 0;
+  for (const a of audit.accounts) {
+    const heads = await auditInvoiceHeads({ ...deps, keys: services.keyring.keys, accountId: a.account_id });
+    checked += heads.checked;
+    problems.push(...heads.problems.map((p) => `${a.account_id}: ${p}`));
+  }
+  const forgotten = await forgetAgain(services, audit.accounts.map((a) => a.account_id));
+  const ledgers = audit.accounts.map((a) => ({ account_id: a.account_id, last_hash: a.last_hash, events: a.events }));
+  return { head_position: await services.events.headPosition(), ledgers, signed_heads_checked: checked, forgotten_again: forgotten, problems };
+}
+
 async function verifyRestored(config: Config, manifest: BackupManifest, names: string[]): Promise<RestoreReport> {
   const services = await openServices(config);
   try {
-    // Rebuilt from the restored log, not taken from the backup: the audit finds the accounts through
-    // the read models, and a backup's own could leave an account out.
-    await services.runner.replay();
-    const deps = { events: services.events, reads: services.reads };
-    const audit = await auditAll(deps);
-    const problems = audit.accounts.filter((a) => !a.ok).map((a) => `${a.account_id}: ${a.problems.slice(0, 3).join('; ')}`);
-    let checked = 0;
-    for (const a of audit.accounts) {
-      const heads = await auditInvoiceHeads({ ...deps, keys: services.keyring.keys, accountId: a.account_id });
-      checked += heads.checked;
-      problems.push(...heads.problems.map((p) => `${a.account_id}: ${p}`));
+    const log = await verifyRestoredLog(services);
+    const problems = [...log.problems];
+    for (const a of log.ledgers) {
       const kept = manifest.ledgers.find((l) => l.account_id === a.account_id);
       if (kept && (kept.last_hash !== a.last_hash || kept.events !== a.events)) problems.push(`${a.account_id}: the ledger ends on ${a.last_hash} after ${a.events} events, the manifest says ${kept.last_hash} after ${kept.events}`);
     }
-    const audited = new Set(audit.accounts.map((a) => a.account_id));
+    const audited = new Set(log.ledgers.map((a) => a.account_id));
     for (const l of manifest.ledgers) if (!audited.has(l.account_id)) problems.push(`${l.account_id}: in the manifest, not in the restored log`);
-    const head = await services.events.headPosition();
-    await forgetAgain(services, audit.accounts.map((a) => a.account_id));
-    if (head !== manifest.head_position) problems.push(`the log ends at position ${head}, the manifest says ${manifest.head_position}`);
+    if (log.head_position !== manifest.head_position) problems.push(`the log ends at position ${log.head_position}, the manifest says ${manifest.head_position}`);
     if (problems.length > 0) throw new BackupError('restore_audit_failed', `the restored log does not verify, nothing was restored:\n  - ${problems.join('\n  - ')}`);
-    return { files: names, head_position: head, accounts: audit.accounts.length, signed_heads_checked: checked };
+    return { files: names, head_position: log.head_position, accounts: log.ledgers.length, signed_heads_checked: log.signed_heads_checked };
   } finally {
     await services.close();
   }
