@@ -478,14 +478,14 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreF
 
         await sub.stop();
         await store.append(stream('x'), [event('E1')]);
-        await sleep(300);
+        await witnessed(store, head, stream('x'), 'E1');
 
         expect(seen.map((e) => e.type)).to.deep.equal(['E0']);
         expect(errors).to.deep.equal([]);
         await sub.stop(); // stopping twice is harmless
       });
 
-      it("follows appends made through another handle on the same log (another process) within a second", async function () {
+      it('follows appends made through another handle on the same log (another process)', async function () {
         if (!fixture.another) this.skip();
         const other = await fixture.another();
         const head = await store.headPosition();
@@ -501,10 +501,9 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreF
         await waitUntil(() => caughtUp);
 
         await other.append(stream('cli'), [event('KeyCreated')]);
-        const appendedAt = Date.now();
-        await waitUntil(() => seen.length === 1, 5_000);
+        // That it comes, not how soon (a figure for a bench, not for a shared machine's test).
+        await waitUntil(() => seen.length === 1, 60_000);
 
-        expect(Date.now() - appendedAt).to.be.below(1_000);
         expect(seen[0]!.type).to.equal('KeyCreated');
       });
 
@@ -525,7 +524,7 @@ export function eventStoreContract(name: string, make: () => Promise<EventStoreF
         await store.append(stream('x'), [event('E0')]);
         await waitUntil(() => errors.length > 0);
         await store.append(stream('x'), [event('E1')]);
-        await sleep(300);
+        await witnessed(store, head, stream('x'), 'E1');
 
         expect(errors).to.deep.equal([failure]);
         expect(calls).to.equal(1);
@@ -559,6 +558,26 @@ async function failureOf(p: Promise<unknown>): Promise<unknown> {
     return err;
   }
   throw new Error('expected a failure, but it succeeded');
+}
+
+/**
+ * Resolves once a subscription of its own from `after` has been handed `type` on `streamId`: the store has
+ * delivered it, so a subscription that should not get it (stopped, or failed) has had its chance
+ * to, without a guess at how long delivery takes.
+ */
+async function witnessed(store: EventStore, after: string | null, streamId: string, type: string): Promise<void> {
+  let seen = false;
+  const witness = store.subscribeToAll({
+    after,
+    onEvents: async (batch) => {
+      if (batch.some((e) => e.streamId === streamId && e.type === type)) seen = true;
+    },
+  });
+  try {
+    await waitUntil(() => seen, 60_000);
+  } finally {
+    await witness.stop();
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

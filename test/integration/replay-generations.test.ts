@@ -5,10 +5,10 @@ import { seedIfEmpty } from '../../src/app/server.js';
 import { replayIntoNewGeneration } from '../../src/app/replay-generations.js';
 import { generationView } from '../../src/core/read-model-generations.js';
 import { allProjections, readModelUnits } from '../../projections/index.js';
+import { until } from '../support/processes.js';
 import { enginesFor, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 
 const NOW = '2019-01-04T12:00:00Z';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `scores replay` on a shared read store with no worker projecting (a stopped fleet): nobody takes
@@ -64,9 +64,9 @@ for (const readStore of ['postgres', 'mongodb'] as const) {
       const now = (await s.events.headPosition())!;
       expect((await checkpoints(1)).every((c) => c !== null && c >= head && c <= now), 'generation 1 built').to.equal(true);
       expect((await checkpoints(0)).every((c) => c === null), 'generation 0 checkpoints dropped').to.equal(true);
-      // The reader's view follows the switch (it reads the generations every 250 ms).
-      await sleep(600);
-      expect(await s.reads.checkpoint(allProjections()[0]!.name)).to.equal((await checkpoints(1))[0]);
+      // The reader's view follows the switch (it reads the generations every 250 ms): waited for, not slept on.
+      const live = (await checkpoints(1))[0];
+      await until(async () => (await s.reads.checkpoint(allProjections()[0]!.name)) === live, 60_000, 50);
 
       const third = await replayIntoNewGeneration(s, { takeoverMs: 100, graceMs: 300 });
       expect(third).to.deep.include({ generation: 2, previous: [1] });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { DeliveryResult, WebhookRequest } from '../../src/core/webhook-sender.port.js';
 import { parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { HttpsWebhookSender, readCaFile, type HttpsWebhookSenderOptions } from '../../infra/webhooks/https-sender.js';
+import { until } from '../support/processes.js';
 import { receiverCertificate } from '../support/receiver-certificate.js';
 
 /** Every receiver body carries it; no result may. */
@@ -133,10 +134,8 @@ describe('Webhook sender (HTTPS)', () => {
   describe('When the receiver never answers', () => {
     it('gives up after the time-out, with no status', async () => {
       behaviour = () => {};
-      const started = Date.now();
       const result = await sender({ timeoutMs: 300 }).send(request());
       expect(result).to.deep.equal({ ok: false, status_code: null, error: 'timed out after 0.3 s', delivered_to: '127.0.0.1' });
-      expect(Date.now() - started).to.be.below(2000);
     });
   });
 
@@ -154,12 +153,10 @@ describe('Webhook sender (HTTPS)', () => {
         };
         pump();
       };
-      const started = Date.now();
-      const result = await sender({ timeoutMs: 5000, maxResponseBytes: 4096 }).send(request());
+      // No time-out to end the read: an answer comes only if the sender stops at the cap.
+      const result = await sender({ timeoutMs: 600_000, maxResponseBytes: 4096 }).send(request());
       expect(result).to.deep.equal({ ok: false, status_code: 503, error: 'receiver answered 503', delivered_to: '127.0.0.1' });
-      expect(Date.now() - started).to.be.below(2000);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(closed, 'the receiver sees the connection closed').to.equal(true);
+      await until(() => closed, 60_000);
       expect(written).to.be.below(64 * 1024 * 1024);
     });
 
