@@ -94,7 +94,7 @@ describe('Read your own writes: webhook reads wait for the read model (embedded,
     } finally {
       await server.services.runner.start();
     }
-    expect((await mine!).body).to.deep.include({ count: 2 });
+    expect((await mine).body).to.deep.include({ count: 2 });
   });
 
   it('no longer lists a webhook deleted a moment ago', async () => {
