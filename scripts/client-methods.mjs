@@ -83,14 +83,25 @@ function tsQueryType(op, p) {
   return kind ? 'DateLike' : base;
 }
 
+const pascal = (id) => id[0].toUpperCase() + id.slice(1);
+const docLine = (text) => (text ?? '').split('\n')[0].replace(/\*\//g, '*\\/').trim();
+
+/** The named type of an operation's query parameters: dates as DateLike, the rest as the document types them. */
+function tsQueryInterface(op) {
+  const fields = op.queryParams.map((p) => {
+    const doc = docLine(p.description);
+    return `${doc ? `  /** ${doc} */\n` : ''}  ${p.name}${p.required ? '' : '?'}: ${tsQueryType(op, p)};`;
+  });
+  return `/** The query parameters of \`${op.id}\` (\`${op.method} ${op.path}\`). */\nexport interface ${pascal(op.id)}Query {\n${fields.join('\n')}\n}`;
+}
+
 function tsMethod(op) {
   const name = op.id;
   const args = op.pathParams.map((p) => `${p.name}: operations['${op.id}']['parameters']['path']['${p.name}']`);
   const pieces = [];
   if (op.pathParams.length) pieces.push(`path: { ${op.pathParams.map((p) => p.name).join(', ')} }`);
   if (op.queryParams.length) {
-    const fields = op.queryParams.map((p) => `  ${p.name}?: ${tsQueryType(op, p)};`).join('\n');
-    args.push(`query: {\n${fields}\n} = {}`);
+    args.push(`query: ${pascal(op.id)}Query${op.queryParams.some((p) => p.required) ? '' : ' = {}'}`);
     const dates = op.queryParams.filter((p) => dateKind(p.schema)).map((p) => `${p.name}: '${dateKind(p.schema)}'`);
     pieces.push(`query: queryOf<NonNullable<operations['${op.id}']['parameters']['query']>>(query, ${dates.length ? `{ ${dates.join(', ')} }` : '{}'})`);
   }
@@ -129,6 +140,8 @@ export const API_VERSION = ${JSON.stringify(doc.info.version)};
 export const OPERATIONS = {
 ${ops.map((op) => `  ${op.id}: { method: '${op.method}', path: '${op.path}' },`).join('\n')}
 } as const;
+
+${ops.filter((op) => op.queryParams.length).map(tsQueryInterface).join('\n\n')}
 
 /** A typed method per operation of the document; a failure throws the SDK's typed error. */
 export abstract class Operations {

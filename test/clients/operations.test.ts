@@ -101,7 +101,10 @@ describe('Every operation of /openapi.json has a typed method in both SDKs', fun
   describe('the Python clients (sync and async), checked by clients/python/tests/check_operations.py', () => {
     before(function () {
       // .ci/run sets it up in the background before npm test (scripts/python-clients.sh --setup).
-      if (!existsSync(venvPython)) this.skip(); // no .venv-clients: scripts/python-clients.sh --setup makes it (Python 3.11 with venv)
+      if (!existsSync(venvPython)) {
+        console.log('      (skipped: no .venv-clients; scripts/python-clients.sh --setup makes it, with Python 3.11 and venv)');
+        this.skip();
+      }
     });
 
     it('has one per operation of the served document', async () => {

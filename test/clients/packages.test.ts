@@ -149,7 +149,10 @@ describe('The SDK packages, installed into fresh projects, run their quickstarts
     let built: { wheel: string; sdist: string; fresh: string };
     before(async function () {
       const b = await python;
-      if (!b) this.skip(); // no python3 with venv here: the Python package is not checked
+      if (!b) {
+        console.log('      (skipped: no python3 with its venv module here, so the Python package is not built nor installed)');
+        this.skip();
+      }
       built = b!;
     });
 

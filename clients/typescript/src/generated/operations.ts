@@ -37,6 +37,88 @@ export const OPERATIONS = {
   downloadBulkExportFile: { method: 'GET', path: '/v1/bulk/exports/{bundle_id}/{name}' },
 } as const;
 
+/** The query parameters of `getUsageLedger` (`GET /v1/usage/ledger`). */
+export interface GetUsageLedgerQuery {
+  /** Calendar month `YYYY-MM` (UTC); default: every month. */
+  month?: NonNullable<operations['getUsageLedger']['parameters']['query']>['month'];
+  /** Entries per page (default 100, max 1000). */
+  limit?: NonNullable<operations['getUsageLedger']['parameters']['query']>['limit'];
+  /** `next_cursor` of the previous page. */
+  cursor?: NonNullable<operations['getUsageLedger']['parameters']['query']>['cursor'];
+}
+
+/** The query parameters of `getSocialHeat` (`GET /v1/scores/social-heat/{ticker}`). */
+export interface GetSocialHeatQuery {
+  /** First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
+  start?: DateLike;
+  /** Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
+  end?: DateLike;
+}
+
+/** The query parameters of `getSignals` (`GET /v1/signals`). */
+export interface GetSignalsQuery {
+  /** Integer 1-200 (default 50): the most signals to return; above 200 is a 422. */
+  limit?: NonNullable<operations['getSignals']['parameters']['query']>['limit'];
+}
+
+/** The query parameters of `screenStocks` (`GET /v1/screener`). */
+export interface ScreenStocksQuery {
+  /** Integer 0-100: only rows with `service_score` at or above it. */
+  min_score?: NonNullable<operations['screenStocks']['parameters']['query']>['min_score'];
+  /** Integer 1-650 (default 100): the most rows to return; above 650 is a 422. */
+  limit?: NonNullable<operations['screenStocks']['parameters']['query']>['limit'];
+}
+
+/** The query parameters of `getScoreHistory` (`GET /v1/scores/{ticker}/history`). */
+export interface GetScoreHistoryQuery {
+  /** First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
+  start?: DateLike;
+  /** Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
+  end?: DateLike;
+  /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date */
+  as_known_at?: DateLike;
+}
+
+/** The query parameters of `getMultiTickerHistory` (`GET /v1/scores/history`). */
+export interface GetMultiTickerHistoryQuery {
+  /** Comma-separated symbols, case-insensitive, at most 50. When omitted, everything */
+  tickers?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['tickers'];
+  /** First date (YYYY-MM-DD); floored at your tier's history depth. */
+  start?: DateLike;
+  /** Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise). */
+  end?: DateLike;
+  /** The `next_since` of your previous answer: only what was written or entered your */
+  since?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['since'];
+  /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date */
+  as_known_at?: DateLike;
+}
+
+/** The query parameters of `getUpcomingEarnings` (`GET /v1/earnings`). */
+export interface GetUpcomingEarningsQuery {
+  /** Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is a 422. */
+  days?: NonNullable<operations['getUpcomingEarnings']['parameters']['query']>['days'];
+}
+
+/** The query parameters of `getDivergenceEvents` (`GET /v1/divergence/events`). */
+export interface GetDivergenceEventsQuery {
+  /** Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today). */
+  since?: DateLike;
+}
+
+/** The query parameters of `getDivergences` (`GET /v1/divergence`). */
+export interface GetDivergencesQuery {
+  /** `bull` (main_street above wall_street) or `bear` (below), any case; `null` or absent = both. */
+  direction?: NonNullable<operations['getDivergences']['parameters']['query']>['direction'];
+  /** Integer 1-100 (default 25): the most rows to return; above 100 is a 422. */
+  limit?: NonNullable<operations['getDivergences']['parameters']['query']>['limit'];
+}
+
+/** The query parameters of `getCoverage` (`GET /v1/coverage`). */
+export interface GetCoverageQuery {
+  /** Date YYYY-MM-DD: only tickers with a score dated on or after it (up to your as-of date). */
+  since?: DateLike;
+}
+
 /** A typed method per operation of the document; a failure throws the SDK's typed error. */
 export abstract class Operations {
   abstract readonly api: Client<paths>;
@@ -60,11 +142,7 @@ export abstract class Operations {
   }
 
   /** `GET /v1/usage/ledger`: Your credit ledger */
-  async getUsageLedger(query: {
-  month?: NonNullable<operations['getUsageLedger']['parameters']['query']>['month'];
-  limit?: NonNullable<operations['getUsageLedger']['parameters']['query']>['limit'];
-  cursor?: NonNullable<operations['getUsageLedger']['parameters']['query']>['cursor'];
-} = {}): Promise<components['schemas']['LedgerPageResponse']> {
+  async getUsageLedger(query: GetUsageLedgerQuery = {}): Promise<components['schemas']['LedgerPageResponse']> {
     const { data } = await this.api.GET('/v1/usage/ledger', { params: { query: queryOf<NonNullable<operations['getUsageLedger']['parameters']['query']>>(query, {}) } });
     return data!;
   }
@@ -94,49 +172,31 @@ export abstract class Operations {
   }
 
   /** `GET /v1/scores/social-heat/{ticker}`: Social heat series of one stock */
-  async getSocialHeat(ticker: operations['getSocialHeat']['parameters']['path']['ticker'], query: {
-  start?: DateLike;
-  end?: DateLike;
-} = {}): Promise<components['schemas']['SocialHeatResponse']> {
+  async getSocialHeat(ticker: operations['getSocialHeat']['parameters']['path']['ticker'], query: GetSocialHeatQuery = {}): Promise<components['schemas']['SocialHeatResponse']> {
     const { data } = await this.api.GET('/v1/scores/social-heat/{ticker}', { params: { path: { ticker }, query: queryOf<NonNullable<operations['getSocialHeat']['parameters']['query']>>(query, { start: 'date', end: 'date' }) } });
     return data!;
   }
 
   /** `GET /v1/signals`: Latest research signals */
-  async getSignals(query: {
-  limit?: NonNullable<operations['getSignals']['parameters']['query']>['limit'];
-} = {}): Promise<components['schemas']['SignalsResponse']> {
+  async getSignals(query: GetSignalsQuery = {}): Promise<components['schemas']['SignalsResponse']> {
     const { data } = await this.api.GET('/v1/signals', { params: { query: queryOf<NonNullable<operations['getSignals']['parameters']['query']>>(query, {}) } });
     return data!;
   }
 
   /** `GET /v1/screener`: Rank stocks by service_score */
-  async screenStocks(query: {
-  min_score?: NonNullable<operations['screenStocks']['parameters']['query']>['min_score'];
-  limit?: NonNullable<operations['screenStocks']['parameters']['query']>['limit'];
-} = {}): Promise<components['schemas']['ScreenerResponse']> {
+  async screenStocks(query: ScreenStocksQuery = {}): Promise<components['schemas']['ScreenerResponse']> {
     const { data } = await this.api.GET('/v1/screener', { params: { query: queryOf<NonNullable<operations['screenStocks']['parameters']['query']>>(query, {}) } });
     return data!;
   }
 
   /** `GET /v1/scores/{ticker}/history`: Score history of one stock */
-  async getScoreHistory(ticker: operations['getScoreHistory']['parameters']['path']['ticker'], query: {
-  start?: DateLike;
-  end?: DateLike;
-  as_known_at?: DateLike;
-} = {}): Promise<components['schemas']['ScoreHistoryResponse']> {
+  async getScoreHistory(ticker: operations['getScoreHistory']['parameters']['path']['ticker'], query: GetScoreHistoryQuery = {}): Promise<components['schemas']['ScoreHistoryResponse']> {
     const { data } = await this.api.GET('/v1/scores/{ticker}/history', { params: { path: { ticker }, query: queryOf<NonNullable<operations['getScoreHistory']['parameters']['query']>>(query, { start: 'date', end: 'date', as_known_at: 'instant' }) } });
     return data!;
   }
 
   /** `GET /v1/scores/history`: Score history of many stocks, with incremental sync */
-  async getMultiTickerHistory(query: {
-  tickers?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['tickers'];
-  start?: DateLike;
-  end?: DateLike;
-  since?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['since'];
-  as_known_at?: DateLike;
-} = {}): Promise<components['schemas']['MultiTickerHistoryResponse']> {
+  async getMultiTickerHistory(query: GetMultiTickerHistoryQuery = {}): Promise<components['schemas']['MultiTickerHistoryResponse']> {
     const { data } = await this.api.GET('/v1/scores/history', { params: { query: queryOf<NonNullable<operations['getMultiTickerHistory']['parameters']['query']>>(query, { start: 'date', end: 'date', as_known_at: 'instant' }) } });
     return data!;
   }
@@ -154,9 +214,7 @@ export abstract class Operations {
   }
 
   /** `GET /v1/earnings`: Upcoming earnings reporters */
-  async getUpcomingEarnings(query: {
-  days?: NonNullable<operations['getUpcomingEarnings']['parameters']['query']>['days'];
-} = {}): Promise<components['schemas']['EarningsResponse']> {
+  async getUpcomingEarnings(query: GetUpcomingEarningsQuery = {}): Promise<components['schemas']['EarningsResponse']> {
     const { data } = await this.api.GET('/v1/earnings', { params: { query: queryOf<NonNullable<operations['getUpcomingEarnings']['parameters']['query']>>(query, {}) } });
     return data!;
   }
@@ -168,26 +226,19 @@ export abstract class Operations {
   }
 
   /** `GET /v1/divergence/events`: Closed divergence events with outcomes */
-  async getDivergenceEvents(query: {
-  since?: DateLike;
-} = {}): Promise<components['schemas']['DivergenceEventsResponse']> {
+  async getDivergenceEvents(query: GetDivergenceEventsQuery = {}): Promise<components['schemas']['DivergenceEventsResponse']> {
     const { data } = await this.api.GET('/v1/divergence/events', { params: { query: queryOf<NonNullable<operations['getDivergenceEvents']['parameters']['query']>>(query, { since: 'date' }) } });
     return data!;
   }
 
   /** `GET /v1/divergence`: Widest divergence gaps */
-  async getDivergences(query: {
-  direction?: NonNullable<operations['getDivergences']['parameters']['query']>['direction'];
-  limit?: NonNullable<operations['getDivergences']['parameters']['query']>['limit'];
-} = {}): Promise<components['schemas']['DivergenceResponse']> {
+  async getDivergences(query: GetDivergencesQuery = {}): Promise<components['schemas']['DivergenceResponse']> {
     const { data } = await this.api.GET('/v1/divergence', { params: { query: queryOf<NonNullable<operations['getDivergences']['parameters']['query']>>(query, {}) } });
     return data!;
   }
 
   /** `GET /v1/coverage`: Tickers your key can see */
-  async getCoverage(query: {
-  since?: DateLike;
-} = {}): Promise<components['schemas']['CoverageResponse']> {
+  async getCoverage(query: GetCoverageQuery = {}): Promise<components['schemas']['CoverageResponse']> {
     const { data } = await this.api.GET('/v1/coverage', { params: { query: queryOf<NonNullable<operations['getCoverage']['parameters']['query']>>(query, { since: 'date' }) } });
     return data!;
   }
