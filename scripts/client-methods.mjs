@@ -84,7 +84,12 @@ function tsQueryType(op, p) {
 }
 
 const pascal = (id) => id[0].toUpperCase() + id.slice(1);
-const docLine = (text) => (text ?? '').split('\n')[0].replace(/\*\//g, '*\\/').trim();
+/** A description's first sentence (of its first paragraph), on one line. */
+const docLine = (text) => {
+  const paragraph = (text ?? '').split(/\n\s*\n/)[0].replace(/\s+/g, ' ').trim();
+  const sentence = /^.*?[.!?](?=\s|$)/.exec(paragraph)?.[0] ?? paragraph;
+  return sentence.replace(/\*\//g, '*\\/');
+};
 
 /** The named type of an operation's query parameters: dates as DateLike, the rest as the document types them. */
 function tsQueryInterface(op) {
@@ -200,9 +205,14 @@ function pyMethod(doc, op, asyncMethod) {
   if (op.queryParams.length) call.push(`params={${op.queryParams.map((p) => `${JSON.stringify(p.name)}: ${pyQueryValue(p)}`).join(', ')}}`);
   if (op.body) call.push(`json=body_of({${bodyFields.map(([f]) => `${JSON.stringify(f)}: ${f}`).join(', ')}})`);
   const aw = asyncMethod ? 'await ' : '';
+  const described = [...op.pathParams, ...op.queryParams].map((p) => [p.name, p.description]).concat(bodyFields.map(([f, sch]) => [f, sch.description]));
+  const argDocs = described.filter(([, d]) => docLine(d)).map(([n, d]) => `        ${n}: ${docLine(d).replace(/\\/g, '\\\\').replace(/"""/g, "'''")}`);
+  const docstring = argDocs.length
+    ? [`        """\`\`${op.method} ${op.path}\`\`: ${op.summary.replace(/"""/g, "'''")}`, '', ...argDocs, '        """']
+    : [`        """\`\`${op.method} ${op.path}\`\`: ${op.summary.replace(/"""/g, "'''")}"""`];
   return [
     `    ${asyncMethod ? 'async ' : ''}def ${snake(op.id)}(${args.join(', ')}) -> ${ret.type}:`,
-    `        """\`\`${op.method} ${op.path}\`\`: ${op.summary.replace(/"""/g, "'''")}"""`,
+    ...docstring,
     `        r = ${aw}self.request(${call.join(', ')})`,
     `        return ${ret.parse('r')}`,
   ].join('\n');

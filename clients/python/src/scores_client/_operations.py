@@ -176,17 +176,29 @@ class Operations:
         return WebhooksFrame.model_validate_json(r.content)
 
     def create_webhook(self, event_type: Literal["divergence_event", "score_move"], url: str) -> models.RegisteredWebhookResponse:
-        """``POST /v1/webhooks``: Register a webhook"""
+        """``POST /v1/webhooks``: Register a webhook
+
+        event_type: What the webhook is sent: `score_move` or `divergence_event`.
+        url: Your receiver: `https` only, no user name or password, at most 2,048 characters; it must not resolve to a private, loopback or otherwise non-public address.
+        """
         r = self.request("POST", "/v1/webhooks", json=body_of({"event_type": event_type, "url": url}))
         return models.RegisteredWebhookResponse.model_validate_json(r.content)
 
     def list_webhook_deliveries(self, webhook_id: int) -> WebhookDeliveriesFrame:
-        """``GET /v1/webhooks/{webhook_id}/deliveries``: A webhook's latest deliveries"""
+        """``GET /v1/webhooks/{webhook_id}/deliveries``: A webhook's latest deliveries
+
+        webhook_id: The webhook's `id`.
+        """
         r = self.request("GET", f"/v1/webhooks/{path_segment(webhook_id)}/deliveries")
         return WebhookDeliveriesFrame.model_validate_json(r.content)
 
     def get_usage_ledger(self, *, month: str | None = None, limit: int | None = None, cursor: str | None = None) -> LedgerPageFrame:
-        """``GET /v1/usage/ledger``: Your credit ledger"""
+        """``GET /v1/usage/ledger``: Your credit ledger
+
+        month: Calendar month `YYYY-MM` (UTC); default: every month.
+        limit: Entries per page (default 100, max 1000).
+        cursor: `next_cursor` of the previous page.
+        """
         r = self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
 
@@ -206,37 +218,68 @@ class Operations:
         return ThemesFrame.model_validate_json(r.content)
 
     def get_theme(self, slug: str) -> ThemeDetailFrame:
-        """``GET /v1/themes/{slug}``: One theme with its constituents"""
+        """``GET /v1/themes/{slug}``: One theme with its constituents
+
+        slug: Theme identifier from GET /v1/themes (case-insensitive).
+        """
         r = self.request("GET", f"/v1/themes/{path_segment(slug)}")
         return ThemeDetailFrame.model_validate_json(r.content)
 
     def get_social_heat(self, ticker: str, *, start: DateLike | None = None, end: DateLike | None = None) -> SocialHeatFrame:
-        """``GET /v1/scores/social-heat/{ticker}``: Social heat series of one stock"""
+        """``GET /v1/scores/social-heat/{ticker}``: Social heat series of one stock
+
+        ticker: Stock symbol, case-insensitive, at most 12 characters.
+        start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
+        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        """
         r = self.request("GET", f"/v1/scores/social-heat/{path_segment(ticker)}", params={"start": date_param(start, "start"), "end": date_param(end, "end")})
         return SocialHeatFrame.model_validate_json(r.content)
 
     def get_signals(self, *, limit: int | None = None) -> SignalsFrame:
-        """``GET /v1/signals``: Latest research signals"""
+        """``GET /v1/signals``: Latest research signals
+
+        limit: Integer 1-200 (default 50): the most signals to return; above 200 is a 422.
+        """
         r = self.request("GET", "/v1/signals", params={"limit": limit})
         return SignalsFrame.model_validate_json(r.content)
 
     def screen_stocks(self, *, min_score: int | None = None, limit: int | None = None) -> Screener:
-        """``GET /v1/screener``: Rank stocks by service_score"""
+        """``GET /v1/screener``: Rank stocks by service_score
+
+        min_score: Integer 0-100: only rows with `service_score` at or above it.
+        limit: Integer 1-650 (default 100): the most rows to return; above 650 is a 422.
+        """
         r = self.request("GET", "/v1/screener", params={"min_score": min_score, "limit": limit})
         return Screener.model_validate_json(r.content)
 
     def get_score_history(self, ticker: str, *, start: DateLike | None = None, end: DateLike | None = None, as_known_at: InstantLike | None = None) -> ScoreHistory:
-        """``GET /v1/scores/{ticker}/history``: Score history of one stock"""
+        """``GET /v1/scores/{ticker}/history``: Score history of one stock
+
+        ticker: Stock symbol, case-insensitive, at most 12 characters.
+        start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
+        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
+        """
         r = self.request("GET", f"/v1/scores/{path_segment(ticker)}/history", params={"start": date_param(start, "start"), "end": date_param(end, "end"), "as_known_at": instant_param(as_known_at, "as_known_at")})
         return ScoreHistory.model_validate_json(r.content)
 
     def get_multi_ticker_history(self, *, tickers: Sequence[str] | None = None, start: DateLike | None = None, end: DateLike | None = None, since: str | None = None, as_known_at: InstantLike | None = None) -> MultiTickerHistory:
-        """``GET /v1/scores/history``: Score history of many stocks, with incremental sync"""
+        """``GET /v1/scores/history``: Score history of many stocks, with incremental sync
+
+        tickers: Comma-separated symbols, case-insensitive, at most 50.
+        start: First date (YYYY-MM-DD); floored at your tier's history depth.
+        end: Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise).
+        since: The `next_since` of your previous answer: only what was written or entered your window after it (see above).
+        as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
+        """
         r = self.request("GET", "/v1/scores/history", params={"tickers": tickers, "start": date_param(start, "start"), "end": date_param(end, "end"), "since": since, "as_known_at": instant_param(as_known_at, "as_known_at")})
         return MultiTickerHistory.model_validate_json(r.content)
 
     def get_score(self, ticker: str) -> models.ScoreResponse:
-        """``GET /v1/scores/{ticker}``: Scores of one stock"""
+        """``GET /v1/scores/{ticker}``: Scores of one stock
+
+        ticker: Stock symbol, case-insensitive, at most 12 characters.
+        """
         r = self.request("GET", f"/v1/scores/{path_segment(ticker)}")
         return models.ScoreResponse.model_validate_json(r.content)
 
@@ -246,7 +289,10 @@ class Operations:
         return models.MetaResponse.model_validate_json(r.content)
 
     def get_upcoming_earnings(self, *, days: int | None = None) -> EarningsFrame:
-        """``GET /v1/earnings``: Upcoming earnings reporters"""
+        """``GET /v1/earnings``: Upcoming earnings reporters
+
+        days: Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is a 422.
+        """
         r = self.request("GET", "/v1/earnings", params={"days": days})
         return EarningsFrame.model_validate_json(r.content)
 
@@ -256,17 +302,27 @@ class Operations:
         return OpenDivergenceFrame.model_validate_json(r.content)
 
     def get_divergence_events(self, *, since: DateLike | None = None) -> DivergenceEvents:
-        """``GET /v1/divergence/events``: Closed divergence events with outcomes"""
+        """``GET /v1/divergence/events``: Closed divergence events with outcomes
+
+        since: Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today).
+        """
         r = self.request("GET", "/v1/divergence/events", params={"since": date_param(since, "since")})
         return DivergenceEvents.model_validate_json(r.content)
 
     def get_divergences(self, *, direction: Literal["bull", "bear", "null"] | None = None, limit: int | None = None) -> DivergenceFrame:
-        """``GET /v1/divergence``: Widest divergence gaps"""
+        """``GET /v1/divergence``: Widest divergence gaps
+
+        direction: `bull` (main_street above wall_street) or `bear` (below), any case; `null` or absent = both.
+        limit: Integer 1-100 (default 25): the most rows to return; above 100 is a 422.
+        """
         r = self.request("GET", "/v1/divergence", params={"direction": direction, "limit": limit})
         return DivergenceFrame.model_validate_json(r.content)
 
     def get_coverage(self, *, since: DateLike | None = None) -> CoverageFrame:
-        """``GET /v1/coverage``: Tickers your key can see"""
+        """``GET /v1/coverage``: Tickers your key can see
+
+        since: Date YYYY-MM-DD: only tickers with a score dated on or after it (up to your as-of date).
+        """
         r = self.request("GET", "/v1/coverage", params={"since": date_param(since, "since")})
         return CoverageFrame.model_validate_json(r.content)
 
@@ -276,27 +332,44 @@ class Operations:
         return BulkExportsFrame.model_validate_json(r.content)
 
     def delete_webhook(self, webhook_id: int) -> models.WebhookOkResponse:
-        """``DELETE /v1/webhooks/{webhook_id}``: Delete a webhook"""
+        """``DELETE /v1/webhooks/{webhook_id}``: Delete a webhook
+
+        webhook_id: The webhook's `id`.
+        """
         r = self.request("DELETE", f"/v1/webhooks/{path_segment(webhook_id)}")
         return models.WebhookOkResponse.model_validate_json(r.content)
 
     def test_webhook(self, webhook_id: int) -> models.TestDeliveryResponse:
-        """``POST /v1/webhooks/{webhook_id}/test``: Send a test delivery"""
+        """``POST /v1/webhooks/{webhook_id}/test``: Send a test delivery
+
+        webhook_id: The webhook's `id`.
+        """
         r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/test", json=body_of({}))
         return models.TestDeliveryResponse.model_validate_json(r.content)
 
     def rotate_webhook_secret(self, webhook_id: int, overlap_hours: int | None = None) -> models.RotatedSecretResponse:
-        """``POST /v1/webhooks/{webhook_id}/rotate-secret``: Rotate a webhook's signing secret"""
+        """``POST /v1/webhooks/{webhook_id}/rotate-secret``: Rotate a webhook's signing secret
+
+        webhook_id: The webhook's `id`.
+        overlap_hours: Hours during which every delivery is also signed with the secret being replaced (a second `v1,` signature in `webhook-signature`, and `X-Service-Signature-Previous`), so your receiver can switch secrets without missing a delivery.
+        """
         r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/rotate-secret", json=body_of({"overlap_hours": overlap_hours}))
         return models.RotatedSecretResponse.model_validate_json(r.content)
 
     def enable_webhook(self, webhook_id: int) -> models.EnabledWebhookResponse:
-        """``POST /v1/webhooks/{webhook_id}/enable``: Re-enable a deactivated webhook"""
+        """``POST /v1/webhooks/{webhook_id}/enable``: Re-enable a deactivated webhook
+
+        webhook_id: The webhook's `id`.
+        """
         r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/enable", json=body_of({}))
         return models.EnabledWebhookResponse.model_validate_json(r.content)
 
     def download_bulk_export_file(self, bundle_id: str, name: str) -> bytes:
-        """``GET /v1/bulk/exports/{bundle_id}/{name}``: Download an export file"""
+        """``GET /v1/bulk/exports/{bundle_id}/{name}``: Download an export file
+
+        bundle_id: The bundle, from the listing's `url`.
+        name: The file: scores_history.csv.gz, divergence_events.csv.gz or scores_versions.csv.gz.
+        """
         r = self.request("GET", f"/v1/bulk/exports/{path_segment(bundle_id)}/{path_segment(name)}")
         return r.content
 
@@ -313,17 +386,29 @@ class AsyncOperations:
         return WebhooksFrame.model_validate_json(r.content)
 
     async def create_webhook(self, event_type: Literal["divergence_event", "score_move"], url: str) -> models.RegisteredWebhookResponse:
-        """``POST /v1/webhooks``: Register a webhook"""
+        """``POST /v1/webhooks``: Register a webhook
+
+        event_type: What the webhook is sent: `score_move` or `divergence_event`.
+        url: Your receiver: `https` only, no user name or password, at most 2,048 characters; it must not resolve to a private, loopback or otherwise non-public address.
+        """
         r = await self.request("POST", "/v1/webhooks", json=body_of({"event_type": event_type, "url": url}))
         return models.RegisteredWebhookResponse.model_validate_json(r.content)
 
     async def list_webhook_deliveries(self, webhook_id: int) -> WebhookDeliveriesFrame:
-        """``GET /v1/webhooks/{webhook_id}/deliveries``: A webhook's latest deliveries"""
+        """``GET /v1/webhooks/{webhook_id}/deliveries``: A webhook's latest deliveries
+
+        webhook_id: The webhook's `id`.
+        """
         r = await self.request("GET", f"/v1/webhooks/{path_segment(webhook_id)}/deliveries")
         return WebhookDeliveriesFrame.model_validate_json(r.content)
 
     async def get_usage_ledger(self, *, month: str | None = None, limit: int | None = None, cursor: str | None = None) -> LedgerPageFrame:
-        """``GET /v1/usage/ledger``: Your credit ledger"""
+        """``GET /v1/usage/ledger``: Your credit ledger
+
+        month: Calendar month `YYYY-MM` (UTC); default: every month.
+        limit: Entries per page (default 100, max 1000).
+        cursor: `next_cursor` of the previous page.
+        """
         r = await self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
 
@@ -343,37 +428,68 @@ class AsyncOperations:
         return ThemesFrame.model_validate_json(r.content)
 
     async def get_theme(self, slug: str) -> ThemeDetailFrame:
-        """``GET /v1/themes/{slug}``: One theme with its constituents"""
+        """``GET /v1/themes/{slug}``: One theme with its constituents
+
+        slug: Theme identifier from GET /v1/themes (case-insensitive).
+        """
         r = await self.request("GET", f"/v1/themes/{path_segment(slug)}")
         return ThemeDetailFrame.model_validate_json(r.content)
 
     async def get_social_heat(self, ticker: str, *, start: DateLike | None = None, end: DateLike | None = None) -> SocialHeatFrame:
-        """``GET /v1/scores/social-heat/{ticker}``: Social heat series of one stock"""
+        """``GET /v1/scores/social-heat/{ticker}``: Social heat series of one stock
+
+        ticker: Stock symbol, case-insensitive, at most 12 characters.
+        start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
+        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        """
         r = await self.request("GET", f"/v1/scores/social-heat/{path_segment(ticker)}", params={"start": date_param(start, "start"), "end": date_param(end, "end")})
         return SocialHeatFrame.model_validate_json(r.content)
 
     async def get_signals(self, *, limit: int | None = None) -> SignalsFrame:
-        """``GET /v1/signals``: Latest research signals"""
+        """``GET /v1/signals``: Latest research signals
+
+        limit: Integer 1-200 (default 50): the most signals to return; above 200 is a 422.
+        """
         r = await self.request("GET", "/v1/signals", params={"limit": limit})
         return SignalsFrame.model_validate_json(r.content)
 
     async def screen_stocks(self, *, min_score: int | None = None, limit: int | None = None) -> Screener:
-        """``GET /v1/screener``: Rank stocks by service_score"""
+        """``GET /v1/screener``: Rank stocks by service_score
+
+        min_score: Integer 0-100: only rows with `service_score` at or above it.
+        limit: Integer 1-650 (default 100): the most rows to return; above 650 is a 422.
+        """
         r = await self.request("GET", "/v1/screener", params={"min_score": min_score, "limit": limit})
         return Screener.model_validate_json(r.content)
 
     async def get_score_history(self, ticker: str, *, start: DateLike | None = None, end: DateLike | None = None, as_known_at: InstantLike | None = None) -> ScoreHistory:
-        """``GET /v1/scores/{ticker}/history``: Score history of one stock"""
+        """``GET /v1/scores/{ticker}/history``: Score history of one stock
+
+        ticker: Stock symbol, case-insensitive, at most 12 characters.
+        start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
+        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
+        """
         r = await self.request("GET", f"/v1/scores/{path_segment(ticker)}/history", params={"start": date_param(start, "start"), "end": date_param(end, "end"), "as_known_at": instant_param(as_known_at, "as_known_at")})
         return ScoreHistory.model_validate_json(r.content)
 
     async def get_multi_ticker_history(self, *, tickers: Sequence[str] | None = None, start: DateLike | None = None, end: DateLike | None = None, since: str | None = None, as_known_at: InstantLike | None = None) -> MultiTickerHistory:
-        """``GET /v1/scores/history``: Score history of many stocks, with incremental sync"""
+        """``GET /v1/scores/history``: Score history of many stocks, with incremental sync
+
+        tickers: Comma-separated symbols, case-insensitive, at most 50.
+        start: First date (YYYY-MM-DD); floored at your tier's history depth.
+        end: Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise).
+        since: The `next_since` of your previous answer: only what was written or entered your window after it (see above).
+        as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
+        """
         r = await self.request("GET", "/v1/scores/history", params={"tickers": tickers, "start": date_param(start, "start"), "end": date_param(end, "end"), "since": since, "as_known_at": instant_param(as_known_at, "as_known_at")})
         return MultiTickerHistory.model_validate_json(r.content)
 
     async def get_score(self, ticker: str) -> models.ScoreResponse:
-        """``GET /v1/scores/{ticker}``: Scores of one stock"""
+        """``GET /v1/scores/{ticker}``: Scores of one stock
+
+        ticker: Stock symbol, case-insensitive, at most 12 characters.
+        """
         r = await self.request("GET", f"/v1/scores/{path_segment(ticker)}")
         return models.ScoreResponse.model_validate_json(r.content)
 
@@ -383,7 +499,10 @@ class AsyncOperations:
         return models.MetaResponse.model_validate_json(r.content)
 
     async def get_upcoming_earnings(self, *, days: int | None = None) -> EarningsFrame:
-        """``GET /v1/earnings``: Upcoming earnings reporters"""
+        """``GET /v1/earnings``: Upcoming earnings reporters
+
+        days: Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is a 422.
+        """
         r = await self.request("GET", "/v1/earnings", params={"days": days})
         return EarningsFrame.model_validate_json(r.content)
 
@@ -393,17 +512,27 @@ class AsyncOperations:
         return OpenDivergenceFrame.model_validate_json(r.content)
 
     async def get_divergence_events(self, *, since: DateLike | None = None) -> DivergenceEvents:
-        """``GET /v1/divergence/events``: Closed divergence events with outcomes"""
+        """``GET /v1/divergence/events``: Closed divergence events with outcomes
+
+        since: Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today).
+        """
         r = await self.request("GET", "/v1/divergence/events", params={"since": date_param(since, "since")})
         return DivergenceEvents.model_validate_json(r.content)
 
     async def get_divergences(self, *, direction: Literal["bull", "bear", "null"] | None = None, limit: int | None = None) -> DivergenceFrame:
-        """``GET /v1/divergence``: Widest divergence gaps"""
+        """``GET /v1/divergence``: Widest divergence gaps
+
+        direction: `bull` (main_street above wall_street) or `bear` (below), any case; `null` or absent = both.
+        limit: Integer 1-100 (default 25): the most rows to return; above 100 is a 422.
+        """
         r = await self.request("GET", "/v1/divergence", params={"direction": direction, "limit": limit})
         return DivergenceFrame.model_validate_json(r.content)
 
     async def get_coverage(self, *, since: DateLike | None = None) -> CoverageFrame:
-        """``GET /v1/coverage``: Tickers your key can see"""
+        """``GET /v1/coverage``: Tickers your key can see
+
+        since: Date YYYY-MM-DD: only tickers with a score dated on or after it (up to your as-of date).
+        """
         r = await self.request("GET", "/v1/coverage", params={"since": date_param(since, "since")})
         return CoverageFrame.model_validate_json(r.content)
 
@@ -413,26 +542,43 @@ class AsyncOperations:
         return BulkExportsFrame.model_validate_json(r.content)
 
     async def delete_webhook(self, webhook_id: int) -> models.WebhookOkResponse:
-        """``DELETE /v1/webhooks/{webhook_id}``: Delete a webhook"""
+        """``DELETE /v1/webhooks/{webhook_id}``: Delete a webhook
+
+        webhook_id: The webhook's `id`.
+        """
         r = await self.request("DELETE", f"/v1/webhooks/{path_segment(webhook_id)}")
         return models.WebhookOkResponse.model_validate_json(r.content)
 
     async def test_webhook(self, webhook_id: int) -> models.TestDeliveryResponse:
-        """``POST /v1/webhooks/{webhook_id}/test``: Send a test delivery"""
+        """``POST /v1/webhooks/{webhook_id}/test``: Send a test delivery
+
+        webhook_id: The webhook's `id`.
+        """
         r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/test", json=body_of({}))
         return models.TestDeliveryResponse.model_validate_json(r.content)
 
     async def rotate_webhook_secret(self, webhook_id: int, overlap_hours: int | None = None) -> models.RotatedSecretResponse:
-        """``POST /v1/webhooks/{webhook_id}/rotate-secret``: Rotate a webhook's signing secret"""
+        """``POST /v1/webhooks/{webhook_id}/rotate-secret``: Rotate a webhook's signing secret
+
+        webhook_id: The webhook's `id`.
+        overlap_hours: Hours during which every delivery is also signed with the secret being replaced (a second `v1,` signature in `webhook-signature`, and `X-Service-Signature-Previous`), so your receiver can switch secrets without missing a delivery.
+        """
         r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/rotate-secret", json=body_of({"overlap_hours": overlap_hours}))
         return models.RotatedSecretResponse.model_validate_json(r.content)
 
     async def enable_webhook(self, webhook_id: int) -> models.EnabledWebhookResponse:
-        """``POST /v1/webhooks/{webhook_id}/enable``: Re-enable a deactivated webhook"""
+        """``POST /v1/webhooks/{webhook_id}/enable``: Re-enable a deactivated webhook
+
+        webhook_id: The webhook's `id`.
+        """
         r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/enable", json=body_of({}))
         return models.EnabledWebhookResponse.model_validate_json(r.content)
 
     async def download_bulk_export_file(self, bundle_id: str, name: str) -> bytes:
-        """``GET /v1/bulk/exports/{bundle_id}/{name}``: Download an export file"""
+        """``GET /v1/bulk/exports/{bundle_id}/{name}``: Download an export file
+
+        bundle_id: The bundle, from the listing's `url`.
+        name: The file: scores_history.csv.gz, divergence_events.csv.gz or scores_versions.csv.gz.
+        """
         r = await self.request("GET", f"/v1/bulk/exports/{path_segment(bundle_id)}/{path_segment(name)}")
         return r.content

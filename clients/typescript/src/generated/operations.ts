@@ -75,21 +75,21 @@ export interface GetScoreHistoryQuery {
   start?: DateLike;
   /** Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
   end?: DateLike;
-  /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date */
+  /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above). */
   as_known_at?: DateLike;
 }
 
 /** The query parameters of `getMultiTickerHistory` (`GET /v1/scores/history`). */
 export interface GetMultiTickerHistoryQuery {
-  /** Comma-separated symbols, case-insensitive, at most 50. When omitted, everything */
+  /** Comma-separated symbols, case-insensitive, at most 50. */
   tickers?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['tickers'];
   /** First date (YYYY-MM-DD); floored at your tier's history depth. */
   start?: DateLike;
   /** Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise). */
   end?: DateLike;
-  /** The `next_since` of your previous answer: only what was written or entered your */
+  /** The `next_since` of your previous answer: only what was written or entered your window after it (see above). */
   since?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['since'];
-  /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date */
+  /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above). */
   as_known_at?: DateLike;
 }
 
