@@ -4,8 +4,9 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   // docs/examples: its types are generated from a running server's document, so
-  // test/e2e/typed-client.test.ts type-checks it (tsc --strict and more) instead.
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', '.engines/**', '.tmp/**', 'src/app/http/generated/**', 'bin/**', 'scripts/**', 'eslint.config.js', '.dependency-cruiser.cjs', 'docs/examples/**', 'clients/typescript/src/generated/**', 'clients/typescript/dist/**', '.venv-clients/**'] },
+  // test/e2e/typed-client.test.ts type-checks it (tsc --strict and more) instead; so does
+  // test/clients/packages.test.ts clients/typescript/examples, against the packed SDK.
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', '.engines/**', '.tmp/**', 'src/app/http/generated/**', 'bin/**', 'scripts/**', 'eslint.config.js', '.dependency-cruiser.cjs', 'docs/examples/**', 'clients/typescript/src/generated/**', 'clients/typescript/dist/**', 'clients/typescript/examples/**', '.venv-clients/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -3,6 +3,8 @@
 //   clients/openapi.json                                  the document a server serves at /openapi.json
 //   clients/typescript/src/generated/schema.ts            openapi-typescript
 //   clients/python/src/scores_client/models.py            datamodel-code-generator (options: clients/python/pyproject.toml)
+//   clients/typescript/src/generated/operations.ts        a typed method per operation (scripts/client-methods.mjs)
+//   clients/python/src/scores_client/_operations.py       the same in Python, and the list answers' to_pandas()
 //
 //   node scripts/generate-clients.mjs                     build, start a server (no demo data), write the files
 //   node scripts/generate-clients.mjs --check             the same into a temp dir; exit 1 naming each stale file
@@ -16,13 +18,16 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pythonOperations, typescriptOperations } from './client-methods.mjs';
 
 export const PUBLIC_BASE_URL = 'https://api.example.com';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const FILES = {
   document: 'clients/openapi.json',
   types: 'clients/typescript/src/generated/schema.ts',
+  operations: 'clients/typescript/src/generated/operations.ts',
   models: 'clients/python/src/scores_client/models.py',
+  pyOperations: 'clients/python/src/scores_client/_operations.py',
 };
 const venvBin = join(root, '.venv-clients', 'bin');
 
@@ -75,7 +80,10 @@ async function generate(url, out, python) {
   for (const f of Object.values(FILES)) mkdirSync(dirname(join(out, f)), { recursive: true });
   writeFileSync(join(out, FILES.document), `${JSON.stringify(doc, null, 2)}\n`);
   execFileSync(process.execPath, [join(root, 'node_modules/openapi-typescript/bin/cli.js'), join(out, FILES.document), '-o', join(out, FILES.types), '--silent'], { stdio: 'inherit' });
-  if (!python) return [FILES.document, FILES.types];
+  writeFileSync(join(out, FILES.operations), typescriptOperations(doc));
+  // The methods need no Python tool: they are written whether or not the models are.
+  writeFileSync(join(out, FILES.pyOperations), pythonOperations(doc));
+  if (!python) return [FILES.document, FILES.types, FILES.operations, FILES.pyOperations];
   const codegen = join(venvBin, 'datamodel-codegen');
   if (!existsSync(codegen)) throw new Error(`${codegen} is missing: run scripts/python-clients.sh --setup (or pass --no-python)`);
   // Run from clients/python so that it reads its options from pyproject.toml ([tool.datamodel-codegen]).

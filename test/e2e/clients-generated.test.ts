@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 
 const root = projectRoot();
 /** What scripts/generate-clients.mjs writes, and the base URL its server's document names. */
-const GENERATED = ['clients/openapi.json', 'clients/typescript/src/generated/schema.ts', 'clients/python/src/scores_client/models.py'];
+const GENERATED = ['clients/openapi.json', 'clients/typescript/src/generated/schema.ts', 'clients/typescript/src/generated/operations.ts', 'clients/python/src/scores_client/models.py', 'clients/python/src/scores_client/_operations.py'];
 const PUBLIC_BASE_URL = 'https://api.example.com';
 // datamodel-code-generator lives in the Python environment of scripts/python-clients.sh; without
 // it the models are left to that script's own check (its pytest regenerates them).

@@ -1,5 +1,6 @@
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import { errorOf, retryAfterSeconds, type ErrorCode } from './errors.js';
+import { errorOf, retryAfterSeconds, ScoresConfigurationError, ScoresNetworkError, type ErrorCode } from './errors.js';
+import { Operations } from './generated/operations.js';
 import type { paths } from './generated/schema.js';
 import { syncHistory, type Credits, type SyncOptions, type SyncPage } from './sync.js';
 
@@ -14,18 +15,22 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
+/** A retry about to happen: after an answer (`status`, `code`), or after none (`error`, and `status` null). */
 export interface RetryEvent {
   attempt: number;
   delayMs: number;
   status: number | null;
   code: ErrorCode | null;
+  error?: string;
 }
 
 export interface ScoresClientOptions {
-  /** Sent as `X-API-Key` on every request. */
-  apiKey: string;
-  /** Default `https://api.example.com` (the document's server). */
+  /** Sent as `X-API-Key` on every request; default `SCORES_API_KEY` from the environment. */
+  apiKey?: string;
+  /** Default `SCORES_BASE_URL` from the environment, else `http://localhost:8080` (what `npm start` serves). */
   baseUrl?: string;
+  /** Each attempt's limit in milliseconds (default 120,000); a timed-out GET or DELETE is retried. */
+  timeoutMs?: number;
   retry?: RetryOptions;
   /** Called before each retry (for logs and metrics). */
   onRetry?: (event: RetryEvent) => void;
@@ -36,38 +41,48 @@ export interface ScoresClientOptions {
 /** The API's paths and schemas, typed from the OpenAPI document (openapi-typescript). */
 export type ScoresApi = Client<paths>;
 
-const DEFAULT_BASE_URL = 'https://api.example.com';
+/** What `npm start` serves; `SCORES_BASE_URL` or `baseUrl` name another server. */
+export const DEFAULT_BASE_URL = 'http://localhost:8080';
+const env = (name: string): string | undefined => (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name] || undefined;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 /** Methods whose retry after a 502/503/504 cannot do anything twice. */
 const IDEMPOTENT = new Set(['GET', 'DELETE']);
 
 /**
- * A Scores API client. `GET`, `POST` and `DELETE` are openapi-fetch's, typed on the document's
- * paths; a failure is thrown as the `ScoresApiError` subclass of its problem `code`, so `data` is
- * there whenever a call returns. `429 rate_limited` and, on GET and DELETE, `502`/`503`/`504` are
- * retried with backoff, honouring `Retry-After`; `429 credits_exhausted` never is.
+ * A Scores API client: a typed method per operation (`getScore`, `getScoreHistory`, `listThemes`,
+ * ...; `OPERATIONS` lists them), and openapi-fetch's `GET`, `POST` and `DELETE` typed on the
+ * document's paths. Every failure throws a `ScoresError`: the `ScoresApiError` subclass of its
+ * problem `code`, `ScoresHttpError` or `ScoresNetworkError`. `429 rate_limited` and, on GET and
+ * DELETE, `502`/`503`/`504` and network errors (connection refused or reset, timeouts) are retried
+ * with backoff, honouring `Retry-After`; `429 credits_exhausted` never is.
  *
  * ```ts
- * const scores = new ScoresClient({ apiKey: process.env.SCORES_API_KEY!, baseUrl: 'http://localhost:8080' });
- * const { data } = await scores.GET('/v1/scores/{ticker}', { params: { path: { ticker: 'AAPL' } } });
- * console.log(data?.service_score, scores.credits);
+ * const scores = new ScoresClient(); // SCORES_API_KEY, SCORES_BASE_URL
+ * const history = await scores.getScoreHistory('AAPL', { start: new Date('2024-01-01') });
+ * console.log(history.rows.length, scores.credits);
  * ```
  */
-export class ScoresClient {
+export class ScoresClient extends Operations {
   readonly api: ScoresApi;
   readonly GET: ScoresApi['GET'];
   readonly POST: ScoresApi['POST'];
   readonly DELETE: ScoresApi['DELETE'];
+  readonly baseUrl: string;
   /** `X-Credits-Remaining` of the latest answer that carried it: a number, or `unlimited`; null before any. */
   credits: Credits | null = null;
   private readonly retry: Required<RetryOptions>;
 
-  constructor(private readonly options: ScoresClientOptions) {
+  constructor(private readonly options: ScoresClientOptions = {}) {
+    super();
+    const apiKey = options.apiKey ?? env('SCORES_API_KEY');
+    if (!apiKey?.trim()) throw new ScoresConfigurationError('no API key: pass apiKey or set SCORES_API_KEY');
+    this.baseUrl = (options.baseUrl ?? env('SCORES_BASE_URL') ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
+    if (!/^https?:\/\//.test(this.baseUrl)) throw new ScoresConfigurationError(`baseUrl (or SCORES_BASE_URL) must be an http(s) URL, got ${JSON.stringify(this.baseUrl)}`);
     this.retry = { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 60_000, ...options.retry };
     const send = options.fetch ?? ((input: Request) => globalThis.fetch(input));
     this.api = createClient<paths>({
-      baseUrl: (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, ''),
-      headers: { 'X-API-Key': options.apiKey },
+      baseUrl: this.baseUrl,
+      headers: { 'X-API-Key': apiKey },
       // `tickers` is one comma-separated parameter (style form, explode false).
       querySerializer: { array: { style: 'form', explode: false } },
       fetch: (request) => this.withRetries(request, send),
@@ -85,7 +100,17 @@ export class ScoresClient {
 
   private async withRetries(request: Request, send: (input: Request) => Promise<Response>): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
-      const response = await send(request.clone());
+      let response: Response;
+      try {
+        response = await this.attempt(request, send);
+      } catch (error) {
+        if (request.signal.aborted) throw error; // the caller's own abort is not a network error
+        const ms = transient(error) ? this.networkDelay(request.method, attempt) : null;
+        if (ms === null) throw new ScoresNetworkError(request.method, request.url, error);
+        this.options.onRetry?.({ attempt: attempt + 1, delayMs: ms, status: null, code: null, error: describeError(error) });
+        await sleep(ms);
+        continue;
+      }
       this.noteCredits(response);
       const wait = await this.retryDelay(request.method, response, attempt);
       if (wait === null) return response;
@@ -93,6 +118,22 @@ export class ScoresClient {
       await response.body?.cancel();
       await sleep(wait.ms);
     }
+  }
+
+  /** One attempt, ended after `timeoutMs` (or by the caller's signal). */
+  private attempt(request: Request, send: (input: Request) => Promise<Response>): Promise<Response> {
+    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 120_000);
+    return send(new Request(request.clone(), { signal: AbortSignal.any([request.signal, timeout]) }));
+  }
+
+  /** How long to wait before retrying a request that got no answer, or null to throw. */
+  private networkDelay(method: string, attempt: number): number | null {
+    if (attempt >= this.retry.maxRetries || !IDEMPOTENT.has(method)) return null;
+    return Math.min(this.backoff(attempt), this.retry.maxDelayMs);
+  }
+
+  private backoff(attempt: number): number {
+    return this.retry.baseDelayMs * 2 ** attempt * (0.5 + Math.random() / 2);
   }
 
   /** How long to wait before retrying this answer, or null to return it. */
@@ -109,7 +150,7 @@ export class ScoresClient {
     } else if (!([502, 503, 504].includes(response.status) && IDEMPOTENT.has(method))) {
       return null;
     }
-    const backoff = this.retry.baseDelayMs * 2 ** attempt * (0.5 + Math.random() / 2);
+    const backoff = this.backoff(attempt);
     const after = retryAfterSeconds(response.headers.get('retry-after'));
     const ms = after === null ? Math.min(backoff, this.retry.maxDelayMs) : after * 1000;
     return ms > this.retry.maxDelayMs ? null : { ms, code };
@@ -121,6 +162,22 @@ export class ScoresClient {
     this.credits = value === 'unlimited' ? 'unlimited' : Number(value);
   }
 }
+
+/** Codes of a connection refused, reset or cut, or a name lookup that may succeed later (undici's and node's). */
+const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED']);
+/** A failure a retry may cure: a timeout, or fetch's "fetch failed" over one of those codes. */
+function transient(error: unknown): boolean {
+  if (error instanceof Error && error.name === 'TimeoutError') return true;
+  const cause = error instanceof Error ? (error.cause as { code?: unknown; cause?: { code?: unknown } } | undefined) : undefined;
+  const code = cause?.code ?? cause?.cause?.code;
+  return typeof code === 'string' && TRANSIENT_CODES.has(code);
+}
+
+const describeError = (e: unknown): string => {
+  if (!(e instanceof Error)) return String(e);
+  const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
+  return `${e.name}: ${typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : e.message}`;
+};
 
 /** Turns every answer but a success or a 304 into the thrown error of its problem code. */
 const throwProblems: Middleware = {

@@ -7,10 +7,22 @@ export type ErrorCode = Problem['code'];
 export type ProblemOf<C extends ErrorCode> = Extract<Problem, { code: C }>;
 
 /**
+ * The base of every error the SDK throws: `ScoresApiError` (a problem+json answer, a subclass per
+ * code), `ScoresHttpError` (an answer that is not one), `ScoresNetworkError` (no answer),
+ * `ScoresConfigurationError` and `WebhookVerificationError`.
+ */
+export class ScoresError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
  * A problem+json answer of the API, thrown by every call that does not succeed. `instanceof` the
  * subclass of its `code` (`RateLimitedError`, `CreditsExhaustedError`, ...) to handle one case.
  */
-export class ScoresApiError<C extends ErrorCode = ErrorCode> extends Error {
+export class ScoresApiError<C extends ErrorCode = ErrorCode> extends ScoresError {
   readonly status: number;
   readonly code: C;
   readonly title: string;
@@ -24,7 +36,6 @@ export class ScoresApiError<C extends ErrorCode = ErrorCode> extends Error {
 
   constructor(problem: ProblemOf<C>, response: Response) {
     super(`${problem.status} ${problem.code}: ${problem.detail}`);
-    this.name = new.target.name;
     this.status = problem.status;
     this.code = problem.code;
     this.title = problem.title;
@@ -79,14 +90,36 @@ export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf
 };
 
 /** A non-problem failure (a proxy's HTML 502, say): status and text, no code. */
-export class ScoresHttpError extends Error {
+export class ScoresHttpError extends ScoresError {
   constructor(
     readonly status: number,
     readonly body: string,
   ) {
     super(`HTTP ${status}: ${body.slice(0, 200)}`);
-    this.name = 'ScoresHttpError';
   }
+}
+
+/**
+ * No answer: the connection was refused or reset, or the request timed out (`timeoutMs`). A GET or
+ * DELETE is retried with backoff first; `cause` is fetch's error.
+ */
+export class ScoresNetworkError extends ScoresError {
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`${method} ${url}: ${describe(cause)}`, { cause });
+  }
+}
+
+/** The client cannot be made as asked (no API key given nor in `SCORES_API_KEY`, say). */
+export class ScoresConfigurationError extends ScoresError {}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${(error.cause as Error & { code?: string }).code ?? error.cause.message}` : '';
+  return `${error.name}: ${error.message}${cause}`;
 }
 
 const isProblem = (x: unknown): x is Problem =>

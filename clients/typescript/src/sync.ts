@@ -1,4 +1,5 @@
 import type { Client } from 'openapi-fetch';
+import { queryOf, type DateLike } from './dates.js';
 import type { components, paths } from './generated/schema.js';
 
 /** `X-Credits-Remaining`: a number, or `unlimited` on an unmetered plan. */
@@ -16,12 +17,12 @@ export type HistoryRow = components['schemas']['MultiTickerHistoryRow'];
 export interface SyncOptions {
   /** At most 50 symbols; omitted: every ticker the key can see. Keep the same through a sync. */
   tickers?: string[];
-  /** First date, YYYY-MM-DD. Keep the same through a sync. */
-  start?: string;
-  /** Last date, YYYY-MM-DD. Keep the same through a sync. */
-  end?: string;
-  /** Each row as it was published at this instant (point in time). */
-  asKnownAt?: string;
+  /** First date, YYYY-MM-DD or a Date. Keep the same through a sync. */
+  start?: DateLike;
+  /** Last date, YYYY-MM-DD or a Date. Keep the same through a sync. */
+  end?: DateLike;
+  /** Each row as it was published at this instant (point in time): a string or a Date. */
+  asKnownAt?: DateLike;
   /** The `nextSince` saved with your copy: continue from it. Omitted or null: the whole history of the window. */
   since?: string | null;
   /** After the last page, poll again every this many milliseconds; omitted: stop after the last page. */
@@ -58,9 +59,11 @@ const BEFORE_ANY_DATA = '1970-01-01';
  * call over more than 200,000 rows would be refused with 422 `limit_exceeded`.
  */
 export async function* syncHistory(client: HistoryClient, options: SyncOptions): AsyncGenerator<SyncPage, void, undefined> {
-  const query = {
+  type Query = NonNullable<paths['/v1/scores/history']['get']['parameters']['query']>;
+  const dated = queryOf<Query>({ start: options.start, end: options.end, as_known_at: options.asKnownAt }, { start: 'date', end: 'date', as_known_at: 'instant' });
+  const query: Query = {
     ...(options.tickers ? { tickers: options.tickers } : {}),
-    ...(options.asKnownAt ? { as_known_at: options.asKnownAt } : {}),
+    ...(dated.as_known_at ? { as_known_at: dated.as_known_at } : {}),
   };
   let since: string;
   if (options.since) since = options.since;
@@ -68,7 +71,7 @@ export async function* syncHistory(client: HistoryClient, options: SyncOptions):
     const { data } = await client.GET('/v1/scores/history', { params: { query: { ...query, end: BEFORE_ANY_DATA } } });
     since = data!.next_since;
   }
-  const window = { ...query, ...(options.start ? { start: options.start } : {}), ...(options.end ? { end: options.end } : {}) };
+  const window: Query = { ...query, ...(dated.start ? { start: dated.start } : {}), ...(dated.end ? { end: dated.end } : {}) };
   while (!options.signal?.aborted) {
     const { data } = await client.GET('/v1/scores/history', { params: { query: { ...window, since } } });
     const page: HistoryPage = data!;

@@ -1,4 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { ScoresError } from './errors.js';
 import type { components } from './generated/schema.js';
 
 export type WebhookEnvelope = components['schemas']['WebhookEnvelope'];
@@ -16,19 +18,36 @@ export interface VerifyWebhookOptions {
   now?: number;
 }
 
-export class WebhookVerificationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'WebhookVerificationError';
-  }
-}
+export class WebhookVerificationError extends ScoresError {}
 
+/** A header by its name in any case (`Webhook-Id` as well as `webhook-id`), from a Headers or a plain object. */
 const header = (headers: VerifyWebhookOptions['headers'], name: string): string | null => {
   if (headers instanceof Headers) return headers.get(name);
-  const v = headers[name] ?? headers[name.toLowerCase()];
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+  const v = key === undefined ? undefined : headers[key];
   return Array.isArray(v) ? (v[0] ?? null) : (v ?? null);
 };
 const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+
+/**
+ * The Standard Webhooks signature, as the `standardwebhooks` library signs it. Its own `verify()`
+ * has a fixed five-minute window on the wall clock: the timestamp is checked here
+ * (`toleranceSeconds`, `now`), the signature by the library's `sign()`.
+ */
+function checkStandardSignature(options: VerifyWebhookOptions, body: Buffer, signatures: string): void {
+  const id = header(options.headers, 'webhook-id');
+  const timestamp = header(options.headers, 'webhook-timestamp');
+  if (id === null || timestamp === null || !/^\d+$/.test(timestamp)) throw new WebhookVerificationError('webhook-id or webhook-timestamp missing or malformed');
+  const skew = Math.abs((options.now ?? Date.now()) / 1000 - Number(timestamp));
+  if (skew > (options.toleranceSeconds ?? 300)) throw new WebhookVerificationError(`webhook-timestamp is ${Math.round(skew)} s from now`);
+  let expected: Buffer;
+  try {
+    expected = Buffer.from(new Webhook(options.secret).sign(id, new Date(Number(timestamp) * 1000), body));
+  } catch (e) {
+    throw new WebhookVerificationError(`the secret is not a whsec_ secret: ${(e as Error).message}`);
+  }
+  if (!signatures.split(' ').some((s) => same(Buffer.from(s), expected))) throw new WebhookVerificationError('webhook-signature does not match the body');
+}
 
 /**
  * Checks a webhook delivery's signatures against the raw body (docs/webhooks.md) and returns the
@@ -36,18 +55,16 @@ const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(
  * - `X-Service-Signature`: lowercase hex HMAC-SHA256 of the body, keyed with the secret's UTF-8 text
  *   (during a secret rotation's overlap, `X-Service-Signature-Previous` is the same with the old
  *   secret: either matching holds);
- * - Standard Webhooks: `webhook-signature` (`v1,<base64>`, space-separated) over
+ * - Standard Webhooks, checked with the `standardwebhooks` library: `webhook-signature` (`v1,<base64>`, space-separated) over
  *   `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the bytes after `whsec_`, and a
  *   `webhook-timestamp` within `toleranceSeconds` of now (keep the `webhook-id`s you processed to
  *   drop a replay).
- * Throws `WebhookVerificationError` otherwise.
+ * Header names match in any case. Throws `WebhookVerificationError` otherwise.
  */
 export function verifyWebhook(options: VerifyWebhookOptions): WebhookEnvelope {
   const body = typeof options.body === 'string' ? Buffer.from(options.body, 'utf8') : Buffer.from(options.body);
   const service = header(options.headers, 'x-service-signature');
   const previous = header(options.headers, 'x-service-signature-previous');
-  const id = header(options.headers, 'webhook-id');
-  const timestamp = header(options.headers, 'webhook-timestamp');
   const signatures = header(options.headers, 'webhook-signature');
   if (service === null && signatures === null) throw new WebhookVerificationError('no signature header (X-Service-Signature or webhook-signature)');
   if (service !== null) {
@@ -55,18 +72,7 @@ export function verifyWebhook(options: VerifyWebhookOptions): WebhookEnvelope {
     const holds = (hex: string | null) => hex !== null && /^[0-9a-f]{64}$/.test(hex) && same(Buffer.from(hex, 'hex'), expected);
     if (!holds(service) && !holds(previous)) throw new WebhookVerificationError('X-Service-Signature does not match the body');
   }
-  if (signatures !== null) {
-    if (id === null || timestamp === null || !/^\d+$/.test(timestamp)) throw new WebhookVerificationError('webhook-id or webhook-timestamp missing or malformed');
-    const skew = Math.abs((options.now ?? Date.now()) / 1000 - Number(timestamp));
-    if (skew > (options.toleranceSeconds ?? 300)) throw new WebhookVerificationError(`webhook-timestamp is ${Math.round(skew)} s from now`);
-    const key = Buffer.from(options.secret.replace(/^whsec_/, ''), 'base64');
-    const expected = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
-    const matches = signatures
-      .split(' ')
-      .filter((s) => s.startsWith('v1,'))
-      .some((s) => same(Buffer.from(s.slice(3), 'base64'), expected));
-    if (!matches) throw new WebhookVerificationError('webhook-signature does not match the body');
-  }
+  if (signatures !== null) checkStandardSignature(options, body, signatures);
   try {
     return JSON.parse(body.toString('utf8')) as WebhookEnvelope;
   } catch {

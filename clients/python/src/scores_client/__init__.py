@@ -1,8 +1,11 @@
-"""Python client for the Scores API: httpx sync and async clients, pydantic v2 models generated
-from the OpenAPI document (``models``), retries honouring ``Retry-After``, a typed error per problem
-``code``, incremental sync over ``next_since``, webhook verification and pandas frames."""
+"""Python client for the Scores API: httpx sync and async clients with a typed method per operation,
+pydantic v2 models generated from the OpenAPI document (``models``), retries honouring
+``Retry-After`` and network errors, one error hierarchy (``ScoresError``), incremental sync over
+``next_since``, webhook verification and pandas frames."""
 
-from ._core import Credits, RetryEvent, RetryPolicy, SyncPage
+from ._core import DEFAULT_BASE_URL, Credits, RetryEvent, RetryPolicy, SyncPage
+from ._operations import API_VERSION, OPERATIONS
+from ._params import DateLike, InstantLike
 from .async_client import AsyncScoresClient
 from .client import ScoresClient
 from .errors import (
@@ -23,7 +26,10 @@ from .errors import (
     RateLimitedError,
     RequestTimeoutError,
     ScoresApiError,
+    ScoresConfigurationError,
+    ScoresError,
     ScoresHttpError,
+    ScoresNetworkError,
     TierError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
@@ -34,6 +40,14 @@ from .webhooks import WebhookVerificationError, verify_webhook
 __version__ = "1.0.0"
 
 __all__ = [
+    "API_VERSION",
+    "DEFAULT_BASE_URL",
+    "OPERATIONS",
+    "DateLike",
+    "InstantLike",
+    "ScoresConfigurationError",
+    "ScoresError",
+    "ScoresNetworkError",
     "ERROR_CLASSES",
     "AsyncScoresClient",
     "BadRequestError",

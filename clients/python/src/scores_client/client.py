@@ -9,10 +9,8 @@ from typing import Any
 
 import httpx
 
-from . import models
 from ._core import (
     BEFORE_ANY_DATA,
-    DEFAULT_BASE_URL,
     Credits,
     OnRetry,
     RetryEvent,
@@ -22,33 +20,41 @@ from ._core import (
     credits_of,
     headers_for,
     raise_for_problem,
+    settings,
 )
-from .errors import problem_code
-from .frames import DivergenceEvents, MultiTickerHistory, Screener, ScoreHistory
+from ._operations import Operations
+from ._params import DateLike, InstantLike
+from .errors import ScoresNetworkError, problem_code
+from .frames import MultiTickerHistory
 
 
-class ScoresClient:
-    """A Scores API client. Every failure raises the ``ScoresApiError`` subclass of its problem
-    ``code``; ``credits`` is the latest ``X-Credits-Remaining`` (a number, or ``"unlimited"``).
+class ScoresClient(Operations):
+    """A Scores API client: a typed method per operation (``get_score``, ``get_score_history``,
+    ``list_themes``, ...; ``OPERATIONS`` lists them). Every failure raises a ``ScoresError``: the
+    ``ScoresApiError`` subclass of its problem ``code``, ``ScoresHttpError`` or
+    ``ScoresNetworkError``; ``credits`` is the latest ``X-Credits-Remaining`` (a number, or
+    ``"unlimited"``). The key and the URL default to ``SCORES_API_KEY`` and ``SCORES_BASE_URL``.
 
-    >>> with ScoresClient(api_key, base_url="http://localhost:8080") as scores:
-    ...     scores.history("AAPL", start="2024-01-01").to_pandas()
+    >>> with ScoresClient() as scores:
+    ...     scores.get_score_history("AAPL", start=date(2024, 1, 1)).to_pandas()
     """
 
     def __init__(
         self,
-        api_key: str,
-        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        base_url: str | None = None,
         *,
         retry: RetryPolicy | None = None,
         on_retry: OnRetry | None = None,
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        key, url = settings(api_key, base_url)
+        self.base_url = url
         self.credits: Credits | None = None
         self.retry = retry or RetryPolicy()
         self._on_retry = on_retry
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers_for(api_key), timeout=timeout, transport=transport)
+        self._http = httpx.Client(base_url=url, headers=headers_for(key), timeout=timeout, transport=transport)
 
     def __enter__(self) -> ScoresClient:
         return self
@@ -63,7 +69,17 @@ class ScoresClient:
         """Any call, retried by the policy; raises the typed error of a failure."""
         attempt = 0
         while True:
-            response = self._http.request(method, path, params=clean(params or {}), json=json)
+            try:
+                response = self._http.request(method, path, params=clean(params or {}), json=json)
+            except httpx.RequestError as e:
+                wait = self.retry.network_delay(method, e, attempt)
+                if wait is None:
+                    raise ScoresNetworkError(method, f"{self.base_url}{path}", e) from e
+                attempt += 1
+                if self._on_retry:
+                    self._on_retry(RetryEvent(attempt, wait, None, None, type(e).__name__))
+                time.sleep(wait)
+                continue
             if (c := credits_of(response)) is not None:
                 self.credits = c
             wait = self.retry.delay(method, response, attempt)
@@ -74,63 +90,34 @@ class ScoresClient:
                 self._on_retry(RetryEvent(attempt, wait, response.status_code, problem_code(response)))
             time.sleep(wait)
 
-    def get_score(self, ticker: str) -> models.ScoreResponse:
-        return models.ScoreResponse.model_validate_json(self.request("GET", f"/v1/scores/{ticker}").content)
-
-    def history(self, ticker: str, *, start: str | None = None, end: str | None = None, as_known_at: str | None = None) -> ScoreHistory:
-        r = self.request("GET", f"/v1/scores/{ticker}/history", params={"start": start, "end": end, "as_known_at": as_known_at})
-        return ScoreHistory.model_validate_json(r.content)
+    # The names of the first release, kept: each is the generated method of its operation.
+    history = Operations.get_score_history
+    screener = Operations.screen_stocks
+    divergence_events = Operations.get_divergence_events
+    usage = Operations.get_usage
+    bulk_exports = Operations.list_bulk_exports
+    download_export = Operations.download_bulk_export_file
+    register_webhook = Operations.create_webhook
 
     def multi_history(
         self,
         tickers: Sequence[str] | None = None,
         *,
-        start: str | None = None,
-        end: str | None = None,
+        start: DateLike | None = None,
+        end: DateLike | None = None,
         since: str | None = None,
-        as_known_at: str | None = None,
+        as_known_at: InstantLike | None = None,
     ) -> MultiTickerHistory:
-        params = {"tickers": tickers, "start": start, "end": end, "since": since, "as_known_at": as_known_at}
-        return MultiTickerHistory.model_validate_json(self.request("GET", "/v1/scores/history", params=params).content)
-
-    def screener(self, *, min_score: int | None = None, limit: int | None = None) -> Screener:
-        return Screener.model_validate_json(self.request("GET", "/v1/screener", params={"min_score": min_score, "limit": limit}).content)
-
-    def divergence_events(self, *, since: str | None = None) -> DivergenceEvents:
-        return DivergenceEvents.model_validate_json(self.request("GET", "/v1/divergence/events", params={"since": since}).content)
-
-    def usage(self) -> models.UsageResponse:
-        return models.UsageResponse.model_validate_json(self.request("GET", "/v1/usage").content)
-
-    def bulk_exports(self) -> models.BulkExportsResponse:
-        return models.BulkExportsResponse.model_validate_json(self.request("GET", "/v1/bulk/exports").content)
-
-    def download_export(self, bundle_id: str, name: str) -> bytes:
-        """One file of a bundle (gzipped CSV), as bytes."""
-        return self.request("GET", f"/v1/bulk/exports/{bundle_id}/{name}").content
-
-    def register_webhook(self, event_type: str, url: str) -> models.RegisteredWebhookResponse:
-        r = self.request("POST", "/v1/webhooks", json={"event_type": event_type, "url": url})
-        return models.RegisteredWebhookResponse.model_validate_json(r.content)
-
-    def test_webhook(self, webhook_id: int) -> models.TestDeliveryResponse:
-        return models.TestDeliveryResponse.model_validate_json(self.request("POST", f"/v1/webhooks/{webhook_id}/test").content)
-
-    def rotate_webhook_secret(self, webhook_id: int, overlap_hours: int | None = None) -> models.RotatedSecretResponse:
-        """A new signing secret (shown once); the old one signs beside it for ``overlap_hours`` (default 24)."""
-        body = {} if overlap_hours is None else {"overlap_hours": overlap_hours}
-        return models.RotatedSecretResponse.model_validate_json(self.request("POST", f"/v1/webhooks/{webhook_id}/rotate-secret", json=body).content)
-
-    def delete_webhook(self, webhook_id: int) -> models.WebhookOkResponse:
-        return models.WebhookOkResponse.model_validate_json(self.request("DELETE", f"/v1/webhooks/{webhook_id}").content)
+        """``get_multi_ticker_history`` with ``tickers`` first."""
+        return self.get_multi_ticker_history(tickers=tickers, start=start, end=end, since=since, as_known_at=as_known_at)
 
     def sync_history(
         self,
         tickers: Sequence[str] | None = None,
         *,
-        start: str | None = None,
-        end: str | None = None,
-        as_known_at: str | None = None,
+        start: DateLike | None = None,
+        end: DateLike | None = None,
+        as_known_at: InstantLike | None = None,
         since: str | None = None,
         poll_interval: float | None = None,
     ) -> Iterator[SyncPage]:

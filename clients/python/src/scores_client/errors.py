@@ -58,7 +58,11 @@ Problem = (
 _STANDARD_MEMBERS = frozenset({"type", "title", "status", "detail", "instance", "code"})
 
 
-class ScoresApiError(Exception):
+class ScoresError(Exception):
+    """The base of every error the SDK raises: catch it to handle them all."""
+
+
+class ScoresApiError(ScoresError):
     """A problem+json answer. Catch the subclass of its ``code`` to handle one case."""
 
     problem: Problem
@@ -179,13 +183,27 @@ ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
 }
 
 
-class ScoresHttpError(Exception):
+class ScoresHttpError(ScoresError):
     """A failure that is not problem+json (a proxy's HTML 502, say)."""
 
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"HTTP {status}: {body[:200]}")
         self.status = status
         self.body = body
+
+
+class ScoresNetworkError(ScoresError):
+    """No answer: the connection was refused or reset, or the request timed out. A GET or DELETE
+    is retried with backoff first; ``__cause__`` is httpx's error."""
+
+    def __init__(self, method: str, url: str, cause: Exception) -> None:
+        super().__init__(f"{method} {url}: {type(cause).__name__}: {cause or 'no answer'}")
+        self.method = method
+        self.url = url
+
+
+class ScoresConfigurationError(ScoresError, ValueError):
+    """The client cannot be made as asked (no API key given nor in ``SCORES_API_KEY``, say)."""
 
 
 def problem_code(response: httpx.Response) -> str | None:

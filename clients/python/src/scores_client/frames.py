@@ -41,9 +41,16 @@ _EVENTS = {
 }
 
 
+_NO_PANDAS = "to_pandas() needs pandas: pip install 'scores-client[pandas]'"
+
+
 def frame(rows: Sequence[BaseModel], columns: dict[str, str], **constant: str) -> pd.DataFrame:
-    """A DataFrame of `rows` with exactly `columns`, each of its dtype (`date`, `utc`: datetimes)."""
-    import pandas as pd
+    """A DataFrame of `rows` with exactly `columns`, each of its dtype (`date`, `utc`, `instant`:
+    datetimes; `object`: the value as it came, a list or a mapping)."""
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise ImportError(_NO_PANDAS) from e
 
     records = [{**constant, **r.model_dump(mode="json")} for r in rows]
     df = pd.DataFrame.from_records(records, columns=list(columns))
@@ -52,9 +59,21 @@ def frame(rows: Sequence[BaseModel], columns: dict[str, str], **constant: str) -
             df[name] = pd.to_datetime(df[name], format="%Y-%m-%d").astype("datetime64[ns]")
         elif dtype == "utc":
             df[name] = pd.to_datetime(df[name], format="%Y-%m-%d %H:%M:%S", utc=True).astype("datetime64[ns, UTC]")
-        else:
+        elif dtype == "instant":
+            df[name] = pd.to_datetime(df[name], format="ISO8601", utc=True).astype("datetime64[ns, UTC]")
+        elif dtype != "object":
             df[name] = df[name].astype(dtype)  # type: ignore[call-overload]
     return df
+
+
+def value_frame(values: Sequence[str], column: str, dtype: str) -> pd.DataFrame:
+    """A one-column DataFrame of `values` (``CoverageResponse.tickers``, say)."""
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise ImportError(_NO_PANDAS) from e
+
+    return pd.DataFrame({column: pd.Series(list(values), dtype=dtype)})
 
 
 class ScoreHistory(models.ScoreHistoryResponse):
