@@ -80,6 +80,13 @@ module.exports = {
       to: { path: '^src/app/mcp/' },
     },
     {
+      name: 'mcp-tools-not-controllers',
+      comment: 'A REST route and an MCP tool are two faces of one read: both call the `run` of its *.query.ts, so a tool never imports a tsoa controller.',
+      severity: 'error',
+      from: { path: '^src/app/mcp/' },
+      to: { path: '[.]controller[.][jt]s$' },
+    },
+    {
       name: 'vendor-clients-only-in-infra',
       comment:
         'Only infra/ (and the bench baseline server, test/bench/bare-server.ts) may import a store or bus client; everything else talks to the ports in src/core. One test watches the statements the PostgreSQL log sends through the driver.',

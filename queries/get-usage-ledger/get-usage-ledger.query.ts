@@ -1,11 +1,12 @@
 import { AppError, badRequest } from '../../src/core/errors.js';
-import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { ReadStore, Filter } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import type { Filter } from '../../src/core/read-store.port.js';
 import { ledgerStream, type Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { RateKey } from '../../src/domain/rate-card.js';
 import type { LedgerHead } from '../../src/domain/ledger/ledger-head.js';
 import { ledgerEntries, statementLines, type LedgerEntryDoc, type LedgerLine } from '../../projections/usage/usage.projection.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { parseIntParam } from '../../src/web/int-param.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
 export const USAGE_LEDGER_MAX_LIMIT = 1000;
@@ -203,4 +204,22 @@ export async function ledgerHead(reads: ReadStore, log: Pick<EventStore, 'readSt
   const last = events.length === entry.events ? statementLines(entry, events).at(-1) : undefined;
   if (!last) throw new AppError('internal', `ledger event ${entry.revision} of account ${accountId} is missing from the log`);
   return { account_id: accountId, seq: last.seq, hash: last.hash };
+}
+
+export async function run(
+  call: MeteredCall,
+  month: string | undefined,
+  limit: string | undefined,
+  cursor: string | undefined,
+): Promise<LedgerPageResponse> {
+  const p = call.principal;
+  // Read your own writes: the ledger read model includes this account's last charge.
+  await call.ctx.ledgerCaughtUp(p.account_id);
+  // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
+  // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
+  const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
+  const page = await getUsageLedger(call.ctx.reads, call.ctx.events, { accountId: p.account_id, month, limit: rows, cursor });
+  const head = await ledgerHead(call.ctx.reads, call.ctx.events, p.account_id);
+  await call.charge('usage_ledger');
+  return { ...page, signed_head: head && call.ctx.signHead(head) };
 }
