@@ -19,9 +19,9 @@ import type { RateKey } from '../../src/domain/rate-card.js';
 import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
 import { formatUsd } from '../../src/domain/billing/invoice.js';
+import { ledgerAccountOf } from '../shared/ledger-streams.js';
 import {
   LEDGER_EVENT_TYPES,
-  LEDGER_STREAM_PREFIX,
   isLedgerEvent,
   ledgerLines,
   lineCount,
@@ -380,13 +380,6 @@ export function replayUsage(accountId: string, events: ReadonlyArray<{ type: str
     balances: [...balances.values()].sort((a, b) => (a.period < b.period ? -1 : a.period > b.period ? 1 : 0)),
     entries,
   };
-}
-
-/** The account a ledger stream belongs to, or null for any other stream. */
-export function ledgerAccountOf(streamId: string): string | null {
-  return streamId.startsWith(LEDGER_STREAM_PREFIX) && streamId.length > LEDGER_STREAM_PREFIX.length
-    ? streamId.slice(LEDGER_STREAM_PREFIX.length)
-    : null;
 }
 
 // ---------------------------------------------------------------------------------------------

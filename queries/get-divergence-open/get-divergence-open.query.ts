@@ -1,5 +1,5 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { directionName, divergenceDays, divergenceEvents, scoredCells, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';

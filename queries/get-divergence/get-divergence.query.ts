@@ -1,7 +1,8 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { PLANS, type Tier } from '../../src/domain/plans.js';
 import { scoreAt } from '../../projections/shared/columns.js';
-import { crossSection, dailyScores, scoreDates, tickerIndex } from '../../projections/daily-scores/daily-scores.projection.js';
+import { crossSection, scoreDates } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores, tickerIndex } from '../../projections/shared/daily-scores.js';
 import { divergenceDays, scoredCells, type DivergenceCell, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { signals as signalsCollection, tickers, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { badRequest } from '../../src/core/errors.js';

@@ -1,7 +1,8 @@
 import { eventTypesOf, type ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
-import { dailyScores, dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import { referenceProjection, tickers } from '../../projections/reference/reference.projection.js';
 import { dateAt, scoreHistory, scoreHistoryProjection, scoreVersions } from '../../projections/score-history/score-history.projection.js';

@@ -1,6 +1,6 @@
 import { AppError } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
 import { bucketKey, dateAt, restatedAt, rowAt, scoreHistory, scoreHistorySeq, type HistoryBucket, type HistoryRow } from '../../projections/score-history/score-history.projection.js';
 import { rowsAsKnownAt } from '../shared/point-in-time.js';

@@ -1,7 +1,7 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { round2 } from '../../src/domain/composite.js';
 import { addDays } from '../../src/domain/trading-calendar.js';
-import { seriesBetween, webVisits } from '../../projections/reference/reference.projection.js';
+import { seriesBetween, webVisits } from '../../projections/shared/daily-series.js';
 import { requireVisibleTicker, tickerFromPath } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
 import type { MeteredCall } from '../shared/query-context.js';

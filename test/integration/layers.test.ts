@@ -20,6 +20,8 @@ const LAYERS: Record<string, string> = {
   web: 'src/web/problem.js',
   infra: 'infra/sqlite/event-store.js',
   projection: 'projections/latest/latest.projection.js',
+  otherProjection: 'projections/divergence/divergence.projection.js',
+  projectionShared: 'projections/shared/daily-scores.js',
   command: 'commands/ledger/ledger.handler.js',
   otherCommand: 'commands/billing/billing.handler.js',
   commandShared: 'commands/shared/command-context.js',
@@ -78,6 +80,8 @@ describe('The layer rules of npm run lint', () => {
       [LAYERS['otherQuery']!, LAYERS['queryShared']!],
       [LAYERS['mcp']!, LAYERS['http']!],
       [LAYERS['tool']!, LAYERS['query']!],
+      [LAYERS['otherProjection']!, LAYERS['projectionShared']!],
+      [LAYERS['projection']!, LAYERS['projectionShared']!],
       [LAYERS['controller']!, LAYERS['query']!],
     ];
     expect(await violations(allowed)).to.deep.equal([]);
@@ -104,6 +108,7 @@ describe('The layer rules of npm run lint', () => {
     ['infra importing the HTTP vocabulary', 'infra', 'web', 'infra-imports-only-kernel'],
     ['a command slice importing another command slice', 'otherCommand', 'command', 'slices-do-not-import-slices'],
     ['a query slice importing another query slice', 'otherQuery', 'query', 'slices-do-not-import-slices'],
+    ['a projection importing another projection', 'otherProjection', 'projection', 'slices-do-not-import-slices'],
     ['the HTTP app importing the MCP server', 'http', 'mcp', 'http-below-mcp'],
     ['an MCP tool importing a query controller', 'tool', 'controller', 'mcp-tools-not-controllers'],
     ['an MCP tool importing a command controller', 'tool', 'commandController', 'mcp-tools-not-controllers'],
