@@ -5,6 +5,7 @@ import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
 import { holds, packScore, scoreAt } from '../shared/columns.js';
 import { dailyScores, emptyDay, type DailyScores } from '../shared/daily-scores.js';
+import type { ScoreFields } from '../shared/score-row.js';
 
 /** The dates that have scores (tiny documents: as-of lookups read these, not the cross-sections). */
 export const scoreDates = defineCollection<{ date: string }>({
@@ -14,14 +15,9 @@ export const scoreDates = defineCollection<{ date: string }>({
   indexes: [['date']],
 });
 
-export interface CrossSectionRow {
-  ticker: string;
-  date: string;
-  main_street: number;
-  wall_street: number;
-  service_score: number;
+/** A score row of a day's cross-section: every ticker in it has both scores, so a gap. */
+export interface CrossSectionRow extends Omit<ScoreFields, 'divergence_gap'> {
   divergence_gap: number;
-  estimated: boolean;
 }
 
 export function crossSection(day: DailyScores): CrossSectionRow[] {

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ReferenceEvent, SignalAlertType, ThemeRelationship } from '../../src/domain/scores/reference.events.js';
+import type { ReferenceEvent, SignalPublished, ThemeRelationship } from '../../src/domain/scores/reference.events.js';
 import { BatchBuckets, daysUpTo, insertAt } from '../shared/columns.js';
 import { monthDay, prices, seriesKey, webVisits, type DailySeriesBucket } from '../shared/daily-series.js';
 
@@ -24,14 +24,8 @@ export interface ThemeDoc {
   strength: number;
   constituents: { ticker: string; relationship: ThemeRelationship }[];
 }
-export interface SignalDoc {
-  id: number;
-  alert_type: SignalAlertType;
-  content: string;
-  tickers: string[];
-  themes: string[];
-  created_at: string;
-}
+/** A signal as published: the event's own data. */
+export type SignalDoc = SignalPublished['data'];
 
 export const tickers = defineCollection<TickerDoc>({
   name: 'tickers',

@@ -7,6 +7,7 @@ import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTickers, parseTickerList } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
 import { invalidCursor, type SyncCursor, type SyncPoint, decodeSyncCursor, encodeSyncCursor, isSyncCursor } from './sync-cursor.js';
+import type { ScoreFields } from '../../projections/shared/score-row.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -294,17 +295,7 @@ async function firstScoreDate(reads: ReadStore): Promise<string | null> {
   return page.items[0]?.date ?? null;
 }
 
-export interface MultiTickerHistoryRow {
-  ticker: string;
-  /** @format date */
-  date: string;
-  main_street: number;
-  wall_street: number;
-  service_score: number;
-  /** main_street − wall_street; null if either is missing. */
-  divergence_gap: number | null;
-  /** true when the row is model-backfilled. */
-  estimated: boolean;
+export interface MultiTickerHistoryRow extends ScoreFields {
   /**
    * When the row was last written (first publication or latest restatement), `YYYY-MM-DD HH:MM:SS`
    * UTC. Compare it with your stored copy to detect corrections; to fetch them, loop on `next_since`.

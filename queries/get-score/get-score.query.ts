@@ -4,6 +4,7 @@ import type { LatestScore } from '../../projections/latest-scores/latest-scores.
 import { scoreOnOrBefore } from '../shared/score-as-of.js';
 import { requireVisibleTicker, tickerFromPath } from '../shared/tickers.js';
 import type { Visibility } from '../shared/visibility.js';
+import type { ScoreFields } from '../../projections/shared/score-row.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 
@@ -20,7 +21,8 @@ export async function getScoreAsOf(reads: ReadStore, v: Visibility, ticker: stri
   return score;
 }
 
-export interface ScoreResponse {
+// Redeclared fields only say what they mean in this answer.
+export interface ScoreResponse extends ScoreFields {
   /** Requested symbol (upper-cased). */
   ticker: string;
   /**
@@ -34,10 +36,6 @@ export interface ScoreResponse {
   wall_street: number;
   /** Composite, 0-100. */
   service_score: number;
-  /** main_street − wall_street; null if either is missing. */
-  divergence_gap: number | null;
-  /** true when the row is model-backfilled. */
-  estimated: boolean;
   /**
    * Data as-of date: the date of this row. On the free tier it trails the current date by 7 days.
    * @format date
