@@ -26,6 +26,19 @@ export interface ScoreRow extends ScoreFields {
   restated_at: string;
 }
 
+/** A row's score fields alone, in the order the answers list them (a stored row holds its instants too). */
+export function scoreFieldsOf(r: ScoreFields): ScoreFields {
+  return {
+    ticker: r.ticker,
+    date: r.date,
+    main_street: r.main_street,
+    wall_street: r.wall_street,
+    service_score: r.service_score,
+    divergence_gap: r.divergence_gap,
+    estimated: r.estimated,
+  };
+}
+
 export function gapOf(v: { main_street: number; wall_street: number }): number | null {
   if (v.main_street == null || v.wall_street == null) return null;
   return round1(v.main_street - v.wall_street);

@@ -7,7 +7,7 @@ import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTickers, parseTickerList } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
 import { invalidCursor, type SyncCursor, type SyncPoint, decodeSyncCursor, encodeSyncCursor, isSyncCursor } from './sync-cursor.js';
-import type { ScoreFields } from '../../projections/shared/score-row.js';
+import { scoreFieldsOf, type ScoreFields } from '../../projections/shared/score-row.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -380,16 +380,7 @@ export async function run(
   const seen = new Set<string>();
   const rows = result.rows.map((r): MultiTickerHistoryRow => {
     seen.add(r.ticker);
-    return {
-      ticker: r.ticker,
-      date: r.date,
-      main_street: r.main_street,
-      wall_street: r.wall_street,
-      service_score: r.service_score,
-      divergence_gap: r.divergence_gap,
-      estimated: r.estimated,
-      restated_at: timestampOf(r.restated_at),
-    };
+    return { ...scoreFieldsOf(r), restated_at: timestampOf(r.restated_at) };
   });
   return {
     rows,

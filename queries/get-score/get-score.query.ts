@@ -4,7 +4,7 @@ import type { LatestScore } from '../../projections/latest-scores/latest-scores.
 import { scoreOnOrBefore } from '../shared/score-as-of.js';
 import { requireVisibleTicker, tickerFromPath } from '../shared/tickers.js';
 import type { Visibility } from '../shared/visibility.js';
-import type { ScoreFields } from '../../projections/shared/score-row.js';
+import { scoreFieldsOf, type ScoreFields } from '../../projections/shared/score-row.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
 
@@ -55,13 +55,8 @@ export async function run(call: MeteredCall, ticker: string): Promise<ScoreRespo
   const row = await getScoreAsOf(call.ctx.reads, await call.visibility(), symbol);
   await call.charge('scores');
   return {
+    ...scoreFieldsOf(row),
     ticker: symbol,
-    date: row.date,
-    main_street: row.main_street,
-    wall_street: row.wall_street,
-    service_score: row.service_score,
-    divergence_gap: row.divergence_gap,
-    estimated: row.estimated,
     as_of: row.date,
     source: SOURCE_STATEMENT,
     citation_url: citationUrl(call.ctx.baseUrl(), { asOf: row.date, ticker: symbol }),
