@@ -2,7 +2,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
 import type { ScoreEvent, ScoreValues } from '../../src/domain/scores/score.events.js';
-import { gapOf, type ScoreRow } from '../shared/score-row.js';
+import { gapOf, type ScoreFields, type ScoreRow } from '../shared/score-row.js';
 import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../shared/columns.js';
 
 /** A row as queries see it: the current value of one ticker on one date. */
@@ -81,14 +81,8 @@ export function rowAt(b: HistoryBucket, i: number): HistoryRow {
  * The current value of a row is in its bucket, current from `restated_at` on; together they are
  * every published value of the row with the interval in which it was current.
  */
-export interface ScoreVersion {
-  ticker: string;
-  date: string;
+export interface ScoreVersion extends Omit<ScoreFields, 'divergence_gap'> {
   version: number;
-  main_street: number;
-  wall_street: number;
-  service_score: number;
-  estimated: boolean;
   valid_from: string;
   valid_to: string;
   /** The write sequence of the event that wrote this value (see `ScoreHistoryHead`). */
