@@ -3,7 +3,6 @@ import { rowsBetween, scoreHistory, type HistoryRow } from '../../projections/sc
 import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTicker, tickerFromPath } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
-import type { ScoreFields } from '../../projections/shared/score-row.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -51,9 +50,16 @@ async function firstDateOf(reads: ReadStore, ticker: string): Promise<string | n
   return rowsBetween(page.items)[0]?.date ?? null;
 }
 
-// An interface, not a type alias: tsoa names the schema after it (an alias would become a $ref to `Omit_…`).
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface HistoryRowResponse extends Omit<ScoreFields, 'ticker' | 'divergence_gap'> {}
+// Not derived from ScoreFields: tsoa writes a `Pick_…` schema into its document for every `Omit`.
+export interface HistoryRowResponse {
+  /** @format date */
+  date: string;
+  main_street: number;
+  wall_street: number;
+  service_score: number;
+  /** true when the row is model-backfilled. */
+  estimated: boolean;
+}
 
 export interface ScoreHistoryResponse {
   ticker: string;
