@@ -7,7 +7,8 @@
  *   projections  read models: the kernel only
  *   commands     write side: the kernel, web, and read models (a reactor or a lookup reads what a projection wrote)
  *   queries      read side: the kernel, web and read models
- *                a slice (a folder of commands/ or queries/) never imports another slice: what two share is kernel
+ *                a slice (a folder of commands/, queries/ or projections/) never imports another slice: what two
+ *                slices share is kernel, or in their layer's shared/ folder
  *   src/app      HTTP, MCP, CLI, composition root, server: anything below
  * test/integration/layers.test.ts shows each rule firing on a miniature tree.
  */
@@ -67,9 +68,10 @@ module.exports = {
     },
     {
       name: 'slices-do-not-import-slices',
-      comment: 'A feature folder of commands/ or queries/ imports no other feature folder: what two features share moves to the kernel (or web), and the application wires one to another.',
+      comment:
+        'A folder of commands/, queries/ or projections/ imports no other folder of its kind: what two features share moves to the kernel (or web), what two projections share to projections/shared, and the application wires one to another.',
       severity: 'error',
-      from: { path: '^(commands|queries)/([^/]+)/' },
+      from: { path: '^(commands|queries|projections)/([^/]+)/' },
       to: { path: '^$1/', pathNot: '^$1/(shared|$2)/' },
     },
     {
@@ -78,6 +80,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/app/http/' },
       to: { path: '^src/app/mcp/' },
+    },
+    {
+      name: 'mcp-tools-not-controllers',
+      comment: 'A REST route and an MCP tool are two faces of one read: both call the `run` of its *.query.ts, so a tool never imports a tsoa controller.',
+      severity: 'error',
+      from: { path: '^src/app/mcp/' },
+      to: { path: '[.]controller[.][jt]s$' },
     },
     {
       name: 'vendor-clients-only-in-infra',

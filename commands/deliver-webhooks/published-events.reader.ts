@@ -11,7 +11,7 @@ import {
   type WebhookEventType,
 } from '../../src/domain/webhooks/webhook-envelope.js';
 import { scoreAt } from '../../projections/shared/columns.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { divergenceDays, divergenceEvents, scoredCells, scoreMoves } from '../../projections/divergence/divergence.projection.js';
 import { webhooks, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';
 import type { Publications } from './webhook-messages.planner.js';

@@ -8,16 +8,8 @@ import type { ExportName } from '../../src/domain/exports/export-bundle.js';
 import { divergenceEvents, divergenceProjection } from '../../projections/divergence/divergence.projection.js';
 import { round1 } from '../../src/domain/composite.js';
 import { scoreAt } from '../../projections/shared/columns.js';
-import {
-  dateAt,
-  gapOf,
-  restatedAt,
-  scoreHistory,
-  scoreHistoryProjection,
-  scoreVersions,
-  type HistoryBucket,
-  type ScoreVersion,
-} from '../../projections/score-history/score-history.projection.js';
+import { dateAt, restatedAt, scoreHistory, scoreHistoryProjection, scoreVersions, type HistoryBucket, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
+import { gapOf } from '../../projections/shared/score-row.js';
 
 /**
  * Documents read per statement. A batch stays alive while its rows go out (a thousand history

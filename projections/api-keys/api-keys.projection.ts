@@ -2,6 +2,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { AccountEvent } from '../../src/domain/accounts/account.events.js';
+import { accounts } from '../shared/accounts.js';
 
 /** One document per key, found by the SHA-256 of the key the client sends. */
 export interface ApiKeyDoc {
@@ -15,27 +16,11 @@ export interface ApiKeyDoc {
   created_at: string;
 }
 
-export interface AccountDoc {
-  account_id: string;
-  /** Sealed under the account's key, as the log holds it (null: none, or forgotten). */
-  email: string | null;
-  created_at: string;
-  /** The operator's rate override; absent or `tier`: the plan's rate. */
-  rate_limit?: number | 'unlimited' | 'tier';
-}
-
 export const apiKeys = defineCollection<ApiKeyDoc>({
   name: 'api_keys',
   key: (k) => k.key_hash,
   fields: ['key_id', 'account_id'],
   indexes: [['key_id'], ['account_id']],
-});
-
-export const accounts = defineCollection<AccountDoc>({
-  name: 'accounts',
-  key: (a) => a.account_id,
-  fields: ['account_id', 'email'],
-  indexes: [['email']],
 });
 
 /** key_id → key_hash, so a revocation can find its key inside one projection batch. */

@@ -3,31 +3,9 @@ import type { Projection, ProjectionContext } from '../../src/core/projection.js
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import { round1 } from '../../src/domain/composite.js';
-import { dictionary, holds, packScore, scoreAt, type ScoreColumns } from '../shared/columns.js';
-
-/**
- * The whole universe's current scores on one date: what screener, divergence, themes and
- * earnings read for "the scores as of D" in one document instead of one per ticker.
- *
- * Stored column-wise (see ../columns.ts): the arrays are indexed like `tickers`, the scores are
- * score columns (read them with `scoreAt`, or as rows with `crossSection`).
- */
-export interface DailyScores extends ScoreColumns {
-  date: string;
-  /** When the day was first published. */
-  published_at: string;
-  /** The tickers scored that day, in the order they were first published. */
-  tickers: string[];
-  /** restated_at of the rows restated since publication (an idempotency guard). */
-  restated: Record<string, string>;
-}
-
-export const dailyScores = defineCollection<DailyScores>({
-  name: 'daily_scores',
-  key: (d) => d.date,
-  fields: ['date'],
-  indexes: [['date']],
-});
+import { holds, packScore, scoreAt } from '../shared/columns.js';
+import { dailyScores, emptyDay, type DailyScores } from '../shared/daily-scores.js';
+import type { ScoreFields } from '../shared/score-row.js';
 
 /** The dates that have scores (tiny documents: as-of lookups read these, not the cross-sections). */
 export const scoreDates = defineCollection<{ date: string }>({
@@ -37,14 +15,9 @@ export const scoreDates = defineCollection<{ date: string }>({
   indexes: [['date']],
 });
 
-export interface CrossSectionRow {
-  ticker: string;
-  date: string;
-  main_street: number;
-  wall_street: number;
-  service_score: number;
+/** A score row of a day's cross-section: every ticker in it has both scores, so a gap. */
+export interface CrossSectionRow extends Omit<ScoreFields, 'divergence_gap'> {
   divergence_gap: number;
-  estimated: boolean;
 }
 
 export function crossSection(day: DailyScores): CrossSectionRow[] {
@@ -61,23 +34,6 @@ export function crossSection(day: DailyScores): CrossSectionRow[] {
       estimated: day.estimated[i] === 1,
     };
   });
-}
-
-/** A date's cross-section before any of its scores (first published at `publishedAt`). */
-export const emptyDay = (date: string, publishedAt = ''): DailyScores => ({
-  date,
-  published_at: publishedAt,
-  tickers: [],
-  main_street: [],
-  wall_street: [],
-  service_score: [],
-  estimated: [],
-  restated: dictionary(),
-});
-
-/** Each ticker's index in the day's arrays. */
-export function tickerIndex(day: DailyScores): Map<string, number> {
-  return new Map(day.tickers.map((t, i) => [t, i]));
 }
 
 export const dailyScoresProjection: Projection = {

@@ -4,9 +4,9 @@ import { defineCollection } from '../../src/core/read-store.port.js';
 import { round1, round2 } from '../../src/domain/composite.js';
 import type { ClosePricesRecorded } from '../../src/domain/scores/reference.events.js';
 import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
-import { dailyScores, emptyDay, tickerIndex, type DailyScores } from '../daily-scores/daily-scores.projection.js';
+import { dailyScores, emptyDay, tickerIndex, type DailyScores } from '../shared/daily-scores.js';
 import { dictionary, scoreAt } from '../shared/columns.js';
-import { latestOnOrBefore, prices, seriesKey } from '../reference/reference.projection.js';
+import { latestOnOrBefore, prices, seriesKey } from '../shared/daily-series.js';
 
 /**
  * Divergence extremes, their events (flag → close with prices) and score moves (docs/methodology.md).

@@ -8,7 +8,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import { callKeysOf } from '../../src/domain/ledger/ledger.events.js';
-import { ledgerAccountOf } from '../usage/usage.projection.js';
+import { ledgerAccountOf } from '../shared/ledger-streams.js';
 
 export interface KeyLastUsedDoc {
   key_id: string;

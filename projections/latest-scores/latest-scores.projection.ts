@@ -2,10 +2,10 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { ScoreEvent, ScoreValues } from '../../src/domain/scores/score.events.js';
-import { gapOf, type HistoryRow } from '../score-history/score-history.projection.js';
+import { gapOf, type ScoreRow } from '../shared/score-row.js';
 
 /** Each ticker's most recent score row (the newest date; restatements of that date update it). */
-export type LatestScore = Omit<HistoryRow, 'version' | 'seq'>;
+export type LatestScore = ScoreRow;
 
 export const latestScores = defineCollection<LatestScore>({
   name: 'latest_scores',

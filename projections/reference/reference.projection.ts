@@ -1,27 +1,15 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { ReferenceEvent, SignalAlertType, ThemeRelationship } from '../../src/domain/scores/reference.events.js';
-import { BatchBuckets, daysUpTo, insertAt, pad2 } from '../shared/columns.js';
+import type { ReferenceEvent, SignalPublished, ThemeRelationship } from '../../src/domain/scores/reference.events.js';
+import { BatchBuckets, daysUpTo, insertAt } from '../shared/columns.js';
+import { monthDay, prices, seriesKey, webVisits, type DailySeriesBucket } from '../shared/daily-series.js';
 
 export interface TickerDoc {
   symbol: string;
   company: string;
   sector: string;
   size_rank: number;
-}
-/**
- * One ticker's daily values of one year, column-wise: `values[i]` is the value on `days[i]`.
- * Year buckets keep rebuilds fast: a rebuild's cost is mostly per document written, and a
- * ticker's year is one document instead of twelve.
- */
-export interface DailySeriesBucket {
-  ticker: string;
-  /** YYYY */
-  year: string;
-  /** Month and day of each value as MMDD (1231 for December 31), ascending. */
-  days: number[];
-  values: number[];
 }
 export interface EarningsDoc {
   ticker: string;
@@ -36,14 +24,8 @@ export interface ThemeDoc {
   strength: number;
   constituents: { ticker: string; relationship: ThemeRelationship }[];
 }
-export interface SignalDoc {
-  id: number;
-  alert_type: SignalAlertType;
-  content: string;
-  tickers: string[];
-  themes: string[];
-  created_at: string;
-}
+/** A signal as published: the event's own data. */
+export type SignalDoc = SignalPublished['data'];
 
 export const tickers = defineCollection<TickerDoc>({
   name: 'tickers',
@@ -51,26 +33,6 @@ export const tickers = defineCollection<TickerDoc>({
   fields: ['symbol', 'size_rank'],
   indexes: [['size_rank']],
 });
-export const seriesKey = (ticker: string, year: string) => `${ticker}|${year}`;
-/** Daily close prices. */
-export const prices = defineCollection<DailySeriesBucket>({
-  name: 'prices',
-  key: (p) => seriesKey(p.ticker, p.year),
-  fields: ['ticker', 'year'],
-  indexes: [['ticker', 'year']],
-});
-/** Daily US web-visit counts. */
-export const webVisits = defineCollection<DailySeriesBucket>({
-  name: 'web_visits',
-  key: (p) => seriesKey(p.ticker, p.year),
-  fields: ['ticker', 'year'],
-  indexes: [['ticker', 'year']],
-});
-
-/** A date's place in its year bucket (MMDD). */
-const monthDay = (date: string) => Number(date.slice(5, 7)) * 100 + Number(date.slice(8, 10));
-const dateOf = (year: string, mmdd: number) => `${year}-${pad2(Math.floor(mmdd / 100))}-${pad2(mmdd % 100)}`;
-
 /** Sets one day's value per ticker in the year buckets of a daily series. */
 async function recordDaily<Row extends { ticker: string }>(
   series: BatchBuckets<DailySeriesBucket>,
@@ -100,25 +62,6 @@ function setDay(b: DailySeriesBucket, day: number, value: number): boolean {
   insertAt(b.days, n, day);
   insertAt(b.values, n, value);
   return true;
-}
-
-/** The values of a daily series between two dates (inclusive), oldest first. */
-export function seriesBetween(buckets: DailySeriesBucket[], start?: string, end?: string): { date: string; value: number }[] {
-  const out: { date: string; value: number }[] = [];
-  for (const b of buckets) {
-    for (let i = 0; i < b.days.length; i++) {
-      const date = dateOf(b.year, b.days[i]!);
-      if ((start && date < start) || (end && date > end)) continue;
-      out.push({ date, value: b.values[i]! });
-    }
-  }
-  return out.sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
-}
-
-/** The bucket's latest value on or before `date` (of its year, or later), with its date. */
-export function latestOnOrBefore(b: DailySeriesBucket, date: string): { date: string; value: number } | null {
-  const n = date.slice(0, 4) > b.year ? b.days.length : daysUpTo(b.days, monthDay(date));
-  return n > 0 ? { date: dateOf(b.year, b.days[n - 1]!), value: b.values[n - 1]! } : null;
 }
 
 export const earnings = defineCollection<EarningsDoc>({

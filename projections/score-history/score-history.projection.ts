@@ -2,19 +2,11 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection, type ReadStore } from '../../src/core/read-store.port.js';
 import type { ScoreEvent, ScoreValues } from '../../src/domain/scores/score.events.js';
-import { round1 } from '../../src/domain/composite.js';
+import { gapOf, type ScoreFields, type ScoreRow } from '../shared/score-row.js';
 import { BatchBuckets, daysUpTo, holds, insertAt, packScore, pad2, scoreAt, type ScoreColumns } from '../shared/columns.js';
 
-/** The current value of one ticker on one date. */
-export interface RowValues {
-  main_street: number;
-  wall_street: number;
-  service_score: number;
-  estimated: boolean;
-  /** ISO instant of first publication. */
-  published_at: string;
-  /** ISO instant the row was last written (= published_at until restated). */
-  restated_at: string;
+/** A row as queries see it: the current value of one ticker on one date. */
+export interface HistoryRow extends ScoreRow {
   /** 1 for the first publication, +1 per restatement. */
   version: number;
   /**
@@ -22,13 +14,6 @@ export interface RowValues {
    * the multi-ticker history's sync cursor (`next_since`) compares.
    */
   seq: number;
-}
-
-/** A row as queries see it. */
-export interface HistoryRow extends RowValues {
-  ticker: string;
-  date: string;
-  divergence_gap: number | null;
 }
 
 /**
@@ -96,14 +81,8 @@ export function rowAt(b: HistoryBucket, i: number): HistoryRow {
  * The current value of a row is in its bucket, current from `restated_at` on; together they are
  * every published value of the row with the interval in which it was current.
  */
-export interface ScoreVersion {
-  ticker: string;
-  date: string;
+export interface ScoreVersion extends Omit<ScoreFields, 'divergence_gap'> {
   version: number;
-  main_street: number;
-  wall_street: number;
-  service_score: number;
-  estimated: boolean;
   valid_from: string;
   valid_to: string;
   /** The write sequence of the event that wrote this value (see `ScoreHistoryHead`). */
@@ -154,11 +133,6 @@ export const scoreVersions = defineCollection<ScoreVersion>({
   fields: ['ticker', 'date', 'valid_from', 'valid_to'],
   indexes: [['ticker', 'date'], ['valid_to']],
 });
-
-export function gapOf(v: { main_street: number; wall_street: number }): number | null {
-  if (v.main_street == null || v.wall_street == null) return null;
-  return round1(v.main_street - v.wall_street);
-}
 
 /** The rows of buckets between two dates (inclusive), oldest first. */
 export function rowsBetween(buckets: HistoryBucket[], start?: string, end?: string): HistoryRow[] {

@@ -18,7 +18,7 @@ import { defineCollection } from '../../src/core/read-store.port.js';
 import { PLANS, USAGE_ALERT_THRESHOLDS, isTier, type Tier, type UsageAlertThreshold } from '../../src/domain/plans.js';
 import { count, creditOptions, credits, joinOr, plural, usd } from '../../src/domain/credit-options.js';
 import { LEDGER_STREAM_PREFIX, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
-import { accounts } from '../api-keys/api-keys.projection.js';
+import { accounts } from '../shared/accounts.js';
 import { MAIL_STREAM_PREFIX, type UsageAlertEmailed } from '../../src/domain/mail/mail.events.js';
 
 // ---------------------------------------------------------------------------------------------

@@ -14,18 +14,14 @@
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
-import type { Tier, UsageAlertThreshold } from '../../src/domain/plans.js';
-import type { RateKey } from '../../src/domain/rate-card.js';
+import type { UsageAlertThreshold } from '../../src/domain/plans.js';
 import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { usageFigures } from '../../src/domain/ledger/ledger.figures.js';
-import { formatUsd } from '../../src/domain/billing/invoice.js';
+import { usageFigures, type UsageFigures } from '../../src/domain/ledger/ledger.figures.js';
+import { ledgerAccountOf } from '../shared/ledger-streams.js';
 import {
   LEDGER_EVENT_TYPES,
-  LEDGER_STREAM_PREFIX,
   isLedgerEvent,
-  ledgerLines,
   lineCount,
-  type Channel,
   type LedgerEvent,
   type LedgerEventType,
 } from '../../src/domain/ledger/ledger.events.js';
@@ -33,34 +29,24 @@ import {
 // ---------------------------------------------------------------------------------------------
 // Documents
 
-/** One account's figures for one calendar month (UTC), as they stood after its last event. */
-export interface UsageBalanceDoc {
+/**
+ * One account's figures for one calendar month (UTC), as they stood after its last event: the
+ * figures `/v1/usage` shows (`prepaid_credits` at the end of the month so far), and the month's tally.
+ */
+export interface UsageBalanceDoc
+  extends Pick<UsageFigures, 'period' | 'tier' | 'allow_overage' | 'used_this_month' | 'credits_remaining' | 'overage_credits' | 'overage_cost_usd' | 'prepaid_credits' | 'resets_at'> {
   account_id: string;
-  /** `YYYY-MM` */
-  period: string;
-  tier: Tier;
   pro: boolean;
-  allow_overage: boolean;
   /** The month's allowance; null = unmetered (enterprise). */
   allowance: number | null;
   /** Credits drawn from the allowance. */
   used_allowance: number;
-  /** used_allowance + overage_credits (`used_this_month` of `/v1/usage`). */
-  used_this_month: number;
-  /** allowance − used_this_month; negative only in overage; null when unmetered. */
-  credits_remaining: number | null;
-  overage_credits: number;
-  overage_cost_usd: number;
-  /** Banked pack credits at the end of the month (so far). */
-  prepaid_credits: number;
   /** Number of charged calls. */
   debits: number;
   /** Sum of their costs, whatever source paid them. */
   credits_debited: number;
   /** Alert thresholds raised this month, in the order they fired. */
   alerts: UsageAlertThreshold[];
-  /** When the month's allowance resets. */
-  resets_at: string;
 }
 
 /**
@@ -69,7 +55,7 @@ export interface UsageBalanceDoc {
  * batch of calls: one per call), and what it is found by. An entry is one event, or a run of
  * debits of one kind and month (up to RANGE_LINES lines): a call made alone adds a line to the
  * open range rather than a document of its own. The lines themselves are read from the log
- * (`statementLines`): a copy here would store every metered call twice.
+ * (`statementLines` in queries/shared/ledger-lines.ts): a copy here would store every metered call twice.
  */
 export interface LedgerEntryDoc {
   account_id: string;
@@ -84,28 +70,6 @@ export interface LedgerEntryDoc {
   /** `YYYY-MM` its lines belong to: the event's own period, else the month of `at`. */
   period: string;
   kind: LedgerEventType;
-}
-
-/** A statement line, as `/v1/usage/ledger` shows it. Fields an event does not carry are null. */
-export interface LedgerLine {
-  seq: number;
-  period: string;
-  kind: LedgerEventType;
-  at: string;
-  request_id: string | null;
-  endpoint: RateKey | null;
-  channel: Channel | null;
-  cost: number | null;
-  from_allowance: number | null;
-  from_prepaid: number | null;
-  from_overage: number | null;
-  /** Credits a pack added. */
-  credits: number | null;
-  /** A short human description of the line. */
-  detail: string;
-  hash: string;
-  prev_hash: string;
-  data: Record<string, unknown>;
 }
 
 /**
@@ -194,66 +158,14 @@ export function balanceOf(fold: LedgerStateDoc): UsageBalanceDoc | null {
   };
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-function describeEvent(e: LedgerEvent): string {
-  switch (e.type) {
-    case 'LedgerOpened':
-      return `Ledger opened on the ${e.data.tier} tier${e.data.pro ? ' with Pro membership' : ''}, overage off`;
-    case 'LedgerPeriodClosed':
-      return `Period ${e.data.period} closed: ${plural(e.data.carried.prepaid, 'prepaid credit')} carried over`;
-    case 'AllowancePeriodOpened':
-      return e.data.allowance === null
-        ? `Period ${e.data.period} opened: unmetered`
-        : `Period ${e.data.period} opened: allowance of ${plural(e.data.allowance, 'credit')}`;
-    case 'CreditsDebited': {
-      const d = e.data;
-      const parts = [
-        d.from_allowance ? `${d.from_allowance} from the allowance` : '',
-        d.from_prepaid ? `${d.from_prepaid} from prepaid` : '',
-        d.from_overage ? `${d.from_overage} as overage` : '',
-      ].filter(Boolean);
-      return `${plural(d.cost, 'credit')} for ${d.endpoint} (${d.channel})${parts.length ? `: ${parts.join(', ')}` : ''}`;
-    }
-    case 'CreditsDebitedBatch':
-      return `${plural(lineCount(e), 'call')} charged`;
-    case 'PackPurchased':
-      return `Pack ${e.data.pack_id}: ${plural(e.data.credits, 'prepaid credit')} added${typeof e.data.price_cents === 'number' ? ` for ${formatUsd(e.data.price_cents)}` : ''}`;
-    case 'OverageSwitched':
-      return `Overage switched ${e.data.allow_overage ? 'on' : 'off'}`;
-    case 'PlanChanged':
-      return e.data.reason === 'cancelled_at_period_end'
-        ? `Plan fell back to ${e.data.tier} at the end of the cancelled subscription`
-        : e.data.reason === 'downgraded_at_period_end'
-          ? `Plan moved to ${e.data.tier} at the end of the month, as scheduled`
-          : `Plan changed to ${e.data.tier}`;
-    case 'PlanCancellationScheduled':
-      return `Plan cancelled; falls back to free at ${e.data.effective_at}`;
-    case 'PlanDowngradeScheduled':
-      return `Plan moves to ${e.data.tier} at ${e.data.effective_at}`;
-    case 'ProrationCharged':
-      return `${e.data.kind === 'pro' ? 'Pro membership' : `Upgrade from ${e.data.from} to ${e.data.to}`}: ${e.data.days} of ${e.data.days_in_month} days charged, ${formatUsd(e.data.amount_cents)} (payment ${e.data.payment_ref})`;
-    case 'ProMembershipChanged':
-      return e.data.pro ? 'Pro membership started' : 'Pro membership ended';
-    case 'UsageAlertRaised':
-      return `${e.data.threshold}% of the allowance used (${e.data.used} of ${e.data.allowance}) in ${e.data.period}`;
-    default: {
-      const _exhaustive: never = e;
-      return (_exhaustive as { type: string }).type;
-    }
-  }
-}
-
-const num = (x: unknown): number | null => (typeof x === 'number' ? x : null);
-const str = (x: unknown): string | null => (typeof x === 'string' ? x : null);
-
 /** Lines a range of debits covers at most: a page of the statement reads at most that many events per entry. */
 export const RANGE_LINES = 100;
 
 /** The entry of the ledger event at `revision`, whose first line is `seq`. */
 export function entryOf(accountId: string, seq: number, revision: number, e: LedgerEvent): LedgerEntryDoc {
   const d = e.data as unknown as Record<string, unknown>;
-  return { account_id: accountId, seq, lines: lineCount(e), revision, events: 1, period: str(d['period']) || monthOf(d['at']), kind: e.type };
+  const period = typeof d['period'] === 'string' ? d['period'] : '';
+  return { account_id: accountId, seq, lines: lineCount(e), revision, events: 1, period: period || monthOf(d['at']), kind: e.type };
 }
 
 /** `open` extended by the next event's entry `own`, or null when `own` starts an entry of its own. */
@@ -264,41 +176,6 @@ function extended(open: LedgerEntryDoc | null, own: LedgerEntryDoc): LedgerEntry
   return { ...open, lines: open.lines + own.lines, events: open.events + 1 };
 }
 
-/** The statement line of one ledger line (an event, or one call of a batch): every field from its data. */
-export function lineOf(seq: number, period: string, e: LedgerEvent): LedgerLine {
-  const d = e.data as unknown as Record<string, unknown>;
-  return {
-    seq,
-    period,
-    kind: e.type,
-    at: str(d['at']) ?? '',
-    request_id: str(d['request_id']),
-    endpoint: str(d['endpoint']) as RateKey | null,
-    channel: str(d['channel']) as Channel | null,
-    cost: num(d['cost']),
-    from_allowance: num(d['from_allowance']),
-    from_prepaid: num(d['from_prepaid']),
-    from_overage: num(d['from_overage']),
-    credits: e.type === 'PackPurchased' ? num(d['credits']) : null,
-    detail: describeEvent(e),
-    hash: str(d['hash']) ?? '',
-    prev_hash: str(d['prev_hash']) ?? '',
-    data: d,
-  };
-}
-
-/** The statement lines of one event whose first line is `seq`, oldest first, from the event as read from the log. */
-export function eventLines(seq: number, period: string, event: { type: string; data: unknown }): LedgerLine[] {
-  if (!isLedgerEvent(event) || event.data === null || typeof event.data !== 'object') return [];
-  return ledgerLines(event).map((line, i) => lineOf(seq + i, period, line));
-}
-
-/** The statement lines of an entry, oldest first, from its events (in order) as read from the log. */
-export function statementLines(entry: LedgerEntryDoc, events: ReadonlyArray<{ type: string; data: unknown }>): LedgerLine[] {
-  const lines: LedgerLine[] = [];
-  for (const e of events) lines.push(...eventLines(entry.seq + lines.length, entry.period, e));
-  return lines;
-}
 
 export interface UsageStep {
   fold: LedgerStateDoc;
@@ -380,13 +257,6 @@ export function replayUsage(accountId: string, events: ReadonlyArray<{ type: str
     balances: [...balances.values()].sort((a, b) => (a.period < b.period ? -1 : a.period > b.period ? 1 : 0)),
     entries,
   };
-}
-
-/** The account a ledger stream belongs to, or null for any other stream. */
-export function ledgerAccountOf(streamId: string): string | null {
-  return streamId.startsWith(LEDGER_STREAM_PREFIX) && streamId.length > LEDGER_STREAM_PREFIX.length
-    ? streamId.slice(LEDGER_STREAM_PREFIX.length)
-    : null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@
  */
 import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
 import type { CollectionDef, Page, ReadStore } from '../../src/core/read-store.port.js';
-import { accounts } from '../../projections/api-keys/api-keys.projection.js';
+import { accounts } from '../../projections/shared/accounts.js';
 import {
   ledgerEntries,
   ledgerStates,

@@ -13,13 +13,13 @@ import {
   replayUsage,
   addEntry,
   startFold,
-  eventLines,
   usageBalances,
   usageProjection,
   usageStep,
   type LedgerEntryDoc,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
+import { eventLines, type LedgerEntryResponse } from '../shared/ledger-lines.js';
 import {
   PAGE,
   checkChain,
@@ -168,15 +168,7 @@ async function monthEvents(store: EventStore, streamId: string, fromSeq: number,
 }
 
 /** One line of `scores ledger export`: an entry as `/v1/usage/ledger` shows it, with the data exactly as hashed. */
-export interface ExportedLedgerLine {
-  seq: number;
-  kind: string;
-  at: string;
-  period: string;
-  prev_hash: string;
-  hash: string;
-  data: Record<string, unknown>;
-}
+export type ExportedLedgerLine = Pick<LedgerEntryResponse, 'seq' | 'kind' | 'at' | 'period' | 'prev_hash' | 'hash' | 'data'>;
 
 /**
  * `scores ledger export --account A [--month M]`: the month's ledger lines (or the whole

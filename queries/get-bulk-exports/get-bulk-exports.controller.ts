@@ -3,8 +3,7 @@ import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
 import { BULK_EXPORTS_NOTE } from '../../src/domain/exports/export-bundle.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import type { MeteredCall } from '../shared/query-context.js';
-import { listBulkExports, type BulkExportsResponse } from './get-bulk-exports.query.js';
+import { type BulkExportsResponse, run } from './get-bulk-exports.query.js';
 
 @Route('v1/bulk/exports')
 @Tags('Delivery')
@@ -35,10 +34,4 @@ export class GetBulkExportsController extends MeteredController {
   public async listBulkExports(@Request() req: AuthedRequest): Promise<BulkExportsResponse> {
     return this.serve(req, run);
   }
-}
-
-export async function run(call: MeteredCall): Promise<BulkExportsResponse> {
-  const out = await listBulkExports(call.ctx.reads, call.ctx.baseUrl());
-  await call.charge('bulk_exports');
-  return out;
 }

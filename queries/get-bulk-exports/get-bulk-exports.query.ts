@@ -1,6 +1,7 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { BULK_EXPORTS_NOTE, EXPORT_NAMES, minuteStamp } from '../../src/domain/exports/export-bundle.js';
 import { latestBundle } from '../../projections/exports/exports.projection.js';
+import type { MeteredCall } from '../shared/query-context.js';
 
 export interface BulkExport {
   /** The file's name. */
@@ -49,4 +50,10 @@ export async function listBulkExports(reads: ReadStore, baseUrl: string): Promis
     });
   }
   return { exports, note: BULK_EXPORTS_NOTE };
+}
+
+export async function run(call: MeteredCall): Promise<BulkExportsResponse> {
+  const out = await listBulkExports(call.ctx.reads, call.ctx.baseUrl());
+  await call.charge('bulk_exports');
+  return out;
 }

@@ -1,38 +1,8 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { coveredTickers } from './get-coverage.query.js';
-
-export interface CoverageResponse {
-  /** Symbols you can query, sorted. */
-  tickers: string[];
-  /**
-   * Number of tickers.
-   * @isInt
-   */
-  count: number;
-  /** The universe this key sees: `all` or `top100`. */
-  coverage: 'all' | 'top100';
-  /**
-   * Echo of the `since` filter; null when absent.
-   * @format date
-   */
-  since: string | null;
-  /**
-   * Data as-of date (free keys trail 7 days).
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type CoverageResponse, run } from './get-coverage.query.js';
 
 @Route('v1/coverage')
 @Tags('Discovery')
@@ -59,19 +29,4 @@ export class GetCoverageController extends MeteredController {
   public async getCoverage(@Request() req: AuthedRequest, @Query() since?: string): Promise<CoverageResponse> {
     return this.serve(req, (call) => run(call, since));
   }
-}
-
-export async function run(call: MeteredCall, since: string | undefined): Promise<CoverageResponse> {
-  const from = parseDateParam('since', since);
-  const v = await call.visibility();
-  const tickers = await coveredTickers(call.ctx.reads, call.ctx.memo, v, from);
-  await call.charge('coverage');
-  return {
-    tickers,
-    count: tickers.length,
-    coverage: v.coverage,
-    since: from ?? null,
-    as_of: v.asOf,
-    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
-  };
 }

@@ -6,6 +6,9 @@ import { referenceProjection } from '../../projections/reference/reference.proje
 import { rowOnOrBefore, scoreHistoryProjection } from '../../projections/score-history/score-history.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import { crossSectionAsOf, inUniverse, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { parseDateParam } from '../shared/params.js';
+import { citationUrl } from '../shared/provenance.js';
 
 /** Each ticker of a universe with the last score date a caller may see, sorted by ticker. */
 type LastSeen = readonly (readonly [ticker: string, date: string])[];
@@ -50,4 +53,46 @@ async function lastSeenDates(reads: ReadStore, v: Visibility, asOf: string): Pro
 /** Rare path (a ticker not scored on the as-of date): look in its history buckets. */
 async function lastScoreOnOrBefore(reads: ReadStore, ticker: string, date: string): Promise<string | null> {
   return (await rowOnOrBefore(reads, ticker, date))?.date ?? null;
+}
+
+export interface CoverageResponse {
+  /** Symbols you can query, sorted. */
+  tickers: string[];
+  /**
+   * Number of tickers.
+   * @isInt
+   */
+  count: number;
+  /** The universe this key sees: `all` or `top100`. */
+  coverage: 'all' | 'top100';
+  /**
+   * Echo of the `since` filter; null when absent.
+   * @format date
+   */
+  since: string | null;
+  /**
+   * Data as-of date (free keys trail 7 days).
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall, since: string | undefined): Promise<CoverageResponse> {
+  const from = parseDateParam('since', since);
+  const v = await call.visibility();
+  const tickers = await coveredTickers(call.ctx.reads, call.ctx.memo, v, from);
+  await call.charge('coverage');
+  return {
+    tickers,
+    count: tickers.length,
+    coverage: v.coverage,
+    since: from ?? null,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
+  };
 }

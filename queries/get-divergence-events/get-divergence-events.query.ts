@@ -2,6 +2,10 @@ import type { ReadStore } from '../../src/core/read-store.port.js';
 import { addDays } from '../../src/domain/trading-calendar.js';
 import { divergenceEvents, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import type { Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { badRequest } from '../../src/core/errors.js';
+import { parseDateParam } from '../shared/params.js';
+import { citationUrl } from '../shared/provenance.js';
 
 /** Most events one call returns (spec Limits). */
 export const MAX_EVENTS = 2_000;
@@ -61,4 +65,54 @@ export async function closedEvents(reads: ReadStore, v: Visibility, since: strin
       days: e.days!,
     })),
   };
+}
+
+export interface DivergenceEventsResponse {
+  /** Closed divergence events, newest flag_date first, at most 2,000. */
+  events: DivergenceEvent[];
+  /**
+   * Number of events returned.
+   * @isInt
+   */
+  count: number;
+  /**
+   * The flag_date floor applied (your `since`, or 365 days before today).
+   * @format date
+   */
+  since: string;
+  /**
+   * Data as-of date: events closed on or before it are listed.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall, since: string | undefined): Promise<DivergenceEventsResponse> {
+  const from = parseSince(since);
+  const v = await call.visibility();
+  const result = await closedEvents(call.ctx.reads, v, from);
+  await call.charge('divergence_events');
+  return {
+    events: result.events,
+    count: result.events.length,
+    since: result.since,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
+  };
+}
+
+/**
+ * `since` as a real date. parseDateParam throws a RangeError (a 500) on an impossible date such as
+ * 2019-13-01, so such values are refused here first.
+ */
+function parseSince(value: string | undefined): string | undefined {
+  if (value !== undefined && Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
+    throw badRequest('since must be a date YYYY-MM-DD', { errors: [{ parameter: 'since', message: 'must be a date YYYY-MM-DD' }] });
+  }
+  return parseDateParam('since', value);
 }

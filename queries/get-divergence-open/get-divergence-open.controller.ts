@@ -1,30 +1,8 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { openTrades, type OpenDivergenceTrade } from './get-divergence-open.query.js';
-
-export interface OpenDivergenceResponse {
-  /** Divergence events open on the as-of date, newest flag_date first. */
-  open_trades: OpenDivergenceTrade[];
-  /**
-   * Number of open trades.
-   * @isInt
-   */
-  count: number;
-  /**
-   * Data as-of date.
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type OpenDivergenceResponse, run } from './get-divergence-open.query.js';
 
 @Route('v1/divergence/open')
 @Tags('Outcomes')
@@ -59,11 +37,4 @@ export class GetDivergenceOpenController extends MeteredController {
   public async getOpenDivergences(@Request() req: AuthedRequest): Promise<OpenDivergenceResponse> {
     return this.serve(req, run);
   }
-}
-
-export async function run(call: MeteredCall): Promise<OpenDivergenceResponse> {
-  const v = await call.visibility();
-  const trades = await openTrades(call.ctx.reads, v);
-  await call.charge('divergence_open');
-  return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -1,8 +1,10 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { directionName, divergenceDays, divergenceEvents, scoredCells, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { citationUrl } from '../shared/provenance.js';
 
 export interface OpenDivergenceTrade {
   /** Stock symbol. */
@@ -60,4 +62,31 @@ export async function openTrades(reads: ReadStore, v: Visibility): Promise<OpenD
       };
     })
     .sort((a, b) => compareText(b.flag_date, a.flag_date) || compareText(a.ticker, b.ticker));
+}
+
+export interface OpenDivergenceResponse {
+  /** Divergence events open on the as-of date, newest flag_date first. */
+  open_trades: OpenDivergenceTrade[];
+  /**
+   * Number of open trades.
+   * @isInt
+   */
+  count: number;
+  /**
+   * Data as-of date.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall): Promise<OpenDivergenceResponse> {
+  const v = await call.visibility();
+  const trades = await openTrades(call.ctx.reads, v);
+  await call.charge('divergence_open');
+  return { open_trades: trades, count: trades.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

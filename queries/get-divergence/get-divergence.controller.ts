@@ -1,33 +1,8 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { parseIntParam } from '../../src/web/int-param.js';
-import { DIVERGENCE_LIMIT, includesWhyNow, parseDirection, widestGaps, type DivergenceRow } from './get-divergence.query.js';
-
-export interface DivergenceResponse {
-  /** Stocks ranked by |gap| descending (ties by ticker). */
-  rows: DivergenceRow[];
-  /**
-   * Rows returned: the billed quantity.
-   * @isInt
-   */
-  count: number;
-  /** Whether your tier received why_now and why_now_headline (builder and higher). */
-  why_now_included: boolean;
-  /**
-   * Data as-of date; on the free tier it trails today by 7 days. null before any scores exist.
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type DivergenceResponse, run } from './get-divergence.query.js';
 
 @Route('v1/divergence')
 @Tags('Discovery')
@@ -69,14 +44,4 @@ export class GetDivergenceController extends MeteredController {
   public async getDivergences(@Request() req: AuthedRequest, @Query() direction?: string, @Query() limit?: string): Promise<DivergenceResponse> {
     return this.serve(req, (call) => run(call, direction, limit));
   }
-}
-
-export async function run(call: MeteredCall, direction: string | undefined, limit: string | undefined): Promise<DivergenceResponse> {
-  const dir = parseDirection(direction);
-  const max = parseIntParam('limit', limit, DIVERGENCE_LIMIT);
-  const whyNow = includesWhyNow(call.principal.tier);
-  const v = await call.visibility();
-  const rows = await widestGaps(call.ctx.reads, v, { direction: dir, limit: max, whyNow });
-  await call.charge('divergence', rows.length);
-  return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

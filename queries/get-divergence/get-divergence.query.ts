@@ -1,12 +1,16 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { PLANS, type Tier } from '../../src/domain/plans.js';
 import { scoreAt } from '../../projections/shared/columns.js';
-import { crossSection, dailyScores, scoreDates, tickerIndex } from '../../projections/daily-scores/daily-scores.projection.js';
+import { crossSection, scoreDates } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores, tickerIndex } from '../../projections/shared/daily-scores.js';
 import { divergenceDays, scoredCells, type DivergenceCell, type DivergenceDirection } from '../../projections/divergence/divergence.projection.js';
 import { signals as signalsCollection, tickers, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { badRequest } from '../../src/core/errors.js';
 import { compareText } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { citationUrl } from '../shared/provenance.js';
+import { parseIntParam } from '../../src/web/int-param.js';
 
 export const DIVERGENCE_LIMIT = { default: 25, min: 1, max: 100 } as const;
 /** The lowest tier that receives `why_now` and `why_now_headline`. */
@@ -155,4 +159,36 @@ async function addWhyNow(reads: ReadStore, asOf: string, rows: DivergenceRow[], 
     r.why_now = parts.join(' ');
     r.why_now_headline = `${r.ticker}: ${r.gap > 0 ? 'bull' : 'bear'} gap ${signed(r.gap)} (top ${top}%)${r.days_at_extreme > 0 ? `, ${r.days_at_extreme}d at extreme` : ''}`;
   }
+}
+
+export interface DivergenceResponse {
+  /** Stocks ranked by |gap| descending (ties by ticker). */
+  rows: DivergenceRow[];
+  /**
+   * Rows returned: the billed quantity.
+   * @isInt
+   */
+  count: number;
+  /** Whether your tier received why_now and why_now_headline (builder and higher). */
+  why_now_included: boolean;
+  /**
+   * Data as-of date; on the free tier it trails today by 7 days. null before any scores exist.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall, direction: string | undefined, limit: string | undefined): Promise<DivergenceResponse> {
+  const dir = parseDirection(direction);
+  const max = parseIntParam('limit', limit, DIVERGENCE_LIMIT);
+  const whyNow = includesWhyNow(call.principal.tier);
+  const v = await call.visibility();
+  const rows = await widestGaps(call.ctx.reads, v, { direction: dir, limit: max, whyNow });
+  await call.charge('divergence', rows.length);
+  return { rows, count: rows.length, why_now_included: whyNow, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

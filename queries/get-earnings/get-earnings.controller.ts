@@ -1,31 +1,8 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { parseIntParam } from '../../src/web/int-param.js';
-import { EARNINGS_DAYS, upcomingReporters, type EarningsReporter } from './get-earnings.query.js';
-
-export interface EarningsResponse {
-  /** Upcoming reporters, ordered by next_earnings_date, then ticker. */
-  reporters: EarningsReporter[];
-  /**
-   * Number of reporters.
-   * @isInt
-   */
-  count: number;
-  /**
-   * Date of the scores shown.
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type EarningsResponse, run } from './get-earnings.query.js';
 
 @Route('v1/earnings')
 @Tags('Discovery')
@@ -53,12 +30,4 @@ export class GetEarningsController extends MeteredController {
   public async getUpcomingEarnings(@Request() req: AuthedRequest, @Query() days?: string): Promise<EarningsResponse> {
     return this.serve(req, (call) => run(call, days));
   }
-}
-
-export async function run(call: MeteredCall, days: string | undefined): Promise<EarningsResponse> {
-  const horizon = parseIntParam('days', days, EARNINGS_DAYS);
-  const v = await call.visibility();
-  const reporters = await upcomingReporters(call.ctx.reads, v, horizon);
-  await call.charge('earnings');
-  return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -3,6 +3,9 @@ import { addDays } from '../../src/domain/trading-calendar.js';
 import { earnings, tickers } from '../../projections/reference/reference.projection.js';
 import { visibleCrossSection } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { citationUrl } from '../shared/provenance.js';
+import { parseIntParam } from '../../src/web/int-param.js';
 
 export const EARNINGS_DAYS = { default: 14, min: 0, max: 60 } as const;
 
@@ -58,4 +61,32 @@ export async function upcomingReporters(reads: ReadStore, v: Visibility, days: n
       service_score: s?.service_score ?? null,
     };
   });
+}
+
+export interface EarningsResponse {
+  /** Upcoming reporters, ordered by next_earnings_date, then ticker. */
+  reporters: EarningsReporter[];
+  /**
+   * Number of reporters.
+   * @isInt
+   */
+  count: number;
+  /**
+   * Date of the scores shown.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall, days: string | undefined): Promise<EarningsResponse> {
+  const horizon = parseIntParam('days', days, EARNINGS_DAYS);
+  const v = await call.visibility();
+  const reporters = await upcomingReporters(call.ctx.reads, v, horizon);
+  await call.charge('earnings');
+  return { reporters, count: reporters.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

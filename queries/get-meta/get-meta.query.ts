@@ -1,12 +1,15 @@
 import { eventTypesOf, type ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
-import { dailyScores, dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { latestScores, latestScoresProjection } from '../../projections/latest-scores/latest-scores.projection.js';
 import { referenceProjection, tickers } from '../../projections/reference/reference.projection.js';
 import { dateAt, scoreHistory, scoreHistoryProjection, scoreVersions } from '../../projections/score-history/score-history.projection.js';
 import { toTimestamp } from '../shared/cross-section.js';
 import { TOP100_RANK } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { FIELD_DEFINITIONS, type FieldDefinition } from './field-definitions.js';
 
 export interface HistoryDepth {
   /**
@@ -156,3 +159,58 @@ export const DATASET_STATEMENT =
 
 export const RESTATEMENT_POLICY =
   'Scores are restated deliberately when an input is corrected, typically one to five days after first publication. A restatement overwrites the row and sets its restated_at; the value it replaced is kept as a point-in-time version with the interval in which it was current. To stay in sync, loop on GET /v1/scores/history with since=<the next_since of your previous answer> and upsert the rows it returns by ticker and date (each new or restated row comes once); to reproduce what was known at an instant, ask for the history as_known_at it. Rows marked estimated are model backfill from before a stock’s measured coverage began.';
+
+/** Every field any endpoint returns, by name. */
+export interface FieldDefinitions {
+  [field: string]: FieldDefinition;
+}
+
+export interface MetaHistory {
+  /** How far the score history reaches. */
+  depth: HistoryDepth;
+  /** Point-in-time vintage statistics of the restatements. */
+  vintages: VintageStats;
+  /** How and why rows are restated, and how to follow the corrections. */
+  restatement_policy: string;
+}
+
+export interface MetaResponse {
+  /** What the dataset is. */
+  dataset: string;
+  /** Universe statement, with the number of stocks. */
+  coverage: string;
+  /** Definition of every field any endpoint returns, by field name. */
+  fields: FieldDefinitions;
+  /** Depth, point-in-time vintage statistics and restatement policy of the score history. */
+  history: MetaHistory;
+  /**
+   * Licence terms.
+   * @format uri
+   */
+  license: string;
+  /**
+   * Documentation.
+   * @format uri
+   */
+  docs: string;
+  /**
+   * MCP server endpoint (streamable HTTP; send the same X-API-Key).
+   * @format uri
+   */
+  mcp: string;
+}
+
+export async function run(call: MeteredCall): Promise<MetaResponse> {
+  const stats = await cachedDatasetStats(call.ctx.reads, call.ctx.memo);
+  await call.charge('meta');
+  const base = call.ctx.baseUrl();
+  return {
+    dataset: DATASET_STATEMENT,
+    coverage: coverageStatement(stats.universe),
+    fields: { ...FIELD_DEFINITIONS },
+    history: { depth: stats.depth, vintages: stats.vintages, restatement_policy: RESTATEMENT_POLICY },
+    license: `${base}/license`,
+    docs: `${base}/docs`,
+    mcp: `${base}/mcp/http`,
+  };
+}

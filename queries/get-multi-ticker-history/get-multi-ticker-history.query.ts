@@ -1,21 +1,19 @@
 import { AppError } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { latestScores } from '../../projections/latest-scores/latest-scores.projection.js';
-import {
-  bucketKey,
-  dateAt,
-  restatedAt,
-  rowAt,
-  scoreHistory,
-  scoreHistorySeq,
-  type HistoryBucket,
-  type HistoryRow,
-} from '../../projections/score-history/score-history.projection.js';
+import { bucketKey, dateAt, restatedAt, rowAt, scoreHistory, scoreHistorySeq, type HistoryBucket, type HistoryRow } from '../../projections/score-history/score-history.projection.js';
 import { rowsAsKnownAt } from '../shared/point-in-time.js';
-import { requireVisibleTickers } from '../shared/tickers.js';
+import { requireVisibleTickers, parseTickerList } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
-import { invalidCursor, type SyncCursor, type SyncPoint } from './sync-cursor.js';
+import { invalidCursor, type SyncCursor, type SyncPoint, decodeSyncCursor, encodeSyncCursor, isSyncCursor } from './sync-cursor.js';
+import { scoreFieldsOf, type ScoreFields } from '../../projections/shared/score-row.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { parseDateParam } from '../shared/params.js';
+import { citationUrl } from '../shared/provenance.js';
+import { requireOrderedDates } from '../shared/date-window.js';
+import { parseInstantParam } from '../shared/instants.js';
+import { timestampOf } from '../../src/web/timestamp.js';
 
 /**
  * Most rows one call returns. The spec sets no limit, but the whole universe over the whole
@@ -295,4 +293,106 @@ async function firstScoreDate(reads: ReadStore): Promise<string | null> {
   // and sorts the whole table of cross-sections).
   const page = await reads.find(dailyScores, { date: { $gte: '0000-01-01' } }, { sort: [['date', 1]], limit: 1 });
   return page.items[0]?.date ?? null;
+}
+
+export interface MultiTickerHistoryRow extends ScoreFields {
+  /**
+   * When the row was last written (first publication or latest restatement), `YYYY-MM-DD HH:MM:SS`
+   * UTC. Compare it with your stored copy to detect corrections; to fetch them, loop on `next_since`.
+   * @format timestamp
+   */
+  restated_at: string;
+}
+
+export interface MultiTickerHistoryResponse {
+  /** Ordered by ticker, then date. */
+  rows: MultiTickerHistoryRow[];
+  /**
+   * Number of rows returned: the billed quantity.
+   * @isInt
+   */
+  count: number;
+  /**
+   * Number of distinct tickers among the rows.
+   * @isInt
+   */
+  tickers: number;
+  /**
+   * Effective first date, after flooring at your tier's history depth.
+   * @format date
+   */
+  start: string | null;
+  /**
+   * Effective last date, after capping at your as-of date.
+   * @format date
+   */
+  end: string | null;
+  /** Echo of the `since` filter (or cursor), as sent; null when none was sent. */
+  since: string | null;
+  /**
+   * The sync cursor: send it back as `since` to get every row written (new or restated) after this
+   * answer, and every row that entered your window since (the free tier's as-of date moves a day
+   * at a time), each exactly once. Present on every answer, an empty one too. Opaque: store it as
+   * received (it starts with `c1_`).
+   */
+  next_since: string;
+  /**
+   * true when the rows after your cursor were more than one call returns (200,000): this answer
+   * holds the first ones, and `next_since` continues with the rest at once. Only with a cursor.
+   */
+  has_more: boolean;
+  /**
+   * Echo of `as_known_at` as the instant used (ISO 8601, UTC, to the millisecond); null when none was sent.
+   * @format date-time
+   */
+  as_known_at: string | null;
+  /**
+   * Data as-of date. On the free tier it trails the current date by 7 days.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(
+  call: MeteredCall,
+  tickers: string | undefined,
+  start: string | undefined,
+  end: string | undefined,
+  since: string | undefined,
+  asKnownAt: string | undefined,
+): Promise<MultiTickerHistoryResponse> {
+  const list = parseTickerList(tickers);
+  const from = parseDateParam('start', start);
+  const to = parseDateParam('end', end);
+  requireOrderedDates(from, to);
+  const sent = since?.trim() || undefined;
+  const cursor = sent !== undefined && isSyncCursor(sent) ? decodeSyncCursor(sent) : undefined;
+  const sinceAt = cursor ? undefined : parseInstantParam('since', sent, 'up');
+  const knownAt = parseInstantParam('as_known_at', asKnownAt);
+  const v = await call.visibility();
+  const result = await getMultiTickerHistory(call.ctx.reads, v, { tickers: list, start: from, end: to, since: sinceAt, cursor, asKnownAt: knownAt });
+  await call.charge('multi_history', result.rows.length);
+  const seen = new Set<string>();
+  const rows = result.rows.map((r): MultiTickerHistoryRow => {
+    seen.add(r.ticker);
+    return { ...scoreFieldsOf(r), restated_at: timestampOf(r.restated_at) };
+  });
+  return {
+    rows,
+    count: rows.length,
+    tickers: seen.size,
+    start: result.start,
+    end: result.end,
+    since: sent ?? null,
+    next_since: encodeSyncCursor(result.next),
+    has_more: result.more,
+    as_known_at: knownAt ?? null,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
+  };
 }

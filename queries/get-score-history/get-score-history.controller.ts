@@ -1,70 +1,8 @@
 import { Example, Get, Path, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
-import { parseDateParam } from '../shared/params.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { requireOrderedDates } from '../shared/date-window.js';
-import { parseInstantParam } from '../shared/instants.js';
-import { tickerFromPath } from '../shared/tickers.js';
-import { getScoreHistory } from './get-score-history.query.js';
-
-export interface HistoryRowResponse {
-  /** @format date */
-  date: string;
-  main_street: number;
-  wall_street: number;
-  service_score: number;
-  /** true when the row is model-backfilled. */
-  estimated: boolean;
-}
-
-export interface ScoreHistoryResponse {
-  ticker: string;
-  rows: HistoryRowResponse[];
-  /**
-   * Number of rows returned (the billed quantity).
-   * @isInt
-   */
-  count: number;
-  /**
-   * Effective start date after tier clamping: the requested `start` raised to your tier's floor,
-   * or (no `start`) the floor itself, or on a tier with the full history the ticker's first date.
-   * @format date
-   */
-  history_floor: string | null;
-  /**
-   * History methodology statement. It names the vintage served: "as published at <instant>" with
-   * `as_known_at`, "as currently published" without.
-   */
-  provenance_note: string;
-  /**
-   * Echo of `as_known_at` as the instant used (ISO 8601, UTC, to the millisecond); null when none was sent.
-   * @format date-time
-   */
-  as_known_at: string | null;
-  /**
-   * Data as-of date; `end` never goes past it. On the free tier it trails the current date by 7 days.
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
-
-/** The history's `provenance_note` without `as_known_at`: the vintage served is the current one. */
-export const HISTORY_NOTE =
-  'Daily scores as currently published. Rows are restated deliberately when inputs are corrected; estimated rows are model backfill. Use as_known_at (or /v1/scores/history with since and restated_at) to see what was known at a given time.';
-
-/** The history's `provenance_note`: which vintage it serves, the current one or the one published at `asKnownAt` (ISO). */
-export function historyNote(asKnownAt: string | null): string {
-  if (asKnownAt === null) return HISTORY_NOTE;
-  return `Daily scores as published at ${asKnownAt}: rows first published later are left out, and rows restated since show the value they had then. Rows are restated deliberately when inputs are corrected; estimated rows are model backfill.`;
-}
+import { type ScoreHistoryResponse, HISTORY_NOTE, run } from './get-score-history.query.js';
 
 @Route('v1/scores')
 @Tags('Scores and history')
@@ -123,37 +61,4 @@ export class GetScoreHistoryController extends MeteredController {
   ): Promise<ScoreHistoryResponse> {
     return this.serve(req, (call) => run(call, ticker, start, end, asKnownAt));
   }
-}
-
-export async function run(
-  call: MeteredCall,
-  ticker: string,
-  start: string | undefined,
-  end: string | undefined,
-  asKnownAt: string | undefined,
-): Promise<ScoreHistoryResponse> {
-  const from = parseDateParam('start', start);
-  const to = parseDateParam('end', end);
-  requireOrderedDates(from, to);
-  const knownAt = parseInstantParam('as_known_at', asKnownAt);
-  const symbol = tickerFromPath(ticker);
-  const v = await call.visibility();
-  const { rows, historyFloor } = await getScoreHistory(call.ctx.reads, v, { ticker: symbol, start: from, end: to, asKnownAt: knownAt });
-  await call.charge('history', rows.length);
-  return {
-    ticker: symbol,
-    rows: rows.map((r) => ({
-      date: r.date,
-      main_street: r.main_street,
-      wall_street: r.wall_street,
-      service_score: r.service_score,
-      estimated: r.estimated,
-    })),
-    count: rows.length,
-    history_floor: historyFloor,
-    provenance_note: historyNote(knownAt ?? null),
-    as_known_at: knownAt ?? null,
-    as_of: v.asOf,
-    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf, ticker: symbol }),
-  };
 }

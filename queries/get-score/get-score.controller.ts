@@ -1,43 +1,9 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
-import { tickerFromPath } from '../shared/tickers.js';
-import { getScoreAsOf } from './get-score.query.js';
-
-export interface ScoreResponse {
-  /** Requested symbol (upper-cased). */
-  ticker: string;
-  /**
-   * Score date; equals `as_of`.
-   * @format date
-   */
-  date: string;
-  /** Measured consumer demand, 0-100. */
-  main_street: number;
-  /** Analyst sentiment, 0-100. */
-  wall_street: number;
-  /** Composite, 0-100. */
-  service_score: number;
-  /** main_street − wall_street; null if either is missing. */
-  divergence_gap: number | null;
-  /** true when the row is model-backfilled. */
-  estimated: boolean;
-  /**
-   * Data as-of date: the date of this row. On the free tier it trails the current date by 7 days.
-   * @format date
-   */
-  as_of: string;
-  /** A data-source statement. */
-  source: string;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { SOURCE_STATEMENT } from '../shared/provenance.js';
+import { type ScoreResponse, run } from './get-score.query.js';
 
 @Route('v1/scores')
 @Tags('Scores and history')
@@ -71,22 +37,4 @@ export class GetScoreController extends MeteredController {
   public async getScore(@Path() ticker: string, @Request() req: AuthedRequest): Promise<ScoreResponse> {
     return this.serve(req, (call) => run(call, ticker));
   }
-}
-
-export async function run(call: MeteredCall, ticker: string): Promise<ScoreResponse> {
-  const symbol = tickerFromPath(ticker);
-  const row = await getScoreAsOf(call.ctx.reads, await call.visibility(), symbol);
-  await call.charge('scores');
-  return {
-    ticker: symbol,
-    date: row.date,
-    main_street: row.main_street,
-    wall_street: row.wall_street,
-    service_score: row.service_score,
-    divergence_gap: row.divergence_gap,
-    estimated: row.estimated,
-    as_of: row.date,
-    source: SOURCE_STATEMENT,
-    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: row.date, ticker: symbol }),
-  };
 }

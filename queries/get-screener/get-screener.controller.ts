@@ -1,33 +1,9 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
-import { parseIntParam, parseOptionalIntParam } from '../../src/web/int-param.js';
-import { SCREENER_LIMIT, SCREENER_MIN_SCORE, screenStocks, type ScreenerRow } from './get-screener.query.js';
-
-export interface ScreenerResponse {
-  /** Stocks ranked by service_score, descending (ties by ticker). */
-  rows: ScreenerRow[];
-  /**
-   * Rows returned, after your tier's coverage filter: the billed quantity.
-   * @isInt
-   */
-  count: number;
-  /**
-   * Data as-of date; on the free tier it trails today by 7 days. null before any scores exist.
-   * @format date
-   */
-  as_of: string | null;
-  /** A data-source statement. */
-  source: string;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { SOURCE_STATEMENT } from '../shared/provenance.js';
+import { type ScreenerResponse, run } from './get-screener.query.js';
 
 @Route('v1/screener')
 @Tags('Discovery')
@@ -56,19 +32,4 @@ export class GetScreenerController extends MeteredController {
   public async screenStocks(@Request() req: AuthedRequest, @Query() min_score?: string, @Query() limit?: string): Promise<ScreenerResponse> {
     return this.serve(req, (call) => run(call, min_score, limit));
   }
-}
-
-export async function run(call: MeteredCall, min_score: string | undefined, limit: string | undefined): Promise<ScreenerResponse> {
-  const minScore = parseOptionalIntParam('min_score', min_score, SCREENER_MIN_SCORE);
-  const max = parseIntParam('limit', limit, SCREENER_LIMIT);
-  const v = await call.visibility();
-  const rows = await screenStocks(call.ctx.reads, v, { minScore, limit: max });
-  await call.charge('screener', rows.length);
-  return {
-    rows,
-    count: rows.length,
-    as_of: v.asOf,
-    source: SOURCE_STATEMENT,
-    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
-  };
 }

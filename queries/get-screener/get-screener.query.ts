@@ -1,6 +1,9 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { byServiceScoreDesc, visibleCrossSection } from '../shared/cross-section.js';
 import type { Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { SOURCE_STATEMENT, citationUrl } from '../shared/provenance.js';
+import { parseIntParam, parseOptionalIntParam } from '../../src/web/int-param.js';
 
 export const SCREENER_LIMIT = { default: 100, min: 1, max: 650 } as const;
 /** `min_score` is a score: 0-100, a value outside is a plain 400 (not a limit). */
@@ -48,4 +51,41 @@ export async function screenStocks(reads: ReadStore, v: Visibility, criteria: Sc
       service_score: r.service_score,
       divergence_gap: r.divergence_gap,
     }));
+}
+
+export interface ScreenerResponse {
+  /** Stocks ranked by service_score, descending (ties by ticker). */
+  rows: ScreenerRow[];
+  /**
+   * Rows returned, after your tier's coverage filter: the billed quantity.
+   * @isInt
+   */
+  count: number;
+  /**
+   * Data as-of date; on the free tier it trails today by 7 days. null before any scores exist.
+   * @format date
+   */
+  as_of: string | null;
+  /** A data-source statement. */
+  source: string;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall, min_score: string | undefined, limit: string | undefined): Promise<ScreenerResponse> {
+  const minScore = parseOptionalIntParam('min_score', min_score, SCREENER_MIN_SCORE);
+  const max = parseIntParam('limit', limit, SCREENER_LIMIT);
+  const v = await call.visibility();
+  const rows = await screenStocks(call.ctx.reads, v, { minScore, limit: max });
+  await call.charge('screener', rows.length);
+  return {
+    rows,
+    count: rows.length,
+    as_of: v.asOf,
+    source: SOURCE_STATEMENT,
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }),
+  };
 }

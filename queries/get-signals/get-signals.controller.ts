@@ -1,31 +1,8 @@
 import { Example, Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { parseIntParam } from '../../src/web/int-param.js';
-import { SIGNALS_LIMIT, latestSignals, type SignalResponse } from './get-signals.query.js';
-
-export interface SignalsResponse {
-  /** Research signals, newest first. */
-  signals: SignalResponse[];
-  /**
-   * Number of signals returned.
-   * @isInt
-   */
-  count: number;
-  /**
-   * Data as-of date; on the free tier it trails today by 7 days, and so do the signals.
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type SignalsResponse, run } from './get-signals.query.js';
 
 @Route('v1/signals')
 @Tags('Discovery')
@@ -62,12 +39,4 @@ export class GetSignalsController extends MeteredController {
   public async getSignals(@Request() req: AuthedRequest, @Query() limit?: string): Promise<SignalsResponse> {
     return this.serve(req, (call) => run(call, limit));
   }
-}
-
-export async function run(call: MeteredCall, limit: string | undefined): Promise<SignalsResponse> {
-  const max = parseIntParam('limit', limit, SIGNALS_LIMIT);
-  const v = await call.visibility();
-  const signals = await latestSignals(call.ctx.reads, v, max);
-  await call.charge('signals');
-  return { signals, count: signals.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -3,6 +3,9 @@ import type { SignalAlertType } from '../../src/domain/scores/reference.events.j
 import { signals as signalsCollection, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { toTimestamp } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { citationUrl } from '../shared/provenance.js';
+import { parseIntParam } from '../../src/web/int-param.js';
 
 export const SIGNALS_LIMIT = { default: 50, min: 1, max: 200 } as const;
 
@@ -68,4 +71,32 @@ export async function latestSignals(reads: ReadStore, v: Visibility, limit: numb
     themes: [...s.themes],
     created_at: toTimestamp(s.created_at),
   }));
+}
+
+export interface SignalsResponse {
+  /** Research signals, newest first. */
+  signals: SignalResponse[];
+  /**
+   * Number of signals returned.
+   * @isInt
+   */
+  count: number;
+  /**
+   * Data as-of date; on the free tier it trails today by 7 days, and so do the signals.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall, limit: string | undefined): Promise<SignalsResponse> {
+  const max = parseIntParam('limit', limit, SIGNALS_LIMIT);
+  const v = await call.visibility();
+  const signals = await latestSignals(call.ctx.reads, v, max);
+  await call.charge('signals');
+  return { signals, count: signals.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

@@ -1,9 +1,13 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { round2 } from '../../src/domain/composite.js';
 import { addDays } from '../../src/domain/trading-calendar.js';
-import { seriesBetween, webVisits } from '../../projections/reference/reference.projection.js';
-import { requireVisibleTicker } from '../shared/tickers.js';
+import { seriesBetween, webVisits } from '../../projections/shared/daily-series.js';
+import { requireVisibleTicker, tickerFromPath } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { parseDateParam } from '../shared/params.js';
+import { citationUrl } from '../shared/provenance.js';
+import { requireOrderedDates } from '../shared/date-window.js';
 
 /** Calendar days before d whose visits form the trailing maximum (d itself excluded). */
 export const TRAILING_DAYS = 365;
@@ -103,4 +107,72 @@ export async function getSocialHeat(reads: ReadStore, v: Visibility, req: Social
 async function firstDateOf(reads: ReadStore, ticker: string): Promise<string | null> {
   const page = await reads.find(webVisits, { ticker }, { sort: [['year', 1]], limit: 1 });
   return seriesBetween(page.items)[0]?.date ?? null;
+}
+
+export interface SocialHeatRowResponse {
+  /** @format date */
+  date: string;
+  /** Social heat of the day, 0-100, 2 decimals. */
+  value: number;
+}
+
+export interface SocialHeatResponse {
+  ticker: string;
+  /** Always `social_heat_live`. */
+  metric: 'social_heat_live';
+  /** A statement of the formula. */
+  formula: string;
+  rows: SocialHeatRowResponse[];
+  /**
+   * Number of rows returned (the billed quantity).
+   * @isInt
+   */
+  count: number;
+  /**
+   * Effective start date after tier clamping: the requested `start` raised to your tier's floor,
+   * or (no `start`) the floor itself, or on a tier with the full history the ticker's first date.
+   * @format date
+   */
+  history_floor: string | null;
+  /** Live-computation disclaimer. */
+  provenance_note: string;
+  /**
+   * Data as-of date; `end` never goes past it. On the free tier it trails the current date by 7 days.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export const SOCIAL_HEAT_METRIC = 'social_heat_live';
+
+export const SOCIAL_HEAT_FORMULA =
+  'value(d) = visits(d) / max(visits(d), max of visits over the 365 calendar days before d) × 100, rounded to 2 decimals. The trailing window runs from d − 365 to d − 1; a day with no earlier visits in it scores 100 when visits(d) > 0, and a day whose visits and trailing maximum are both 0 scores 0.';
+
+export const SOCIAL_HEAT_NOTE =
+  'Computed live at request time from the stored daily US web-visit counts; it is not a published score and has no stored versions. A correction to the visits changes the values of every day whose 365-day window includes the corrected day, with no restatement record.';
+
+export async function run(call: MeteredCall, ticker: string, start: string | undefined, end: string | undefined): Promise<SocialHeatResponse> {
+  const from = parseDateParam('start', start);
+  const to = parseDateParam('end', end);
+  requireOrderedDates(from, to);
+  const symbol = tickerFromPath(ticker);
+  const v = await call.visibility();
+  const { rows, historyFloor } = await getSocialHeat(call.ctx.reads, v, { ticker: symbol, start: from, end: to });
+  await call.charge('social_heat', rows.length);
+  return {
+    ticker: symbol,
+    metric: SOCIAL_HEAT_METRIC,
+    formula: SOCIAL_HEAT_FORMULA,
+    rows: rows.map((r) => ({ date: r.date, value: r.value })),
+    count: rows.length,
+    history_floor: historyFloor,
+    provenance_note: SOCIAL_HEAT_NOTE,
+    as_of: v.asOf,
+    citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf, ticker: symbol }),
+  };
 }

@@ -1,31 +1,8 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { listThemes, type ThemeListItem } from './get-themes.query.js';
-
-export interface ThemesResponse {
-  /** Every theme, strongest first. */
-  themes: ThemeListItem[];
-  /**
-   * Number of themes.
-   * @isInt
-   */
-  count: number;
-  /**
-   * Your as-of date: the averages use each constituent's latest score on or before it. On the free
-   * tier it trails today by 7 days.
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type ThemesResponse, run } from './get-themes.query.js';
 
 @Route('v1/themes')
 @Tags('Discovery')
@@ -64,11 +41,4 @@ export class GetThemesController extends MeteredController {
   public async listThemes(@Request() req: AuthedRequest): Promise<ThemesResponse> {
     return this.serve(req, run);
   }
-}
-
-export async function run(call: MeteredCall): Promise<ThemesResponse> {
-  const v = await call.visibility();
-  const themes = await listThemes(call.ctx.reads, v);
-  await call.charge('themes');
-  return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

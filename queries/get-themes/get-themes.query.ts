@@ -6,6 +6,8 @@ import { themes as themesCollection, type ThemeDoc } from '../../projections/ref
 import { byServiceScoreDesc, compareText, mean1, visibleCrossSection } from '../shared/cross-section.js';
 import { scoreOnOrBefore } from '../shared/score-as-of.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { citationUrl } from '../shared/provenance.js';
 
 /** The aggregate fields a theme shows in the list and in its detail. */
 /**
@@ -191,4 +193,32 @@ export async function getThemeDetail(reads: ReadStore, v: Visibility, slug: stri
     divergence_gap: score?.divergence_gap ?? null,
   }));
   return { slug: theme.slug, name: theme.name, strength: theme.strength, ...aggregates(members), constituents };
+}
+
+export interface ThemesResponse {
+  /** Every theme, strongest first. */
+  themes: ThemeListItem[];
+  /**
+   * Number of themes.
+   * @isInt
+   */
+  count: number;
+  /**
+   * Your as-of date: the averages use each constituent's latest score on or before it. On the free
+   * tier it trails today by 7 days.
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall): Promise<ThemesResponse> {
+  const v = await call.visibility();
+  const themes = await listThemes(call.ctx.reads, v);
+  await call.charge('themes');
+  return { themes, count: themes.length, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

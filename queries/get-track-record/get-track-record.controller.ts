@@ -1,23 +1,8 @@
 import { Example, Get, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { citationUrl } from '../shared/provenance.js';
-import { trackRecord, type TrackRecord } from './get-track-record.query.js';
-
-export interface TrackRecordResponse extends TrackRecord {
-  /**
-   * Data as-of date: trades closed on or before it count (free keys trail 7 days).
-   * @format date
-   */
-  as_of: string | null;
-  /**
-   * Canonical page to cite.
-   * @format uri
-   */
-  citation_url: string;
-}
+import { type TrackRecordResponse, run } from './get-track-record.query.js';
 
 @Route('v1/track-record')
 @Tags('Outcomes')
@@ -59,11 +44,4 @@ export class GetTrackRecordController extends MeteredController {
   public async getTrackRecord(@Request() req: AuthedRequest): Promise<TrackRecordResponse> {
     return this.serve(req, run);
   }
-}
-
-export async function run(call: MeteredCall): Promise<TrackRecordResponse> {
-  const v = await call.visibility();
-  const record = await trackRecord(call.ctx.reads, call.ctx.memo, v);
-  await call.charge('track_record');
-  return { ...record, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

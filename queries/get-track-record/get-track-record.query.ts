@@ -4,6 +4,8 @@ import { round1, round2 } from '../../src/domain/composite.js';
 import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
 import { compareText } from '../shared/cross-section.js';
 import type { Visibility } from '../shared/visibility.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { citationUrl } from '../shared/provenance.js';
 
 export interface Trade {
   /** Stock symbol. */
@@ -133,4 +135,24 @@ async function buildRecord(reads: ReadStore, v: Visibility): Promise<TrackRecord
   }
   trades.sort((a, b) => compareText(b.exit_date, a.exit_date) || compareText(a.ticker, b.ticker) || compareText(a.entry_date, b.entry_date));
   return { ...aggregate(trades), trades };
+}
+
+export interface TrackRecordResponse extends TrackRecord {
+  /**
+   * Data as-of date: trades closed on or before it count (free keys trail 7 days).
+   * @format date
+   */
+  as_of: string | null;
+  /**
+   * Canonical page to cite.
+   * @format uri
+   */
+  citation_url: string;
+}
+
+export async function run(call: MeteredCall): Promise<TrackRecordResponse> {
+  const v = await call.visibility();
+  const record = await trackRecord(call.ctx.reads, call.ctx.memo, v);
+  await call.charge('track_record');
+  return { ...record, as_of: v.asOf, citation_url: citationUrl(call.ctx.baseUrl(), { asOf: v.asOf }) };
 }

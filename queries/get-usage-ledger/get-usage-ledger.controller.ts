@@ -1,10 +1,8 @@
 import { Get, Query, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { parseIntParam } from '../../src/web/int-param.js';
-import { USAGE_LEDGER_LIMIT, getUsageLedger, ledgerHead, type LedgerPageResponse } from './get-usage-ledger.query.js';
+import { type LedgerPageResponse, run } from './get-usage-ledger.query.js';
 
 @Route('v1/usage/ledger')
 @Tags('Account')
@@ -37,22 +35,4 @@ export class GetUsageLedgerController extends MeteredController {
   ): Promise<LedgerPageResponse> {
     return this.serve(req, (call) => run(call, month, limit, cursor));
   }
-}
-
-export async function run(
-  call: MeteredCall,
-  month: string | undefined,
-  limit: string | undefined,
-  cursor: string | undefined,
-): Promise<LedgerPageResponse> {
-  const p = call.principal;
-  // Read your own writes: the ledger read model includes this account's last charge.
-  await call.ctx.ledgerCaughtUp(p.account_id);
-  // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
-  // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
-  const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
-  const page = await getUsageLedger(call.ctx.reads, call.ctx.events, { accountId: p.account_id, month, limit: rows, cursor });
-  const head = await ledgerHead(call.ctx.reads, call.ctx.events, p.account_id);
-  await call.charge('usage_ledger');
-  return { ...page, signed_head: head && call.ctx.signHead(head) };
 }

@@ -1,11 +1,12 @@
 import { AppError, badRequest } from '../../src/core/errors.js';
-import type { ReadStore } from '../../src/core/read-store.port.js';
+import type { ReadStore, Filter } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import type { Filter } from '../../src/core/read-store.port.js';
-import { ledgerStream, type Channel } from '../../src/domain/ledger/ledger.events.js';
-import type { RateKey } from '../../src/domain/rate-card.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import type { LedgerHead } from '../../src/domain/ledger/ledger-head.js';
-import { ledgerEntries, statementLines, type LedgerEntryDoc, type LedgerLine } from '../../projections/usage/usage.projection.js';
+import { ledgerEntries, type LedgerEntryDoc } from '../../projections/usage/usage.projection.js';
+import { statementLines, type LedgerEntryResponse } from '../shared/ledger-lines.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { parseIntParam } from '../../src/web/int-param.js';
 
 export const USAGE_LEDGER_DEFAULT_LIMIT = 100;
 export const USAGE_LEDGER_MAX_LIMIT = 1000;
@@ -19,59 +20,6 @@ export interface UsageLedgerParams {
   limit?: number;
   /** `next_cursor` of the previous page (same account and month). */
   cursor?: string | null;
-}
-
-// Plain interfaces (no derived types): tsoa reads them for the OpenAPI document.
-/** One line of your credit ledger. Fields an entry's kind does not carry are null. */
-export interface LedgerEntryResponse {
-  /**
-   * Position in your ledger (0-based, gap-free).
-   * @isInt
-   */
-  seq: number;
-  // A string here (tsoa cannot read the ledger event union); the OpenAPI document lists the
-  // values of LEDGER_EVENT_TYPES (src/app/http/openapi.ts).
-  /** The ledger event the entry records: `CreditsDebited`, `PackPurchased`, `AllowancePeriodOpened`, `PlanChanged`, `UsageAlertRaised`, … */
-  kind: string;
-  /**
-   * ISO 8601 UTC instant the ledger recorded it.
-   * @format date-time
-   */
-  at: string;
-  /**
-   * `YYYY-MM` the entry belongs to.
-   * @format month
-   */
-  period: string;
-  /** The `X-Request-Id` of the charged call. */
-  request_id: string | null;
-  /** Rate-card key of the endpoint charged. */
-  endpoint: RateKey | null;
-  /** `rest` or `mcp`: how the call came. */
-  channel: Channel | null;
-  /** @isLong */
-  cost: number | null;
-  /** @isLong */
-  from_allowance: number | null;
-  /** @isLong */
-  from_prepaid: number | null;
-  /** @isLong */
-  from_overage: number | null;
-  /**
-   * Credits a pack added.
-   * @isLong
-   */
-  credits: number | null;
-  detail: string;
-  hash: string;
-  prev_hash: string;
-  /** The entry's data exactly as hashed. */
-  data: LedgerEntryData;
-}
-
-/** A ledger entry's data exactly as hashed: the event's own fields, which depend on its `kind`. */
-export interface LedgerEntryData {
-  [field: string]: unknown;
 }
 
 /**
@@ -126,27 +74,6 @@ export type LedgerPage = Omit<LedgerPageResponse, 'signed_head'>;
 /** A calendar month `YYYY-MM` (the `month` parameter; the OpenAPI document declares this pattern). */
 export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
-function toEntry(d: LedgerLine): LedgerEntryResponse {
-  return {
-    seq: d.seq,
-    kind: d.kind,
-    at: d.at,
-    period: d.period,
-    request_id: d.request_id,
-    endpoint: d.endpoint,
-    channel: d.channel,
-    cost: d.cost,
-    from_allowance: d.from_allowance,
-    from_prepaid: d.from_prepaid,
-    from_overage: d.from_overage,
-    credits: d.credits,
-    detail: d.detail,
-    hash: d.hash,
-    prev_hash: d.prev_hash,
-    data: d.data,
-  };
-}
-
 /** 400 naming the parameter, as every parameter error does. */
 const invalidParameter = (parameter: string, message: string) => badRequest(`${parameter} ${message}`, { errors: [{ parameter, message }] });
 
@@ -179,7 +106,7 @@ export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 're
   // Every entry holds at least one line: limit + 1 entries hold the page and tell whether another follows.
   const { items } = await reads.find(ledgerEntries, filter, { sort: [['seq', -1]], limit: limit + 1 });
   if (items.length === 0) return { month, entries: [], next_cursor: null, count: 0 };
-  const lines: LedgerLine[] = [];
+  const lines: LedgerEntryResponse[] = [];
   for (const entry of items) {
     if (lines.length > limit) break;
     const events = await log.readStream(ledgerStream(params.accountId), { fromRevision: entry.revision, maxCount: entry.events });
@@ -191,7 +118,7 @@ export async function getUsageLedger(reads: ReadStore, log: Pick<EventStore, 're
   }
   const page = lines.slice(0, limit);
   const next = lines[limit];
-  return { month, entries: page.map(toEntry), next_cursor: next ? String(next.seq) : null, count: page.length };
+  return { month, entries: page, next_cursor: next ? String(next.seq) : null, count: page.length };
 }
 
 /** The account's last ledger line (`seq`, `hash`), read where the `ledger_entries` read model points into the log; null without one. */
@@ -203,4 +130,22 @@ export async function ledgerHead(reads: ReadStore, log: Pick<EventStore, 'readSt
   const last = events.length === entry.events ? statementLines(entry, events).at(-1) : undefined;
   if (!last) throw new AppError('internal', `ledger event ${entry.revision} of account ${accountId} is missing from the log`);
   return { account_id: accountId, seq: last.seq, hash: last.hash };
+}
+
+export async function run(
+  call: MeteredCall,
+  month: string | undefined,
+  limit: string | undefined,
+  cursor: string | undefined,
+): Promise<LedgerPageResponse> {
+  const p = call.principal;
+  // Read your own writes: the ledger read model includes this account's last charge.
+  await call.ctx.ledgerCaughtUp(p.account_id);
+  // Parsed here like every other integer parameter: "abc" or "" get the same 400 wording, a
+  // value above 1,000 the spec's 422 (tsoa answered "invalid float number").
+  const rows = parseIntParam('limit', limit, USAGE_LEDGER_LIMIT);
+  const page = await getUsageLedger(call.ctx.reads, call.ctx.events, { accountId: p.account_id, month, limit: rows, cursor });
+  const head = await ledgerHead(call.ctx.reads, call.ctx.events, p.account_id);
+  await call.charge('usage_ledger');
+  return { ...page, signed_head: head && call.ctx.signHead(head) };
 }

@@ -1,10 +1,8 @@
 import { Example, Get, Path, Request, Response, Route, Security, Tags } from '@tsoa/runtime';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
-import type { MeteredCall } from '../shared/query-context.js';
 import { MeteredController } from '../shared/metered-controller.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
-import { parseWebhookId } from '../../src/web/webhook-id.js';
-import { listDeliveries, listWebhooks, webhooksCaughtUp, type WebhookDeliveriesResponse, type WebhooksResponse } from './get-webhooks.query.js';
+import { type WebhookDeliveriesResponse, type WebhooksResponse, runList, runDeliveries } from './get-webhooks.query.js';
 
 /** The read side of `/v1/webhooks` (registration, deletion and tests are `commands/manage-webhooks`). */
 @Route('v1/webhooks')
@@ -55,18 +53,4 @@ export class GetWebhooksController extends MeteredController {
   public async listWebhookDeliveries(@Request() req: AuthedRequest, @Path() webhook_id: string): Promise<WebhookDeliveriesResponse> {
     return this.serve(req, (call) => runDeliveries(call, webhook_id));
   }
-}
-
-export async function runList(call: MeteredCall): Promise<WebhooksResponse> {
-  const held = await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
-  const out = await listWebhooks(call.ctx.reads, call.principal.account_id, held);
-  await call.charge('webhooks');
-  return out;
-}
-
-export async function runDeliveries(call: MeteredCall, webhookId: string): Promise<WebhookDeliveriesResponse> {
-  const id = parseWebhookId(webhookId);
-  const out = await listDeliveries(call.ctx.reads, call.principal.account_id, id, call.ctx.events);
-  await call.charge('webhooks');
-  return out;
 }

@@ -5,6 +5,8 @@ import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { webhookDeliveries, webhooks, webhooksProjection, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';
 import { timestampOf } from '../../src/web/timestamp.js';
 import { latestOf, lastPositionFrom, projectedUpTo } from '../shared/read-your-writes.js';
+import type { MeteredCall } from '../shared/query-context.js';
+import { parseWebhookId } from '../../src/web/webhook-id.js';
 
 /** Attempts `GET /v1/webhooks/{webhook_id}/deliveries` lists, newest first. */
 export const DELIVERIES_SHOWN = 50;
@@ -157,4 +159,18 @@ async function registeredAfter(events: Pick<EventStore, 'readStream'>, accountId
     if (stream.length === 0) return out;
     if ((stream[0]!.data as { account_id?: unknown }).account_id === accountId) out.push(stream[stream.length - 1]!.position);
   }
+}
+
+export async function runList(call: MeteredCall): Promise<WebhooksResponse> {
+  const held = await webhooksCaughtUp(call.ctx.reads, call.ctx.events, call.principal.account_id);
+  const out = await listWebhooks(call.ctx.reads, call.principal.account_id, held);
+  await call.charge('webhooks');
+  return out;
+}
+
+export async function runDeliveries(call: MeteredCall, webhookId: string): Promise<WebhookDeliveriesResponse> {
+  const id = parseWebhookId(webhookId);
+  const out = await listDeliveries(call.ctx.reads, call.principal.account_id, id, call.ctx.events);
+  await call.charge('webhooks');
+  return out;
 }

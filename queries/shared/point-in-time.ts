@@ -1,5 +1,6 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { gapOf, scoreVersions, type HistoryRow, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
+import { scoreVersions, type HistoryRow, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
+import { gapOf } from '../../projections/shared/score-row.js';
 
 const GET_MANY_CHUNK = 1_000;
 

@@ -31,7 +31,7 @@ export interface QueryContext {
 
 /**
  * One call of one caller over one face (the ledger records the channel): what it may see, what it
- * is charged. Each controller module exports `run(call, ...parameters)`, the endpoint's whole body,
+ * is charged. Each read's `*.query.ts` exports `run(call, ...parameters)`, the endpoint's whole body,
  * so that its tsoa controller and its MCP tool answer, refuse and charge alike.
  */
 export class MeteredCall {

@@ -1,7 +1,8 @@
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import { addDays, toDateString } from '../../src/domain/trading-calendar.js';
-import { dailyScores, scoreDates, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { scoreDates } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores, type DailyScores } from '../../projections/shared/daily-scores.js';
 import { tickers } from '../../projections/reference/reference.projection.js';
 import type { ScoreEvent } from '../../src/domain/scores/score.events.js';
 import type { TickerListed } from '../../src/domain/scores/reference.events.js';

@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';

@@ -14,7 +14,7 @@ import { openServices } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 
 import type { EventStore } from '../../src/core/event-store.port.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, info, median } from './stats.js';
 

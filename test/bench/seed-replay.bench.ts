@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
-import { dailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores } from '../../projections/shared/daily-scores.js';
 import { DemoDataset } from '../../commands/seed-demo/dataset/generate.js';
 import { tempDir, testEnv } from '../support/server.js';
 import { fmt, median, report } from './stats.js';

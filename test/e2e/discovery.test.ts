@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { crossSection, dailyScores, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { crossSection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores, type DailyScores } from '../../projections/shared/daily-scores.js';
 import { earnings, signals, themes, tickers } from '../../projections/reference/reference.projection.js';
 import { scoreVersions } from '../../projections/score-history/score-history.projection.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';

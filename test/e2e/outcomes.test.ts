@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { scoreAt } from '../../projections/shared/columns.js';
-import { dailyScores, tickerIndex, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScores, tickerIndex, type DailyScores } from '../../projections/shared/daily-scores.js';
 import { divergenceDates, divergenceDays, divergenceEvents, scoreMoves, scoredCells, type DivergenceCell } from '../../projections/divergence/divergence.projection.js';
-import { prices, seriesBetween, tickers } from '../../projections/reference/reference.projection.js';
+import { tickers } from '../../projections/reference/reference.projection.js';
+import { prices, seriesBetween } from '../../projections/shared/daily-series.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
-import { seriesBetween, tickers as tickerDocs, webVisits } from '../../projections/reference/reference.projection.js';
+import { tickers as tickerDocs } from '../../projections/reference/reference.projection.js';
+import { seriesBetween, webVisits } from '../../projections/shared/daily-series.js';
 import { addDays } from '../../src/domain/trading-calendar.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { demoKey, getJson, startTestServer, type TestServer } from '../support/server.js';

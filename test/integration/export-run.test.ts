@@ -7,15 +7,8 @@ import { gunzipSync } from 'node:zlib';
 import { exportsStream, keptBundles } from '../../src/domain/exports/export-run.state.js';
 import { runExport, type ExportDeps, type ExportProgress } from '../../commands/export-bundles/export-run.handler.js';
 import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
-import {
-  gapOf,
-  rowAt,
-  scoreHistory,
-  scoreHistoryProjection,
-  scoreVersions,
-  type HistoryBucket,
-  type ScoreVersion,
-} from '../../projections/score-history/score-history.projection.js';
+import { rowAt, scoreHistory, scoreHistoryProjection, scoreVersions, type HistoryBucket, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
+import { gapOf } from '../../projections/shared/score-row.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';

@@ -20,14 +20,19 @@ const LAYERS: Record<string, string> = {
   web: 'src/web/problem.js',
   infra: 'infra/sqlite/event-store.js',
   projection: 'projections/latest/latest.projection.js',
+  otherProjection: 'projections/divergence/divergence.projection.js',
+  projectionShared: 'projections/shared/daily-scores.js',
   command: 'commands/ledger/ledger.handler.js',
   otherCommand: 'commands/billing/billing.handler.js',
   commandShared: 'commands/shared/command-context.js',
   query: 'queries/get-score/get-score.query.js',
+  controller: 'queries/get-score/get-score.controller.js',
+  commandController: 'commands/manage-webhooks/webhooks.controller.js',
   otherQuery: 'queries/get-themes/get-themes.query.js',
   queryShared: 'queries/shared/params.js',
   http: 'src/app/http/app.js',
   mcp: 'src/app/mcp/server.js',
+  tool: 'src/app/mcp/tools/get-scores.tool.js',
   app: 'src/app/container.js',
   cli: 'src/app/cli/main.js',
   cliHelp: 'src/app/cli/help.js',
@@ -74,6 +79,10 @@ describe('The layer rules of npm run lint', () => {
       [LAYERS['command']!, LAYERS['commandShared']!],
       [LAYERS['otherQuery']!, LAYERS['queryShared']!],
       [LAYERS['mcp']!, LAYERS['http']!],
+      [LAYERS['tool']!, LAYERS['query']!],
+      [LAYERS['otherProjection']!, LAYERS['projectionShared']!],
+      [LAYERS['projection']!, LAYERS['projectionShared']!],
+      [LAYERS['controller']!, LAYERS['query']!],
     ];
     expect(await violations(allowed)).to.deep.equal([]);
   });
@@ -99,7 +108,10 @@ describe('The layer rules of npm run lint', () => {
     ['infra importing the HTTP vocabulary', 'infra', 'web', 'infra-imports-only-kernel'],
     ['a command slice importing another command slice', 'otherCommand', 'command', 'slices-do-not-import-slices'],
     ['a query slice importing another query slice', 'otherQuery', 'query', 'slices-do-not-import-slices'],
+    ['a projection importing another projection', 'otherProjection', 'projection', 'slices-do-not-import-slices'],
     ['the HTTP app importing the MCP server', 'http', 'mcp', 'http-below-mcp'],
+    ['an MCP tool importing a query controller', 'tool', 'controller', 'mcp-tools-not-controllers'],
+    ['an MCP tool importing a command controller', 'tool', 'commandController', 'mcp-tools-not-controllers'],
   ];
   it('refuse two folders importing each other through different files, with no module cycle (no-folder-cycle)', async () => {
     const found = await violations([

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import type { Projection } from '../../src/core/projection.js';
 import { tradingDaysBetween } from '../../src/domain/trading-calendar.js';
 import { packScore } from '../../projections/shared/columns.js';
-import { dailyScoresProjection, type DailyScores } from '../../projections/daily-scores/daily-scores.projection.js';
+import { dailyScoresProjection } from '../../projections/daily-scores/daily-scores.projection.js';
+import { type DailyScores } from '../../projections/shared/daily-scores.js';
 import {
   computeDay,
   divergenceProjection,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { sealEvent, GENESIS_HASH, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import { alertAccounts, mailOutbox, resetsAtOf, usageAlertMessage, usageAlertsProjection, type AlertPlan, type MailOutboxDoc, type UsageAlertFacts } from '../../projections/usage-alerts/usage-alerts.projection.js';
-import { accounts } from '../../projections/api-keys/api-keys.projection.js';
+import { accounts } from '../../projections/shared/accounts.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
 
 const plan = (p: Partial<AlertPlan> = {}): AlertPlan => ({ tier: 'hobbyist', pro: false, allow_overage: false, prepaid: 0, ...p });

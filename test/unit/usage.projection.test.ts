@@ -11,12 +11,11 @@ import {
   entryKey,
   replayUsage,
   usageProjection,
-  statementLines,
   RANGE_LINES,
   type LedgerEntryDoc,
-  type LedgerLine,
   type UsageBalanceDoc,
 } from '../../projections/usage/usage.projection.js';
+import { statementLines, type LedgerEntryResponse as LedgerLine } from '../../queries/shared/ledger-lines.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Tier } from '../../src/domain/plans.js';
 import { ProjectionHarness } from '../support/projection-harness.js';

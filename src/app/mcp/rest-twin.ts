@@ -27,7 +27,7 @@ export interface ToolContext {
 /**
  * A tool, defined once per process: the twin of a REST read, named by its rate-card key. What it
  * takes and answers is its twin's (./contract.ts reads both from the OpenAPI document); `run` is
- * the twin's controller body, given the arguments in query-string form (absent stays absent).
+ * the twin's body (the `run` its `*.query.ts` exports), given the arguments in query-string form (absent stays absent).
  * `nullable`: arguments that also take JSON null, meaning absent (`direction`, as the spec says).
  */
 export interface TwinTool {
@@ -88,7 +88,7 @@ function creditsNumber(header: string): number | null {
 /**
  * Runs a tool as its REST twin, in REST's order: the tier gate, the arguments (./contract.ts:
  * unknown or missing ones refused, the rest handed on as the query), then the twin's `run` (the
- * controller's body), so both faces share the query, the validation and the metering by
+ * query's, which the controller calls too), so both faces share the query, the validation and the metering by
  * construction; the charge is recorded with channel `mcp`. The REST body becomes the result
  * (structured, and as JSON text or the tool's `text`); an AppError becomes an `isError` result
  * carrying the same problem details REST would send. A free tool's result is checked against and

@@ -1,5 +1,6 @@
 import type { LedgerService } from '../../../commands/ledger/ledger.handler.js';
-import { accounts, apiKeys, type AccountDoc, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
+import { apiKeys, type ApiKeyDoc } from '../../../projections/api-keys/api-keys.projection.js';
+import { accounts, type AccountDoc } from '../../../projections/shared/accounts.js';
 import type { Clock } from '../../core/clock.js';
 import { AppError, ConcurrencyError } from '../../core/errors.js';
 import type { Charge, ClientAddress, Meter, Principal } from '../../web/meter.port.js';

@@ -7,7 +7,8 @@ import { USAGE_ALERT_THRESHOLDS, PLANS, overageAllowed, tierName as title } from
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import type { LedgerEventType } from '../../../domain/ledger/ledger.events.js';
 import type { UsageFigures } from '../../../domain/ledger/ledger.figures.js';
-import type { LedgerEntryResponse, LedgerPage } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import type { LedgerPage } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import type { LedgerEntryResponse } from '../../../../queries/shared/ledger-lines.js';
 import type { UpcomingInvoice } from '../../../../queries/get-upcoming-invoice/get-upcoming-invoice.query.js';
 import type { UsageDayDoc } from '../../../../projections/usage-days/usage-days.projection.js';
 import { html, raw, type SafeHtml } from '../pages/html.js';

@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
-import { gapOf, type HistoryRow, type ScoreVersion } from '../../../../projections/score-history/score-history.projection.js';
+import type { HistoryRow, ScoreVersion } from '../../../../projections/score-history/score-history.projection.js';
+import { gapOf } from '../../../../projections/shared/score-row.js';
 import { SOURCE_STATEMENT, citationUrl } from '../../../../queries/shared/provenance.js';
 import { isDateString, toDateString } from '../../../domain/trading-calendar.js';
 import { attributionLine } from './license.page.js';

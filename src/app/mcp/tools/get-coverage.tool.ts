@@ -1,4 +1,4 @@
-import { run as getCoverage } from '../../../../queries/get-coverage/get-coverage.controller.js';
+import { run as getCoverage } from '../../../../queries/get-coverage/get-coverage.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_coverage`, the twin of GET /v1/coverage. */

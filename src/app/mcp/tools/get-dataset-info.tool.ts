@@ -1,4 +1,4 @@
-import { run as getMeta } from '../../../../queries/get-meta/get-meta.controller.js';
+import { run as getMeta } from '../../../../queries/get-meta/get-meta.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_dataset_info`, the twin of GET /v1/meta. */

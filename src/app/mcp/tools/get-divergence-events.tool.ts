@@ -1,4 +1,4 @@
-import { run as getDivergenceEvents } from '../../../../queries/get-divergence-events/get-divergence-events.controller.js';
+import { run as getDivergenceEvents } from '../../../../queries/get-divergence-events/get-divergence-events.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_divergence_events`, the twin of GET /v1/divergence/events. */

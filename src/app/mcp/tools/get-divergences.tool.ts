@@ -1,4 +1,4 @@
-import { run as getDivergence } from '../../../../queries/get-divergence/get-divergence.controller.js';
+import { run as getDivergence } from '../../../../queries/get-divergence/get-divergence.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_divergences`, the twin of GET /v1/divergence. */

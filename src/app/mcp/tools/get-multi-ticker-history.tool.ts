@@ -1,4 +1,4 @@
-import { run as getMultiTickerHistory } from '../../../../queries/get-multi-ticker-history/get-multi-ticker-history.controller.js';
+import { run as getMultiTickerHistory } from '../../../../queries/get-multi-ticker-history/get-multi-ticker-history.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_multi_ticker_history`, the twin of GET /v1/scores/history: many tickers in one call, and incremental sync. */

@@ -1,4 +1,4 @@
-import { run as getOpenDivergences } from '../../../../queries/get-divergence-open/get-divergence-open.controller.js';
+import { run as getOpenDivergences } from '../../../../queries/get-divergence-open/get-divergence-open.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_open_divergences`, the twin of GET /v1/divergence/open. */

@@ -1,4 +1,4 @@
-import { run as getScoreHistory } from '../../../../queries/get-score-history/get-score-history.controller.js';
+import { run as getScoreHistory } from '../../../../queries/get-score-history/get-score-history.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_score_history`, the twin of GET /v1/scores/{ticker}/history. */

@@ -1,4 +1,4 @@
-import { run as getScore } from '../../../../queries/get-score/get-score.controller.js';
+import { run as getScore } from '../../../../queries/get-score/get-score.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_scores`, the twin of GET /v1/scores/{ticker}. */

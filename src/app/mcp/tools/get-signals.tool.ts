@@ -1,4 +1,4 @@
-import { run as getSignals } from '../../../../queries/get-signals/get-signals.controller.js';
+import { run as getSignals } from '../../../../queries/get-signals/get-signals.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_signals`, the twin of GET /v1/signals. */

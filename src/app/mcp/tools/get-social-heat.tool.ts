@@ -1,4 +1,4 @@
-import { run as getSocialHeat } from '../../../../queries/get-social-heat/get-social-heat.controller.js';
+import { run as getSocialHeat } from '../../../../queries/get-social-heat/get-social-heat.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_social_heat`, the twin of GET /v1/scores/social-heat/{ticker}. */

@@ -1,4 +1,4 @@
-import { run as getThemeDetail } from '../../../../queries/get-themes/get-theme-detail.controller.js';
+import { run as getThemeDetail } from '../../../../queries/get-themes/get-theme-detail.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_theme`, the twin of GET /v1/themes/{slug}. */

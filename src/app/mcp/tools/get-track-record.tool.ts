@@ -1,4 +1,4 @@
-import { run as getTrackRecord, type TrackRecordResponse } from '../../../../queries/get-track-record/get-track-record.controller.js';
+import { run as getTrackRecord, type TrackRecordResponse } from '../../../../queries/get-track-record/get-track-record.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** How many trades the text block lists, newest exit first. */

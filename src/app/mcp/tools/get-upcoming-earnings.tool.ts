@@ -1,4 +1,4 @@
-import { run as getEarnings } from '../../../../queries/get-earnings/get-earnings.controller.js';
+import { run as getEarnings } from '../../../../queries/get-earnings/get-earnings.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_upcoming_earnings`, the twin of GET /v1/earnings. */

@@ -1,4 +1,4 @@
-import { run as getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.controller.js';
+import { run as getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_usage_ledger`, the twin of GET /v1/usage/ledger. */

@@ -1,4 +1,4 @@
-import { run as getUsage } from '../../../../queries/get-usage/get-usage.controller.js';
+import { run as getUsage } from '../../../../queries/get-usage/get-usage.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `get_usage`, the twin of GET /v1/usage: how an agent reads its own balance and prices. */

@@ -1,4 +1,4 @@
-import { run as listBulkExports } from '../../../../queries/get-bulk-exports/get-bulk-exports.controller.js';
+import { run as listBulkExports } from '../../../../queries/get-bulk-exports/get-bulk-exports.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `list_bulk_exports`, the twin of GET /v1/bulk/exports. */

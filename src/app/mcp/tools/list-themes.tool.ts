@@ -1,4 +1,4 @@
-import { run as listThemes } from '../../../../queries/get-themes/get-themes.controller.js';
+import { run as listThemes } from '../../../../queries/get-themes/get-themes.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `list_themes`, the twin of GET /v1/themes. */

@@ -1,4 +1,4 @@
-import { runList as listWebhooks } from '../../../../queries/get-webhooks/get-webhooks.controller.js';
+import { runList as listWebhooks } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `list_webhooks`, the twin of GET /v1/webhooks. Registering, testing and deleting stay REST's: tools only read. */

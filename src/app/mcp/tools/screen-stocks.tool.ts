@@ -1,4 +1,4 @@
-import { run as screenStocks } from '../../../../queries/get-screener/get-screener.controller.js';
+import { run as screenStocks } from '../../../../queries/get-screener/get-screener.query.js';
 import { twinTool } from '../rest-twin.js';
 
 /** `screen_stocks`, the twin of GET /v1/screener. */
