@@ -77,10 +77,12 @@ export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 /** 400 naming the parameter, as every parameter error does. */
 const invalidParameter = (parameter: string, message: string) => badRequest(`${parameter} ${message}`, { errors: [{ parameter, message }] });
 
-/** A page's cursor: the seq of the newest line it shows. */
+/** A page's cursor as the document declares it: the seq of the newest line the page shows. */
+export const LEDGER_CURSOR = /^[0-9]{1,15}$/;
+
 function parseCursor(cursor: string | null | undefined): number | null {
   if (cursor === undefined || cursor === null || cursor === '') return null;
-  const seq = /^[0-9]{1,15}$/.test(cursor) ? Number(cursor) : NaN;
+  const seq = LEDGER_CURSOR.test(cursor) ? Number(cursor) : NaN;
   if (!Number.isSafeInteger(seq)) throw invalidParameter('cursor', 'is not valid for this query');
   return seq;
 }

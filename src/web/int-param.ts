@@ -15,11 +15,13 @@ const INTEGER = /^[+-]?\d+$/;
 
 /**
  * An integer query parameter, parsed here rather than by tsoa so that "abc", "1.5" and "" get one
- * clear 400 naming the parameter, and a value above the maximum gets the spec's 422. Absent or
- * empty (`?limit=`, as with dates) → the default.
+ * clear 400 naming the parameter, and a value above the maximum gets the spec's 422. Absent → the
+ * default; sent empty (`?limit=`) is no integer, as the document's `type: integer` says: refused
+ * like an empty date.
  */
 export function parseIntParam(name: string, value: string | undefined, rule: IntParamRule): number {
-  if (value === undefined || value === '') return rule.default;
+  if (value === undefined) return rule.default;
+  if (value === '') throw invalid(name, 'is empty; omit it for the default');
   const text = value.trim();
   if (!INTEGER.test(text)) throw invalid(name, `must be an integer (got "${value.slice(0, 40)}")`);
   const n = Number(text);
@@ -37,7 +39,7 @@ export function parseIntParam(name: string, value: string | undefined, rule: Int
 
 /** An optional integer parameter: undefined when absent. */
 export function parseOptionalIntParam(name: string, value: string | undefined, rule: Omit<IntParamRule, 'default'>): number | undefined {
-  return value === undefined || value === '' ? undefined : parseIntParam(name, value, { ...rule, default: 0 });
+  return value === undefined ? undefined : parseIntParam(name, value, { ...rule, default: 0 });
 }
 
 function invalid(name: string, message: string): AppError {

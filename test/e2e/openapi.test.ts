@@ -13,6 +13,7 @@ import { PLANS, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, isRateKey } from '../../src/domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../src/domain/ledger/ledger.events.js';
 import { FIELD_DEFINITIONS } from '../../queries/get-meta/field-definitions.js';
+import { SYNC_CURSOR } from '../../queries/get-multi-ticker-history/sync-cursor.js';
 import { INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
@@ -321,13 +322,17 @@ describe('The OpenAPI document', () => {
     const month = new RegExp(param('/v1/usage/ledger', 'month').schema.pattern as string);
     expect(['2026-01', '2026-12'].filter((m) => month.test(m))).to.have.length(2);
     expect(['2026-13', '2026-00', '2026-1'].filter((m) => month.test(m))).to.deep.equal([]);
-    // Only free-form text is left a bare string: a new integer, date or list parameter must be typed too.
+    // The cursors' forms: a ledger page's seq; `since` an instant as as_known_at, or a sync cursor.
+    const ledgerCursor = new RegExp(param('/v1/usage/ledger', 'cursor').schema.pattern as string);
+    expect(['0', '123456789012345'].filter((c) => ledgerCursor.test(c))).to.have.length(2);
+    expect(['', '-1', '1.5', '1234567890123456', 'abc'].filter((c) => ledgerCursor.test(c))).to.deep.equal([]);
+    expect(param('/v1/scores/history', 'since').schema).to.deep.equal({ type: 'string', anyOf: [...INSTANT_PARAM_SCHEMA.anyOf, { pattern: SYNC_CURSOR.source }] });
+    // No parameter is left a bare string: a new integer, date, list or cursor parameter must be typed too.
     const bare: string[] = [];
     for (const { path, op } of operationsOf(doc)) {
       for (const p of (op['parameters'] ?? []) as Json[]) if (p['in'] === 'query' && JSON.stringify(p['schema']) === '{"type":"string"}') bare.push(`${path} ${p['name']}`);
     }
-    // `since` there takes a date, an ISO instant or a restated_at timestamp; a cursor is opaque.
-    expect(bare.sort()).to.deep.equal(['/v1/scores/history since', '/v1/usage/ledger cursor']);
+    expect(bare).to.deep.equal([]);
   });
 
   it('is what the service sends: an error a client receives matches its documented example', async () => {

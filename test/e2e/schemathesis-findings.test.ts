@@ -79,6 +79,18 @@ describe('schemathesis findings: the document admits exactly what the service ac
     }
   });
 
+  it('refuses an empty integer (days=, limit=, min_score=…) with 400 naming it, as its type: integer says, on every operation of the document that takes one', async () => {
+    const integers = Object.entries(doc['paths'] as Record<string, Json>).flatMap(([path, ops]) =>
+      ((ops['get']?.['parameters'] ?? []) as Json[]).filter((p) => p['in'] === 'query' && p['schema']?.['type'] === 'integer').map((p) => [path, p['name'] as string] as const),
+    );
+    expect(integers.map(([path, name]) => `${name} on ${path}`)).to.include.members(['days on /v1/earnings', 'limit on /v1/screener', 'min_score on /v1/screener', 'limit on /v1/divergence', 'limit on /v1/signals', 'limit on /v1/usage/ledger']);
+    for (const [path, name] of integers) {
+      const url = path.replace('{ticker}', 'AAPL');
+      expect(url, `${path}: a path parameter this test does not fill`).to.not.include('{');
+      expect(await agree(path, name, '', `${url}?${name}=`), `${name}= on ${url}`).to.equal(false);
+    }
+  });
+
   it('refuses an empty as_known_at, and admits a restated_at timestamp only when it is a real date and time, in the document as in the service', async () => {
     const samples: [string, boolean][] = [
       ['', false],

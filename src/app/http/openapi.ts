@@ -14,7 +14,8 @@ import { MAX_WEBHOOK_ID } from '../../web/webhook-id.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
-import { MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { LEDGER_CURSOR, MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
+import { SYNC_CURSOR } from '../../../queries/get-multi-ticker-history/sync-cursor.js';
 import { THEME_SLUG } from '../../../queries/get-themes/get-themes.query.js';
 import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
@@ -66,7 +67,7 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/signals': { limit: integer(SIGNALS_LIMIT) },
   '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: [...DIRECTION_VALUES], description: 'case-insensitive' } },
   '/v1/earnings': { days: integer(EARNINGS_DAYS) },
-  '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source } },
+  '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source }, cursor: { type: 'string', pattern: LEDGER_CURSOR.source } },
   '/v1/coverage': { since: DATE },
   '/v1/divergence/events': { since: DATE },
   '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: INSTANT_PARAM_SCHEMA },
@@ -75,6 +76,8 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
     start: DATE,
     end: DATE,
     as_known_at: INSTANT_PARAM_SCHEMA,
+    // An instant as `as_known_at` takes it, or a cursor as the service issued it (`next_since`).
+    since: { type: 'string', anyOf: [...INSTANT_PARAM_SCHEMA.anyOf, { pattern: SYNC_CURSOR.source }] },
   },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
   // Path parameters: the controllers parse `slug` and `webhook_id` themselves too (a 400 naming them).
