@@ -19,6 +19,7 @@ export class GetBulkExportsController extends MeteredController {
   @Example<BulkExportsResponse>({
     exports: [
       {
+        bundle_id: 'exp_20261124T2230Z_3fa9c1',
         name: 'scores_history.csv.gz',
         url: 'https://api.example.com/v1/bulk/exports/exp_20261124T2230Z_3fa9c1/scores_history.csv.gz',
         row_count: 1223376,

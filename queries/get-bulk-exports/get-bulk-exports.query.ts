@@ -4,6 +4,8 @@ import { latestBundle } from '../../projections/exports/exports.projection.js';
 import type { MeteredCall } from '../shared/query-context.js';
 
 export interface BulkExport {
+  /** The bundle the file belongs to: the first segment of its download path after `/v1/bulk/exports/`. */
+  bundle_id: string;
   /** The file's name. */
   name: string;
   /**
@@ -42,6 +44,7 @@ export async function listBulkExports(reads: ReadStore, baseUrl: string): Promis
     const file = bundle?.files.find((f) => f.name === name);
     if (!bundle || !file) continue;
     exports.push({
+      bundle_id: bundle.run_id,
       name,
       url: `${baseUrl}${downloadPath(bundle.run_id, name)}`,
       row_count: file.row_count,

@@ -48,7 +48,7 @@ export class GetMultiTickerHistoryController extends MeteredController {
    * @param tickers Comma-separated symbols, case-insensitive, at most 50. When omitted, everything
    * your key can see (your coverage). Unknown symbols: 404 naming them; symbols outside your coverage: 403.
    * @param start First date (YYYY-MM-DD); floored at your tier's history depth.
-   * @param end Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise).
+   * @param end Last date (YYYY-MM-DD); capped at your as-of date. Before `start` the window is empty: no rows, no credits.
    * @param since The `next_since` of your previous answer: only what was written or entered your
    * window after it (see above). Or a plain lower bound on when rows were written (inclusive): a
    * date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value
@@ -94,7 +94,7 @@ export class GetMultiTickerHistoryController extends MeteredController {
   })
   @Response<ProblemDetails>(
     400,
-    'Malformed tickers, date or instant; more than 50 tickers; start after end (bad_request), or a since cursor altered or ahead of the data (cursor_invalid)',
+    'Malformed tickers, date or instant; more than 50 tickers (bad_request), or a since cursor altered or ahead of the data (cursor_invalid)',
   )
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or tickers outside your coverage (coverage)')

@@ -11,7 +11,6 @@ import { scoreFieldsOf, type ScoreFields } from '../../projections/shared/score-
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
-import { requireOrderedDates } from '../shared/date-window.js';
 import { parseInstantParam } from '../shared/instants.js';
 import { timestampOf } from '../../src/web/timestamp.js';
 
@@ -369,8 +368,8 @@ export async function run(
   const list = parseTickerList(tickers);
   const from = parseDateParam('start', start);
   const to = parseDateParam('end', end);
-  requireOrderedDates(from, to);
-  const sent = since?.trim() || undefined;
+  // Sent empty is no instant and no cursor: refused (parseInstantParam), like an empty as_known_at.
+  const sent = since?.trim();
   const cursor = sent !== undefined && isSyncCursor(sent) ? decodeSyncCursor(sent) : undefined;
   const sinceAt = cursor ? undefined : parseInstantParam('since', sent, 'up');
   const knownAt = parseInstantParam('as_known_at', asKnownAt);

@@ -28,7 +28,7 @@ export class GetScoreHistoryController extends MeteredController {
    * @summary Score history of one stock
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-   * @param end Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+   * @param end Last date (YYYY-MM-DD); clamped to your as-of date. Before `start` the window is empty: no rows, no credits.
    * @param asKnownAt An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
    * YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
    * as it was published at that instant (see above).
@@ -48,7 +48,7 @@ export class GetScoreHistoryController extends MeteredController {
     as_of: '2019-06-13',
     citation_url: 'https://api.example.com/stocks/AAPL?as_of=2019-06-13',
   })
-  @Response<ProblemDetails>(400, 'Malformed date or instant, or start after end')
+  @Response<ProblemDetails>(400, 'Malformed date or instant')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')

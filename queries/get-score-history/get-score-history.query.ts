@@ -6,7 +6,6 @@ import { clampWindow, type Visibility } from '../shared/visibility.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
-import { requireOrderedDates } from '../shared/date-window.js';
 import { parseInstantParam } from '../shared/instants.js';
 
 export interface HistoryRequest {
@@ -116,7 +115,6 @@ export async function run(
 ): Promise<ScoreHistoryResponse> {
   const from = parseDateParam('start', start);
   const to = parseDateParam('end', end);
-  requireOrderedDates(from, to);
   const knownAt = parseInstantParam('as_known_at', asKnownAt);
   const symbol = tickerFromPath(ticker);
   const v = await call.visibility();

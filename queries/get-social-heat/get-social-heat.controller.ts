@@ -22,7 +22,7 @@ export class GetSocialHeatController extends MeteredController {
    * @summary Social heat series of one stock
    * @param ticker Stock symbol, case-insensitive, at most 12 characters.
    * @param start First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-   * @param end Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+   * @param end Last date (YYYY-MM-DD); clamped to your as-of date. Before `start` the window is empty: no rows, no credits.
    * @example ticker "AAPL"
    */
   @Get('social-heat/{ticker}')
@@ -40,7 +40,7 @@ export class GetSocialHeatController extends MeteredController {
     as_of: '2019-06-13',
     citation_url: 'https://api.example.com/stocks/AAPL?as_of=2019-06-13',
   })
-  @Response<ProblemDetails>(400, 'Malformed date, or start after end')
+  @Response<ProblemDetails>(400, 'Malformed date')
   @Response<ProblemDetails>(401, 'Missing or unknown API key')
   @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or ticker outside your coverage (coverage)')
   @Response<ProblemDetails>(404, 'Unknown ticker')

@@ -7,7 +7,6 @@ import { clampWindow, type Visibility } from '../shared/visibility.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
-import { requireOrderedDates } from '../shared/date-window.js';
 
 /** Calendar days before d whose visits form the trailing maximum (d itself excluded). */
 export const TRAILING_DAYS = 365;
@@ -159,7 +158,6 @@ export const SOCIAL_HEAT_NOTE =
 export async function run(call: MeteredCall, ticker: string, start: string | undefined, end: string | undefined): Promise<SocialHeatResponse> {
   const from = parseDateParam('start', start);
   const to = parseDateParam('end', end);
-  requireOrderedDates(from, to);
   const symbol = tickerFromPath(ticker);
   const v = await call.visibility();
   const { rows, historyFloor } = await getSocialHeat(call.ctx.reads, v, { ticker: symbol, start: from, end: to });

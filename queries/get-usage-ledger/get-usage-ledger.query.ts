@@ -81,7 +81,7 @@ const invalidParameter = (parameter: string, message: string) => badRequest(`${p
 export const LEDGER_CURSOR = /^[0-9]{1,15}$/;
 
 function parseCursor(cursor: string | null | undefined): number | null {
-  if (cursor === undefined || cursor === null || cursor === '') return null;
+  if (cursor === undefined || cursor === null) return null;
   const seq = LEDGER_CURSOR.test(cursor) ? Number(cursor) : NaN;
   if (!Number.isSafeInteger(seq)) throw invalidParameter('cursor', 'is not valid for this query');
   return seq;

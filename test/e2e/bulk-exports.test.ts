@@ -117,8 +117,9 @@ describe('Bulk exports over HTTP (the Backtest Pack)', function () {
       listed = await listingOf(server, quant, first.run_id);
       expect(listed.map((f) => f.name)).to.deep.equal(['scores_history.csv.gz', 'divergence_events.csv.gz', 'scores_versions.csv.gz']);
       for (const f of listed) {
-        expect(f).to.have.keys('name', 'url', 'row_count', 'sha256', 'generated_at');
-        expect(f.url).to.equal(`${server.running.baseUrl}/v1/bulk/exports/${first.run_id}/${f.name}`);
+        expect(f).to.have.keys('bundle_id', 'name', 'url', 'row_count', 'sha256', 'generated_at');
+        expect(f.bundle_id).to.equal(first.run_id);
+        expect(f.url).to.equal(`${server.running.baseUrl}/v1/bulk/exports/${f.bundle_id}/${f.name}`);
         expect(f.url.startsWith(`${server.url}/`), f.url).to.equal(true);
         expect(Number.isInteger(f.row_count), `${f.name} row_count`).to.equal(true);
         expect(f.row_count).to.be.at.least(0);

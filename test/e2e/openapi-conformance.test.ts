@@ -251,11 +251,11 @@ describe('The API contract: every operation, called validly and invalidly, answe
         valid: [
           { what: 'a month', expect: 200, path: '/v1/scores/social-heat/AAPL?start=2019-03-01&end=2019-03-29' },
           { what: 'free, defaults', expect: 200, path: '/v1/scores/social-heat/AAPL', key: keys.free },
+          { what: 'end before start: an empty window', expect: 200, path: '/v1/scores/social-heat/AAPL?start=2019-03-10&end=2019-03-01' },
         ],
         invalid: [
           { what: 'unknown ticker', expect: 404, path: '/v1/scores/social-heat/NOPEX' },
           { what: 'February 30th', expect: 400, path: '/v1/scores/social-heat/AAPL?start=2019-02-30' },
-          { what: 'start after end', expect: 400, path: '/v1/scores/social-heat/AAPL?start=2019-03-10&end=2019-03-01' },
         ],
       },
       'GET /v1/signals': {
@@ -297,10 +297,10 @@ describe('The API contract: every operation, called validly and invalidly, answe
         valid: [
           { what: 'two tickers', expect: 200, path: '/v1/scores/history?tickers=AAPL,MSFT&start=2019-03-25' },
           { what: 'restated since', expect: 200, path: '/v1/scores/history?tickers=AAPL&start=2019-03-01&since=2019-03-27' },
+          { what: 'end before start: an empty window', expect: 200, path: '/v1/scores/history?tickers=AAPL&start=2019-03-28&end=2019-03-01' },
         ],
         invalid: [
           { what: 'unknown ticker', expect: 404, path: '/v1/scores/history?tickers=ZZZZZ&start=2019-03-25' },
-          { what: 'start after end', expect: 400, path: '/v1/scores/history?tickers=AAPL&start=2019-03-28&end=2019-03-01' },
           { what: '51 tickers', expect: 400, path: `/v1/scores/history?start=2019-03-25&tickers=${Array.from({ length: 51 }, (_, i) => `T${i}`).join(',')}` },
           { what: 'an empty tickers list', expect: 400, path: '/v1/scores/history?tickers=&start=2019-03-25' },
         ],

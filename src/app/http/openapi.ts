@@ -110,6 +110,20 @@ const SCHEMA_RULES: Record<string, Record<string, Json>> = {
   RegisterWebhookRequest: { url: { pattern: WEBHOOK_URL_PATTERN, maxLength: MAX_WEBHOOK_URL_LENGTH } },
 };
 
+/**
+ * Where an answer leads (OpenAPI links), so that a client generator, or a tester following links
+ * (schemathesis's stateful phase), downloads a listed file with ids the service gave.
+ */
+const RESPONSE_LINKS: Record<string, Json> = {
+  '/v1/bulk/exports': {
+    DownloadFile: {
+      operationId: 'downloadBulkExportFile',
+      parameters: { bundle_id: '$response.body#/exports/0/bundle_id', name: '$response.body#/exports/0/name' },
+      description: 'The first file of the latest bundle.',
+    },
+  },
+};
+
 /** The operations' tags, in the order a reader meets them. */
 const TAGS: readonly { name: string; description: string }[] = [
   { name: 'Scores and history', description: 'A stock’s Main-Street and Wall-Street scores today, their daily history (point in time, incremental sync) and its live social heat.' },
@@ -336,6 +350,11 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
 }
 
 /** A `tier` example's values for the operation: its minimum plan, asked for by the plan below it. */
+function withLinks(path: string, method: string, responses: Json): Json {
+  const links = method === 'get' ? RESPONSE_LINKS[path] : undefined;
+  return links ? { ...responses, 200: { ...(responses['200'] as Json), links } } : responses;
+}
+
 function tierShown(key: RateKey | undefined): Json {
   const min = key ? RATE_CARD[key].min_tier : undefined;
   const below = min ? TIERS[PLANS[min].rank - 1] : undefined;
@@ -372,7 +391,7 @@ function rateCardOf(key: RateKey): { text: string; extensions: Json } {
  */
 export function completeOpenApi(spec: Json, baseUrl: string): Json {
   const source = spec['paths'] as Paths;
-  for (const path of [...Object.keys(PARAMETER_SCHEMAS), ...DAILY_FREE_PATHS, DOWNLOAD_PATH]) {
+  for (const path of [...Object.keys(PARAMETER_SCHEMAS), ...Object.keys(RESPONSE_LINKS), ...DAILY_FREE_PATHS, DOWNLOAD_PATH]) {
     if (!source[path]) throw new Error(`openapi.ts names ${path}, which no controller serves`);
   }
   const paths: Json = {};
@@ -391,7 +410,7 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
         ...op,
         ...(card ? { description: [op.description, card.text].filter(Boolean).join('\n\n'), security: [{ api_key: [] }], ...card.extensions } : {}),
         ...(parameters ? { parameters } : {}),
-        responses: completeResponses(path, method, op, key, baseUrl),
+        responses: withLinks(path, method, completeResponses(path, method, op, key, baseUrl)),
       };
     }
     paths[path] = ops;

@@ -155,7 +155,7 @@ class CoverageFrame(models.CoverageResponse):
         return value_frame(self.tickers, "ticker", "string")
 
 
-_BULK_EXPORTS_FRAME_COLUMNS = {"name": "string", "url": "string", "row_count": "Int64", "sha256": "string", "generated_at": "string"}
+_BULK_EXPORTS_FRAME_COLUMNS = {"bundle_id": "string", "name": "string", "url": "string", "row_count": "Int64", "sha256": "string", "generated_at": "string"}
 
 
 class BulkExportsFrame(models.BulkExportsResponse):
@@ -230,7 +230,7 @@ class Operations:
 
         ticker: Stock symbol, case-insensitive, at most 12 characters.
         start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        end: Last date (YYYY-MM-DD); clamped to your as-of date.
         """
         r = self.request("GET", f"/v1/scores/social-heat/{path_segment(ticker)}", params={"start": date_param(start, "start"), "end": date_param(end, "end")})
         return SocialHeatFrame.model_validate_json(r.content)
@@ -257,22 +257,22 @@ class Operations:
 
         ticker: Stock symbol, case-insensitive, at most 12 characters.
         start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        end: Last date (YYYY-MM-DD); clamped to your as-of date.
         as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
         """
         r = self.request("GET", f"/v1/scores/{path_segment(ticker)}/history", params={"start": date_param(start, "start"), "end": date_param(end, "end"), "as_known_at": instant_param(as_known_at, "as_known_at")})
         return ScoreHistory.model_validate_json(r.content)
 
-    def get_multi_ticker_history(self, *, tickers: Sequence[str] | None = None, start: DateLike | None = None, end: DateLike | None = None, since: str | None = None, as_known_at: InstantLike | None = None) -> MultiTickerHistory:
+    def get_multi_ticker_history(self, *, tickers: Sequence[str] | None = None, start: DateLike | None = None, end: DateLike | None = None, since: InstantLike | None = None, as_known_at: InstantLike | None = None) -> MultiTickerHistory:
         """``GET /v1/scores/history``: Score history of many stocks, with incremental sync
 
         tickers: Comma-separated symbols, case-insensitive, at most 50.
         start: First date (YYYY-MM-DD); floored at your tier's history depth.
-        end: Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise).
+        end: Last date (YYYY-MM-DD); capped at your as-of date.
         since: The `next_since` of your previous answer: only what was written or entered your window after it (see above).
         as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
         """
-        r = self.request("GET", "/v1/scores/history", params={"tickers": tickers, "start": date_param(start, "start"), "end": date_param(end, "end"), "since": since, "as_known_at": instant_param(as_known_at, "as_known_at")})
+        r = self.request("GET", "/v1/scores/history", params={"tickers": tickers, "start": date_param(start, "start"), "end": date_param(end, "end"), "since": instant_param(since, "since"), "as_known_at": instant_param(as_known_at, "as_known_at")})
         return MultiTickerHistory.model_validate_json(r.content)
 
     def get_score(self, ticker: str) -> models.ScoreResponse:
@@ -440,7 +440,7 @@ class AsyncOperations:
 
         ticker: Stock symbol, case-insensitive, at most 12 characters.
         start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        end: Last date (YYYY-MM-DD); clamped to your as-of date.
         """
         r = await self.request("GET", f"/v1/scores/social-heat/{path_segment(ticker)}", params={"start": date_param(start, "start"), "end": date_param(end, "end")})
         return SocialHeatFrame.model_validate_json(r.content)
@@ -467,22 +467,22 @@ class AsyncOperations:
 
         ticker: Stock symbol, case-insensitive, at most 12 characters.
         start: First date (YYYY-MM-DD); clamped silently to your tier's history floor.
-        end: Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise).
+        end: Last date (YYYY-MM-DD); clamped to your as-of date.
         as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
         """
         r = await self.request("GET", f"/v1/scores/{path_segment(ticker)}/history", params={"start": date_param(start, "start"), "end": date_param(end, "end"), "as_known_at": instant_param(as_known_at, "as_known_at")})
         return ScoreHistory.model_validate_json(r.content)
 
-    async def get_multi_ticker_history(self, *, tickers: Sequence[str] | None = None, start: DateLike | None = None, end: DateLike | None = None, since: str | None = None, as_known_at: InstantLike | None = None) -> MultiTickerHistory:
+    async def get_multi_ticker_history(self, *, tickers: Sequence[str] | None = None, start: DateLike | None = None, end: DateLike | None = None, since: InstantLike | None = None, as_known_at: InstantLike | None = None) -> MultiTickerHistory:
         """``GET /v1/scores/history``: Score history of many stocks, with incremental sync
 
         tickers: Comma-separated symbols, case-insensitive, at most 50.
         start: First date (YYYY-MM-DD); floored at your tier's history depth.
-        end: Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise).
+        end: Last date (YYYY-MM-DD); capped at your as-of date.
         since: The `next_since` of your previous answer: only what was written or entered your window after it (see above).
         as_known_at: An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above).
         """
-        r = await self.request("GET", "/v1/scores/history", params={"tickers": tickers, "start": date_param(start, "start"), "end": date_param(end, "end"), "since": since, "as_known_at": instant_param(as_known_at, "as_known_at")})
+        r = await self.request("GET", "/v1/scores/history", params={"tickers": tickers, "start": date_param(start, "start"), "end": date_param(end, "end"), "since": instant_param(since, "since"), "as_known_at": instant_param(as_known_at, "as_known_at")})
         return MultiTickerHistory.model_validate_json(r.content)
 
     async def get_score(self, ticker: str) -> models.ScoreResponse:

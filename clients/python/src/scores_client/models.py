@@ -1392,6 +1392,10 @@ class BulkExport(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
+    bundle_id: str
+    """
+    The bundle the file belongs to: the first segment of its download path after `/v1/bulk/exports/`.
+    """
     name: str
     """
     The file's name.

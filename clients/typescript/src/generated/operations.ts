@@ -51,7 +51,7 @@ export interface GetUsageLedgerQuery {
 export interface GetSocialHeatQuery {
   /** First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
   start?: DateLike;
-  /** Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
+  /** Last date (YYYY-MM-DD); clamped to your as-of date. */
   end?: DateLike;
 }
 
@@ -73,7 +73,7 @@ export interface ScreenStocksQuery {
 export interface GetScoreHistoryQuery {
   /** First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
   start?: DateLike;
-  /** Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
+  /** Last date (YYYY-MM-DD); clamped to your as-of date. */
   end?: DateLike;
   /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above). */
   as_known_at?: DateLike;
@@ -85,10 +85,10 @@ export interface GetMultiTickerHistoryQuery {
   tickers?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['tickers'];
   /** First date (YYYY-MM-DD); floored at your tier's history depth. */
   start?: DateLike;
-  /** Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise). */
+  /** Last date (YYYY-MM-DD); capped at your as-of date. */
   end?: DateLike;
   /** The `next_since` of your previous answer: only what was written or entered your window after it (see above). */
-  since?: NonNullable<operations['getMultiTickerHistory']['parameters']['query']>['since'];
+  since?: DateLike;
   /** An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row as it was published at that instant (see above). */
   as_known_at?: DateLike;
 }
@@ -197,7 +197,7 @@ export abstract class Operations {
 
   /** `GET /v1/scores/history`: Score history of many stocks, with incremental sync */
   async getMultiTickerHistory(query: GetMultiTickerHistoryQuery = {}): Promise<components['schemas']['MultiTickerHistoryResponse']> {
-    const { data } = await this.api.GET('/v1/scores/history', { params: { query: queryOf<NonNullable<operations['getMultiTickerHistory']['parameters']['query']>>(query, { start: 'date', end: 'date', as_known_at: 'instant' }) } });
+    const { data } = await this.api.GET('/v1/scores/history', { params: { query: queryOf<NonNullable<operations['getMultiTickerHistory']['parameters']['query']>>(query, { start: 'date', end: 'date', since: 'instant', as_known_at: 'instant' }) } });
     return data!;
   }
 

@@ -1807,6 +1807,8 @@ export interface components {
             citation_url: string;
         };
         BulkExport: {
+            /** @description The bundle the file belongs to: the first segment of its download path after `/v1/bulk/exports/`. */
+            bundle_id: string;
             /** @description The file's name. */
             name: string;
             /**
@@ -3531,7 +3533,7 @@ export interface operations {
             query?: {
                 /** @description First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
                 start?: string;
-                /** @description Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
+                /** @description Last date (YYYY-MM-DD); clamped to your as-of date. Before `start` the window is empty: no rows, no credits. */
                 end?: string;
             };
             header?: never;
@@ -3559,7 +3561,7 @@ export interface operations {
                     "application/json": components["schemas"]["SocialHeatResponse"];
                 };
             };
-            /** @description Malformed date, or start after end; or a query parameter this endpoint does not take */
+            /** @description Malformed date; or a query parameter this endpoint does not take */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3922,7 +3924,7 @@ export interface operations {
             query?: {
                 /** @description First date (YYYY-MM-DD); clamped silently to your tier's history floor. */
                 start?: string;
-                /** @description Last date (YYYY-MM-DD); clamped to your as-of date; not before `start` (400 otherwise). */
+                /** @description Last date (YYYY-MM-DD); clamped to your as-of date. Before `start` the window is empty: no rows, no credits. */
                 end?: string;
                 /**
                  * @description An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
@@ -3956,7 +3958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScoreHistoryResponse"];
                 };
             };
-            /** @description Malformed date or instant, or start after end; or a query parameter this endpoint does not take */
+            /** @description Malformed date or instant; or a query parameter this endpoint does not take */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4068,7 +4070,7 @@ export interface operations {
                 tickers?: string[];
                 /** @description First date (YYYY-MM-DD); floored at your tier's history depth. */
                 start?: string;
-                /** @description Last date (YYYY-MM-DD); capped at your as-of date; not before `start` (400 otherwise). */
+                /** @description Last date (YYYY-MM-DD); capped at your as-of date. Before `start` the window is empty: no rows, no credits. */
                 end?: string;
                 /**
                  * @description The `next_since` of your previous answer: only what was written or entered your
@@ -4076,7 +4078,7 @@ export interface operations {
                  *     date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value
                  *     (YYYY-MM-DD HH:MM:SS, UTC).
                  */
-                since?: string;
+                since?: string | unknown | unknown | unknown | unknown;
                 /**
                  * @description An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
                  *     YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
@@ -4103,7 +4105,7 @@ export interface operations {
                     "application/json": components["schemas"]["MultiTickerHistoryResponse"];
                 };
             };
-            /** @description Malformed tickers, date or instant; more than 50 tickers; start after end (bad_request), or a since cursor altered or ahead of the data (cursor_invalid); or a query parameter this endpoint does not take */
+            /** @description Malformed tickers, date or instant; more than 50 tickers (bad_request), or a since cursor altered or ahead of the data (cursor_invalid); or a query parameter this endpoint does not take */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

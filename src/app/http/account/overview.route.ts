@@ -42,7 +42,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const account = await loadAccount(services.events, accountId);
   const state = stateAt(await services.ledger.state(accountId), now);
   const figures = usageFigures(state, now);
-  const cursor = typeof req.query['cursor'] === 'string' ? req.query['cursor'] : null;
+  const cursor = typeof req.query['cursor'] === 'string' && req.query['cursor'] !== '' ? req.query['cursor'] : null;
   const left = web.takeNotice(req, res);
   const [days, ledger, webhooks, invoices, upcoming, lastUsed] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
