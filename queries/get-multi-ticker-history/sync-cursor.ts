@@ -34,11 +34,6 @@ const TICKER = /^[A-Z0-9.-]{1,12}$/;
 
 export const isSyncCursor = (since: string): boolean => since.startsWith(PREFIX);
 
-/**
- * A cursor's form, as the document declares it. The form only: a cursor is valid as this service
- * issued it (its check refuses an altered one, `cursor_invalid`), which no schema can say.
- */
-export const SYNC_CURSOR = new RegExp(`^${PREFIX}[A-Za-z0-9_-]+$`);
 
 /** The text of a cursor: opaque to clients (base64url), with a check so an altered one is refused, not misread. */
 export function encodeSyncCursor(c: SyncCursor): string {

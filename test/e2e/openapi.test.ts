@@ -13,7 +13,6 @@ import { PLANS, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, isRateKey } from '../../src/domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../src/domain/ledger/ledger.events.js';
 import { FIELD_DEFINITIONS } from '../../queries/get-meta/field-definitions.js';
-import { SYNC_CURSOR } from '../../queries/get-multi-ticker-history/sync-cursor.js';
 import { INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
@@ -322,11 +321,11 @@ describe('The OpenAPI document', () => {
     const month = new RegExp(param('/v1/usage/ledger', 'month').schema.pattern as string);
     expect(['2026-01', '2026-12'].filter((m) => month.test(m))).to.have.length(2);
     expect(['2026-13', '2026-00', '2026-1'].filter((m) => month.test(m))).to.deep.equal([]);
-    // The cursors' forms: a ledger page's seq; `since` an instant as as_known_at, or a sync cursor.
+    // The ledger cursor's form (a page's seq); `since` an instant as as_known_at (a sync cursor is opaque).
     const ledgerCursor = new RegExp(param('/v1/usage/ledger', 'cursor').schema.pattern as string);
     expect(['0', '123456789012345'].filter((c) => ledgerCursor.test(c))).to.have.length(2);
     expect(['', '-1', '1.5', '1234567890123456', 'abc'].filter((c) => ledgerCursor.test(c))).to.deep.equal([]);
-    expect(param('/v1/scores/history', 'since').schema).to.deep.equal({ type: 'string', anyOf: [...INSTANT_PARAM_SCHEMA.anyOf, { pattern: SYNC_CURSOR.source }] });
+    expect(param('/v1/scores/history', 'since').schema).to.deep.equal(INSTANT_PARAM_SCHEMA);
     // No parameter is left a bare string: a new integer, date, list or cursor parameter must be typed too.
     const bare: string[] = [];
     for (const { path, op } of operationsOf(doc)) {

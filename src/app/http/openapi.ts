@@ -15,7 +15,6 @@ import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
 import { LEDGER_CURSOR, MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
-import { SYNC_CURSOR } from '../../../queries/get-multi-ticker-history/sync-cursor.js';
 import { THEME_SLUG } from '../../../queries/get-themes/get-themes.query.js';
 import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
@@ -76,8 +75,9 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
     start: DATE,
     end: DATE,
     as_known_at: INSTANT_PARAM_SCHEMA,
-    // An instant as `as_known_at` takes it, or a cursor as the service issued it (`next_since`).
-    since: { type: 'string', anyOf: [...INSTANT_PARAM_SCHEMA.anyOf, { pattern: SYNC_CURSOR.source }] },
+    // The plain forms only: a `next_since` cursor is opaque and valid only as the service issued it,
+    // and any form given here would admit forged ones it refuses (docs/api-contract.md).
+    since: INSTANT_PARAM_SCHEMA,
   },
   '/v1/scores/social-heat/{ticker}': { start: DATE, end: DATE },
   // Path parameters: the controllers parse `slug` and `webhook_id` themselves too (a 400 naming them).

@@ -4078,7 +4078,7 @@ export interface operations {
                  *     date YYYY-MM-DD (00:00 UTC), an ISO 8601 instant with a zone, or a `restated_at` value
                  *     (YYYY-MM-DD HH:MM:SS, UTC).
                  */
-                since?: string | unknown | unknown | unknown | unknown;
+                since?: string | unknown | unknown | unknown;
                 /**
                  * @description An instant: a date-time with a zone such as 2024-05-01T21:00:00Z, a date
                  *     YYYY-MM-DD (00:00 UTC), or a `restated_at` value (YYYY-MM-DD HH:MM:SS, UTC): return each row
