@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
@@ -10,6 +11,25 @@ import { LICENCE_TERMS } from './license.page.js';
 
 /** Redoc's self-contained browser bundle, served from node_modules: nothing is fetched from a CDN. */
 const REDOC_BUNDLE = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+
+/**
+ * The one outside address in Redoc's bundle: the sidebar's "API docs by Redocly" image, which no
+ * option switches off. Served as is, every visitor's browser would ask Redocly's CDN for it (and
+ * log an error on a network without outside access).
+ */
+const REDOCLY_LOGO_URL = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+
+/** An empty image written into the page itself: the attribution keeps its text, and nothing is fetched. */
+const NO_LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E";
+
+/**
+ * The bundle as served: read once, with the logo's address replaced. test/e2e/docs-pages.test.ts
+ * records every request the reference makes and fails for one to another host, so an upgrade that
+ * adds another outside address is caught there.
+ */
+export function redocBundle(): Buffer {
+  return Buffer.from(readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(REDOCLY_LOGO_URL, NO_LOGO));
+}
 
 /**
  * Starts Redoc on the live /openapi.json (so the reference always shows this server's base URL).
@@ -27,12 +47,11 @@ Redoc.init('/openapi.json', {
 `;
 
 /**
- * Redoc injects its styles and runs its search index in a blob worker; the one asset it fetches
- * from outside is its own logo (`cdn.redoc.ly/redoc/logo-mini.svg`, in the sidebar's "API docs
- * by Redocly" link, which cannot be switched off), admitted as an image and nothing else.
+ * Redoc injects its styles and runs its search index in a blob worker. Nothing comes from another
+ * host: its logo, the one outside asset of the bundle, is replaced as the bundle is served.
  */
 const DOCS_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https://cdn.redoc.ly; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const CACHE_DOCS = 'public, max-age=300';
 
@@ -216,10 +235,12 @@ function docsPage(baseUrl: string, demo: boolean): SafeHtml {
 
 /** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs. */
 export function registerDocsPages(app: Express, services: Services): void {
+  const bundle = redocBundle();
   app.get('/docs', (_req, res) => sendHtml(res, 200, docsPage(services.baseUrl(), services.config.demo), { cacheControl: CACHE_DOCS, csp: DOCS_CSP }));
   app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl()), { cacheControl: CACHE_DOCS }));
   app.get('/docs/assets/redoc.standalone.js', (_req, res) => {
-    res.sendFile(REDOC_BUNDLE, { maxAge: '1d', headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.type('text/javascript; charset=utf-8').send(bundle);
   });
   app.get('/docs/assets/docs.js', (_req, res) => {
     res.setHeader('Cache-Control', CACHE_DOCS);
