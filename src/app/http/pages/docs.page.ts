@@ -7,6 +7,7 @@ import { PLANS, TIERS, type Tier } from '../../../domain/plans.js';
 import { RATE_CARD, RATE_KEYS, type RateCardEntry } from '../../../domain/rate-card.js';
 import { problemOf } from '../../../web/problem.js';
 import { html, page, raw, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
+import { GUIDE_LINKS, guidesNav } from './guides.page.js';
 import { LICENCE_TERMS } from './license.page.js';
 
 /** Redoc's self-contained browser bundle, served from node_modules: nothing is fetched from a CDN. */
@@ -150,7 +151,7 @@ const tierName = (t: Tier) => LICENCE_TERMS[t].name;
 const costOf = (e: RateCardEntry) => (e.credits === 0 ? 'free' : `${e.credits} per ${e.unit}`);
 const gated = RATE_KEYS.map((k) => RATE_CARD[k]).filter((e) => e.min_tier !== 'free');
 
-function errorsPage(baseUrl: string): SafeHtml {
+function errorsPage(baseUrl: string, demo: boolean): SafeHtml {
   const example = problemOf('coverage', `${COVERAGE_EXAMPLE} is outside your coverage (top100); upgrade or add Pro for the full universe`, baseUrl, {
     coverage: 'top100',
   });
@@ -167,7 +168,8 @@ ${
 }
 </section>`;
   });
-  const body = html`<h1>Errors</h1>
+  const body = html`${guidesNav('/docs/errors')}
+<h1>Errors</h1>
 <p>Every error is an <code>application/problem+json</code> document (RFC 9457) with a stable <code>code</code>. Its <code>type</code> is a link to the code's section below. Responses to an authenticated call carry <code>X-Credits-Remaining</code>, errors included, and every response carries <code>X-Request-Id</code>.</p>
 <pre><code>${JSON.stringify(example, null, 2)}</code></pre>
 <table>
@@ -175,7 +177,7 @@ ${
 <tbody>${ERROR_CODES.map((c) => html`<tr><td><a href="#${c}"><code>${c}</code></a></td><td class="num">${statusOf(c)}</td><td>${titleOf(c)}</td></tr>`)}</tbody>
 </table>
 ${sections}`;
-  return page({ title: `Errors — ${SERVICE_NAME}`, canonical: `${baseUrl}/docs/errors`, body });
+  return page({ demo, title: `Errors — ${SERVICE_NAME}`, canonical: `${baseUrl}/docs/errors`, body });
 }
 
 
@@ -184,6 +186,8 @@ function intro(baseUrl: string): SafeHtml {
 <h1>${SERVICE_NAME} reference</h1>
 <p>Daily Main-Street (measured consumer demand) and Wall-Street (analyst sentiment) scores, 0-100, with a composite <code>service_score</code> and the <code>divergence_gap</code> between them, for 500+ US-listed stocks.</p>
 <dl>
+<dt>Guides</dt>
+<dd><nav class="guides-inline" aria-label="Guides">${GUIDE_LINKS.map((l, i) => html`${i > 0 ? ' · ' : ''}<a href="${l.path}">${l.title}</a>`)}</nav>. Each operation below has a <code>curl</code> line to copy (set <code>SCORES_API_KEY</code> to your key).</dd>
 <dt>Base URL</dt>
 <dd><code>${baseUrl}</code>. Every endpoint is under <code>/v1</code>; every response is JSON.</dd>
 <dt>Authentication</dt>
@@ -233,11 +237,11 @@ function docsPage(baseUrl: string, demo: boolean): SafeHtml {
   });
 }
 
-/** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs. */
+/** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs (the guides: guides.page.ts). */
 export function registerDocsPages(app: Express, services: Services): void {
   const bundle = redocBundle();
   app.get('/docs', (_req, res) => sendHtml(res, 200, docsPage(services.baseUrl(), services.config.demo), { cacheControl: CACHE_DOCS, csp: DOCS_CSP }));
-  app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl()), { cacheControl: CACHE_DOCS }));
+  app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl(), services.config.demo), { cacheControl: CACHE_DOCS }));
   app.get('/docs/assets/redoc.standalone.js', (_req, res) => {
     res.setHeader('Cache-Control', 'public, max-age=86400');
     res.type('text/javascript; charset=utf-8').send(bundle);
