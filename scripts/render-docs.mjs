@@ -33,19 +33,8 @@ export const GUIDES = [
     lead: 'A webhook sends an HTTPS `POST` with a JSON body to your endpoint when one of its event types happens: `score_move` (a stock\'s `service_score` moves by 10 or more from its previous scored day) or `divergence_event` (a new divergence extreme starts, the flag date of an event of `GET /v1/divergence/events`). Webhooks need the quant plan or higher and cost no credits.',
     keep: ['Endpoints', 'Signing', 'The envelope', 'Retries and deactivation', 'Address safety'],
   },
-  {
-    slug: 'exports',
-    source: 'docs/exports.md',
-    lead: 'A quant or enterprise key can take the whole dataset at once: three gzipped CSV files, rebuilt every night after the day\'s publication. `GET /v1/bulk/exports` lists the latest bundle; each file\'s `url` downloads it with the same key. Neither the listing nor a download costs credits, but every download is recorded.',
-    keep: ['The files', 'Listing and downloading', 'When bundles are built'],
-  },
-  {
-    slug: 'ledger',
-    source: 'docs/ledger.md',
-    title: 'Ledger and audit',
-    lead: 'Every charge, pack, plan change and month closing of your account is a line of a hash-chained ledger that you can read, verify outside the service, and hold the service to with signed heads. `GET /v1/usage` shows your balance; `GET /v1/usage/ledger` (free) lists the lines.',
-    keep: ['Checking a bill: `GET /v1/usage/ledger`', 'Signed heads'],
-  },
+  { slug: 'exports', source: 'docs/guides/exports.md' },
+  { slug: 'ledger', source: 'docs/guides/ledger.md' },
   { slug: 'methodology', source: 'docs/methodology.md' },
   { slug: 'sdks', source: 'docs/guides/sdks.md' },
   { slug: 'mcp', source: 'docs/guides/mcp.md' },
@@ -74,9 +63,26 @@ function sections(markdown) {
   return out;
 }
 
+/**
+ * `@include <file>#<heading id> <lang>` on a line of its own: the first ```<lang> block under that
+ * heading of that file, so that a script another doc holds (and a test runs as written there) is
+ * shown without a second copy.
+ */
+function includes(text, from) {
+  return text.replace(/^@include (\S+)#(\S+) (\w+)$/gm, (_m, file, id, lang) => {
+    const source = readFileSync(join(root, file), 'utf8');
+    const heading = source.split('\n').findIndex((l) => /^#{2,6} /.test(l) && slugify(l.replace(/^#+ /, '')) === id);
+    if (heading < 0) throw new Error(`${from}: ${file} has no heading #${id}`);
+    const rest = source.split('\n').slice(heading + 1).join('\n');
+    const block = new RegExp('^```' + lang + '\\n([\\s\\S]*?)^```$', 'm').exec(rest);
+    if (!block) throw new Error(`${from}: no \`\`\`${lang} block under ${file}#${id}`);
+    return '```' + lang + '\n' + block[1] + '```';
+  });
+}
+
 /** The customer's part of a guide's source, as Markdown. */
 function customerMarkdown(guide) {
-  const text = readFileSync(join(root, guide.source), 'utf8');
+  const text = includes(readFileSync(join(root, guide.source), 'utf8'), guide.source);
   const [intro, ...rest] = sections(text);
   const h1 = intro.lines.find((l) => l.startsWith('# '));
   const title = guide.title ?? h1.slice(2).trim();
