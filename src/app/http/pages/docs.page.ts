@@ -33,8 +33,9 @@ export function redocBundle(): Buffer {
 }
 
 /**
- * Starts Redoc on the live /openapi.json (so the reference always shows this server's base URL).
- * A file, not an inline script, so the page's policy can forbid inline scripts.
+ * Starts Redoc on the live /openapi.json (so the reference always shows this server's base URL),
+ * and makes each code sample's scrolling box focusable as it appears. A file, not an inline
+ * script, so the page's policy can forbid inline scripts.
  */
 const REDOC_INIT = `'use strict';
 Redoc.init('/openapi.json', {
@@ -45,6 +46,10 @@ Redoc.init('/openapi.json', {
   pathInMiddlePanel: true,
   theme: { typography: { fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif', headings: { fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif' } } }
 }, document.getElementById('redoc'));
+// A code sample's box scrolls sideways: it takes focus so that a keyboard can scroll it too.
+new MutationObserver(function () {
+  document.querySelectorAll('#redoc [role="tabpanel"] pre:not([tabindex])').forEach(function (pre) { pre.setAttribute('tabindex', '0'); });
+}).observe(document.getElementById('redoc'), { childList: true, subtree: true });
 `;
 
 /**
