@@ -119,6 +119,8 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     { name: 'home', path: '/', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
     { name: 'stock-AAPL', path: '/stocks/AAPL', ready: (p) => p.locator('#score-chart[data-drawn]').waitFor() },
     { name: 'docs', path: '/docs', ready: (p) => p.locator('#redoc .api-content').waitFor({ timeout: 60_000 }) },
+    { name: 'guide-ledger', path: '/docs/ledger', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
+    { name: 'guide-webhooks', path: '/docs/webhooks', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
     { name: 'sign-in', path: '/account/sign-in', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor(), anonymous: true },
     { name: 'account', path: '/account', ready: (p) => p.locator('#usage-chart[data-drawn]').waitFor() },
   ];
