@@ -123,6 +123,7 @@ nav.guides ul, ul.guides { display: flex; flex-wrap: wrap; gap: var(--s1) var(--
 nav.guides a[aria-current="page"] { font-weight: 700; text-decoration: none; color: var(--fg); }
 .guide pre.code { white-space: pre; overflow-x: auto; overflow-wrap: normal; }
 .guide pre.code code { overflow-wrap: normal; }
+.guide td code { white-space: normal; }
 .guide h2, .guide h3 { scroll-margin-top: var(--s4); }
 `;
 
