@@ -6,6 +6,11 @@
 //
 // Run with tsx loaded (node --import tsx), so that the samples come from the document exactly as
 // /openapi.json serves it (servedOpenApi over tsoa's swagger.json).
+//
+// Markdown by `marked` (pinned, 18.2.1, a dev dependency: used at build time only): CommonMark and
+// GFM tables, no dependencies of its own, MIT, released every few weeks (18.2.1 on 2026-11-16),
+// and its renderer hooks give the heading ids, the link rewriting and the scrolling code blocks
+// below without a plugin. Redoc still bundles its own older copy (4.3.0, nested under redoc).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
