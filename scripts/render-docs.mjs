@@ -102,9 +102,12 @@ function customerMarkdown(guide) {
 /**
  * Links written for the repository: one to a guide's source becomes its page (`/docs/<slug>`,
  * anchor kept); one to another file of the repository is not served, so it stays as its name in
- * code; web links and anchors are left alone.
+ * code; `site:/path` is a page of the server with no Markdown source (`site:/docs/errors`,
+ * `site:/license`), so that every other link in docs/ stays a path of the repository; web links
+ * and anchors are left alone.
  */
 function linkTarget(href, from) {
+  if (href.startsWith('site:/')) return href.slice('site:'.length);
   if (/^(https?:|mailto:|#)/.test(href) || href.startsWith('/')) return href;
   const [file, anchor] = href.split('#');
   const path = join(dirname(join(root, from)), file).slice(root.length + 1);
