@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds (tsoa routes + tsc) when any source is newer than the last build; otherwise returns at once.
+// Builds (tsoa routes, the docs' guides and samples, tsc) when any source is newer than the last build; otherwise returns at once.
 import { execSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
-const inputs = ['src', 'commands', 'queries', 'projections', 'infra', 'test', 'tsoa.json', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
+const inputs = ['src', 'commands', 'docs', 'scripts/render-docs.mjs', 'queries', 'projections', 'infra', 'test', 'tsoa.json', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
 
 function newest(path) {
   if (!existsSync(path)) return 0;

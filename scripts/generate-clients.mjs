@@ -70,11 +70,20 @@ async function startServer() {
   };
 }
 
+/**
+ * The document without the reference's `x-codeSamples`: they are documentation made from the SDKs
+ * (scripts/render-docs.mjs), so the SDKs are not generated from them.
+ */
+function withoutCodeSamples(doc) {
+  for (const ops of Object.values(doc.paths)) for (const op of Object.values(ops)) delete op['x-codeSamples'];
+  return doc;
+}
+
 /** Writes the generated files under `out` from the document at `url`. */
 async function generate(url, out, python) {
   const res = await fetch(`${url}/openapi.json`);
   if (!res.ok) throw new Error(`GET ${url}/openapi.json: ${res.status}`);
-  const doc = await res.json();
+  const doc = withoutCodeSamples(await res.json());
   const servers = JSON.stringify(doc.servers);
   if (servers !== JSON.stringify([{ url: PUBLIC_BASE_URL }])) throw new Error(`the server's document names ${servers}: start it with PUBLIC_BASE_URL=${PUBLIC_BASE_URL}`);
   for (const f of Object.values(FILES)) mkdirSync(dirname(join(out, f)), { recursive: true });

@@ -16,6 +16,7 @@ import { compressBodies, dailyEtag, DAILY_FREE_PATHS } from './fair-use.js';
 import { noStore, PRIVATE_PATH_PREFIXES } from './private-responses.js';
 import { problemOf } from '../../web/problem.js';
 import { registerPages } from './pages/index.js';
+import { withCodeSamples } from './pages/code-samples.js';
 import { registerAccount } from './account/index.js';
 import { observeRequests, registerMetricsRoutes } from './metrics.routes.js';
 import { v1PathsAndMethods } from './v1-paths.js';
@@ -124,7 +125,7 @@ function registerServiceRoutes(app: Express, services: Services, openapi: Record
   app.get('/openapi.json', (_req, res) => {
     const base = services.baseUrl();
     if (served?.base !== base) {
-      served = { base, doc: servedOpenApi(openapi, base) };
+      served = { base, doc: withCodeSamples(servedOpenApi(openapi, base), base) };
     }
     res.json(served.doc);
   });

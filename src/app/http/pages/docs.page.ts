@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
@@ -6,14 +7,35 @@ import { PLANS, TIERS, type Tier } from '../../../domain/plans.js';
 import { RATE_CARD, RATE_KEYS, type RateCardEntry } from '../../../domain/rate-card.js';
 import { problemOf } from '../../../web/problem.js';
 import { html, page, raw, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
+import { GUIDE_LINKS, guidesNav } from './guides.page.js';
 import { LICENCE_TERMS } from './license.page.js';
 
 /** Redoc's self-contained browser bundle, served from node_modules: nothing is fetched from a CDN. */
 const REDOC_BUNDLE = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
 
 /**
- * Starts Redoc on the live /openapi.json (so the reference always shows this server's base URL).
- * A file, not an inline script, so the page's policy can forbid inline scripts.
+ * The one outside address in Redoc's bundle: the sidebar's "API docs by Redocly" image, which no
+ * option switches off. Served as is, every visitor's browser would ask Redocly's CDN for it (and
+ * log an error on a network without outside access).
+ */
+const REDOCLY_LOGO_URL = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+
+/** An empty image written into the page itself: the attribution keeps its text, and nothing is fetched. */
+const NO_LOGO = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='1' height='1'/%3E";
+
+/**
+ * The bundle as served: read once, with the logo's address replaced. test/e2e/docs-pages.test.ts
+ * records every request the reference makes and fails for one to another host, so an upgrade that
+ * adds another outside address is caught there.
+ */
+export function redocBundle(): Buffer {
+  return Buffer.from(readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(REDOCLY_LOGO_URL, NO_LOGO));
+}
+
+/**
+ * Starts Redoc on the live /openapi.json (so the reference always shows this server's base URL),
+ * and makes each code sample's scrolling box focusable as it appears. A file, not an inline
+ * script, so the page's policy can forbid inline scripts.
  */
 const REDOC_INIT = `'use strict';
 Redoc.init('/openapi.json', {
@@ -24,15 +46,18 @@ Redoc.init('/openapi.json', {
   pathInMiddlePanel: true,
   theme: { typography: { fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif', headings: { fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, sans-serif' } } }
 }, document.getElementById('redoc'));
+// A code sample's box scrolls sideways: it takes focus so that a keyboard can scroll it too.
+new MutationObserver(function () {
+  document.querySelectorAll('#redoc [role="tabpanel"] pre:not([tabindex])').forEach(function (pre) { pre.setAttribute('tabindex', '0'); });
+}).observe(document.getElementById('redoc'), { childList: true, subtree: true });
 `;
 
 /**
- * Redoc injects its styles and runs its search index in a blob worker; the one asset it fetches
- * from outside is its own logo (`cdn.redoc.ly/redoc/logo-mini.svg`, in the sidebar's "API docs
- * by Redocly" link, which cannot be switched off), admitted as an image and nothing else.
+ * Redoc injects its styles and runs its search index in a blob worker. Nothing comes from another
+ * host: its logo, the one outside asset of the bundle, is replaced as the bundle is served.
  */
 const DOCS_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https://cdn.redoc.ly; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const CACHE_DOCS = 'public, max-age=300';
 
@@ -131,7 +156,7 @@ const tierName = (t: Tier) => LICENCE_TERMS[t].name;
 const costOf = (e: RateCardEntry) => (e.credits === 0 ? 'free' : `${e.credits} per ${e.unit}`);
 const gated = RATE_KEYS.map((k) => RATE_CARD[k]).filter((e) => e.min_tier !== 'free');
 
-function errorsPage(baseUrl: string): SafeHtml {
+function errorsPage(baseUrl: string, demo: boolean): SafeHtml {
   const example = problemOf('coverage', `${COVERAGE_EXAMPLE} is outside your coverage (top100); upgrade or add Pro for the full universe`, baseUrl, {
     coverage: 'top100',
   });
@@ -148,7 +173,8 @@ ${
 }
 </section>`;
   });
-  const body = html`<h1>Errors</h1>
+  const body = html`${guidesNav('/docs/errors')}
+<h1>Errors</h1>
 <p>Every error is an <code>application/problem+json</code> document (RFC 9457) with a stable <code>code</code>. Its <code>type</code> is a link to the code's section below. Responses to an authenticated call carry <code>X-Credits-Remaining</code>, errors included, and every response carries <code>X-Request-Id</code>.</p>
 <pre><code>${JSON.stringify(example, null, 2)}</code></pre>
 <table>
@@ -156,7 +182,7 @@ ${
 <tbody>${ERROR_CODES.map((c) => html`<tr><td><a href="#${c}"><code>${c}</code></a></td><td class="num">${statusOf(c)}</td><td>${titleOf(c)}</td></tr>`)}</tbody>
 </table>
 ${sections}`;
-  return page({ title: `Errors — ${SERVICE_NAME}`, canonical: `${baseUrl}/docs/errors`, body });
+  return page({ demo, title: `Errors — ${SERVICE_NAME}`, canonical: `${baseUrl}/docs/errors`, body });
 }
 
 
@@ -165,6 +191,8 @@ function intro(baseUrl: string): SafeHtml {
 <h1>${SERVICE_NAME} reference</h1>
 <p>Daily Main-Street (measured consumer demand) and Wall-Street (analyst sentiment) scores, 0-100, with a composite <code>service_score</code> and the <code>divergence_gap</code> between them, for 500+ US-listed stocks.</p>
 <dl>
+<dt>Guides</dt>
+<dd><nav class="guides-inline" aria-label="Guides">${GUIDE_LINKS.map((l, i) => html`${i > 0 ? ' · ' : ''}<a href="${l.path}">${l.title}</a>`)}</nav>. Each operation below has a <code>curl</code> line to copy (set <code>SCORES_API_KEY</code> to your key).</dd>
 <dt>Base URL</dt>
 <dd><code>${baseUrl}</code>. Every endpoint is under <code>/v1</code>; every response is JSON.</dd>
 <dt>Authentication</dt>
@@ -214,12 +242,14 @@ function docsPage(baseUrl: string, demo: boolean): SafeHtml {
   });
 }
 
-/** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs. */
+/** `/docs` (intro + Redoc on /openapi.json), `/docs/errors`, and the two scripts the reference needs (the guides: guides.page.ts). */
 export function registerDocsPages(app: Express, services: Services): void {
+  const bundle = redocBundle();
   app.get('/docs', (_req, res) => sendHtml(res, 200, docsPage(services.baseUrl(), services.config.demo), { cacheControl: CACHE_DOCS, csp: DOCS_CSP }));
-  app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl()), { cacheControl: CACHE_DOCS }));
+  app.get('/docs/errors', (_req, res) => sendHtml(res, 200, errorsPage(services.baseUrl(), services.config.demo), { cacheControl: CACHE_DOCS }));
   app.get('/docs/assets/redoc.standalone.js', (_req, res) => {
-    res.sendFile(REDOC_BUNDLE, { maxAge: '1d', headers: { 'Content-Type': 'text/javascript; charset=utf-8' } });
+    res.setHeader('Cache-Control', 'public, max-age=86400');
+    res.type('text/javascript; charset=utf-8').send(bundle);
   });
   app.get('/docs/assets/docs.js', (_req, res) => {
     res.setHeader('Cache-Control', CACHE_DOCS);

@@ -5,6 +5,7 @@ import { CREDIT_PACKS, PLANS, PRO_MONTHLY_PRICE_USD, PRO_OVERLAY, TIERS, type Co
 import { RATE_CARD, RATE_KEYS, describeCost } from '../../../domain/rate-card.js';
 import { loadStockPage, PUBLIC_ENTITLEMENTS, type StockPageData } from '../../../../queries/get-stock-page/get-stock-page.query.js';
 import { TOP100_RANK } from '../../../../queries/shared/visibility.js';
+import { GUIDE_LINKS } from './guides.page.js';
 import { LICENCE_TERMS } from './license.page.js';
 import { html, page, sendHtml, SERVICE_NAME, type SafeHtml } from './html.js';
 
@@ -31,7 +32,7 @@ const score = (x: number) => (Math.round(x * 10) / 10 === x ? x.toFixed(1) : Str
 function intro(): SafeHtml {
   return html`<h1>${SERVICE_NAME}</h1>
 <p>Each trading day, for 500+ US stocks, the ${SERVICE_NAME} publishes a <strong>Main-Street</strong> score (measured consumer demand), a <strong>Wall-Street</strong> score (analyst sentiment), both 0-100, and their composite <code>service_score</code>. Around them: the history of every score with its restatements (point in time, for backtests), a screener, the divergences between the two scores, webhooks, bulk CSV exports and a hosted MCP server for AI assistants. You call it with an API key; each call costs credits from your plan's monthly allowance.</p>
-<p><a href="/account/sign-in"><strong>Sign in or get a free key</strong></a> · <a href="/docs">API reference</a> · <a href="/openapi.json">OpenAPI document</a> · <a href="/license">Licence terms</a></p>`;
+<p><a href="/account/sign-in"><strong>Sign in or get a free key</strong></a> · <a href="/docs/getting-started">Getting started</a> · <a href="/docs">API reference</a> · <a href="/openapi.json">OpenAPI document</a> · <a href="/license">Licence terms</a></p>`;
 }
 
 /** The free tier's view of the example stock: the same query, hence the same row, as its public page. */
@@ -105,6 +106,8 @@ function access(baseUrl: string): SafeHtml {
 <dl>
 <dt>REST</dt>
 <dd>Every endpoint is under <code>${baseUrl}/v1</code> and takes your key in the <code>X-API-Key</code> header. The <a href="/docs">API reference</a> documents each one; <a href="/openapi.json">/openapi.json</a> is the machine-readable description.</dd>
+<dt>Guides</dt>
+<dd><ul class="guides">${GUIDE_LINKS.map((l) => html`<li><a href="${l.path}">${l.title}</a></li>`)}</ul></dd>
 <dt>MCP</dt>
 <dd>A hosted MCP server (streamable HTTP, JSON-RPC over POST) at <a href="/mcp/http"><code>${baseUrl}/mcp/http</code></a>, for AI assistants. It takes the same <code>X-API-Key</code> header, and its tools answer and charge as their REST endpoints do.</dd>
 <dt>Licence</dt>

@@ -1,6 +1,7 @@
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
 import { registerDocsPages } from './docs.page.js';
+import { registerGuidePages } from './guides.page.js';
 import { registerHomePage } from './home.page.js';
 import { registerLicencePage } from './license.page.js';
 import { registerLlmsTxt } from './llms-txt.page.js';
@@ -11,7 +12,7 @@ import { SITE_CSS } from './site.css.js';
 /**
  * The public, key-less pages: the home page (what the data is, an example, the prices), each
  * stock's citation page, the licence terms, the docs (Redoc on /openapi.json, and the error
- * reference problem `type`s link to), /llms.txt (the map for agents), and the redirect of the retired charts path. Registered
+ * reference problem `type`s link to), the guides (/docs/<slug>, rendered from docs/ at build time), /llms.txt (the map for agents), and the redirect of the retired charts path. Registered
  * before the tsoa routes.
  */
 export function registerPages(app: Express, services: Services): void {
@@ -24,6 +25,7 @@ export function registerPages(app: Express, services: Services): void {
   registerStockPage(app, services);
   registerLicencePage(app, services);
   registerDocsPages(app, services);
+  registerGuidePages(app, services);
   registerLlmsTxt(app, services);
   registerRetiredRoutes(app, services);
 }

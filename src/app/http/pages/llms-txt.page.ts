@@ -1,8 +1,9 @@
 import type { Express } from 'express';
 import type { Services } from '../../container.js';
 import { CREDIT_PACKS, PLANS, PRO_MONTHLY_PRICE_USD, PRO_OVERLAY, TIERS, type TierPlan } from '../../../domain/plans.js';
-import { RATE_CARD, RATE_KEYS, describeCost, endpointOf } from '../../../domain/rate-card.js';
+import { RATE_CARD, RATE_KEYS, describeCost, endpointOf, type RateKey } from '../../../domain/rate-card.js';
 import { SERVICE_VERSION } from '../../version.js';
+import { GUIDE_LINKS } from './guides.page.js';
 import { SERVICE_NAME } from './html.js';
 
 const usd = (n: number) => `$${n.toLocaleString('en-US')}`;
@@ -18,6 +19,15 @@ function planLine(p: Readonly<TierPlan>): string {
 }
 
 /**
+ * The REST endpoint a tool mirrors: its rate-card key's first GET route, as the tool's own
+ * description says (src/app/mcp/rest-twin.ts, `describeTool`: tools only read, and `webhooks` lists
+ * its POST first). test/e2e/llms-txt.test.ts holds every line to the tools' definitions.
+ */
+function mirroredRoute(key: RateKey): { method: string; path: string } | undefined {
+  return RATE_CARD[key].routes.find((r) => r.method === 'GET');
+}
+
+/**
  * `/llms.txt` (https://llmstxt.org): a plain-text map of the API for agents. The prices, plans and
  * tools are read from the rate card and the plan table, the version from package.json: nothing
  * here is typed twice.
@@ -28,7 +38,11 @@ export function llmsTxt(baseUrl: string): string {
     const tool = e.mcp_tool ? `; MCP tool \`${e.mcp_tool}\`` : '';
     return `- ${endpointOf(k)}: ${describeCost(k)}, ${e.min_tier} plan or higher${tool}`;
   });
-  const tools = RATE_KEYS.flatMap((k) => (RATE_CARD[k].mcp_tool ? [`- \`${RATE_CARD[k].mcp_tool}\`: mirrors ${RATE_CARD[k].routes[0]!.method} ${RATE_CARD[k].routes[0]!.path}, ${describeCost(k)}`] : []));
+  const tools = RATE_KEYS.flatMap((k) => {
+    const tool = RATE_CARD[k].mcp_tool;
+    const twin = mirroredRoute(k);
+    return tool && twin ? [`- \`${tool}\`: mirrors ${twin.method} ${twin.path}, ${describeCost(k)}`] : [];
+  });
   return [
     `# ${SERVICE_NAME}`,
     '',
@@ -44,7 +58,14 @@ export function llmsTxt(baseUrl: string): string {
     `- [OpenAPI document](${baseUrl}/openapi.json): the contract, with each operation's price as \`x-credits\` and minimum plan as \`x-min-tier\``,
     `- [Error codes](${baseUrl}/docs/errors): what each problem \`code\` means and what to do`,
     `- [Licence terms](${baseUrl}/license): what each plan may do with the data`,
-    '- Client SDKs: TypeScript (`clients/typescript`, openapi-fetch) and Python (`clients/python`, httpx and pydantic, pandas frames), with retries, typed errors, incremental sync and webhook verification',
+    '',
+    '## Guides',
+    '',
+    ...GUIDE_LINKS.map((l) => `- [${l.title}](${baseUrl}${l.path})`),
+    '',
+    '## SDKs',
+    '',
+    `Python (\`scores-client\`: httpx and pydantic, pandas frames) and TypeScript (\`@scores/client\`), with retries, typed errors, incremental sync and webhook verification. Not on PyPI or npm yet: from a checkout of the repository, \`pip install "./clients/python[pandas]"\`; for TypeScript, \`cd clients/typescript && npm install && npm pack\`, then \`npm install /path/to/scores-client-1.0.0.tgz\` in your project. See [SDKs](${baseUrl}/docs/sdks).`,
     '',
     '## REST endpoints and prices',
     '',

@@ -117,6 +117,14 @@ table.ledger td:nth-child(3) { min-width: 14rem; }
 .note > p:last-child, .notice > p:last-child { margin-bottom: 0; }
 #notice { margin: var(--s3) 0; }
 form.confirm { display: flex; flex-wrap: wrap; gap: var(--s2); align-items: center; margin-top: var(--s4); }
+
+/* Guides (/docs/<slug>): the guides' nav wraps on a phone; a code block keeps its lines and scrolls inside itself */
+nav.guides ul, ul.guides { display: flex; flex-wrap: wrap; gap: var(--s1) var(--s4); list-style: none; margin: var(--s3) 0; padding: 0; font-size: var(--t-sm); }
+nav.guides a[aria-current="page"] { font-weight: 700; text-decoration: none; color: var(--fg); }
+.guide pre.code { white-space: pre; overflow-x: auto; overflow-wrap: normal; }
+.guide pre.code code { overflow-wrap: normal; }
+.guide td code { white-space: normal; }
+.guide h2, .guide h3 { scroll-margin-top: var(--s4); }
 `;
 
 /** The stylesheet's URL, versioned by its content so it can be cached for a long time. */
