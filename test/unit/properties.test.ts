@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { decideAndFold, ledgerDecider } from '../../src/domain/ledger/ledger.decider.js';
-import { quotePro, quoteUpgrade } from '../../src/domain/billing/plan-quotes.js';
+import { quotePro, quoteUpgrade } from '../../src/domain/ledger/plan-quotes.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { INGEST_KINDS, type IngestKind } from '../../commands/ingest/ingest.schema.js';

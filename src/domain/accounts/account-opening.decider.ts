@@ -64,6 +64,6 @@ function decide(s: AccountStreams, command: AccountStreamsCommand, now: Date): D
 /** Read on the account's stream, then its ledger's, then the claim's (as named by the command). */
 export const accountStreamsDecider: Decider<AccountStreams, AccountStreamsCommand, AccountEvent> = {
   initialState: () => ({ account: initialAccountState(), ledger: initialLedgerState, claim: emailClaimDecider.initialState() }),
-  evolve: evolve as (s: AccountStreams, e: AccountEvent) => AccountStreams,
+  evolve,
   decide,
 };

@@ -87,7 +87,7 @@ export type PlanCancellationScheduled = Event<'PlanCancellationScheduled', { eff
 export type PlanDowngradeScheduled = Event<'PlanDowngradeScheduled', { tier: Tier; effective_at: string }>;
 
 /**
- * A change that costs more, charged at once for the rest of the month (src/domain/billing/proration.ts):
+ * A change that costs more, charged at once for the rest of the month (src/domain/ledger/proration.ts):
  * an upgrade (`kind` plan, `from` → `to` tiers) or a Pro membership started mid-month (`kind` pro).
  * `payment_ref` is the Billing port's reference of the payment.
  */

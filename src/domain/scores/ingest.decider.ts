@@ -163,7 +163,7 @@ export const ingestDecider: Decider<IngestState, IngestBatch, IngestEvent, Inges
   evolve(state, e) {
     const stream = e.streamId ?? '';
     let values = state.get(stream);
-    if (!values) state.set(stream, (values = new Map()));
+    if (!values) state.set(stream, (values = new Map<string, unknown>()));
     applyEvent(values, e);
     return state;
   },
