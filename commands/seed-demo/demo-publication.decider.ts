@@ -16,6 +16,7 @@ export const DEMO_STREAM = 'demo';
 
 export interface PublishDemo {
   type: 'PublishDemo';
+  dataset: DemoDataset;
   /** The history is written up to this instant (the clock's now when the seed began). */
   until: Date;
   /** About this many appends a decision (never splitting one instant). */
@@ -49,25 +50,30 @@ function firstAfter(appends: DemoAppend[], through: string | null): number {
 }
 
 /**
- * The decider over `dataset`. What is due after a marker is simulated once and kept for the
- * decisions that follow, which only move the marker forward.
+ * What is due after a marker, by dataset: simulated once and kept for the decisions that follow,
+ * which only move the marker forward.
  */
-export function demoPublicationDecider(dataset: DemoDataset): Decider<string | null, PublishDemo, DemoPublishedThrough, DemoChunk> {
-  let due: { from: string | null; until: number; appends: DemoAppend[] } | null = null;
-  return {
-    initialState: () => null,
-    evolve: (_, marker) => marker.data.through,
-    decide(through, { until, chunkSize }) {
-      if (!due || due.until !== until.getTime() || (due.from !== null && (through === null || through < due.from))) {
-        due = { from: through, until: until.getTime(), appends: dataset.appendsBetween(through ? new Date(through) : null, until) };
-      }
-      const start = firstAfter(due.appends, through);
-      const end = chunkEnd(due.appends, start, chunkSize);
-      const chunk = due.appends.slice(start, end);
-      const result = { chunk, remaining: due.appends.length - end };
-      if (chunk.length === 0) return { events: [], result };
-      const writes = chunk.map((a) => ({ streamId: a.streamId, events: a.events, expectedRevision: 'any' as const }));
-      return { events: [{ type: 'DemoPublishedThrough', data: { through: chunk[chunk.length - 1]!.at, appends: chunk.length } }], writes, result };
-    },
-  };
+const dueOf = new WeakMap<DemoDataset, { from: string | null; until: number; appends: DemoAppend[] }>();
+
+function due(dataset: DemoDataset, through: string | null, until: Date): DemoAppend[] {
+  const kept = dueOf.get(dataset);
+  if (kept && kept.until === until.getTime() && (kept.from === null || (through !== null && through >= kept.from))) return kept.appends;
+  const appends = dataset.appendsBetween(through ? new Date(through) : null, until);
+  dueOf.set(dataset, { from: through, until: until.getTime(), appends });
+  return appends;
 }
+
+export const demoPublicationDecider: Decider<string | null, PublishDemo, DemoPublishedThrough, DemoChunk> = {
+  initialState: () => null,
+  evolve: (_, marker) => marker.data.through,
+  decide(through, { dataset, until, chunkSize }) {
+    const appends = due(dataset, through, until);
+    const start = firstAfter(appends, through);
+    const end = chunkEnd(appends, start, chunkSize);
+    const chunk = appends.slice(start, end);
+    const result = { chunk, remaining: appends.length - end };
+    if (chunk.length === 0) return { events: [], result };
+    const writes = chunk.map((a) => ({ streamId: a.streamId, events: a.events, expectedRevision: 'any' as const }));
+    return { events: [{ type: 'DemoPublishedThrough', data: { through: chunk[chunk.length - 1]!.at, appends: chunk.length } }], writes, result };
+  },
+};

@@ -28,8 +28,8 @@ export interface AdvanceDeps {
  */
 export async function advanceDemo(deps: AdvanceDeps): Promise<AdvanceResult> {
   const { store } = deps;
-  const command = { type: 'PublishDemo' as const, until: deps.clock.now(), chunkSize: deps.chunkSize ?? 60 };
-  const decider = demoPublicationDecider(deps.dataset);
+  const command = { type: 'PublishDemo' as const, dataset: deps.dataset, until: deps.clock.now(), chunkSize: deps.chunkSize ?? 60 };
+  const decider = demoPublicationDecider;
   // The marker as last read or written, so a chunk does not read the stream again.
   let marker: Folded<string | null> | undefined;
   const demo = { streamId: DEMO_STREAM, load: async (fresh: boolean) => (marker = !fresh && marker ? marker : await foldStream(store, decider, DEMO_STREAM, marker)) };
