@@ -3,7 +3,7 @@ import { handleCommand, type StreamsSource } from '../../src/core/command-handle
 import type { EventStore, StreamAppend } from '../../src/core/event-store.port.js';
 import { ingestDecider, type IngestEvent, type IngestState } from '../../src/domain/scores/ingest.decider.js';
 import { TICKERS_STREAM } from '../../src/domain/scores/reference.events.js';
-import { batchOf, tickersNamed } from './ingest.batch.js';
+import { batchOf, tickersNamed } from './ingest-batch.js';
 import { IngestValidationError } from './ingest.parser.js';
 import type { IngestRow } from './ingest.schema.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { NewEvent } from '../../src/core/event-store.port.js';
-import { batchOf } from '../../commands/ingest/ingest.batch.js';
+import { batchOf } from '../../commands/ingest/ingest-batch.js';
 import { ingestDecider, type IngestBatch, type IngestEvent, type IngestState } from '../../src/domain/scores/ingest.decider.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { compositeScore } from '../../src/domain/composite.js';
