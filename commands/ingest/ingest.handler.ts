@@ -69,9 +69,11 @@ export class IngestStreams {
 
   /** Drops the least recently used streams beyond KEPT_STREAMS (never the batch's own, nor the listings). */
   private forgetBeyond(inUse: readonly string[]): void {
+    if (this.revisions.size <= KEPT_STREAMS) return;
+    const kept = new Set(inUse).add(TICKERS_STREAM);
     for (const id of this.revisions.keys()) {
       if (this.revisions.size <= KEPT_STREAMS) return;
-      if (id === TICKERS_STREAM || inUse.includes(id)) continue;
+      if (kept.has(id)) continue;
       this.revisions.delete(id);
       this.state.delete(id);
     }
