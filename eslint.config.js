@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import decider from './scripts/lint/appends-through-handler.mjs';
 
 export default tseslint.config(
   // docs/examples: its types are generated from a running server's document, so
@@ -21,6 +22,15 @@ export default tseslint.config(
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
     },
+  },
+  {
+    // Every write goes through the command handler given a decider (docs/architecture.md,
+    // "Deciders"); the handler and the store's own plumbing (leases, read-model generations, the
+    // fenced and instrumented stores) are the only appenders. Tests write their fixtures directly.
+    files: ['src/**/*.ts', 'commands/**/*.ts', 'queries/**/*.ts', 'projections/**/*.ts'],
+    ignores: ['src/core/command-handler.ts', 'src/core/lease.ts', 'src/core/fenced-event-store.ts', 'src/core/read-model-generations.ts', 'src/app/metrics/instrumented-event-store.ts'],
+    plugins: { decider },
+    rules: { 'decider/appends-through-handler': 'error' },
   },
   {
     files: ['test/**/*.ts'],

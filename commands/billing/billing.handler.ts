@@ -9,8 +9,8 @@ import type { Clock } from '../../src/core/clock.js';
 import { badRequest } from '../../src/core/errors.js';
 import { CREDIT_PACKS, type Tier } from '../../src/domain/plans.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
-import type { Proration } from '../../src/domain/billing/proration.js';
-import { quotePro, quoteUpgrade, requireQuoted } from '../../src/domain/billing/plan-quotes.js';
+import type { Proration } from '../../src/domain/ledger/proration.js';
+import { quotePro, quoteUpgrade, requireQuoted } from '../../src/domain/ledger/plan-quotes.js';
 import type { Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
 
 export interface BillingDeps {

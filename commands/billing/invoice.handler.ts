@@ -6,17 +6,19 @@
  */
 import type { Billing } from '../../src/core/billing.port.js';
 import type { Clock } from '../../src/core/clock.js';
-import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import { notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { billMonth } from '../../src/domain/billing/month-bill.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
-import { invoicesStream, type BillingEvent, type InvoiceIssued } from '../../src/domain/billing/billing.events.js';
+import { invoicesStream } from '../../src/domain/billing/billing.events.js';
+import { invoiceDecider } from '../../src/domain/billing/invoice.decider.js';
 import { readLedgerMonth } from '../../projections/usage/ledger-month.js';
 import { lineCount } from '../../src/domain/ledger/ledger.events.js';
 import type { HeadSigner, LedgerHead } from '../../src/domain/ledger/ledger-head.js';
-import { accountOf } from '../../src/domain/accounts/account.state.js';
+import { accountDecider } from '../../src/domain/accounts/account.decider.js';
+import { accountStream } from '../../src/domain/accounts/account.events.js';
 
 export interface InvoiceDeps {
   events: EventStore;
@@ -26,19 +28,6 @@ export interface InvoiceDeps {
   /** Signs the month's closing line on the invoice; without one the invoice carries no head. */
   signer?: HeadSigner | null;
 }
-
-interface InvoicesState {
-  issued: Map<string, Invoice>;
-}
-
-const invoicesOf = (accountId: string): Stream<InvoicesState, BillingEvent> => ({
-  streamId: invoicesStream(accountId),
-  initialState: () => ({ issued: new Map() }),
-  evolve: (s, e) => (e.type === 'InvoiceIssued' ? { issued: new Map(s.issued).set(e.data.invoice.period, e.data.invoice) } : s),
-});
-
-/** `acct_1a2b3c4d…` → `1A2B3C4D`: the readable part of an invoice number. */
-const numberPrefix = (accountId: string) => accountId.replace(/^acct_/, '').replace(/[^A-Za-z0-9]/g, '').slice(0, 8).toUpperCase() || 'ACCOUNT';
 
 /** The month's ledger events, from its first to its closing event, and the state before them. */
 async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: string) {
@@ -53,30 +42,25 @@ async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: strin
 
 /** The month's invoice, issued now unless it was already (`issued` says which). */
 export async function issueInvoice(deps: InvoiceDeps, accountId: string, period: string): Promise<{ invoice: Invoice; issued: boolean }> {
-  const existing = (await handleCommand(deps.events, invoicesOf(accountId), (s) => ({ writes: [], result: s.issued.get(period) ?? null }))).result;
+  const existing = (await foldStream(deps.events, invoiceDecider, invoicesStream(accountId))).state.issued.get(period);
   if (existing) return { invoice: existing, issued: false };
   const { before, events, closing } = await monthOfLedger(deps, accountId, period);
   const bill = billMonth(period, before, events);
-  const { email } = (await foldStream(deps.events, accountOf(accountId))).state;
+  const { email } = (await foldStream(deps.events, accountDecider, accountStream(accountId))).state;
   const paid = bill.due_cents > 0 ? await deps.billing.charge({ account_id: accountId, amount_cents: bill.due_cents, description: `Invoice for ${period}`, idempotency_key: `invoice:${period}` }) : null;
   const at = deps.clock.now().toISOString();
-  const { result } = await handleCommand(deps.events, invoicesOf(accountId), (s) => {
-    const issued = s.issued.get(period);
-    if (issued) return { writes: [], result: { invoice: issued, issued: false } };
-    const invoice: Invoice = {
-      number: `${numberPrefix(accountId)}-${String(s.issued.size + 1).padStart(4, '0')}`,
-      account_id: accountId,
-      email,
-      period,
-      issued_at: at,
-      currency: 'usd',
-      lines: bill.lines,
-      total_cents: bill.total_cents,
-      status: 'paid',
-      ...(deps.signer ? { ledger_head: deps.signer.sign({ ...closing, at }) } : {}),
-    };
-    const event: InvoiceIssued = { type: 'InvoiceIssued', data: { invoice, due_cents: bill.due_cents, payment_ref: paid?.payment_ref ?? null, at } };
-    return { writes: [{ streamId: invoicesStream(accountId), events: [event] }], result: { invoice, issued: true } };
-  });
-  return result;
+  const invoice: Omit<Invoice, 'number'> = {
+    account_id: accountId,
+    email,
+    period,
+    issued_at: at,
+    currency: 'usd',
+    lines: bill.lines,
+    total_cents: bill.total_cents,
+    status: 'paid',
+    ...(deps.signer ? { ledger_head: deps.signer.sign({ ...closing, at }) } : {}),
+  };
+  const command = { type: 'IssueInvoice' as const, invoice, due_cents: bill.due_cents, payment_ref: paid?.payment_ref ?? null };
+  const issued = await handleCommand(deps.events, invoiceDecider, invoicesStream(accountId), command, deps.clock);
+  return { invoice: issued.state.issued.get(period)!, issued: issued.events.length > 0 };
 }

@@ -7,9 +7,8 @@ import { wallClockOf, type Clock } from '../../src/core/clock.js';
 import { handleCommand } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { RecordAttempt } from '../../src/domain/webhooks/webhook-attempt.js';
-import type { WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
-import { webhookOf } from '../../src/domain/webhooks/webhook.state.js';
-import { webhookDeliveryDecider, type DeliveryCommand } from './webhook-delivery.decider.js';
+import { webhookStream, type WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
+import { webhookDeliveryDecider, type DeliveryCommand } from '../../src/domain/webhooks/webhook-delivery.decider.js';
 
 export interface DeliveryDeps {
   events: EventStore;
@@ -27,8 +26,8 @@ export const sendingTime = (deps: Pick<DeliveryDeps, 'clock' | 'transportClock'>
 
 /** Decides `command` on the webhook's stream at the sending time, read again on each round. */
 export async function runDelivery(deps: DeliveryDeps, command: DeliveryCommand): Promise<WebhookEvent[]> {
-  const { result } = await handleCommand(deps.events, webhookOf(command.webhook_id), (state) => webhookDeliveryDecider.decide(state, command, sendingTime(deps)));
-  return result;
+  const { events } = await handleCommand(deps.events, webhookDeliveryDecider, webhookStream(command.webhook_id), command, wallClockOf(deps));
+  return events;
 }
 
 /** Records an attempt's result; the events written (none when the message was no longer owed). */

@@ -9,7 +9,9 @@ import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { deliveryHeaders } from '../../src/domain/webhooks/webhook-signing.js';
-import { isUsable, signingSecrets, webhookOf } from '../../src/domain/webhooks/webhook.state.js';
+import { isUsable, signingSecrets } from '../../src/domain/webhooks/webhook.state.js';
+import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
+import { webhookDeliveryDecider } from '../../src/domain/webhooks/webhook-delivery.decider.js';
 import { recordAttempt, runDelivery, sendingTime, type DeliveryDeps } from './attempt-recording.handler.js';
 
 /**
@@ -37,7 +39,7 @@ export async function queueMessage(
  * the clock, or the webhook is not active.
  */
 export async function deliverMessage(deps: DeliveryDeps & { sender: WebhookSender; personal: PersonalData }, id: number, messageId: string): Promise<AttemptResult | null> {
-  const hook = (await foldStream(deps.events, webhookOf(id))).state;
+  const hook = (await foldStream(deps.events, webhookDeliveryDecider, webhookStream(id))).state;
   const message = hook.messages.get(messageId);
   if (!isUsable(hook) || !hook.is_active || !message) return null;
   // Not due yet (a read model behind the log may still show an earlier time).

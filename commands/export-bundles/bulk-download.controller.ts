@@ -5,10 +5,11 @@ import type { AuthedRequest, Principal } from '../../src/web/meter.port.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
 import { DOWNLOAD_ACCEPT_RANGES, DOWNLOAD_CACHE_CONTROL, HEADER } from '../../src/web/response-headers.js';
 import { isBundleId, isExportName } from '../../src/domain/exports/export-bundle.js';
-import { exportDownloadsStream, type ExportDownloaded } from '../../src/domain/exports/export.events.js';
+import type { ExportDownloaded } from '../../src/domain/exports/export.events.js';
 import { exportRuns } from '../../projections/exports/exports.projection.js';
 import { CommandController } from '../shared/command-controller.js';
 import { answerDownload } from './download-request.js';
+import { recordDownload } from './download-record.handler.js';
 
 /**
  * Downloads of export files. A write-side controller: the files are read, and every download is
@@ -101,9 +102,7 @@ export class BulkDownloadController extends CommandController {
         at: this.ctx.clock.now().toISOString(),
       };
       // The bytes are sent whatever happens to their record: a failure to write it is logged.
-      this.ctx.events
-        .append(exportDownloadsStream(principal.account_id), [{ type: 'ExportDownloaded', data }])
-        .catch((err: unknown) => this.ctx.log.warn({ err, download: data }, 'export download not recorded'));
+      recordDownload(this.ctx, data).catch((err: unknown) => this.ctx.log.warn({ err, download: data }, 'export download not recorded'));
     });
     return source.pipe(counted);
   }

@@ -17,10 +17,10 @@ import type { ExportFiles } from '../../src/core/export-files.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
 import type { ReadSnapshot, ReadStore } from '../../src/core/read-store.port.js';
 import { EXPORT_COLUMNS, type ExportName } from '../../src/domain/exports/export-bundle.js';
-import type { ExportFileWritten, ExportTrigger } from '../../src/domain/exports/export.events.js';
+import { EXPORTS_STREAM, type ExportFileWritten, type ExportTrigger } from '../../src/domain/exports/export.events.js';
 import { BUNDLE_FILES, type BundleFile, type Cells } from './bundle-contents.js';
-import { completedSince, exportsStream, keptBundles } from '../../src/domain/exports/export-run.state.js';
-import { exportRunDecider } from './export-run.decider.js';
+import { completedSince, keptBundles } from '../../src/domain/exports/export-run.state.js';
+import { exportRunDecider } from '../../src/domain/exports/export-run.decider.js';
 
 export interface ExportDeps {
   events: EventStore;
@@ -87,27 +87,21 @@ async function runLocked(deps: ExportDeps, view: ReadSnapshot, options: ExportOp
   const runId = newRunId(deps.clock, deps.ids);
   const positions: Record<string, string | null> = {};
   for (const file of BUNDLE_FILES) for (const p of file.projectors) positions[p] ??= await view.checkpoint(p);
-  const started = await handleCommand(deps.events, exportsStream, (state) => {
-    const done = options.unlessCompletedSince === undefined ? undefined : completedSince(state, options.unlessCompletedSince);
-    if (done) return { writes: [], result: { skip: done, keep: [] } };
-    const now = deps.clock.now();
-    const data = { run_id: runId, trigger: options.trigger, started_at: now.toISOString(), positions, consistent: view.consistent };
-    const events = exportRunDecider.decide(state, { type: 'StartRun', data }, now);
-    return { writes: [{ streamId: exportsStream.streamId, events }], result: { skip: null, keep: keptBundles(state) } };
-  });
-  if (started.result.skip) return { status: 'skipped', run_id: started.result.skip };
+  const data = { run_id: runId, trigger: options.trigger, started_at: deps.clock.now().toISOString(), positions, consistent: view.consistent };
+  const started = await handleCommand(deps.events, exportRunDecider, EXPORTS_STREAM, { type: 'StartRun', data, unless_completed_since: options.unlessCompletedSince }, deps.clock);
+  if (started.events.length === 0) return { status: 'skipped', run_id: completedSince(started.state, options.unlessCompletedSince!)! };
   // What a run that died left behind (and bundles a crash kept from being deleted) go first.
-  const keep = new Set(started.result.keep);
+  const keep = new Set(keptBundles(started.state));
   for (const id of await deps.files.runs()) if (!keep.has(id)) await deps.files.remove(id);
 
   const files: ExportFileWritten['data'][] = [];
   for (const file of BUNDLE_FILES) {
     const written = await writeFile(deps, view, runId, file, options);
-    await handleCommand(deps.events, exportsStream, (state) => exportRunDecider.decide(state, { type: 'RecordFile', data: written }, deps.clock.now()));
+    await handleCommand(deps.events, exportRunDecider, EXPORTS_STREAM, { type: 'RecordFile', data: written }, deps.clock);
     files.push(written);
   }
-  const completed = await handleCommand(deps.events, exportsStream, (state) => exportRunDecider.decide(state, { type: 'CompleteRun', run_id: runId }, deps.clock.now()));
-  const deleted = completed.result.flatMap((e) => (e.type === 'ExportBundleDeleted' ? [e.data.run_id] : []));
+  const completed = await handleCommand(deps.events, exportRunDecider, EXPORTS_STREAM, { type: 'CompleteRun', run_id: runId }, deps.clock);
+  const deleted = completed.events.flatMap((e) => (e.type === 'ExportBundleDeleted' ? [e.data.run_id] : []));
   for (const id of deleted) await deps.files.remove(id);
   return { status: 'completed', run_id: runId, files, deleted, seconds: (performance.now() - t0) / 1000 };
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../../src/core/clock.js';
 import type { BusSubscription, EventBus } from '../../src/core/event-bus.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
-import { ingestRows } from './ingest.handler.js';
+import { IngestStreams, ingestRows } from './ingest.handler.js';
 import { IngestValidationError, validateRecord } from './ingest.parser.js';
 
 export const INGEST_TOPIC = 'scores.ingest';
@@ -22,6 +22,8 @@ export function startIngestConsumer(deps: {
   log?: (msg: string) => void;
 }): Promise<BusSubscription> {
   const { bus, store, clock } = deps;
+  // Kept for the consumer's life: a message costs what its row costs, not its day's history.
+  const streams = new IngestStreams(store);
   const deadLetter = async (value: string, key: string | null, reason: string) => {
     await bus.publish(INGEST_DLQ_TOPIC, [
       {
@@ -46,7 +48,7 @@ export function startIngestConsumer(deps: {
       const checked = validateRecord(raw, 1, null);
       if (!checked.ok) return deadLetter(message.value, message.key, checked.error.reason);
       try {
-        await ingestRows(store, clock, [checked.row]);
+        await ingestRows(store, clock, [checked.row], streams);
       } catch (err) {
         if (err instanceof IngestValidationError) return deadLetter(message.value, message.key, err.errors.map((e) => e.reason).join('; '));
         throw err;

@@ -1,11 +1,11 @@
 import type { Clock } from '../../src/core/clock.js';
-import { foldStream, handleCommand, type Folded, type Stream } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand, type Folded, type StreamSource } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Tier } from '../../src/domain/plans.js';
-import { decideAndFold } from './ledger.decider.js';
-import { ledgerOf, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
+import { ledgerBatchDecider, ledgerDecider } from '../../src/domain/ledger/ledger.decider.js';
+import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import type { DebitCredits, Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
-import { packDebits, withCallKeys, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
+import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
 
@@ -44,8 +44,6 @@ interface Queued {
 /** How often a batch is decided again after another writer (a replica, the CLI) got in first. */
 const RETRIES = { attempts: 25 };
 
-type Outcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown };
-
 /**
  * The write side of every account's credit ledger (stream `ledger-<account_id>`).
  *
@@ -62,7 +60,7 @@ type Outcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: f
  */
 export class LedgerService implements Ledger {
   private readonly cache = new Map<string, Cached>();
-  private readonly streams = new Map<string, Stream<LedgerState, LedgerEvent>>();
+  private readonly streams = new Map<string, StreamSource<LedgerState>>();
   private readonly queues = new Map<string, Queued[]>();
   private readonly running = new Set<string>();
   /** The stream read in flight per account (refresh). */
@@ -127,9 +125,9 @@ export class LedgerService implements Ledger {
   }
 
   /** The account's ledger stream, loaded from the cache: a retry reads what the cache missed. */
-  private streamOf(accountId: string): Stream<LedgerState, LedgerEvent> {
+  private streamOf(accountId: string): StreamSource<LedgerState> {
     let stream = this.streams.get(accountId);
-    if (!stream) this.streams.set(accountId, (stream = { ...ledgerOf(accountId), load: (fresh) => this.refresh(accountId, fresh) }));
+    if (!stream) this.streams.set(accountId, (stream = { streamId: ledgerStream(accountId), load: (fresh) => this.refresh(accountId, fresh) }));
     return stream;
   }
 
@@ -158,7 +156,7 @@ export class LedgerService implements Ledger {
   private async readFurther(accountId: string): Promise<Cached> {
     const now = performance.now();
     const cached = this.cache.get(accountId) ?? (await this.fromSnapshot(accountId));
-    const folded = await foldStream(this.events, this.streamOf(accountId), cached);
+    const folded = await foldStream(this.events, ledgerDecider, ledgerStream(accountId), cached);
     const next = { state: folded.state, revision: folded.revision, position: folded.position, checkedAt: now, snapshotAt: cached?.snapshotAt ?? -1 };
     // An append of this service may have landed while the stream was read: keep the newer state.
     const latest = this.cache.get(accountId);
@@ -188,7 +186,7 @@ export class LedgerService implements Ledger {
       return undefined;
     }
     if (!snapshot || snapshot.account_id !== accountId || !Number.isSafeInteger(snapshot.revision) || snapshot.revision < 0) return undefined;
-    const [anchor] = await this.events.readStream(this.streamOf(accountId).streamId, { fromRevision: snapshot.revision, maxCount: 1 });
+    const [anchor] = await this.events.readStream(ledgerStream(accountId), { fromRevision: snapshot.revision, maxCount: 1 });
     const hash = (anchor?.data as { hash?: unknown } | undefined)?.hash;
     if (anchor?.revision !== snapshot.revision || hash !== snapshot.state.last_hash) return undefined;
     // Read again below (`checkedAt` 0): the snapshot is only where the fold starts.
@@ -225,53 +223,27 @@ export class LedgerService implements Ledger {
   }
 
   private async decideAndAppend(accountId: string, batch: Queued[]): Promise<void> {
-    const ledger = this.streamOf(accountId);
+    const commands: LedgerCommand[] = [];
+    for (let i = 0; i < batch.length; i++) commands.push(batch[i]!.command);
     let handled;
     try {
-      handled = await handleCommand(this.events, ledger, (state) => this.decideBatch(ledger.streamId, state, batch), RETRIES);
+      handled = await handleCommand(this.events, ledgerBatchDecider, this.streamOf(accountId), commands, this.clock, RETRIES);
     } catch (err) {
       for (const q of batch) q.reject(err);
       return;
     }
-    const { outcomes, state } = handled.result;
-    const written = handled.written[0];
+    const { state, revision, position } = handled;
+    const outcomes = handled.result!;
+    const written = handled.written.length > 0;
     if (written) {
-      const next = { checkedAt: performance.now(), state, revision: written.nextExpectedRevision, position: written.position, snapshotAt: this.cache.get(accountId)?.snapshotAt ?? -1 };
+      const next = { checkedAt: performance.now(), state, revision, position, snapshotAt: this.cache.get(accountId)?.snapshotAt ?? -1 };
       this.cache.set(accountId, next);
       this.snapshotIfDue(accountId, next);
     }
-    batch.forEach((q, i) => {
+    for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]!;
-      if (o.ok) q.resolve({ state: o.state, events: o.events, position: o.events.length && written ? written.position : null });
-      else q.reject(o.error);
-    });
-  }
-
-  /** Each queued command on the state the previous one left; a refused one changes nothing. */
-  private decideBatch(streamId: string, start: LedgerState, batch: Queued[]) {
-    const now = this.clock.now();
-    let state = start;
-    const outcomes: Outcome[] = [];
-    const events: LedgerEvent[] = [];
-    for (const q of batch) {
-      try {
-        const decided = decideAndFold(state, q.command, now);
-        state = decided.state;
-        events.push(...decided.events);
-        outcomes.push({ ok: true, events: decided.events, state });
-      } catch (error) {
-        outcomes.push({ ok: false, error });
-      }
+      if (o.ok) batch[i]!.resolve({ state: o.state, events: o.events, position: o.events.length && written ? position : null });
+      else batch[i]!.reject(o.error);
     }
-    // The calls of one batch are appended as one event (their lines stay individually hashed),
-    // with the key of each call beside it (the account page's "last used").
-    return { writes: [{ streamId, events: withCallKeys(packDebits(events), callKeysOf(batch)) }], result: { outcomes, state } };
   }
-}
-
-/** The key of each queued call that names one, by its request id. */
-function callKeysOf(batch: readonly Queued[]): Map<string, string> {
-  const keys = new Map<string, string>();
-  for (const { command } of batch) if (command.type === 'DebitCredits' && command.data.key_id) keys.set(command.data.request_id, command.data.key_id);
-  return keys;
 }

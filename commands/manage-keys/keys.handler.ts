@@ -6,17 +6,16 @@ import type { Ids } from '../../src/core/ids.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { TIERS, type Tier } from '../../src/domain/plans.js';
 import { keyIndex } from '../../projections/api-keys/api-keys.projection.js';
-import { foldLedger, ledgerOf } from '../../src/domain/ledger/ledger.state.js';
-import { openLedger } from '../../src/domain/ledger/ledger.opening.js';
+import { foldLedger } from '../../src/domain/ledger/ledger.state.js';
 import { stateAt } from '../../src/domain/ledger/ledger.figures.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
-import { accountDecider, type AccountCommand } from './account.decider.js';
-import { accountOf, evolveAccount, initialAccountState, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
+import { accountDecider, type AccountCommand } from '../../src/domain/accounts/account.decider.js';
+import { evolveAccount, initialAccountState, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
+import { accountStreamsDecider } from '../../src/domain/accounts/account-opening.decider.js';
 import { accountStream, type AccountEvent } from '../../src/domain/accounts/account.events.js';
-import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
+import { claimStream, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 import type { PersonalData } from '../../src/core/personal-data.port.js';
-import type { EmailReleased } from '../../src/domain/accounts/session.events.js';
 
 export interface IssuedKey {
   account_id: string;
@@ -50,28 +49,15 @@ export async function createAccountWithKey(
   const key = input.key ?? generateApiKey();
   const material = keyMaterial(deps.ids, key, input.name);
   const pro = input.pro ?? false;
-  const account = accountOf(accountId);
-  const ledger = ledgerOf(accountId);
   // The first account of an address is the one its emailed sign-in link opens (one account,
   // whichever door it came in by); a later account given the same address is not.
   const address = emailOf(input.email);
-  const claim = claimOf(address ?? '');
+  const claim = address === null ? null : claimStream(address);
   // Sealed under the new account's key: forgetting the account forgets its address.
   const sealed = input.email ? await deps.personal.seal(accountId, input.email, 'email') : null;
-  let name = '';
-  await handleCommand(deps.events, [account, ledger, claim], ([accountState, ledgerState, claimState]) => {
-    const opened = accountDecider.decide(accountState, { type: 'CreateAccount', account_id: accountId, email: sealed, key: material }, now);
-    name = nameIssued(opened, material.key_id);
-    const writes = [
-      { streamId: account.streamId, events: opened as never[] },
-      { streamId: ledger.streamId, events: openLedger(ledgerState, { account_id: accountId, tier: input.tier, pro }, now).events as never[] },
-    ];
-    if (address !== null && claimState.account_id === null) {
-      writes.push({ streamId: claim.streamId, events: [{ type: 'EmailClaimed', data: { email: sealed!, account_id: accountId, at: now.toISOString() } }] as never[] });
-    }
-    return { writes, result: undefined };
-  });
-  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, name, tier: input.tier, pro };
+  const command = { type: 'OpenAccount' as const, account_id: accountId, email: sealed, key: material, tier: input.tier, pro, claim_stream: claim };
+  const { events } = await handleCommand(deps.events, accountStreamsDecider, streamsOf(accountId, claim), command, fixedAt(now));
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, name: nameIssued(events, material.key_id), tier: input.tier, pro };
 }
 
 /** The address normalised as sign-in reads it, or null for none (or one sign-in could never use). */
@@ -90,12 +76,14 @@ async function accountOfKey(reads: ReadStore, keyId: string): Promise<string> {
   return idx.account_id;
 }
 
+/** The account's stream, its ledger's and its address's claim's, read together for a decision on all three. */
+const streamsOf = (accountId: string, claim: string | null): string[] => (claim === null ? [accountStream(accountId), ledgerStream(accountId)] : [accountStream(accountId), ledgerStream(accountId), claim]);
+
+/** A clock stopped at `at`: an account is opened at the instant its id and key were made. */
+const fixedAt = (at: Date): Clock => ({ now: () => at });
+
 async function runAccountCommand(events: EventStore, clock: Clock, accountId: string, command: AccountCommand): Promise<AccountEvent[]> {
-  const { result } = await handleCommand(events, accountOf(accountId), (state) => {
-    if (!state.exists) throw notFound(`no account ${accountId}`);
-    return accountDecider.decide(state, command, clock.now());
-  });
-  return result;
+  return (await handleCommand(events, accountDecider, accountStream(accountId), command, clock)).events;
 }
 
 /** A new key on an existing account (the account page's "Create a key"), named `name` or by default. */
@@ -109,7 +97,7 @@ export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Id
 
 /** The account's state (its email and keys), folded from its stream. */
 export async function loadAccount(events: EventStore, accountId: string): Promise<AccountState> {
-  return (await foldStream(events, accountOf(accountId))).state;
+  return (await foldStream(events, accountDecider, accountStream(accountId))).state;
 }
 
 /**
@@ -120,19 +108,10 @@ export async function loadAccount(events: EventStore, accountId: string): Promis
  */
 export async function recordForgetting(deps: { events: EventStore; clock: Clock }, accountId: string, email: string | null): Promise<{ keys_revoked: number }> {
   const address = emailOf(email);
-  const claim = claimOf(address ?? '');
-  const { result } = await handleCommand(deps.events, [accountOf(accountId), claim], ([state, claimState]) => {
-    if (!state.exists) throw notFound(`no account ${accountId}`);
-    const now = deps.clock.now();
-    const events = accountDecider.decide(state, { type: 'ForgetAccount' }, now);
-    const writes = [{ streamId: accountStream(accountId), events: events as never[] }];
-    if (events.length > 0 && address !== null && claimState.account_id === accountId) {
-      const released: EmailReleased = { type: 'EmailReleased', data: { account_id: accountId, at: now.toISOString() } };
-      writes.push({ streamId: claim.streamId, events: [released] as never[] });
-    }
-    return { writes, result: { keys_revoked: events.filter((e) => e.type === 'ApiKeyRevoked').length } };
-  });
-  return result;
+  const claim = address === null ? null : claimStream(address);
+  const streams = claim === null ? [accountStream(accountId)] : [accountStream(accountId), claim];
+  const { events } = await handleCommand(deps.events, accountStreamsDecider, streams, { type: 'ForgetAccount', account_id: accountId, claim_stream: claim }, deps.clock);
+  return { keys_revoked: events.filter((e) => e.type === 'ApiKeyRevoked').length };
 }
 
 /** The operator's rate override of an account (an account event like any other change). */

@@ -18,13 +18,14 @@ import type { Ids } from '../../src/core/ids.port.js';
 import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { WebhookSender } from '../../src/core/webhook-sender.port.js';
 import type { AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
-import { attemptEvents, type AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
+import type { AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import { testEnvelope, type WebhookEnvelope, type WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
 import { SIGNING_STATEMENT, deliveryHeaders, newWebhookSecret } from '../../src/domain/webhooks/webhook-signing.js';
-import { webhookStream, type WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
-import { isUsable, signingSecrets, webhookOf } from '../../src/domain/webhooks/webhook.state.js';
-import { isRegistryEvent, registryOf, webhookRegistryDecider, type RegistrationEvent } from './webhook-registry.decider.js';
-import { ownedBy, webhookDecider, type ManageWebhookCommand } from './webhook.decider.js';
+import { WEBHOOK_REGISTRY_STREAM, webhookStream, type WebhookRegistered } from '../../src/domain/webhooks/webhook.events.js';
+import { isUsable, signingSecrets } from '../../src/domain/webhooks/webhook.state.js';
+import { registrationDecider } from '../../src/domain/webhooks/webhook-registry.decider.js';
+import { webhookDeliveryDecider } from '../../src/domain/webhooks/webhook-delivery.decider.js';
+import { ownedBy, webhookDecider, webhookWithRegistryDecider, type ManageWebhookCommand } from '../../src/domain/webhooks/webhook.decider.js';
 
 export interface WebhookDeps {
   events: EventStore;
@@ -63,55 +64,22 @@ export async function registerWebhook(
   const refusal = await deps.sender?.refusal(input.url);
   if (refusal) throw badRequest(`webhook URL refused: ${refusal}`, { errors: [{ parameter: 'url', message: refusal }] });
   const secret = (deps.newSecret ?? newWebhookSecret)();
-  const registry = registryOf();
   const sealed = await deps.personal.seal(input.accountId, secret, 'webhook-secret');
   const command = { type: 'RegisterWebhook' as const, account_id: input.accountId, event_type: input.eventType, url: input.url, secret: sealed, allow_subnets: deps.allowSubnets };
-  const { result } = await handleCommand(
-    deps.events,
-    registry,
-    (state) => {
-      const events = webhookRegistryDecider.decide(state, command, deps.clock.now());
-      const registered = events.find((e) => e.type === 'WebhookRegistered')!.data;
-      return {
-        writes: [
-          { streamId: registry.streamId, events: events.filter(isRegistryEvent) },
-          { streamId: webhookStream(registered.webhook_id), events: ownEvents(events), expectedRevision: 'no_stream' as const },
-        ],
-        result: { id: registered.webhook_id, event_type: registered.event_type, url: registered.url, secret, signing: SIGNING_STATEMENT },
-      };
-    },
-    { attempts: REGISTRY_ATTEMPTS },
-  );
-  return result;
+  const { written } = await handleCommand(deps.events, registrationDecider, WEBHOOK_REGISTRY_STREAM, command, deps.clock, { attempts: REGISTRY_ATTEMPTS });
+  const registered = written.flatMap((w) => w.events).find((e): e is WebhookRegistered => e.type === 'WebhookRegistered')!.data;
+  return { id: registered.webhook_id, event_type: registered.event_type, url: registered.url, secret, signing: SIGNING_STATEMENT };
 }
 
-/** The events of the webhook's own stream (the rest are the registry's). */
-const ownEvents = (events: RegistrationEvent[]): WebhookEvent[] => events.filter((e): e is WebhookEvent => !isRegistryEvent(e));
-
 export async function deleteWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: string, id: number): Promise<{ ok: true }> {
-  const registry = registryOf();
-  const webhook = webhookOf(id);
-  await handleCommand(
-    deps.events,
-    [registry, webhook],
-    ([, state]) => {
-      const events = webhookDecider.decide(state, { type: 'DeleteWebhook', account_id: accountId, webhook_id: id }, deps.clock.now());
-      return {
-        writes: [
-          { streamId: webhook.streamId, events: ownEvents(events) },
-          { streamId: registry.streamId, events: events.filter(isRegistryEvent) },
-        ],
-        result: undefined,
-      };
-    },
-    { attempts: REGISTRY_ATTEMPTS },
-  );
+  const command: ManageWebhookCommand = { type: 'DeleteWebhook', account_id: accountId, webhook_id: id };
+  await handleCommand(deps.events, webhookWithRegistryDecider, [webhookStream(id), WEBHOOK_REGISTRY_STREAM], command, deps.clock, { attempts: REGISTRY_ATTEMPTS });
   return { ok: true };
 }
 
 /** Deletes every live webhook of the account (it is being forgotten); answers their ids. */
 export async function deleteAccountWebhooks(deps: Omit<WebhookDeps, 'ids'>, accountId: string): Promise<number[]> {
-  const { state } = await foldStream(deps.events, registryOf());
+  const { state } = await foldStream(deps.events, registrationDecider, WEBHOOK_REGISTRY_STREAM);
   const ids = [...state.live].filter(([, owner]) => owner === accountId).map(([id]) => id);
   for (const id of ids) await deleteWebhook(deps, accountId, id);
   return ids;
@@ -148,14 +116,14 @@ export async function rotateWebhookSecret(
   const sealed = await deps.personal.seal(accountId, secret, 'webhook-secret');
   const until = new Date(sendingTime(deps).getTime() + overlapHours * 3_600_000).toISOString();
   const command: ManageWebhookCommand = { type: 'RotateWebhookSecret', account_id: accountId, webhook_id: id, secret: sealed, previous_until: until };
-  await handleCommand(deps.events, webhookOf(id), (state) => webhookDecider.decide(state, command, sendingTime(deps)));
+  await handleCommand(deps.events, webhookDecider, webhookStream(id), command, wallClockOf(deps));
   return { id, secret, previous_secret_expires_at: until, signing: SIGNING_STATEMENT };
 }
 
 export async function reactivateWebhook(deps: Omit<WebhookDeps, 'ids'>, accountId: string, id: number): Promise<{ id: number; is_active: true; reactivated: boolean }> {
   const command: ManageWebhookCommand = { type: 'ReactivateWebhook', account_id: accountId, webhook_id: id };
-  const { result } = await handleCommand(deps.events, webhookOf(id), (state) => webhookDecider.decide(state, command, deps.clock.now()));
-  return { id, is_active: true, reactivated: result.length > 0 };
+  const { events } = await handleCommand(deps.events, webhookDecider, webhookStream(id), command, deps.clock);
+  return { id, is_active: true, reactivated: events.length > 0 };
 }
 
 export interface TestDelivery {
@@ -174,7 +142,7 @@ export interface TestDelivery {
  * endpoint before reactivating it).
  */
 export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSender }, accountId: string, id: number): Promise<TestDelivery> {
-  const hook = ownedBy((await foldStream(deps.events, webhookOf(id))).state, accountId, id);
+  const hook = ownedBy((await foldStream(deps.events, webhookDecider, webhookStream(id))).state, accountId, id);
   if (!isUsable(hook)) throw new Error(`webhook ${id} is registered without its url, type or secret`);
   const envelope = testEnvelope(hook.event_type, sendingTime(deps));
   const body = JSON.stringify(envelope);
@@ -185,6 +153,6 @@ export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSend
   const sent = await deps.sender.send({ url: hook.url, body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
   const command = { type: 'RecordAttempt' as const, webhook_id: id, message_id: messageId, kind: 'test' as const, event_type: hook.event_type, event_count: envelope.events.length, result };
-  await handleCommand(deps.events, webhookOf(id), (state) => attemptEvents(state, command, sendingTime(deps)));
+  await handleCommand(deps.events, webhookDeliveryDecider, webhookStream(id), command, wallClockOf(deps));
   return { ...result, delivered_to: hook.url, signature_header: SIGNATURE_HEADER, payload: envelope };
 }

@@ -17,13 +17,14 @@
  */
 import type { Clock } from '../../src/core/clock.js';
 import { startPeriodic } from '../../src/core/periodic.js';
-import { handleCommand } from '../../src/core/command-handler.js';
-import type { EventStore, RecordedEvent } from '../../src/core/event-store.port.js';
+import { foldStream, handleCommand } from '../../src/core/command-handler.js';
+import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Mailer } from '../../src/core/mail.port.js';
 import type { PersonalData } from '../../src/core/personal-data.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { mailOutbox, type MailOutboxDoc } from '../../projections/usage-alerts/usage-alerts.projection.js';
-import { mailStream, type UsageAlertEmailed } from '../../src/domain/mail/mail.events.js';
+import { mailStream } from '../../src/domain/mail/mail.events.js';
+import { mailDecider } from '../../src/domain/mail/mail.decider.js';
 
 export interface AlertDispatcherOptions {
   reads: ReadStore;
@@ -51,9 +52,6 @@ const PAGE = 100;
 const RETRY_AFTER_MS = [30_000, 120_000, 600_000, 1_800_000, 3_600_000] as const;
 const APPEND_ATTEMPTS = 5;
 
-const emailedHere = (e: RecordedEvent, alertId: string) =>
-  e.type === 'UsageAlertEmailed' && (e.data as UsageAlertEmailed['data'] | null)?.alert_event_id === alertId;
-
 /** Starts the periodic pass; call `stop()` at shutdown. */
 export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDispatcher {
   const { reads, events, mailer, personal, clock } = options;
@@ -64,27 +62,13 @@ export function startAlertDispatcher(options: AlertDispatcherOptions): AlertDisp
 
   /** Sends one alert unless the log says it went already; true when this call sent it. */
   async function deliver(doc: MailOutboxDoc & { to: string }, address: string): Promise<boolean> {
-    let mailed = false;
-    const alert = {
-      streamId: mailStream(doc.account_id),
-      initialState: () => false,
-      evolve: (emailed: boolean, e: RecordedEvent) => emailed || emailedHere(e, doc.id),
-    };
+    const stream = mailStream(doc.account_id);
+    if ((await foldStream(events, mailDecider, stream)).state.has(doc.id)) return false;
+    await mailer.send({ id: doc.id, to: address, subject: doc.subject, text: doc.text });
     // Decided again on a conflict: another alert of the account was recorded meanwhile (or this one, by another process).
-    await handleCommand(
-      events,
-      alert,
-      async (emailed) => {
-        if (emailed) return [];
-        if (!mailed) {
-          await mailer.send({ id: doc.id, to: address, subject: doc.subject, text: doc.text });
-          mailed = true;
-        }
-        return [{ type: 'UsageAlertEmailed', data: { alert_event_id: doc.id, to: doc.to, at: clock.now().toISOString() } } satisfies UsageAlertEmailed];
-      },
-      { attempts: APPEND_ATTEMPTS },
-    );
-    return mailed;
+    const emailed = { type: 'UsageAlertEmailed' as const, data: { alert_event_id: doc.id, to: doc.to, at: clock.now().toISOString() } };
+    await handleCommand(events, mailDecider, stream, emailed, clock, { attempts: APPEND_ATTEMPTS });
+    return true;
   }
 
   async function pass(): Promise<number> {

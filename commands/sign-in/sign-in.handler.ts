@@ -12,7 +12,7 @@
  *   started, when it expires and when it was ended by signing out.
  */
 import { wallClockOf, type Clock } from '../../src/core/clock.js';
-import { foldStream, handleCommand, type Stream } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import { AppError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Ids } from '../../src/core/ids.port.js';
@@ -20,22 +20,13 @@ import type { Mailer } from '../../src/core/mail.port.js';
 import type { PersonalData } from '../../src/core/personal-data.port.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
-import { initialLedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { openLedger } from '../../src/domain/ledger/ledger.opening.js';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
-import { accountOf, openAccount } from '../../src/domain/accounts/account.state.js';
-import { claimOf, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
-import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
-import {
-  emailStream,
-  sessionStream,
-  signInStream,
-  type EmailClaimed,
-  type SessionEvent,
-  type SessionStarted,
-  type SignInLinkSent,
-  type SignInLinkUsed,
-} from '../../src/domain/accounts/session.events.js';
+import { accountDecider } from '../../src/domain/accounts/account.decider.js';
+import { claimStream, emailClaimDecider, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
+import { sessionStream, signInStream } from '../../src/domain/accounts/session.events.js';
+import { redeemLinkDecider, sessionDecider, signInLinkDecider, statusOf, type LinkStatus } from '../../src/domain/accounts/sign-in.decider.js';
+
+export type { LinkStatus };
 
 export const SIGN_IN_LINK_MINUTES = 15;
 export const SESSION_DAYS = 7;
@@ -57,37 +48,19 @@ export interface SignInDeps {
 // ---------------------------------------------------------------------------------------------
 // Links
 
-interface LinkState {
-  /** The account the link opens; null for a link sent before addresses were sealed (it no longer signs in). */
-  account_id: string | null;
-  /** Sealed under the account's key. */
-  email: string | null;
-  expires_at: string | null;
-  used: boolean;
-}
-const linkOf = (tokenHash: string): Stream<LinkState, SessionEvent> => ({
-  streamId: signInStream(tokenHash),
-  initialState: () => ({ account_id: null, email: null, expires_at: null, used: false }),
-  evolve: (s, e) =>
-    e.type === 'SignInLinkSent' ? { ...s, account_id: e.data.account_id ?? null, email: e.data.email, expires_at: e.data.expires_at } : e.type === 'SignInLinkUsed' ? { ...s, used: true } : s,
-});
-
 /**
  * The account an address opens: the one its claim names, else a new account id claimed for it
  * now (the account itself is made by the first link used). Claiming at the first link lets the
  * link, the claim and the account seal the address under one key.
  */
 async function claimedAccount(deps: SignInDeps, email: string): Promise<string> {
+  const stream = claimStream(email);
+  const held = (await foldStream(deps.events, emailClaimDecider, stream)).state.account_id;
+  if (held !== null) return held;
   const newAccountId = deps.ids.nextHex('acct_', 20);
-  const { result } = await handleCommand(deps.events, claimOf(email), async (claim) => {
-    if (claim.account_id !== null) return { writes: [], result: claim.account_id };
-    const claimed: EmailClaimed = {
-      type: 'EmailClaimed',
-      data: { email: await deps.personal.seal(newAccountId, email, 'email'), account_id: newAccountId, at: wallClockOf(deps).now().toISOString() },
-    };
-    return { writes: [{ streamId: emailStream(sha256Hex(email)), events: [claimed] }], result: newAccountId };
-  });
-  return result;
+  const data = { email: await deps.personal.seal(newAccountId, email, 'email'), account_id: newAccountId, at: wallClockOf(deps).now().toISOString() };
+  // Another first link of the address may have claimed it meanwhile: the claim decides.
+  return (await handleCommand(deps.events, emailClaimDecider, stream, { type: 'ClaimEmail', data }, wallClockOf(deps))).state.account_id!;
 }
 
 /** Records a new single-use link for `email` and mails it. */
@@ -99,8 +72,8 @@ export async function sendSignInLink(deps: SignInDeps & { mailer: Mailer; baseUr
   const now = wallClockOf(deps).now();
   const expires_at = new Date(now.getTime() + SIGN_IN_LINK_MINUTES * 60_000).toISOString();
   const sealed = await deps.personal.seal(accountId, email, 'email');
-  const sent: SignInLinkSent = { type: 'SignInLinkSent', data: { email: sealed, account_id: accountId, expires_at, at: now.toISOString() } };
-  await deps.events.append(signInStream(tokenHash), [sent], 'no_stream');
+  const data = { email: sealed, account_id: accountId, expires_at, at: now.toISOString() };
+  await handleCommand(deps.events, signInLinkDecider, signInStream(tokenHash), { type: 'SendLink', data }, wallClockOf(deps));
   await deps.mailer.send({
     id: `signin-${tokenHash}`,
     to: email,
@@ -175,19 +148,9 @@ export async function requestSignInLink(
   return { email, mailed: true };
 }
 
-export type LinkStatus = { status: 'valid'; account_id: string; email: string; expires_at: string } | { status: 'used' | 'expired' | 'unknown' };
-
-/** The link's status, its address still sealed. */
-function statusOf(s: LinkState, now: Date): LinkStatus {
-  if (s.account_id === null || s.email === null || s.expires_at === null) return { status: 'unknown' };
-  if (s.used) return { status: 'used' };
-  if (Date.parse(s.expires_at) <= now.getTime()) return { status: 'expired' };
-  return { status: 'valid', account_id: s.account_id, email: s.email, expires_at: s.expires_at };
-}
-
 /** What a link would do now, without using it (the page that asks to confirm the sign-in), its address opened. */
 export async function inspectSignInLink(deps: SignInDeps, token: string): Promise<LinkStatus> {
-  const { state } = await foldStream(deps.events, linkOf(sha256Hex(token)));
+  const { state } = await foldStream(deps.events, signInLinkDecider, signInStream(sha256Hex(token)));
   const status = statusOf(state, wallClockOf(deps).now());
   if (status.status !== 'valid') return status;
   // The account was forgotten since the link was sent.
@@ -215,67 +178,27 @@ export async function redeemSignInLink(deps: SignInDeps, token: string): Promise
   const sessionId = deps.ids.next('', 32);
   const key = generateApiKey();
   const material = { key_id: deps.ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key) };
-  const { result } = await handleCommand(deps.events, [linkOf(tokenHash), accountOf(link.account_id)], ([linkState, account]) => {
-    // The link and the session on real time; a new account's opening on the data's clock, as every
-    // other account is opened (its ledger's periods are the data's).
-    const now = wallClockOf(deps).now();
-    const opening = deps.clock.now();
-    const status = account.forgotten_at !== null ? ({ status: 'unknown' } as const) : statusOf(linkState, now);
-    // Decided again on the stream: the same link used twice at once signs in once.
-    if (status.status !== 'valid') throw new AppError('not_found', `This sign-in link is ${status.status}: ask for a new one`, { link: status.status });
-    const at = now.toISOString();
-    const expires_at = new Date(now.getTime() + SESSION_DAYS * 86_400_000).toISOString();
-    const accountId = status.account_id;
-    const created = !account.exists;
-    const used: SignInLinkUsed = { type: 'SignInLinkUsed', data: { account_id: accountId, created, at } };
-    const started: SessionStarted = { type: 'SessionStarted', data: { account_id: accountId, expires_at, at } };
-    const writes = [
-      { streamId: signInStream(tokenHash), events: [used] },
-      { streamId: sessionStream(sha256Hex(sessionId)), events: [started], expectedRevision: 'no_stream' as const },
-    ];
-    let name = '';
-    if (created) {
-      // The address as the link holds it: sealed under this account's key.
-      const opened = openAccount(account, { account_id: accountId, email: status.email, key: material }, opening);
-      name = opened.flatMap((e) => (e.type === 'ApiKeyIssued' ? [e.data.name ?? ''] : []))[0] ?? '';
-      writes.push(
-        { streamId: accountStream(accountId), events: opened as never[] },
-        { streamId: ledgerStream(accountId), events: openLedger(initialLedgerState, { account_id: accountId, tier: 'free', pro: false }, opening).events as never[], expectedRevision: 'no_stream' as const },
-      );
-    }
-    return { writes, result: { account_id: accountId, session_id: sessionId, expires_at, new_key: created ? { key_id: material.key_id, key, prefix: material.prefix, name } : null } };
-  });
-  return result;
+  const command = { type: 'RedeemLink' as const, session_stream: sessionStream(sha256Hex(sessionId)), session_days: SESSION_DAYS, key: material, opening: deps.clock.now() };
+  const { result } = await handleCommand(deps.events, redeemLinkDecider, [signInStream(tokenHash), accountStream(link.account_id)], command, wallClockOf(deps));
+  const { account_id, expires_at, created, name } = result!;
+  return { account_id, session_id: sessionId, expires_at, new_key: created ? { key_id: material.key_id, key, prefix: material.prefix, name } : null };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
-interface SessionState {
-  account_id: string | null;
-  expires_at: string | null;
-  ended: boolean;
-}
-const sessionOf = (sessionId: string): Stream<SessionState, SessionEvent> => ({
-  streamId: sessionStream(sha256Hex(sessionId)),
-  initialState: () => ({ account_id: null, expires_at: null, ended: false }),
-  evolve: (s, e) => (e.type === 'SessionStarted' ? { ...s, account_id: e.data.account_id, expires_at: e.data.expires_at } : e.type === 'SessionEnded' ? { ...s, ended: true } : s),
-});
-
 /** The account a session id signs in, or null (unknown, expired, signed out, or its account forgotten). */
 export async function sessionAccount(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<{ account_id: string; expires_at: string } | null> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return null;
-  const { state: s } = await foldStream(deps.events, sessionOf(sessionId));
+  const { state: s } = await foldStream(deps.events, sessionDecider, sessionStream(sha256Hex(sessionId)));
   if (s.account_id === null || s.expires_at === null || s.ended || Date.parse(s.expires_at) <= wallClockOf(deps).now().getTime()) return null;
   // Forgetting ends every session of the account without knowing them: they are checked here.
-  if ((await foldStream(deps.events, accountOf(s.account_id))).state.forgotten_at !== null) return null;
+  if ((await foldStream(deps.events, accountDecider, accountStream(s.account_id))).state.forgotten_at !== null) return null;
   return { account_id: s.account_id, expires_at: s.expires_at };
 }
 
 /** Ends the session (sign-out); nothing for one already ended or unknown. */
 export async function signOut(deps: Pick<SignInDeps, 'events' | 'clock' | 'transportClock'>, sessionId: string): Promise<void> {
   if (!/^[A-Za-z0-9_-]{20,64}$/.test(sessionId)) return;
-  await handleCommand(deps.events, sessionOf(sessionId), (s) =>
-    s.account_id === null || s.ended ? [] : [{ type: 'SessionEnded' as const, data: { reason: 'signed_out' as const, at: wallClockOf(deps).now().toISOString() } }],
-  );
+  await handleCommand(deps.events, sessionDecider, sessionStream(sha256Hex(sessionId)), { type: 'EndSession' }, wallClockOf(deps));
 }

@@ -2,7 +2,7 @@
  * The event log's tables and statements, for one schema.
  *
  * `events` holds every event. `log` is one row: how this log orders its events (`positions`).
- * A call charged alone is an `events` row with its `record` (src/core/debit-record.ts, as bytes:
+ * A call charged alone is an `events` row with its `record` (src/domain/ledger/debit-record.ts, as bytes:
  * debit-record-bytes.ts) instead of an id, JSON data and metadata; the (stream, revision) index
  * stays the one every append is checked by.
  */

@@ -3,7 +3,7 @@ import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type pg from 'pg';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
-import { debitData, debitRecordForm, debitRecordId } from '../../src/core/debit-record.js';
+import { debitData, debitRecordForm, debitRecordId } from '../../src/domain/ledger/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -22,7 +22,7 @@ import { uuidV7 } from '../sqlite/uuid-v7.js';
 import { checkSchemaName, openPool, preferLz4, UNIQUE_VIOLATION } from './database.js';
 import { eventLogDdl, fencedDdl, statements, type EventRow, type PositionMode } from './event-log.sql.js';
 import { decodePosition, encodePosition } from './positions.js';
-import { recordBytes, recordOfBytes } from './debit-record-bytes.js';
+import { recordBytes, recordOfBytes } from '../../src/domain/ledger/debit-record-bytes.js';
 import { Notifications } from './notifications.js';
 
 export interface PostgresEventStoreOptions {

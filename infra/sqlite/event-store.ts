@@ -2,7 +2,7 @@ import { LogWakeups, subscribeCatchUp } from '../../src/core/catch-up-subscripti
 import { GroupCommitQueue } from '../../src/core/group-commit.js';
 import type { Clock } from '../../src/core/clock.js';
 import { ConcurrencyError } from '../../src/core/errors.js';
-import { debitData, debitRecordForm, debitRecordId, DEBIT_RECORD_TYPE } from '../../src/core/debit-record.js';
+import { debitData, debitRecordForm, debitRecordId, DEBIT_RECORD_TYPE } from '../../src/domain/ledger/debit-record.js';
 import { plainEncoding } from '../../src/core/event-store.port.js';
 import type {
   AppendResult,
@@ -85,7 +85,7 @@ export interface SqliteEventStoreOptions {
   codec?: EventCodec;
   /**
    * `records` (default): a lone metered call's debit is stored as a fixed-width row of
-   * `debit_records` (src/core/debit-record.ts); `events`: as any event, a row of `events` (the
+   * `debit_records` (src/domain/ledger/debit-record.ts); `events`: as any event, a row of `events` (the
    * form before records, which a store may hold too: both are read).
    */
   debits?: 'records' | 'events';

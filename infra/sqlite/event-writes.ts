@@ -1,5 +1,5 @@
 import type { Database, Statement } from 'better-sqlite3';
-import type { DebitRecord } from '../../src/core/debit-record.js';
+import type { DebitRecord } from '../../src/domain/ledger/debit-record.js';
 import type { ExpectedRevision } from '../../src/core/event-store.port.js';
 
 /** One writer's appends, serialized: what crosses to the writer thread. */

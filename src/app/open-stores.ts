@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { logEncoding } from '../core/log-encoding.js';
+import { logEncoding } from '../domain/scores/log-encoding.js';
 import { InMemoryEventBus } from '../../infra/memory/event-bus.js';
 import { openSqlite, type SqliteDb } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';

@@ -6,7 +6,7 @@ import type { PositionMode } from '../../infra/postgresql/event-log.sql.js';
 import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
 import { LedgerService } from '../../commands/ledger/ledger.handler.js';
 import { fixedClock, systemClock } from '../../src/core/clock.js';
-import { logEncoding } from '../../src/core/log-encoding.js';
+import { logEncoding } from '../../src/domain/scores/log-encoding.js';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { loadConfig } from '../../src/app/config.js';

@@ -6,6 +6,7 @@ import { benchFirstStart } from './first-start.bench.js';
 import { benchFlood } from './flood.bench.js';
 import { benchFreeBytes } from './free-bytes.bench.js';
 import { benchHttp } from './http.bench.js';
+import { benchIngest } from './ingest.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
 import { benchLitestream } from './litestream.bench.js';
 import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
@@ -18,9 +19,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first,litestream picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,pg,pgbackup,engines,scale,first,litestream').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -37,6 +38,7 @@ if (only.has('flood')) await benchFlood(runs);
 if (only.has('freebytes')) await benchFreeBytes(runs, now);
 if (only.has('webhooks')) await benchWebhooks(runs);
 if (only.has('ledger')) await benchLedgerGrowth(runs);
+if (only.has('ingest')) await benchIngest(runs);
 if (only.has('pg')) await benchPostgresLog(runs, now);
 if (only.has('pgbackup')) await benchPgBackup(runs, now);
 if (only.has('engines')) await benchEngines(runs);

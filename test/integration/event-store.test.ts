@@ -13,7 +13,7 @@ import { expect } from 'chai';
 import { SqliteReadStore } from '../../infra/sqlite/read-store.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { EventCodec, EventStore } from '../../src/core/event-store.port.js';
-import { logEncoding } from '../../src/core/log-encoding.js';
+import { logEncoding } from '../../src/domain/scores/log-encoding.js';
 import { randomUUID } from 'node:crypto';
 
 /**

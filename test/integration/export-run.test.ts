@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { exportsStream, keptBundles } from '../../src/domain/exports/export-run.state.js';
+import { exportRunDecider } from '../../src/domain/exports/export-run.decider.js';
+import { keptBundles } from '../../src/domain/exports/export-run.state.js';
 import { runExport, type ExportDeps, type ExportProgress } from '../../commands/export-bundles/export-run.handler.js';
 import { divergenceEvents, divergenceProjection, type DivergenceEventDoc } from '../../projections/divergence/divergence.projection.js';
 import { rowAt, scoreHistory, scoreHistoryProjection, scoreVersions, type HistoryBucket, type ScoreVersion } from '../../projections/score-history/score-history.projection.js';
@@ -364,7 +365,7 @@ describe('Export runs (the Backtest Pack from the read models)', function () {
 
     const exportsRoot = () => join(store.dir, 'exports');
     const events = async () => (await store.services.events.readStream(EXPORTS_STREAM)) as unknown as (ExportRunEvent & RecordedEvent)[];
-    const state = async () => (await events()).reduce((s, e) => exportsStream.evolve(s, e), exportsStream.initialState());
+    const state = async () => (await events()).reduce((s, e) => exportRunDecider.evolve(s, e as never), exportRunDecider.initialState());
     const lastStarted = async () => (await events()).filter((e) => e.type === 'ExportStarted').at(-1)!.data.run_id;
 
     /** Runs with a signal the caller aborts as it likes; checks what an aborted run must leave, and that the next run cleans up after it. */

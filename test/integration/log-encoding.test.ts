@@ -7,7 +7,7 @@ import { systemClock } from '../../src/core/clock.js';
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import { logEncoding } from '../../src/core/log-encoding.js';
+import { logEncoding } from '../../src/domain/scores/log-encoding.js';
 import { catchUpReadModels, seedIfEmpty } from '../../src/app/server.js';
 import { ingestRows } from '../../commands/ingest/ingest.handler.js';
 import { parseIngestFile } from '../../commands/ingest/ingest.parser.js';

@@ -13,7 +13,7 @@ import { ledgerStates, usageProjection } from '../../projections/usage/usage.pro
 import { webhooks, webhooksProjection } from '../../projections/webhooks/webhooks.projection.js';
 import { fixedClock } from '../../src/core/clock.js';
 import type { EventStore, SubscribeOptions } from '../../src/core/event-store.port.js';
-import { logEncoding } from '../../src/core/log-encoding.js';
+import { logEncoding } from '../../src/domain/scores/log-encoding.js';
 import { projectRoot } from '../../src/core/paths.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';

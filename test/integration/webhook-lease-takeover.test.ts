@@ -12,7 +12,7 @@ import { openServices, type Services } from '../../src/app/container.js';
 import { fixedClock } from '../../src/core/clock.js';
 import { JobLease, leaseStreamOf } from '../../src/core/lease.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
-import { webhookOf } from '../../src/domain/webhooks/webhook.state.js';
+import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { receiverCertificate } from '../support/receiver-certificate.js';
 import { tempDir, testEnv } from '../support/server.js';
 
@@ -75,7 +75,7 @@ describe('A webhook delivery whose lease is taken over between its send and its 
 
   const webhooksState = (w: RunningJobs) => w.states().find((s) => s.name === 'webhooks')!.state;
   const leaseEvents = () => services.events.readStream(leaseStreamOf('webhooks'));
-  const recordedAttempts = async (id: number) => (await services.events.readStream(webhookOf(id).streamId)).filter((e) => e.type === 'WebhookDeliveryAttempted').length;
+  const recordedAttempts = async (id: number) => (await services.events.readStream(webhookStream(id))).filter((e) => e.type === 'WebhookDeliveryAttempted').length;
 
   /**
    * Takes the lease from its owner just after the owner renewed (its next renewal 5 s away, so only

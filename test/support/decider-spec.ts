@@ -7,16 +7,11 @@
  * expectations state only what the behaviour is about.
  */
 import { expect } from 'chai';
+import { eventsOf, type Decider } from '../../src/core/decider.js';
 import { AppError, type ErrorCode } from '../../src/core/errors.js';
 
-export interface Decider<State, Command, Event> {
-  decide(state: State, command: Command, now: Date): Event[];
-  evolve(state: State, event: Event): State;
-  initialState(): State;
-}
-
-export function deciderSpec<State, Command, Event>(
-  decider: Decider<State, Command, Event>,
+export function deciderSpec<State, Command, Event, Result = void>(
+  decider: Decider<State, Command, Event, Result>,
   options: { normalize?: (event: Event) => unknown } = {},
 ) {
   const normalize = options.normalize ?? ((e: Event) => e);
@@ -24,7 +19,7 @@ export function deciderSpec<State, Command, Event>(
     given(events: Event[]) {
       return {
         when(command: Command, now: Date) {
-          const run = () => decider.decide(events.reduce((s, e) => decider.evolve(s, e), decider.initialState()), command, now);
+          const run = () => eventsOf(decider.decide(events.reduce((s, e) => decider.evolve(s, e), decider.initialState()), command, now));
           return {
             /** Asserts the produced events (normalized) deep-equal `expected`; returns them raw. */
             then(expected: unknown[]): Event[] {

@@ -1,4 +1,4 @@
-import { ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import { ledgerDecider } from '../../src/domain/ledger/ledger.decider.js';
 import { AppError } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';

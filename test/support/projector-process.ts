@@ -10,7 +10,7 @@ import { PostgresEventStore } from '../../infra/postgresql/event-store.js';
 import { PostgresReadStore } from '../../infra/postgresql/read-store.js';
 import { allProjections } from '../../projections/index.js';
 import { systemClock } from '../../src/core/clock.js';
-import { logEncoding } from '../../src/core/log-encoding.js';
+import { logEncoding } from '../../src/domain/scores/log-encoding.js';
 import { ProjectorRunner } from '../../src/core/projector-runner.js';
 
 const [batch, ...names] = process.argv.slice(2);

@@ -1,6 +1,6 @@
-import { webhookDeliveryDecider, type DeliveryCommand } from '../../commands/deliver-webhooks/webhook-delivery.decider.js';
-import { webhookRegistryDecider, type RegisterWebhook, type RegistryState } from '../../commands/manage-webhooks/webhook-registry.decider.js';
-import { webhookDecider, type ManageWebhookCommand } from '../../commands/manage-webhooks/webhook.decider.js';
+import { webhookDeliveryDecider, type DeliveryCommand } from '../../src/domain/webhooks/webhook-delivery.decider.js';
+import { webhookRegistryDecider, type RegisterWebhook, type RegistryState } from '../../src/domain/webhooks/webhook-registry.decider.js';
+import { webhookDecider, type ManageWebhookCommand } from '../../src/domain/webhooks/webhook.decider.js';
 import type { AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 import type { WebhookEvent, WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { accountDecider, type AccountCommand } from '../../commands/manage-keys/account.decider.js';
+import { accountDecider, type AccountCommand } from '../../src/domain/accounts/account.decider.js';
 import type { AccountState } from '../../src/domain/accounts/account.state.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH } from '../../src/domain/accounts/api-keys.js';
 import type { AccountEvent } from '../../src/domain/accounts/account.events.js';

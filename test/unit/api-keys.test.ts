@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { accountDecider } from '../../commands/manage-keys/account.decider.js';
+import { accountDecider } from '../../src/domain/accounts/account.decider.js';
 import { KEY_PREFIX, generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 
 const { decide: decideAccount, evolve: evolveAccount, initialState: initialAccountState } = accountDecider;

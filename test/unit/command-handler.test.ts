@@ -1,17 +1,31 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { foldStream, handleCommand, type Folded, type Stream } from '../../src/core/command-handler.js';
+import { foldStream, handleCommand, type Folded } from '../../src/core/command-handler.js';
 import { systemClock } from '../../src/core/clock.js';
+import type { Decider } from '../../src/core/decider.js';
 import { AppError, ConcurrencyError } from '../../src/core/errors.js';
 import type { EventStore, NewEvent } from '../../src/core/event-store.port.js';
 import { openSqlite } from '../../infra/sqlite/database.js';
 import { SqliteEventStore } from '../../infra/sqlite/event-store.js';
 import { tempDir } from '../support/server.js';
 
-/** A stream whose state is how many events it holds; a decision records the count it saw. */
-const counter = (streamId: string): Stream<number> => ({ streamId, initialState: () => 0, evolve: (n) => n + 1 });
 const counted = (seen: number): NewEvent => ({ type: 'Counted', data: { seen } });
+
+/**
+ * The state is how many events the streams read hold; a decision records the count it saw on the
+ * first stream, on each stream of `also` (at `expectedRevision` when given), or refuses.
+ */
+type Count = { also?: { streamId: string; expectedRevision?: 'any' }[]; refuse?: boolean };
+const counter: Decider<number, Count, NewEvent, number> = {
+  initialState: () => 0,
+  evolve: (n) => n + 1,
+  decide: (n, { also, refuse }) => {
+    if (refuse) throw new AppError('conflict', 'no');
+    if (!also) return [counted(n)];
+    return { events: [counted(n)], writes: also.map((w) => ({ ...w, events: [counted(n)] })), result: n };
+  },
+};
 
 describe('The command handler', () => {
   let dir: string;
@@ -39,100 +53,81 @@ describe('The command handler', () => {
     Object.fromEntries(
       await Promise.all(ids.map(async (id) => [id, (await store.readStream(id)).map((e) => `${e.type}:${JSON.stringify(e.data)}`)] as const)),
     );
+  /** The store, where another writer appends to `history`'s streams just before each of the first `times` appends. */
+  const racing = (history: Record<string, number>, times: number): EventStore & { decisions: number } => {
+    const raced = Object.assign(Object.create(store) as EventStore, { decisions: 0 });
+    raced.appendMany = async (appends) => {
+      raced.decisions++;
+      if (raced.decisions <= times) await given(history);
+      return store.appendMany(appends);
+    };
+    return raced;
+  };
 
   it('appends at the revision the decision was taken on, and at no_stream on an empty stream', async () => {
     await given({ a: 2 });
-    const a = await handleCommand(store, counter('a'), (n) => [counted(n)]);
-    const b = await handleCommand(store, counter('b'), (n) => [counted(n)]);
+    const a = await handleCommand(store, counter, 'a', {}, systemClock);
+    const b = await handleCommand(store, counter, 'b', {}, systemClock);
     expect(a.written.map((w) => [w.expectedRevision, w.nextExpectedRevision])).to.deep.equal([[1, 2]]);
     expect(b.written.map((w) => [w.expectedRevision, w.nextExpectedRevision])).to.deep.equal([['no_stream', 0]]);
-    expect(a.result).to.deep.equal([counted(2)]);
+    expect(a.events).to.deep.equal([counted(2)]);
+    expect(a).to.include({ state: 3, revision: 2 });
     expect(await streams('a', 'b')).to.deep.equal({ a: ['Other:{"i":0}', 'Other:{"i":1}', 'Counted:{"seen":2}'], b: ['Counted:{"seen":0}'] });
   });
 
   it('writes nothing when the decision has no events', async () => {
     await given({ a: 1 });
-    const out = await handleCommand(store, counter('a'), () => []);
+    const out = await handleCommand(store, { ...counter, decide: () => [] }, 'a', {}, systemClock);
     expect(out.written).to.deep.equal([]);
+    expect(out).to.include({ state: 1, revision: 0 });
     expect(await streams('a')).to.deep.equal({ a: ['Other:{"i":0}'] });
   });
 
   it('decides again on the fresh state when another writer got there first', async () => {
-    const seen: number[] = [];
-    await handleCommand(store, counter('a'), async (n) => {
-      seen.push(n);
-      if (seen.length === 1) await given({ a: 1 });
-      return [counted(n)];
-    });
-    expect(seen).to.deep.equal([0, 1]);
+    const raced = racing({ a: 1 }, 1);
+    await handleCommand(raced, counter, 'a', {}, systemClock);
+    expect(raced.decisions).to.equal(2);
     expect(await streams('a')).to.deep.equal({ a: ['Other:{"i":0}', 'Counted:{"seen":1}'] });
   });
 
   it('gives up after the bound with the conflict', async () => {
-    let decisions = 0;
-    const err = await handleCommand(
-      store,
-      counter('a'),
-      async (n) => {
-        decisions++;
-        await given({ a: 1 });
-        return [counted(n)];
-      },
-      { attempts: 3 },
-    ).catch((e: unknown) => e);
+    const raced = racing({ a: 1 }, 3);
+    const err = await handleCommand(raced, counter, 'a', {}, systemClock, { attempts: 3 }).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(ConcurrencyError);
-    expect(decisions).to.equal(3);
+    expect(raced.decisions).to.equal(3);
     expect(await streams('a')).to.deep.equal({ a: ['Other:{"i":0}', 'Other:{"i":0}', 'Other:{"i":0}'] });
   });
 
   it('does not retry a refusal', async () => {
-    let decisions = 0;
-    const err = await handleCommand(store, counter('a'), () => {
-      decisions++;
-      throw new AppError('conflict', 'no');
-    }).catch((e: unknown) => e);
+    const err = await handleCommand(store, counter, 'a', { refuse: true }, systemClock).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(AppError);
-    expect(decisions).to.equal(1);
     expect(await streams('a')).to.deep.equal({ a: [] });
   });
 
   describe('with several streams', () => {
-    const both = (interfere: () => Promise<void>) => async ([a, b]: readonly [number, number]) => {
-      await interfere();
-      return { writes: [{ streamId: 'a', events: [counted(a)] }, { streamId: 'b', events: [counted(b)] }], result: a + b };
-    };
-
-    it('appends all of them in one go, each at its own revision', async () => {
+    it('appends all of them in one go, each at the revision it was read at', async () => {
       await given({ b: 1 });
-      const out = await handleCommand(store, [counter('a'), counter('b')], both(async () => undefined));
+      const out = await handleCommand(store, counter, ['a', 'b'], { also: [{ streamId: 'b' }] }, systemClock);
       expect(out.result).to.equal(1);
       expect(out.written.map((w) => [w.streamId, w.expectedRevision])).to.deep.equal([['a', 'no_stream'], ['b', 0]]);
-      expect(await streams('a', 'b')).to.deep.equal({ a: ['Counted:{"seen":0}'], b: ['Other:{"i":0}', 'Counted:{"seen":1}'] });
+      expect(await streams('a', 'b')).to.deep.equal({ a: ['Counted:{"seen":1}'], b: ['Other:{"i":0}', 'Counted:{"seen":1}'] });
     });
 
     it('writes none of them when one conflicts, and decides all of them again', async () => {
-      let attempt = 0;
-      const interfereOnce = async () => {
-        if (++attempt === 1) await given({ b: 1 });
-      };
-      const refused = await handleCommand(store, [counter('a'), counter('b')], both(interfereOnce), { attempts: 1 }).catch((e: unknown) => e);
+      const refused = await handleCommand(racing({ b: 1 }, 1), counter, ['a', 'b'], { also: [{ streamId: 'b' }] }, systemClock, { attempts: 1 }).catch((e: unknown) => e);
       expect(refused).to.be.instanceOf(ConcurrencyError);
       expect(await streams('a')).to.deep.equal({ a: [] });
 
-      attempt = 0;
-      await handleCommand(store, [counter('a'), counter('b')], both(interfereOnce));
+      await handleCommand(racing({ b: 1 }, 1), counter, ['a', 'b'], { also: [{ streamId: 'b' }] }, systemClock);
       expect(await streams('a', 'b')).to.deep.equal({
-        a: ['Counted:{"seen":0}'],
+        a: ['Counted:{"seen":2}'],
         b: ['Other:{"i":0}', 'Other:{"i":0}', 'Counted:{"seen":2}'],
       });
     });
 
-    it('appends a stream it did not fold at the revision the decision gives', async () => {
+    it('appends a stream it did not read at the revision the decision gives', async () => {
       await given({ c: 2 });
-      const out = await handleCommand(store, [counter('a')], ([a]) => ({
-        writes: [{ streamId: 'a', events: [counted(a)] }, { streamId: 'c', events: [counted(-1)], expectedRevision: 'any' }],
-        result: null,
-      }));
+      const out = await handleCommand(store, counter, ['a'], { also: [{ streamId: 'c', expectedRevision: 'any' }] }, systemClock);
       expect(out.written.map((w) => [w.streamId, w.expectedRevision])).to.deep.equal([['a', 'no_stream'], ['c', 'any']]);
     });
   });
@@ -142,8 +137,8 @@ describe('The command handler', () => {
     const asked: boolean[] = [];
     // A cache that missed the last event: its first decision is on a stale revision.
     let cached: Folded<number> = { state: 0, revision: -1, position: null };
-    const stream = { ...counter('a'), load: async (fresh: boolean) => (asked.push(fresh), fresh ? (cached = await foldStream(store, counter('a'), cached)) : cached) };
-    const out = await handleCommand(store, stream, (n) => [counted(n)]);
+    const source = { streamId: 'a', load: async (fresh: boolean) => (asked.push(fresh), fresh ? (cached = await foldStream(store, counter, 'a', cached)) : cached) };
+    const out = await handleCommand(store, counter, source, {}, systemClock);
     expect(asked).to.deep.equal([false, true]);
     expect(out.written[0]).to.include({ expectedRevision: 0, nextExpectedRevision: 1 });
     expect(cached).to.include({ state: 1, revision: 0 });

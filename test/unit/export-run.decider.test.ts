@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { exportRunDecider, type ExportRunCommand } from '../../commands/export-bundles/export-run.decider.js';
-import { completedSince, exportsStream, keptBundles, type ExportsState } from '../../src/domain/exports/export-run.state.js';
+import { exportRunDecider, type ExportRunCommand } from '../../src/domain/exports/export-run.decider.js';
+import { completedSince, keptBundles, type ExportsState } from '../../src/domain/exports/export-run.state.js';
 import { deciderSpec } from '../support/decider-spec.js';
 import { BUNDLES_KEPT, EXPORT_NAMES, type ExportName } from '../../src/domain/exports/export-bundle.js';
 import type { ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/domain/exports/export.events.js';
@@ -37,10 +37,10 @@ const deleted = (id: string): ExportRunEvent => ({ type: 'ExportBundleDeleted', 
 const bundle = (id: string) => [started(id), ...allWritten(id), completedEvent(id)];
 
 const fold = (...events: ExportRunEvent[][]): ExportsState =>
-  events.flat().reduce((s, e) => exportsStream.evolve(s, e), exportsStream.initialState());
+  events.flat().reduce((s, e) => exportRunDecider.evolve(s, e), exportRunDecider.initialState());
 
 /** Applies what a decision produced, as the store would after appending it. */
-const apply = (state: ExportsState, produced: ExportRunEvent[]): ExportsState => produced.reduce((s, e) => exportsStream.evolve(s, e), state);
+const apply = (state: ExportsState, produced: ExportRunEvent[]): ExportsState => produced.reduce((s, e) => exportRunDecider.evolve(s, e), state);
 
 const { decide } = exportRunDecider;
 const spec = deciderSpec<ExportsState, ExportRunCommand, ExportRunEvent>(exportRunDecider);

@@ -1,19 +1,18 @@
 import { expect } from 'chai';
-import type { RecordedEvent } from '../../src/core/event-store.port.js';
-import { planIngest } from '../../commands/ingest/ingest.planner.js';
+import type { NewEvent } from '../../src/core/event-store.port.js';
+import { batchOf } from '../../commands/ingest/ingest-batch.js';
+import { ingestDecider, type IngestBatch, type IngestEvent, type IngestState } from '../../src/domain/scores/ingest.decider.js';
 import { IngestValidationError, parseIngestFile } from '../../commands/ingest/ingest.parser.js';
 import { compositeScore } from '../../src/domain/composite.js';
 
-const recorded = (type: string, data: unknown, revision = 0): RecordedEvent => ({
-  id: `e${revision}`,
-  streamId: 's',
-  type,
-  data,
-  metadata: {},
-  revision,
-  position: String(revision).padStart(20, '0'),
-  recordedAt: '2024-01-01T00:00:00.000Z',
-});
+/** The batch's events for its first stream, decided at `now` on the state the given events of that stream fold to. */
+function decideOn(batch: IngestBatch, history: NewEvent[], now: string): { events: NewEvent[]; written: number; unchanged: number } {
+  const streamId = batch.streams[0]!.streamId;
+  const state = history.reduce<IngestState>((s, e) => ingestDecider.evolve(s, { ...e, streamId } as IngestEvent), ingestDecider.initialState());
+  const decided = ingestDecider.decide(state, batch, new Date(now));
+  const d = Array.isArray(decided) ? { writes: [], result: undefined } : decided;
+  return { events: d.writes?.find((w) => w.streamId === streamId)?.events ?? [], ...d.result! };
+}
 
 describe('Ingest parsing', () => {
   describe('When a CSV file has one bad row among good ones', () => {
@@ -100,11 +99,10 @@ describe('Ingest decisions', () => {
 
   describe('When the date has no scores yet', () => {
     it('publishes every row with the composite computed by the service', () => {
-      const plan = planIngest(rows, known);
-      expect(plan.errors).to.be.empty;
-      const [d] = plan.decisions;
-      const out = d!.decide([], now);
-      expect(d!.streamId).to.equal('scores-2024-01-02');
+      const { batch, errors } = batchOf(rows, known);
+      expect(errors).to.be.empty;
+      expect(batch.streams.map((s) => s.streamId)).to.deep.equal(['scores-2024-01-02']);
+      const out = decideOn(batch, [], now);
       expect(out.events).to.have.length(1);
       expect(out.events[0]!.type).to.equal('ScoresPublished');
       const data = out.events[0]!.data as { published_at: string; rows: { ticker: string; service_score: number }[] };
@@ -115,10 +113,9 @@ describe('Ingest decisions', () => {
 
   describe('When the same rows are ingested again', () => {
     it('writes nothing', () => {
-      const [d] = planIngest(rows, known).decisions;
-      const first = d!.decide([], now);
-      const history = first.events.map((e, i) => recorded(e.type, e.data, i));
-      const again = d!.decide(history, now);
+      const { batch } = batchOf(rows, known);
+      const first = decideOn(batch, [], now);
+      const again = decideOn(batch, first.events, now);
       expect(again.events).to.be.empty;
       expect(again.unchanged).to.equal(2);
     });
@@ -126,12 +123,10 @@ describe('Ingest decisions', () => {
 
   describe('When one value changed', () => {
     it('restates only that row, at the ingest time', () => {
-      const [d] = planIngest(rows, known).decisions;
-      const history = d!.decide([], now).events.map((e, i) => recorded(e.type, e.data, i));
+      const history = decideOn(batchOf(rows, known).batch, [], now).events;
       const changed = parseIngestFile(['ticker,date,main_street,wall_street', 'AAPL,2024-01-02,61,50', 'MSFT,2024-01-02,55,52'].join('\n'), 'csv');
-      const [d2] = planIngest(changed, known).decisions;
       const later = '2024-01-05T09:00:00.000Z';
-      const out = d2!.decide(history, later);
+      const out = decideOn(batchOf(changed, known).batch, history, later);
       expect(out.events).to.have.length(1);
       expect(out.events[0]!.type).to.equal('ScoresRestated');
       expect(out.events[0]!.data).to.deep.include({ restated_at: later, date: '2024-01-02' });
@@ -145,10 +140,10 @@ describe('Ingest decisions', () => {
         ['ticker,date,main_street,wall_street', 'AAPL,2024-01-02,60,50', 'XYZQ,2024-01-02,1,2', 'AAPL,2024-01-02,61,50'].join('\n'),
         'csv',
       );
-      const plan = planIngest(bad, known);
-      expect(plan.errors.map((e) => e.line).sort()).to.deep.equal([3, 4]);
-      expect(plan.errors.find((e) => e.line === 3)!.reason).to.match(/not listed/);
-      expect(plan.errors.find((e) => e.line === 4)!.reason).to.match(/duplicates line 2/);
+      const { errors } = batchOf(bad, known);
+      expect(errors.map((e) => e.line).sort()).to.deep.equal([3, 4]);
+      expect(errors.find((e) => e.line === 3)!.reason).to.match(/not listed/);
+      expect(errors.find((e) => e.line === 4)!.reason).to.match(/duplicates line 2/);
     });
   });
 
@@ -158,11 +153,10 @@ describe('Ingest decisions', () => {
         ['ticker,date,main_street,wall_street,published_at', 'AAPL,2024-01-02,60,50,2024-01-02T22:00:00Z', 'MSFT,2024-01-03,55,52,2024-01-03T22:00:00Z'].join('\n'),
         'csv',
       );
-      const plan = planIngest(future, known, now);
-      expect(plan.errors).to.deep.equal([
+      expect(batchOf(future, known, now).errors).to.deep.equal([
         { line: 3, reason: 'published_at 2024-01-03T22:00:00.000Z is after the clock (2024-01-03T10:00:00.000Z): a row cannot be published in the future' },
       ]);
-      expect(planIngest(future, known, '2024-01-03T22:00:00.000Z').errors).to.be.empty;
+      expect(batchOf(future, known, '2024-01-03T22:00:00.000Z').errors).to.be.empty;
     });
   });
 });

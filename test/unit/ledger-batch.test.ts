@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { decideAndFold } from '../../commands/ledger/ledger.decider.js';
+import { decideAndFold } from '../../src/domain/ledger/ledger.decider.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { foldLedger, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { creditsRemainingHeader, usageFigures } from '../../src/domain/ledger/ledger.figures.js';
-import { decideAndFold, ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import { decideAndFold, ledgerDecider } from '../../src/domain/ledger/ledger.decider.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 import { carriedOf, foldLedger, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import {

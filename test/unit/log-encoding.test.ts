@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { logEncoding } from '../../src/core/log-encoding.js';
+import { logEncoding } from '../../src/domain/scores/log-encoding.js';
 
 const scores = {
   date: '2024-01-02',

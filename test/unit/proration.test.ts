@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PRO_MONTHLY_PRICE_CENTS, daysInMonth, monthlyPriceCents, prorate } from '../../src/domain/billing/proration.js';
+import { PRO_MONTHLY_PRICE_CENTS, daysInMonth, monthlyPriceCents, prorate } from '../../src/domain/ledger/proration.js';
 import { PLANS, PRO_MONTHLY_PRICE_USD, TIERS } from '../../src/domain/plans.js';
 
 // ----- the expected figures, computed here without the module under test ---------------------

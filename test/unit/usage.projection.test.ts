@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ledgerDecider } from '../../commands/ledger/ledger.decider.js';
+import { ledgerDecider } from '../../src/domain/ledger/ledger.decider.js';
 import type { LedgerCommand } from '../../src/domain/ledger/ledger.commands.js';
 
 const { decide } = ledgerDecider;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { webhookDeliveryDecider, type DeliveryCommand } from '../../commands/deliver-webhooks/webhook-delivery.decider.js';
-import { MAX_WEBHOOKS_PER_ACCOUNT, webhookRegistryDecider } from '../../commands/manage-webhooks/webhook-registry.decider.js';
-import { webhookDecider } from '../../commands/manage-webhooks/webhook.decider.js';
+import { webhookDeliveryDecider, type DeliveryCommand } from '../../src/domain/webhooks/webhook-delivery.decider.js';
+import { MAX_WEBHOOKS_PER_ACCOUNT, webhookRegistryDecider } from '../../src/domain/webhooks/webhook-registry.decider.js';
+import { webhookDecider } from '../../src/domain/webhooks/webhook.decider.js';
 import { parseAllowSubnets } from '../../src/domain/webhooks/address-policy.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 import { deciderSpec } from '../support/decider-spec.js';

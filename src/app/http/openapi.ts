@@ -8,7 +8,7 @@ import { LEDGER_EVENT_TYPES } from '../../domain/ledger/ledger.events.js';
 import { DAILY_FREE_PATHS } from './fair-use.js';
 import { isPrivatePath } from './private-responses.js';
 import { DIRECTION_VALUES, DIVERGENCE_LIMIT } from '../../../queries/get-divergence/get-divergence.query.js';
-import { MAX_WEBHOOK_URL_LENGTH } from '../../../commands/manage-webhooks/webhook-registry.decider.js';
+import { MAX_WEBHOOK_URL_LENGTH } from '../../domain/webhooks/webhook-registry.decider.js';
 import { WEBHOOK_URL_PATTERN } from '../../domain/webhooks/address-policy.js';
 import { MAX_WEBHOOK_ID } from '../../web/webhook-id.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';

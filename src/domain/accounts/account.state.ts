@@ -2,11 +2,10 @@
  * A developer account's state (its address, keys and rate override) and how each event changes it
  * (`evolveAccount`), with the account's first decision (`openAccount`): sign-in and the operator's
  * `keys create` both open an account in the same append as its ledger, and the account decider
- * (commands/manage-keys) decides everything after.
+ * (account.decider.ts) decides everything after.
  */
 import { AppError } from '../../core/errors.js';
-import type { Stream } from '../../core/command-handler.js';
-import { accountStream, type AccountEvent } from './account.events.js';
+import type { AccountEvent } from './account.events.js';
 import { defaultKeyName, keyNameOf } from './api-keys.js';
 
 export interface KeyState {
@@ -33,12 +32,6 @@ export interface AccountState {
 
 export const initialAccountState = (): AccountState => ({ exists: false, account_id: null, email: null, keys: new Map(), rate_limit: 'tier', forgotten_at: null });
 
-/** An account's stream, as the command handler folds it. */
-export const accountOf = (accountId: string): Stream<AccountState, AccountEvent> => ({
-  streamId: accountStream(accountId),
-  initialState: initialAccountState,
-  evolve: evolveAccount,
-});
 
 export function evolveAccount(state: AccountState, event: AccountEvent): AccountState {
   switch (event.type) {

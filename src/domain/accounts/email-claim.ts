@@ -3,10 +3,10 @@
  * for an account (`email-<sha256(address)>`). Sign-in reads the claim to find (or make) the
  * account a link opens; the operator's `keys create` claims the address of the account it creates.
  */
-import type { Stream } from '../../core/command-handler.js';
+import type { Decider } from '../../core/decider.js';
 import { badRequest } from '../../core/errors.js';
 import { sha256Hex } from '../../core/sha256.js';
-import { emailStream, type SessionEvent } from './session.events.js';
+import { emailStream, type EmailClaimed, type EmailReleased } from './session.events.js';
 
 /** Trimmed and lower-cased; refused (400) unless it looks like one address. */
 export function normalizeEmail(raw: unknown): string {
@@ -22,8 +22,19 @@ export interface ClaimState {
 }
 
 /** The stream that names the one account of an address (`email` normalised). */
-export const claimOf = (email: string): Stream<ClaimState, SessionEvent> => ({
-  streamId: emailStream(sha256Hex(email)),
+export const claimStream = (email: string): string => emailStream(sha256Hex(email));
+
+export type ClaimEvent = EmailClaimed | EmailReleased;
+
+/** Claims the address for `account_id` (its `email` sealed under that account's key) unless an account holds it. */
+export interface ClaimEmail {
+  type: 'ClaimEmail';
+  data: EmailClaimed['data'];
+}
+
+/** An address's claim: the first account to claim it holds it until that account is forgotten. */
+export const emailClaimDecider: Decider<ClaimState, ClaimEmail, ClaimEvent> = {
   initialState: () => ({ account_id: null }),
   evolve: (s, e) => (e.type === 'EmailClaimed' ? { account_id: e.data.account_id } : e.type === 'EmailReleased' ? { account_id: null } : s),
-});
+  decide: (s, command) => (s.account_id !== null ? [] : [{ type: 'EmailClaimed', data: command.data }]),
+};

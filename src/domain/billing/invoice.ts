@@ -41,12 +41,7 @@ export interface Invoice {
   ledger_head?: SignedLedgerHead;
 }
 
-/** `1234` → `$12.34` (negative amounts as `-$12.34`). */
-export function formatUsd(cents: number): string {
-  const sign = cents < 0 ? '-' : '';
-  const abs = Math.abs(cents);
-  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
-}
+export { formatUsd } from '../ledger/proration.js';
 
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 

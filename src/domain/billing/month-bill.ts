@@ -8,7 +8,7 @@
 import { evolve, type LedgerState } from '../ledger/ledger.state.js';
 import type { LedgerEvent } from '../ledger/ledger.events.js';
 import { tierName as title, type Tier } from '../plans.js';
-import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents } from './proration.js';
+import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents } from '../ledger/proration.js';
 import { monthName, type InvoiceLine } from './invoice.js';
 
 export interface MonthBill {

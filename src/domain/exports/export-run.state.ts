@@ -1,11 +1,10 @@
 /**
  * The export runs on the `exports` stream, oldest first, and how each event changes them; what the
  * export handler reads off them (the bundles kept, a run completed since an instant). The
- * decisions are commands/export-bundles/export-run.decider.ts.
+ * decisions are src/domain/exports/export-run.decider.ts.
  */
-import type { Stream } from '../../core/command-handler.js';
 import type { ExportName } from './export-bundle.js';
-import { EXPORTS_STREAM, type ExportRunEvent } from './export.events.js';
+import type { ExportRunEvent } from './export.events.js';
 
 export type RunStatus = 'running' | 'completed' | 'abandoned' | 'deleted';
 
@@ -42,8 +41,6 @@ export function evolveExports(state: ExportsState, event: ExportRunEvent): Expor
   }
 }
 
-/** The `exports` stream, as a command handler folds it. */
-export const exportsStream: Stream<ExportsState, ExportRunEvent> = { streamId: EXPORTS_STREAM, initialState: initialExportsState, evolve: evolveExports };
 
 /** The newest completed run that started at or after `instant` (ISO), if any. */
 export function completedSince(state: ExportsState, instant: string): string | undefined {

@@ -87,7 +87,7 @@ export type PlanCancellationScheduled = Event<'PlanCancellationScheduled', { eff
 export type PlanDowngradeScheduled = Event<'PlanDowngradeScheduled', { tier: Tier; effective_at: string }>;
 
 /**
- * A change that costs more, charged at once for the rest of the month (src/domain/billing/proration.ts):
+ * A change that costs more, charged at once for the rest of the month (src/domain/ledger/proration.ts):
  * an upgrade (`kind` plan, `from` → `to` tiers) or a Pro membership started mid-month (`kind` pro).
  * `payment_ref` is the Billing port's reference of the payment.
  */
@@ -325,7 +325,7 @@ export function packDebits(events: readonly LedgerEvent[]): LedgerEvent[] {
  * none). Metadata, not data: the hashed lines a customer verifies stay as they were, and a key id
  * shows in no /v1 answer. `keyOf` maps a call's request id to the key that made it.
  */
-export function withCallKeys(events: readonly LedgerEvent[], keyOf: ReadonlyMap<string, string>): NewEvent[] {
+export function withCallKeys(events: readonly LedgerEvent[], keyOf: ReadonlyMap<string, string>): (LedgerEvent & Pick<NewEvent, 'metadata'>)[] {
   if (keyOf.size === 0) return events as LedgerEvent[];
   return events.map((e) => {
     if (e.type === 'CreditsDebited') {

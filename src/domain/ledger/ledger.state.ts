@@ -5,8 +5,7 @@
  * alone is in ledger.recorder.ts.
  */
 import { PLANS, entitlementsOf, moreOf, type Tier } from '../plans.js';
-import type { Stream } from '../../core/command-handler.js';
-import { GENESIS_HASH, ledgerStream, type CarriedLedgerState, type CreditsDebited, type DebitColumns, type LedgerEvent } from './ledger.events.js';
+import { GENESIS_HASH, type CarriedLedgerState, type CreditsDebited, type DebitColumns, type LedgerEvent } from './ledger.events.js';
 
 // ---------------------------------------------------------------------------------------------
 // State
@@ -174,11 +173,6 @@ export function evolve(state: LedgerState, event: LedgerEvent): LedgerState {
 export function foldLedger(events: ReadonlyArray<{ type: string; data: unknown }>, from: LedgerState = initialLedgerState): LedgerState {
   return events.reduce((s, e) => evolve(s, e as LedgerEvent), from);
 }
-
-const initialState = (): LedgerState => initialLedgerState;
-
-/** An account's ledger stream, as a command handler folds it. */
-export const ledgerOf = (accountId: string): Stream<LedgerState, LedgerEvent> => ({ streamId: ledgerStream(accountId), initialState, evolve });
 
 /** Everything of the state but `last_hash`: what a month's closing event carries into the next. */
 export function carriedOf(s: LedgerState): CarriedLedgerState {

@@ -3,12 +3,11 @@
  * its registration, deletion and reactivation (commands/manage-webhooks) and its deliveries
  * (commands/deliver-webhooks) are decided on.
  */
-import type { Stream } from '../../core/command-handler.js';
 import type { PersonalData } from '../../core/personal-data.port.js';
 import { SecretUnreadableError } from '../../core/aes-gcm-secret-box.js';
 import type { SigningSecrets } from './webhook-signing.js';
 import type { WebhookEnvelope, WebhookEventType } from './webhook-envelope.js';
-import { webhookStream, type WebhookEvent } from './webhook.events.js';
+import type { WebhookEvent } from './webhook.events.js';
 
 /** A queued live message not yet delivered nor given up. */
 export interface MessageInFlight {
@@ -134,11 +133,6 @@ function evolveAttempted(state: WebhookState, d: DataOf<'WebhookDeliveryAttempte
   return next;
 }
 
-export const webhookOf = (webhookId: number): Stream<WebhookState, WebhookEvent> => ({
-  streamId: webhookStream(webhookId),
-  initialState: initialWebhookState,
-  evolve: evolveWebhook,
-});
 
 /** A registered, undeleted webhook with what a delivery needs (its URL, secret and type). */
 export type UsableWebhook = WebhookState & { webhook_id: number; url: string; secret: string; event_type: WebhookEventType };

@@ -3,7 +3,7 @@
  * membership started or ended, a credit pack, each priced before the form that confirms it.
  */
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
-import type { Proration } from '../../../domain/billing/proration.js';
+import type { Proration } from '../../../domain/ledger/proration.js';
 import { PLANS, tierName as title, type CreditPack, type Tier } from '../../../domain/plans.js';
 import { html, type SafeHtml } from '../pages/html.js';
 import { confirmPage } from './confirm.page.js';

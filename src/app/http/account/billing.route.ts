@@ -7,7 +7,7 @@
 import { buyPack, downgradePlan, endPro, proQuote, startPro, upgradePlan, upgradeQuote, type BillingDeps } from '../../../../commands/billing/billing.handler.js';
 import { AppError, badRequest } from '../../../core/errors.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
-import { monthlyPriceCents } from '../../../domain/billing/proration.js';
+import { monthlyPriceCents } from '../../../domain/ledger/proration.js';
 import { stateAt } from '../../../domain/ledger/ledger.figures.js';
 import { CREDIT_PACKS, PLANS, isTier, tierName as title, type Tier } from '../../../domain/plans.js';
 import { done, formField, type AccountRequest } from './account-route.js';

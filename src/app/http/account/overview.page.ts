@@ -7,7 +7,7 @@
 import { CREDIT_PACKS, TIERS, proAddsTo, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH, defaultKeyName } from '../../../domain/accounts/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
-import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/billing/proration.js';
+import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/ledger/proration.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
 import type { WebhookListItem } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import type { InvoiceDoc } from '../../../../projections/invoices/invoices.projection.js';

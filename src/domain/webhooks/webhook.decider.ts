@@ -5,9 +5,10 @@
  * (`webhook-registry.decider.ts`); deliveries in commands/deliver-webhooks. Rotating its secret:
  * the previous secret still signs during the overlap the command names.
  */
-import { notFound } from '../../src/core/errors.js';
-import type { WebhookEvent, WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
-import { evolveWebhook, initialWebhookState, type WebhookState } from '../../src/domain/webhooks/webhook.state.js';
+import { routed, type Decider } from '../../core/decider.js';
+import { notFound } from '../../core/errors.js';
+import { WEBHOOK_REGISTRY_STREAM, type WebhookEvent, type WebhookRegistryEvent } from './webhook.events.js';
+import { evolveWebhook, initialWebhookState, type WebhookState } from './webhook.state.js';
 
 export type ManageWebhookCommand =
   | { type: 'DeleteWebhook'; account_id: string; webhook_id: number }
@@ -52,4 +53,10 @@ function decide(state: WebhookState, command: ManageWebhookCommand, now: Date): 
   }
 }
 
-export const webhookDecider = { initialState: initialWebhookState, evolve, decide };
+export const webhookDecider = { initialState: initialWebhookState, evolve, decide } satisfies Decider<WebhookState, ManageWebhookCommand, ManageWebhookEvent>;
+
+/**
+ * The webhook decider as the handler runs it on the webhook's stream read together with the
+ * registry (whose events `evolve` passes over): a deletion frees the webhook's place there.
+ */
+export const webhookWithRegistryDecider = routed(webhookDecider, (e) => (e.type === 'WebhookIdReleased' || e.type === 'WebhookIdAssigned' ? { streamId: WEBHOOK_REGISTRY_STREAM } : undefined));

@@ -21,18 +21,19 @@
  *   nothing; another purchase under a used reference is refused (409 `conflict`).
  * - A command that changes nothing yields no events at all, not even the period roll.
  */
-import { AppError, badRequest } from '../../src/core/errors.js';
-import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed } from '../../src/domain/plans.js';
-import { creditOptions, credits, creditsLeft, joinOr } from '../../src/domain/credit-options.js';
-import { isRateKey } from '../../src/domain/rate-card.js';
-import { creditsRemainingNumber } from '../../src/domain/ledger/ledger.figures.js';
-import { monthlyPriceCents } from '../../src/domain/billing/proration.js';
-import { quotePro, quoteUpgrade, requireQuoted } from '../../src/domain/billing/plan-quotes.js';
-import { evolve, initialLedgerState, type LedgerState } from '../../src/domain/ledger/ledger.state.js';
-import { advanceTo, recorder, type Recorder } from '../../src/domain/ledger/ledger.recorder.js';
-import { openLedger, validateOpening } from '../../src/domain/ledger/ledger.opening.js';
-import type { DebitCredits, DowngradePlan, LedgerCommand, PurchasePack, SetPlan, StartPro, UpgradePlan } from '../../src/domain/ledger/ledger.commands.js';
-import type { LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
+import type { Decider } from '../../core/decider.js';
+import { AppError, badRequest } from '../../core/errors.js';
+import { USAGE_ALERT_THRESHOLDS, isTier, overageAllowed } from '../plans.js';
+import { creditOptions, credits, creditsLeft, joinOr } from '../credit-options.js';
+import { isRateKey } from '../rate-card.js';
+import { creditsRemainingNumber } from './ledger.figures.js';
+import { monthlyPriceCents } from './proration.js';
+import { quotePro, quoteUpgrade, requireQuoted } from './plan-quotes.js';
+import { evolve, initialLedgerState, type LedgerState } from './ledger.state.js';
+import { advanceTo, recorder, type Recorder } from './ledger.recorder.js';
+import { openLedger, validateOpening } from './ledger.opening.js';
+import type { DebitCredits, DowngradePlan, LedgerCommand, PurchasePack, SetPlan, StartPro, UpgradePlan } from './ledger.commands.js';
+import { packDebits, withCallKeys, type LedgerEvent } from './ledger.events.js';
 
 const isCount = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
 const isText = (x: unknown): x is string => typeof x === 'string' && x.trim().length > 0;
@@ -279,4 +280,45 @@ export function decideAndFold(state: LedgerState, command: LedgerCommand, now: D
   return rec.events.length === before ? unchanged : { events: rec.events, state: rec.state };
 }
 
-export const ledgerDecider = { initialState: (): LedgerState => initialLedgerState, evolve, decide };
+export const ledgerDecider = { initialState: (): LedgerState => initialLedgerState, evolve, decide } satisfies Decider<LedgerState, LedgerCommand, LedgerEvent>;
+
+/** What one command of a batch came to: its events and the state after them, or why it was refused. */
+export type BatchOutcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown };
+
+/** The key of each call that names one, by its request id. */
+function callKeysOf(commands: readonly LedgerCommand[]): Map<string, string> {
+  const keys = new Map<string, string>();
+  for (let i = 0; i < commands.length; i++) {
+    const c = commands[i]!;
+    if (c.type === 'DebitCredits' && c.data.key_id) keys.set(c.data.request_id, c.data.key_id);
+  }
+  return keys;
+}
+
+/**
+ * The commands that queued up for one account while its previous append was committing (the
+ * ledger service, commands/ledger/ledger.handler.ts), each decided on the state the one before
+ * left; a refused one changes nothing and the others still go. Their events are appended as one:
+ * a batch's calls become one event (each line still hashed on its own), with each call's key
+ * beside it (the account page's "last used").
+ */
+export const ledgerBatchDecider: Decider<LedgerState, readonly LedgerCommand[], LedgerEvent, BatchOutcome[]> = {
+  initialState: ledgerDecider.initialState,
+  evolve,
+  decide(start, commands, now) {
+    let state = start;
+    const outcomes: BatchOutcome[] = [];
+    const events: LedgerEvent[] = [];
+    for (let i = 0; i < commands.length; i++) {
+      try {
+        const decided = decideAndFold(state, commands[i]!, now);
+        state = decided.state;
+        for (let e = 0; e < decided.events.length; e++) events.push(decided.events[e]!);
+        outcomes.push({ ok: true, events: decided.events, state });
+      } catch (error) {
+        outcomes.push({ ok: false, error });
+      }
+    }
+    return { events: withCallKeys(packDebits(events), callKeysOf(commands)), state, result: outcomes };
+  },
+};

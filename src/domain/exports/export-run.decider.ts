@@ -4,13 +4,14 @@
  * died: it is abandoned. A refusal here is a broken invariant (a run that outlived its lock), not
  * a caller's mistake: it throws a plain Error.
  */
-import { BUNDLES_KEPT, EXPORT_NAMES } from '../../src/domain/exports/export-bundle.js';
-import type { ExportFileWritten, ExportRunEvent, ExportStarted } from '../../src/domain/exports/export.events.js';
-import { evolveExports, initialExportsState, type ExportsState, type RunState } from '../../src/domain/exports/export-run.state.js';
+import type { Decider } from '../../core/decider.js';
+import { BUNDLES_KEPT, EXPORT_NAMES } from './export-bundle.js';
+import type { ExportFileWritten, ExportRunEvent, ExportStarted } from './export.events.js';
+import { completedSince, evolveExports, initialExportsState, type ExportsState, type RunState } from './export-run.state.js';
 
 export type ExportRunCommand =
   /** Abandons whatever is still running (its process is gone: the caller holds the lock) and starts a run. */
-  | { type: 'StartRun'; data: ExportStarted['data'] }
+  | { type: 'StartRun'; data: ExportStarted['data']; /** Start nothing when a run completed that started at or after this instant. */ unless_completed_since?: string }
   /** A file of a running run is in place (recorded once). */
   | { type: 'RecordFile'; data: ExportFileWritten['data'] }
   /** Completes a run once every file is written, and deletes the completed bundles beyond the newest BUNDLES_KEPT. */
@@ -52,6 +53,7 @@ function completeRun(state: ExportsState, runId: string, at: string): ExportRunE
 function decide(state: ExportsState, command: ExportRunCommand, now: Date): ExportRunEvent[] {
   switch (command.type) {
     case 'StartRun':
+      if (command.unless_completed_since !== undefined && completedSince(state, command.unless_completed_since)) return [];
       return startRun(state, command.data);
     case 'RecordFile':
       return recordFile(state, command.data);
@@ -64,4 +66,4 @@ function decide(state: ExportsState, command: ExportRunCommand, now: Date): Expo
   }
 }
 
-export const exportRunDecider = { initialState: initialExportsState, evolve: evolveExports, decide };
+export const exportRunDecider = { initialState: initialExportsState, evolve: evolveExports, decide } satisfies Decider<ExportsState, ExportRunCommand, ExportRunEvent>;

@@ -4,11 +4,11 @@
  * decided on this one stream and concurrent registrations cannot overshoot it. A registration also
  * starts the new webhook's own stream: the handler writes each event to its stream.
  */
-import { AppError, badRequest } from '../../src/core/errors.js';
-import type { Stream } from '../../src/core/command-handler.js';
-import { checkWebhookUrl, type AllowSubnets } from '../../src/domain/webhooks/address-policy.js';
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
-import { WEBHOOK_REGISTRY_STREAM, type WebhookEvent, type WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
+import { AppError, badRequest } from '../../core/errors.js';
+import { routed, type Decider } from '../../core/decider.js';
+import { checkWebhookUrl, type AllowSubnets } from './address-policy.js';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './webhook-envelope.js';
+import { webhookStream, type WebhookEvent, type WebhookRegistryEvent } from './webhook.events.js';
 
 /** Live (undeleted) webhooks per account. */
 export const MAX_WEBHOOKS_PER_ACCOUNT = 10;
@@ -82,8 +82,9 @@ function decide(registry: RegistryState, command: RegisterWebhook, now: Date): R
   ];
 }
 
-export const webhookRegistryDecider = { initialState, evolve, decide };
-
-export const registryOf = (): Stream<RegistryState, RegistrationEvent> => ({ streamId: WEBHOOK_REGISTRY_STREAM, initialState, evolve });
+export const webhookRegistryDecider = { initialState, evolve, decide } satisfies Decider<RegistryState, RegisterWebhook, RegistrationEvent>;
 
 export const isRegistryEvent = (e: RegistrationEvent): e is WebhookRegistryEvent => e.type === 'WebhookIdAssigned' || e.type === 'WebhookIdReleased';
+
+/** The registry decider as the handler runs it on the registry stream: a registration also starts the new webhook's own stream. */
+export const registrationDecider = routed(webhookRegistryDecider, (e) => (isRegistryEvent(e) ? undefined : { streamId: webhookStream(e.data.webhook_id), expectedRevision: 'no_stream' as const }));

@@ -1,7 +1,7 @@
-import type { DebitRecord } from '../../src/core/debit-record.js';
+import type { DebitRecord } from './debit-record.js';
 
 /**
- * A debit record (src/core/debit-record.ts) as the bytes of one `bytea` column of the log, about
+ * A debit record (src/domain/ledger/debit-record.ts) as the bytes of one `bytea` column of the log, about
  * 100 of them: a version byte; the request id (its 12 bytes for the service's own `req_` form,
  * else its text); endpoint and channel as short texts; the four amounts as varints; `at` in ms
  * (6 bytes); the period when it is not `at`'s month; the two hashes, 32 bytes each.

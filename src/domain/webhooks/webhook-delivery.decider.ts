@@ -3,10 +3,11 @@
  * queueing a message it is owed, and recording each attempt (the rule of
  * src/domain/webhooks/webhook-attempt.ts). Time and message ids are inputs.
  */
-import { attemptEvents, type RecordAttempt } from '../../src/domain/webhooks/webhook-attempt.js';
-import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
-import type { WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
-import { eventKey, evolveWebhook, initialWebhookState, type WebhookState } from '../../src/domain/webhooks/webhook.state.js';
+import type { Decider } from '../../core/decider.js';
+import { attemptEvents, type RecordAttempt } from './webhook-attempt.js';
+import type { WebhookEnvelope } from './webhook-envelope.js';
+import type { WebhookEvent } from './webhook.events.js';
+import { eventKey, evolveWebhook, initialWebhookState, type WebhookState } from './webhook.state.js';
 
 export interface QueueMessage {
   type: 'QueueMessage';
@@ -51,4 +52,4 @@ function decideQueue(state: WebhookState, command: QueueMessage, now: Date): Web
   return [{ type: 'WebhookMessageQueued', data: { webhook_id, message_id, event_type: state.event_type, envelope, at: now.toISOString() } }];
 }
 
-export const webhookDeliveryDecider = { initialState: initialWebhookState, evolve: evolveWebhook, decide };
+export const webhookDeliveryDecider = { initialState: initialWebhookState, evolve: evolveWebhook, decide } satisfies Decider<WebhookState, DeliveryCommand, WebhookEvent>;

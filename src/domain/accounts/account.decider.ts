@@ -2,10 +2,11 @@
  * The account's decisions after it was opened: keys issued, revoked and rotated, the operator's
  * rate override. State and `evolve` are the kernel's (src/domain/accounts/account.state.ts).
  */
-import { AppError, notFound } from '../../src/core/errors.js';
-import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from '../../src/domain/accounts/api-keys.js';
-import type { AccountEvent, ApiKeyRevoked } from '../../src/domain/accounts/account.events.js';
-import { evolveAccount, forgetAccount, initialAccountState, issuedKey, openAccount, type AccountState, type KeyMaterial } from '../../src/domain/accounts/account.state.js';
+import type { Decider } from '../../core/decider.js';
+import { AppError, notFound } from '../../core/errors.js';
+import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from './api-keys.js';
+import type { AccountEvent, ApiKeyRevoked } from './account.events.js';
+import { evolveAccount, forgetAccount, initialAccountState, issuedKey, openAccount, type AccountState, type KeyMaterial } from './account.state.js';
 
 export type AccountCommand =
   | { type: 'CreateAccount'; account_id: string; email: string | null; key: KeyMaterial }
@@ -37,6 +38,7 @@ function endGraceBefore(state: AccountState, keyId: string, now: Date): ApiKeyRe
 /** Pure: what the command changes in the account, or why it cannot. */
 function decide(state: AccountState, command: AccountCommand, now: Date): AccountEvent[] {
   const at = now.toISOString();
+  if (!state.exists && command.type !== 'CreateAccount') throw notFound('no such account');
   if (state.forgotten_at !== null && command.type !== 'ForgetAccount') throw notFound('this account was forgotten');
   switch (command.type) {
     case 'ForgetAccount':
@@ -89,4 +91,4 @@ function decide(state: AccountState, command: AccountCommand, now: Date): Accoun
   }
 }
 
-export const accountDecider = { initialState: initialAccountState, evolve: evolveAccount, decide };
+export const accountDecider = { initialState: initialAccountState, evolve: evolveAccount, decide } satisfies Decider<AccountState, AccountCommand, AccountEvent>;

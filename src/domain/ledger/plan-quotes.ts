@@ -4,9 +4,8 @@
  */
 import { AppError, badRequest } from '../../core/errors.js';
 import { proAddsTo, type Tier } from '../plans.js';
-import type { LedgerState } from '../ledger/ledger.state.js';
-import { formatUsd } from './invoice.js';
-import { PRO_MONTHLY_PRICE_CENTS, monthlyPriceCents, prorate, type Proration } from './proration.js';
+import type { LedgerState } from './ledger.state.js';
+import { PRO_MONTHLY_PRICE_CENTS, formatUsd, monthlyPriceCents, prorate, type Proration } from './proration.js';
 
 /** What an upgrade to `tier` costs now; refused (400) when it is not an upgrade a user may buy. */
 export function quoteUpgrade(s: LedgerState, tier: Tier, now: Date): Proration {

@@ -36,3 +36,10 @@ export function monthlyPriceCents(tier: Tier): number | null {
 }
 
 export const PRO_MONTHLY_PRICE_CENTS = cents(PRO_MONTHLY_PRICE_USD);
+
+/** `1234` → `$12.34` (negative amounts as `-$12.34`). */
+export function formatUsd(cents: number): string {
+  const sign = cents < 0 ? '-' : '';
+  const abs = Math.abs(cents);
+  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+}
