@@ -370,7 +370,7 @@ describe('The account area in a real browser', function () {
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
     await page.getByRole('button', { name: 'Copy' }).click();
     await page.getByRole('button', { name: 'Copied' }).waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(key);
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).to.equal(key);
     // A reload is a GET of /account: no form sent again (no CSRF refusal), the key not shown again.
     const reloaded = await page.reload();
     expect(reloaded?.status()).to.equal(200);
