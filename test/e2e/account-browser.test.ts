@@ -365,6 +365,16 @@ describe('The account area in a real browser', function () {
     expect(key.startsWith(prefix)).to.equal(true);
     const works = await api('/v1/scores/AAPL', key);
     expect(works.status).to.equal(200);
+    // The form redirected (POST, 303, GET): the page is /account, and its Copy button copies the key.
+    expect(new URL(page.url()).pathname).to.equal('/account');
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).to.equal(key);
+    // A reload is a GET of /account: no form sent again (no CSRF refusal), the key not shown again.
+    const reloaded = await page.reload();
+    expect(reloaded?.status()).to.equal(200);
+    expect(await page.locator('#new-key').count()).to.equal(0);
 
     const res = await page.goto(`${server.url}/account`);
     const served = (await res?.text()) ?? '';
@@ -543,7 +553,7 @@ describe('The account area in a real browser', function () {
   it('logged no console error on the account pages: uPlot and the chart load from /account/assets under the policy', () => {
     expect(consoleErrors).to.deep.equal([]);
     const paths = new Set(assetResponses.map((r) => new URL(r.url).pathname));
-    expect([...paths].sort()).to.deep.equal(['/account/assets/uPlot.iife.min.js', '/account/assets/uPlot.min.css', '/account/assets/usage-chart.js']);
+    expect([...paths].sort()).to.deep.equal(['/account/assets/copy.js', '/account/assets/uPlot.iife.min.js', '/account/assets/uPlot.min.css', '/account/assets/usage-chart.js']);
     expect(assetResponses.filter((r) => r.status !== 200 && r.status !== 304)).to.deep.equal([]);
   });
 });

@@ -134,8 +134,8 @@ describe('Read your own writes on any replica: written on one API process, read 
   async function keyRound(round: number, waits: Map<string, number[]>): Promise<void> {
     on = a;
     const created = await browser.submit((await browser.request('/account')).text, '/account/keys');
-    expect(created.status, created.text.slice(0, 300)).to.equal(200);
-    const key = /id="new-key">([^<]+)</.exec(created.text)![1]!;
+    expect(created.status, created.text.slice(0, 300)).to.equal(303);
+    const key = /id="new-key"[^>]*>([^<]+)</.exec((await browser.request('/account')).text)![1]!;
     on = b;
     const page = await timed(waits, 'GET /account after a key was created', () => browser.request('/account'));
     const id = new RegExp(`<code>${key.slice(0, 14)}…</code></td><td>([^<]+)</td>`).exec(page.text)?.[1];

@@ -4,7 +4,8 @@
  * the service's session secret, so it works without JavaScript and keeps the page's address as
  * it was. The page that shows a notice clears the cookie: it is shown once.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { gcmOpen, gcmSeal } from '../../../core/aes-gcm.js';
 import { html, type SafeHtml } from '../pages/html.js';
 
 export const NOTICE_COOKIE = '__Host-scores.notice';
@@ -47,4 +48,40 @@ export function noticeHtml(n: Notice, code?: string): SafeHtml {
   return n.kind === 'success'
     ? html`<div class="notice ok" role="status" id="notice"><p><strong>Done.</strong> ${n.text}</p></div>`
     : html`<div class="notice error" role="alert" id="notice"><p><strong>Not done.</strong> ${n.text}${code ? html` (code <code>${code}</code>)` : ''}</p></div>`;
+}
+
+/**
+ * A new API key, carried across the redirect after the form that made it (POST, 303, GET /account)
+ * so that a reload neither submits the form again nor shows the key again. The key is a secret: the
+ * cookie is sealed (AES-256-GCM under a key derived from the session secret), not only signed.
+ */
+export const NEW_KEY_COOKIE = '__Host-scores.new-key';
+
+export interface ShownKey {
+  key: string;
+  prefix: string;
+  name: string;
+  /** What the action did besides, said before the key (a rotation). */
+  lead?: string;
+}
+
+const AAD = Buffer.from('new-key');
+const boxKey = (secret: string) => createHash('sha256').update(`new-key\n${secret}`).digest();
+
+export function sealShownKey(secret: string, shown: ShownKey): string {
+  return gcmSeal(boxKey(secret), JSON.stringify(shown), AAD).toString('base64url');
+}
+
+/** The key of a cookie value, or null when it is not one this service sealed. */
+export function openShownKey(secret: string, value: string | undefined): ShownKey | null {
+  if (!value) return null;
+  const opened = gcmOpen(boxKey(secret), Buffer.from(value, 'base64url'), AAD);
+  if (!('plain' in opened)) return null;
+  try {
+    const k = JSON.parse(opened.plain) as Partial<ShownKey>;
+    if (typeof k.key !== 'string' || typeof k.prefix !== 'string' || typeof k.name !== 'string') return null;
+    return { key: k.key, prefix: k.prefix, name: k.name, ...(typeof k.lead === 'string' ? { lead: k.lead } : {}) };
+  } catch {
+    return null;
+  }
 }

@@ -20,7 +20,7 @@ import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js'
 import { AppError } from '../../../core/errors.js';
 import { HEADER, NO_STORE } from '../../../web/response-headers.js';
 import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
-import { NOTICE_COOKIE, NOTICE_MAX_AGE_MS, openNotice, sealNotice, type Notice } from './account-notice.js';
+import { NEW_KEY_COOKIE, NOTICE_COOKIE, NOTICE_MAX_AGE_MS, openNotice, openShownKey, sealNotice, sealShownKey, type Notice, type ShownKey } from './account-notice.js';
 
 export const SESSION_COOKIE = '__Host-scores.sid';
 const BROWSER_COOKIE = '__Host-scores.b';
@@ -67,6 +67,10 @@ export interface AccountWeb {
   notify(res: Response, notice: Notice): void;
   /** The notice an action left for this page, once: the cookie is cleared as it is read. */
   takeNotice(req: Request, res: Response): Notice | null;
+  /** Keeps a new key for the page the redirect leads to, which shows it once (account-notice.ts). */
+  showKeyOnce(res: Response, shown: ShownKey): void;
+  /** The new key to show, once: the cookie is cleared as it is read. */
+  takeShownKey(req: Request, res: Response): ShownKey | null;
 }
 
 const cookieBase = { httpOnly: true, secure: true, path: '/' } as const;
@@ -137,6 +141,15 @@ export function accountWeb(services: Services): AccountWeb {
       if (value === undefined) return null;
       res.clearCookie(NOTICE_COOKIE, { ...cookieBase, sameSite: 'lax' });
       return openNotice(secret, value);
+    },
+    showKeyOnce(res, shown) {
+      res.cookie(NEW_KEY_COOKIE, sealShownKey(secret, shown), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
+    },
+    takeShownKey(req, res) {
+      const value = (req.cookies as Record<string, string | undefined>)[NEW_KEY_COOKIE];
+      if (value === undefined) return null;
+      res.clearCookie(NEW_KEY_COOKIE, { ...cookieBase, sameSite: 'lax' });
+      return openShownKey(secret, value);
     },
   };
 }

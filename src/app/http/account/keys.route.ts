@@ -1,7 +1,8 @@
 /**
  * The key forms of the account page: create (named), rotate and revoke, the last two confirmed on
  * a page naming the key and the consequence (GET) before the form that acts (POST). A new key is
- * shown once, on the page answering the form; another account's key is 404, as one that does not exist.
+ * shown once, on the account page the form redirects to (a reload neither sends the form again nor
+ * shows the key again); another account's key is 404, as one that does not exist.
  */
 import { issueKey, loadAccount, revokeKey, rotateKey } from '../../../../commands/manage-keys/keys.handler.js';
 import { apiKeysProjection } from '../../../../projections/api-keys/api-keys.projection.js';
@@ -12,8 +13,6 @@ import { AppError, notFound } from '../../../core/errors.js';
 import { done, formField, type AccountRequest } from './account-route.js';
 import { sendAccountPage } from './account-web.js';
 import { revokePage, rotatePage } from './keys.page.js';
-import { renderAccount } from './overview.route.js';
-import { newKeyNotice } from './overview.page.js';
 
 /** The grace periods the rotate form offers, in hours. */
 const GRACE_HOURS = [0, 24, 168];
@@ -44,7 +43,8 @@ function graceHours(value: unknown): number {
 export async function createKey(r: AccountRequest): Promise<void> {
   const issued = await issueKey(r.services, r.who.account_id, formField(r.req, 'name'));
   await keysProjected(r);
-  await renderAccount(r, { notice: newKeyNotice(issued.key, issued.prefix, issued.name) });
+  r.web.showKeyOnce(r.res, { key: issued.key, prefix: issued.prefix, name: issued.name });
+  r.res.redirect(303, '/account#new-key');
 }
 
 /** `GET /account/keys/:id/rotate?grace_hours=`: what the rotation does, before the form that rotates. */
@@ -62,7 +62,8 @@ export async function rotateOwnKey(r: AccountRequest): Promise<void> {
   const rotated = await rotateKey(r.services, key.key_id, hours * 3600);
   await keysProjected(r);
   const old = hours === 0 ? 'stopped working' : `works until ${rotated.old_key_valid_until}`;
-  await renderAccount(r, { notice: newKeyNotice(rotated.key, rotated.prefix, rotated.name, `Rotated: the old key ${key.prefix}… ${old}.`) });
+  r.web.showKeyOnce(r.res, { key: rotated.key, prefix: rotated.prefix, name: rotated.name, lead: `Rotated: the old key ${key.prefix}… ${old}.` });
+  r.res.redirect(303, '/account#new-key');
 }
 
 /** `GET /account/keys/:id/revoke`: the key and what its revocation does, before the form that revokes. */

@@ -22,7 +22,7 @@ const count = (n: number) => n.toLocaleString('en-US');
 /** A new key, shown once: the page that shows it is the only place it is ever written. */
 export function newKeyNotice(key: string, prefix: string, name: string, lead?: string): SafeHtml {
   return html`<div class="note" role="status"><p>${lead ? html`<strong>Done.</strong> ${lead} ` : ''}<strong>Your new API key, ${name}</strong> (shown once; it is stored only as a hash: copy it now):</p>
-<p><code id="new-key">${key}</code></p><p class="muted">Its prefix <code>${prefix}</code> names it on this page from now on. Send it as the <code>X-API-Key</code> header.</p></div>`;
+<p><code id="new-key">${key}</code> <button type="button" class="copy" data-copy="new-key" hidden>Copy</button></p><p class="muted">Its prefix <code>${prefix}</code> names it on this page from now on. Send it as the <code>X-API-Key</code> header.</p></div>`;
 }
 
 export interface AccountView extends UsageView {
@@ -133,4 +133,4 @@ const deleteSection = html`<section id="delete" aria-labelledby="delete-h"><h2 i
 <p>Your keys stop, your webhooks are deleted and your address is forgotten; your ledger and invoices stay, under your account id only. <a class="button secondary" href="/account/delete">Delete my account…</a></p></section>`;
 
 /** The head of the account page: uPlot and the chart script, both served by the service (no CDN). */
-export const chartHead = html`<link rel="stylesheet" href="/account/assets/uPlot.min.css"><script src="/account/assets/uPlot.iife.min.js" defer></script><script src="/account/assets/usage-chart.js" defer></script><style>form.inline{display:inline-block;margin:0 .25rem}</style>`;
+export const chartHead = html`<link rel="stylesheet" href="/account/assets/uPlot.min.css"><script src="/account/assets/uPlot.iife.min.js" defer></script><script src="/account/assets/usage-chart.js" defer></script><script src="/account/assets/copy.js" defer></script><style>form.inline{display:inline-block;margin:0 .25rem}</style>`;

@@ -17,7 +17,7 @@ import type { SafeHtml } from '../pages/html.js';
 import type { AccountRequest } from './account-route.js';
 import { sendAccountPage } from './account-web.js';
 import { noticeHtml } from './account-notice.js';
-import { accountBody, chartHead } from './overview.page.js';
+import { accountBody, chartHead, newKeyNotice } from './overview.page.js';
 
 /** Ledger entries per page of the account page. */
 const LEDGER_PAGE = 25;
@@ -32,8 +32,8 @@ export const refusedAction = (r: AccountRequest, err: AppError): Promise<void> =
   renderAccount(r, { status: err.status, notice: noticeHtml({ kind: 'error', text: err.message }, err.code) });
 
 /**
- * The account page, with a notice on top: the one a form answers with (a new key, shown once; a
- * refusal), else the one the last action left for it (account-notice.ts).
+ * The account page, with a notice on top: the one a form answers with (a refusal), else a new key
+ * the last action left for it (shown once), else the notice it left (account-notice.ts).
  */
 export async function renderAccount({ req, res, who, services, web }: AccountRequest, answer: { notice?: SafeHtml; /** A refusal's status. */ status?: number } = {}): Promise<void> {
   const now = services.clock.now();
@@ -44,6 +44,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const figures = usageFigures(state, now);
   const cursor = typeof req.query['cursor'] === 'string' && req.query['cursor'] !== '' ? req.query['cursor'] : null;
   const left = web.takeNotice(req, res);
+  const shown = web.takeShownKey(req, res);
   const [days, ledger, webhooks, invoices, upcoming, lastUsed] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
     getUsageLedger(services.reads, services.events, { accountId, limit: LEDGER_PAGE, cursor }),
@@ -68,7 +69,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     lastUsed,
     csrf: web.csrfToken(req, res, answer.status !== undefined),
     simulatedBilling: services.billing.simulated,
-    notice: answer.notice ?? (left ? noticeHtml(left) : undefined),
+    notice: answer.notice ?? (shown ? newKeyNotice(shown.key, shown.prefix, shown.name, shown.lead) : left ? noticeHtml(left) : undefined),
   });
   sendAccountPage(res, answer.status ?? 200, 'Your account', body, chartHead);
 }
