@@ -231,7 +231,10 @@ function tsLiteral(v) {
 function sdkSamples(doc, facts, op) {
   const params = op.parameters ?? [];
   const pathArgs = facts.pathParams.map((p) => exampleOf(params.find((q) => q.in === 'path' && q.name === p.name) ?? p) ?? p.name);
-  const query = facts.queryParams.filter((p) => (p.required || QUERY_EXAMPLES[p.name]) && exampleOf(p) !== undefined).map((p) => [p.name, exampleOf(p)]);
+  const query = facts.queryParams
+    .filter((p) => (p.required || QUERY_EXAMPLES[p.name]) && exampleOf(p) !== undefined)
+    // An array parameter (`tickers`, one comma-separated value on the wire) takes a list in both SDKs.
+    .map((p) => [p.name, p.schema?.type === 'array' && typeof exampleOf(p) === 'string' ? exampleOf(p).split(',') : exampleOf(p)]);
   const body = bodyExample(doc, op);
   const binary = facts.response.kind === 'binary';
   const fileName = binary ? String(pathArgs.at(-1) ?? 'download') : null;
