@@ -243,8 +243,8 @@ function sdkSamples(doc, facts, op) {
   const python = [
     `from ${PY_MODULE} import ScoresClient`,
     '',
-    `client = ScoresClient(base_url="${BASE}")  # the key from SCORES_API_KEY`,
-    `${binary ? 'data' : 'result'} = client.${snake(facts.id)}(${pyArgs.join(', ')})`,
+    `with ScoresClient(base_url="${BASE}") as client:  # the key from SCORES_API_KEY`,
+    `    ${binary ? 'data' : 'result'} = client.${snake(facts.id)}(${pyArgs.join(', ')})`,
     ...(binary
       ? [`with open(${pyLiteral(fileName)}, "wb") as f:`, '    f.write(data)', `print(len(data), "bytes written to", ${pyLiteral(fileName)})`]
       : ['print(result.model_dump_json(indent=2))']),
