@@ -10,7 +10,8 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 const HAND_FRAMES = { ScoreHistoryResponse: 'ScoreHistory', MultiTickerHistoryResponse: 'MultiTickerHistory', ScreenerResponse: 'Screener', DivergenceEventsResponse: 'DivergenceEvents' };
 
 const refName = (ref) => ref.split('/').at(-1);
-const snake = (id) => id.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+/** A Python method's name: the operationId in snake_case (`getScoreHistory` → `get_score_history`). */
+export const snake = (id) => id.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 const summaryLine = (op) => (op.summary ?? op.description ?? '').split('\n')[0].replace(/\*\//g, '*\\/').trim();
 
 /** Every operation of the document, in path order: the facts both generators need. */

@@ -15,6 +15,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Marked } from 'marked';
+import { operationsOf, snake } from './client-methods.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(root, 'src/app/http/generated/docs.ts');
@@ -196,22 +197,87 @@ function curlSample(doc, method, path, op) {
   return lines.join(' \\\n');
 }
 
+/** The package names the SDKs install as (clients/python's module, clients/typescript's package.json). */
+const PY_MODULE = 'scores_client';
+const TS_PACKAGE = JSON.parse(readFileSync(join(root, 'clients/typescript/package.json'), 'utf8')).name;
+
+/** A JSON value as a Python literal. */
+function pyLiteral(v) {
+  if (v === null || v === undefined) return 'None';
+  if (v === true) return 'True';
+  if (v === false) return 'False';
+  if (Array.isArray(v)) return `[${v.map(pyLiteral).join(', ')}]`;
+  if (typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${pyLiteral(x)}`).join(', ')}}`;
+  return JSON.stringify(v);
+}
+
+/** A JSON value as a TypeScript literal (keys unquoted where they can be). */
+function tsLiteral(v) {
+  if (v === undefined) return 'undefined';
+  if (Array.isArray(v)) return `[${v.map(tsLiteral).join(', ')}]`;
+  if (v !== null && typeof v === 'object') {
+    const entries = Object.entries(v).map(([k, x]) => `${/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k)}: ${tsLiteral(x)}`);
+    return entries.length ? `{ ${entries.join(', ')} }` : '{}';
+  }
+  return typeof v === 'string' ? `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'` : JSON.stringify(v);
+}
+
 /**
- * The SDKs' samples of an operation, after curl: a `{ lang, label, source }` per SDK. Empty until
- * the SDKs' per-operation methods land; then generated here from their method table (Python SDK,
- * TypeScript SDK), and run against a live server as test/e2e/code-samples.test.ts runs curl's.
+ * The SDKs' samples of an operation, after curl: the same example values as its curl sample, passed
+ * to the SDK's method of the operation (named as scripts/client-methods.mjs names it: the
+ * operationId, snake_case in Python), the key from SCORES_API_KEY, the answer printed (a file's
+ * bytes written to a file). test/clients/code-samples-sdk.test.ts runs each against a live server.
  */
-// eslint-disable-next-line no-unused-vars
-function sdkSamples(_method, _path, _op) {
-  return [];
+function sdkSamples(doc, facts, op) {
+  const params = op.parameters ?? [];
+  const pathArgs = facts.pathParams.map((p) => exampleOf(params.find((q) => q.in === 'path' && q.name === p.name) ?? p) ?? p.name);
+  const query = facts.queryParams
+    .filter((p) => (p.required || QUERY_EXAMPLES[p.name]) && exampleOf(p) !== undefined)
+    // An array parameter (`tickers`, one comma-separated value on the wire) takes a list in both SDKs.
+    .map((p) => [p.name, p.schema?.type === 'array' && typeof exampleOf(p) === 'string' ? exampleOf(p).split(',') : exampleOf(p)]);
+  const body = bodyExample(doc, op);
+  const binary = facts.response.kind === 'binary';
+  const fileName = binary ? String(pathArgs.at(-1) ?? 'download') : null;
+
+  const pyArgs = [...pathArgs.map(pyLiteral), ...Object.entries(body ?? {}).map(([k, v]) => `${k}=${pyLiteral(v)}`), ...query.map(([k, v]) => `${k}=${pyLiteral(v)}`)];
+  const python = [
+    `from ${PY_MODULE} import ScoresClient`,
+    '',
+    `with ScoresClient(base_url="${BASE}") as client:  # the key from SCORES_API_KEY`,
+    `    ${binary ? 'data' : 'result'} = client.${snake(facts.id)}(${pyArgs.join(', ')})`,
+    ...(binary
+      ? [`with open(${pyLiteral(fileName)}, "wb") as f:`, '    f.write(data)', `print(len(data), "bytes written to", ${pyLiteral(fileName)})`]
+      : ['print(result.model_dump_json(indent=2))']),
+  ].join('\n');
+
+  const tsArgs = [...pathArgs.map(tsLiteral)];
+  if (query.length) tsArgs.push(tsLiteral(Object.fromEntries(query)));
+  if (body !== undefined) tsArgs.push(tsLiteral(body));
+  const typescript = [
+    ...(binary ? [`import { writeFileSync } from 'node:fs';`] : []),
+    `import { ScoresClient } from '${TS_PACKAGE}';`,
+    '',
+    `const scores = new ScoresClient({ baseUrl: '${BASE}' }); // the key from SCORES_API_KEY`,
+    `const ${binary ? 'data' : 'result'} = await scores.${facts.id}(${tsArgs.join(', ')});`,
+    ...(binary
+      ? [`writeFileSync(${tsLiteral(fileName)}, Buffer.from(data));`, `console.log(data.byteLength, 'bytes written to', ${tsLiteral(fileName)});`]
+      : ['console.log(JSON.stringify(result, null, 2));']),
+  ].join('\n');
+
+  return [
+    { lang: 'Python', label: 'Python SDK', source: python },
+    { lang: 'TypeScript', label: 'TypeScript SDK', source: typescript },
+  ];
 }
 
 /** `x-codeSamples` of every operation, keyed `METHOD path`. */
 function codeSamples(doc) {
   const out = {};
+  const facts = new Map(operationsOf(doc).map((f) => [`${f.method} ${f.path}`, f]));
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
-      out[`${method.toUpperCase()} ${path}`] = [{ lang: 'Shell', label: 'curl', source: curlSample(doc, method, path, op) }, ...sdkSamples(method, path, op)];
+      const key = `${method.toUpperCase()} ${path}`;
+      out[key] = [{ lang: 'Shell', label: 'curl', source: curlSample(doc, method, path, op) }, ...sdkSamples(doc, facts.get(key), op)];
     }
   }
   return out;

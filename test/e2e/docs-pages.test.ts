@@ -2,7 +2,8 @@
  * The docs served from the API's own host (issue 45 item 3), in Debian's Chromium at a phone and a
  * desktop width: each guide and the reference open with no request to another host, no console
  * error and no sideways scroll; a guide shows its headings, the guides' nav and the demo banner;
- * the reference shows an operation's curl sample.
+ * the reference shows an operation's curl sample, and its Python SDK and TypeScript SDK samples in
+ * tabs of their own.
  */
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
@@ -105,7 +106,7 @@ describe('Docs pages in a real browser (390 and 1280 px)', function () {
       });
     }
 
-    it(`/docs at ${width} px: links the guides and shows an operation's curl sample; nothing from another host, no console error, no sideways scroll`, async () => {
+    it(`/docs at ${width} px: links the guides and shows an operation's curl, Python SDK and TypeScript SDK samples; nothing from another host, no console error, no sideways scroll`, async () => {
       const { page, outside, errors } = await visit('/docs', width, (p) => p.locator('#redoc [data-section-id^="operation/"]').first().waitFor({ state: 'attached', timeout: 60_000 }));
       try {
         const guides = page.getByRole('navigation', { name: 'Guides' });
@@ -116,6 +117,16 @@ describe('Docs pages in a real browser (390 and 1280 px)', function () {
         await sample.waitFor({ state: 'visible', timeout: 30_000 });
         expect(await sample.innerText()).to.include(`curl "${server.running.baseUrl}/v1/scores/AAPL"`);
         expect(await section.getByRole('tab', { name: 'curl' }).count()).to.be.greaterThan(0);
+        // The SDKs' samples in tabs of their own, after curl's: each shows its call once chosen.
+        for (const [tab, call] of [
+          ['Python SDK', 'client.get_score("AAPL")'],
+          ['TypeScript SDK', "await scores.getScore('AAPL')"],
+        ] as const) {
+          const tabs = section.getByRole('tab', { name: tab, exact: true });
+          expect(await tabs.count(), `the ${tab} tab`).to.be.greaterThan(0);
+          await tabs.first().click();
+          await section.locator('pre', { hasText: call }).first().waitFor({ state: 'visible', timeout: 30_000 });
+        }
         await fits(page, width, '/docs');
         expect(outside, 'requests to another host from /docs').to.deep.equal([]);
         expect(errors, 'console errors on /docs').to.deep.equal([]);
