@@ -21,6 +21,26 @@ const SESSION_COOKIE = '__Host-scores.sid';
 const EMAIL = 'visual.check@example.com';
 const WIDTHS = [1280, 390] as const;
 
+/**
+ * The header's links and every button a form or a table offers, where a reader cannot reach or
+ * read them: past the viewport's edge (inside a table scrolled sideways, say), or a header link
+ * broken over two lines. Buttons hidden on purpose (`hidden`, no box) are left out.
+ */
+const OUT_OF_REACH = `(() => {
+  const width = document.documentElement.clientWidth;
+  const found = [];
+  for (const el of document.querySelectorAll('header.site a, form button, table button')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) continue;
+    const name = (el.textContent || '').trim().replace(/\\s+/g, ' ');
+    if (box.left < -0.5 || box.right > width + 0.5) found.push(name + ': beyond the edge (' + Math.round(box.left) + '-' + Math.round(box.right) + ' px)');
+    const style = getComputedStyle(el);
+    const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.3;
+    if (el.closest('header.site') && box.height > line * 1.7) found.push(name + ': on more than one line');
+  }
+  return found;
+})()`;
+
 interface AxeViolation {
   id: string;
   impact: string | null;
@@ -151,6 +171,8 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
 
           const scrollWidth = Number(await page.evaluate('document.documentElement.scrollWidth'));
           expect(scrollWidth, `${path} is ${scrollWidth} px wide at ${width}`).to.be.at.most(width);
+          expect(await page.getByRole('note', { name: 'Demo data' }).count(), `the demo banner on ${path}`).to.equal(1);
+          expect(await page.evaluate<string[]>(OUT_OF_REACH), `${path} at ${width}: the header's links and the forms' buttons in view, on one line`).to.deep.equal([]);
 
           // The same page in the audit context: axe-core injected as a script tag, then run on the whole document.
           await audited.goto(`${server.url}${path}`);

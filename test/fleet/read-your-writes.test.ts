@@ -138,7 +138,7 @@ describe('Read your own writes on any replica: written on one API process, read 
     const key = /id="new-key"[^>]*>([^<]+)</.exec((await browser.request('/account')).text)![1]!;
     on = b;
     const page = await timed(waits, 'GET /account after a key was created', () => browser.request('/account'));
-    const id = new RegExp(`<code>${key.slice(0, 14)}…</code></td><td>([^<]+)</td>`).exec(page.text)?.[1];
+    const id = new RegExp(`<code>${key.slice(0, 14)}…</code></td><td[^>]*>([^<]+)</td>`).exec(page.text)?.[1];
     expect(id, `round ${round}: the new key on B's account page`).to.be.a('string');
     const usage = await call(b, 'GET', '/v1/usage', key);
     expect(usage.status, `round ${round}: the new key on B: ${JSON.stringify(usage.body)}`).to.equal(200);

@@ -46,7 +46,13 @@ export function addFleetCommands(program: Command): void {
       say(`\nscores fleet listening on ${running.url}`);
       for (const p of processes) say(`  ${p.role.padEnd(6)} ${p.url} (pid ${p.pid})`);
       const keys = config.demo ? readDemoKeys(config.dataDir) : [];
-      if (keys.length) writeDemoKeys(say, { keys, unknown: [], file: join(config.dataDir, DEMO_KEY_FILE), baseUrl: running.url, terminal: Boolean(process.stderr.isTTY) });
+      const file = join(config.dataDir, DEMO_KEY_FILE);
+      if (keys.length) writeDemoKeys(say, { keys, unknown: [], file, baseUrl: running.url, terminal: Boolean(process.stderr.isTTY) });
+      else if (config.demo) {
+        // The log already held the demo accounts (an earlier start, another data directory): their keys are hashes only.
+        say(`\ndemo API keys: none in ${file}; the demo accounts were made by an earlier start with another data directory.`);
+        say('  A new key for a demo account (printed once): npx scores keys create --account demo-hobbyist');
+      }
       say('\nCtrl-C stops them all.');
     });
 }

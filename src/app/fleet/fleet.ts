@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { projectRoot } from '../../core/paths.js';
 import { startFront } from './front.js';
 import type { Front } from './front.types.js';
@@ -62,7 +63,7 @@ export async function openFront(targets: readonly string[], options: { port: num
 }
 
 /** One `scores` process of the fleet; resolves once its JSON banner (stderr) names its URL. */
-function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs: number, spawned: Set<ChildProcess>): Promise<FleetProcess> {
+function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs: number, spawned: Set<ChildProcess>, onLine: (line: string) => void): Promise<FleetProcess> {
   const args = role === 'api' ? ['serve', '--role', 'api', '--port', '0', '--json'] : ['worker', '--port', '0', '--json'];
   // The same entry as this process (dist's bin.js, or the source through tsx's --import).
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -83,10 +84,32 @@ function startProcess(role: 'api' | 'worker', env: NodeJS.ProcessEnv, timeoutMs:
       clearTimeout(timer);
       child.removeAllListeners('exit');
       child.stderr.removeAllListeners('data');
-      child.stderr.resume();
+      passThrough(child, role, onLine);
       resolve({ role, url, pid: child.pid!, child });
     });
   });
+}
+
+/** Pino's levels from warn up: what a member says that its operator must see. */
+const WARN = 40;
+
+/**
+ * A listening member's warnings and errors (and any line that is not a log record: a crash's
+ * trace), passed on with its role and pid; its info lines stay its own. Its exit is said too.
+ */
+export function passThrough(child: ChildProcess, role: string, onLine: (line: string) => void): void {
+  const who = `${role} (pid ${child.pid})`;
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    let level: unknown;
+    try {
+      level = (JSON.parse(line) as { level?: unknown }).level;
+    } catch {
+      level = undefined;
+    }
+    if (typeof level !== 'number' || level >= WARN) onLine(`[${who}] ${line}`);
+  });
+  // 'close': after the last line of its stderr, so the exit is said last.
+  child.once('close', (code, signal) => onLine(`[${who}] exited (${signal ?? code})`));
 }
 
 /** SIGTERM, and SIGKILL if the process has not exited 30 s later (it bounds its own stop at 25 s). */
@@ -115,6 +138,8 @@ export interface FleetOptions {
   timeoutMs?: number;
   /** A line of progress for a person watching the start (engines, each process, the read models catching up). */
   onProgress?: (line: string) => void;
+  /** A member's warning, error or exit once it listens (default: this process's stderr). */
+  onMemberLine?: (line: string) => void;
   /** Aborted (a Ctrl-C while starting): every process started or starting is stopped, and the start fails. */
   signal?: AbortSignal;
 }
@@ -147,7 +172,7 @@ export async function startFleet(options: FleetOptions): Promise<Fleet> {
   options.signal?.addEventListener('abort', () => void stop(), { once: true });
   const timeout = options.timeoutMs ?? 300_000;
   const start = async (role: 'api' | 'worker', n: number) => {
-    const p = await startProcess(role, env, timeout, spawned);
+    const p = await startProcess(role, env, timeout, spawned, options.onMemberLine ?? ((line) => process.stderr.write(`${line}\n`)));
     if (options.signal?.aborted) throw new Error('the fleet was stopped while starting');
     processes.push(p);
     say(`${role} ${n} listening on ${p.url} (pid ${p.pid}) at ${since()}`);

@@ -113,6 +113,8 @@ export function accountWeb(services: Services): AccountWeb {
       (_req, res, next) => {
         // Pages with a signed-in account's data are never cached, by the browser or on the way.
         res.setHeader(HEADER.cacheControl, NO_STORE);
+        // A demo deployment says so on every page, the sign-in and account pages too (sendAccountPage).
+        (res.locals as AccountLocals).demo = services.config.demo;
         next();
       },
       cookieParser(),
@@ -155,8 +157,13 @@ export function accountWeb(services: Services): AccountWeb {
 }
 
 /** An account page: the shared layout, the account pages' policy, never cached. */
+interface AccountLocals {
+  demo?: boolean;
+}
+
 export function sendAccountPage(res: Response, status: number, title: string, body: SafeHtml, head?: SafeHtml): void {
-  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head }), { cacheControl: NO_STORE, csp: ACCOUNT_CSP });
+  const demo = (res.locals as AccountLocals).demo === true;
+  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head, demo }), { cacheControl: NO_STORE, csp: ACCOUNT_CSP });
 }
 
 /** The hidden field every state-changing form carries. */

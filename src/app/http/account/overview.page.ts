@@ -54,8 +54,8 @@ function keysSection(v: AccountView): SafeHtml {
     return at ? instant(at) : html`<span class="muted">never</span>`;
   };
   const rows = v.keys.map(
-    (k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.key_id}</td><td class="key-name">${k.name}</td><td>${k.status}${k.status === 'rotated' && k.grace_until ? html` (${inGrace(k) ? 'works' : 'worked'} until ${k.grace_until})` : ''}</td><td class="key-used">${used(k)}</td>
-<td>${
+    (k) => html`<tr role="row"><td role="cell" data-label="Prefix"><code>${k.prefix}…</code></td><td role="cell" data-label="Id">${k.key_id}</td><td role="cell" data-label="Name" class="key-name">${k.name}</td><td role="cell" data-label="Status">${k.status}${k.status === 'rotated' && k.grace_until ? html` (${inGrace(k) ? 'works' : 'worked'} until ${k.grace_until})` : ''}</td><td role="cell" data-label="Last used" class="key-used">${used(k)}</td>
+<td role="cell" class="key-actions">${
       k.status === 'active'
         ? html`<form method="get" action="/account/keys/${k.key_id}/rotate" class="inline"><label>grace <select name="grace_hours"><option value="0">none</option><option value="24" selected>24 h</option><option value="168">7 days</option></select></label> <button type="submit">Rotate</button></form>
 ${revoke(k)}`
@@ -66,7 +66,7 @@ ${revoke(k)}`
   );
   const active = v.keys.filter((k) => k.status === 'active').length;
   return html`<section id="keys" aria-labelledby="keys-h"><h2 id="keys-h">API keys</h2>
-<table aria-label="API keys"><thead><tr><th>Prefix</th><th>Id</th><th>Name</th><th>Status</th><th>Last used</th><th></th></tr></thead><tbody>${rows}</tbody></table>
+<table aria-label="API keys" class="keys" role="table"><thead role="rowgroup"><tr role="row"><th role="columnheader">Prefix</th><th role="columnheader">Id</th><th role="columnheader">Name</th><th role="columnheader">Status</th><th role="columnheader">Last used</th><th role="columnheader"><span class="visually-hidden">Actions</span></th></tr></thead><tbody role="rowgroup">${rows}</tbody></table>
 <p class="muted" id="key-count">${active} of ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys${active >= MAX_ACTIVE_KEYS_PER_ACCOUNT ? ': revoke one to create another' : ''}. All the keys of the account share its request rate. Rotating or revoking a key ends the grace of the key it replaced. Last used: the last call charged to the key.</p>
 <form method="post" action="/account/keys">${csrfField(v.csrf)}<label for="key-name">Name of the new key</label> <input id="key-name" name="name" maxlength="${MAX_KEY_NAME_LENGTH}" placeholder="${defaultKeyName(v.keys.length + 1)}" autocomplete="off"> <button type="submit">Create a key</button></form></section>`;
 }

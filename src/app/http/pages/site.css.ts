@@ -97,12 +97,22 @@ svg.sparkline { display: block; max-width: 100%; height: auto; }
 .chart .uplot { font-family: inherit; }
 .chart .u-legend { font-size: var(--t-sm); }
 
+/* Text for screen readers only (a column heading with nothing to show). */
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+
 @media (max-width: 40rem) {
   h1 { font-size: var(--t-xl); }
   h2 { font-size: var(--t-lg); }
   header.site { gap: var(--s1) var(--s3); }
   header.site .brand { width: 100%; }
   th, td { padding: var(--s1) var(--s2); }
+  /* The keys table as one card per key: its Rotate and Revoke buttons in view, not past a sideways scroll. */
+  table.keys, table.keys tbody, table.keys tr, table.keys td { display: block; min-width: 0; }
+  table.keys thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  table.keys tr { border-bottom: 1px solid var(--line); padding: var(--s2) 0; }
+  table.keys td { border: 0; padding: 2px 0; }
+  table.keys td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+  table.keys td.key-actions form.inline { margin: var(--s1) var(--s2) 0 0; }
 }
 
 /* Account page: usage chart, ledger, upcoming invoice, readable times (issue 33, item 3) */
