@@ -169,6 +169,7 @@ const DEFINED: Record<string, FieldDefinition> = {
   exports: f('array', 'Latest bulk export files.'),
   note: f('string', 'Statement about the bulk exports.'),
   url: f('url', 'Download URL of an export, or a webhook’s receiver (https).'),
+  bundle_id: f('string', 'The export bundle a listed file belongs to: the first segment of its download path.'),
   row_count: f('integer', 'Data rows in an export file.'),
   sha256: f('string', 'Hex SHA-256 of the gzipped export file.'),
   generated_at: f('string', 'When an export was built, `YYYY-MM-DD HH:MM` UTC.'),
