@@ -1,5 +1,5 @@
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
-import type { SignalAlertType } from '../../src/domain/scores/reference.events.js';
+import type { SignalFields } from '../../src/domain/scores/reference.events.js';
 import { signals as signalsCollection, type SignalDoc } from '../../projections/reference/reference.projection.js';
 import { toTimestamp } from '../shared/cross-section.js';
 import { inUniverse, type Visibility } from '../shared/visibility.js';
@@ -9,20 +9,7 @@ import { parseIntParam } from '../../src/web/int-param.js';
 
 export const SIGNALS_LIMIT = { default: 50, min: 1, max: 200 } as const;
 
-export interface SignalResponse {
-  /**
-   * Stable id, increasing with publication.
-   * @isInt
-   */
-  id: number;
-  /** Kind of signal. */
-  alert_type: SignalAlertType;
-  /** The research note. */
-  content: string;
-  /** Symbols the signal is about (may be empty). */
-  tickers: string[];
-  /** Slugs of the themes it concerns (see GET /v1/themes). */
-  themes: string[];
+export interface SignalResponse extends SignalFields {
   /**
    * When it was published, `YYYY-MM-DD HH:MM:SS` UTC.
    * @format timestamp

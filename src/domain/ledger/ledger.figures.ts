@@ -18,23 +18,51 @@ export function creditsRemainingNumber(s: LedgerState): number | null {
   return s.allowance === null ? null : s.allowance - s.used_allowance - s.overage_credits;
 }
 
-export interface UsageFigures {
+/**
+ * The balance `/v1/usage` answers with, declared once with the words and formats the API document
+ * gives each figure (tsoa reads them here); the account page and the usage read model read it too.
+ */
+export interface UsageBalance {
   tier: Tier;
+  /** Whether the Pro-member overlay is active. */
   pro_member: boolean;
-  /** This period's allowance; null = unmetered (enterprise). */
+  /**
+   * Included credits; null means enterprise, unmetered.
+   * @isLong
+   */
   monthly_allowance: number | null;
-  /** Credits drawn from the allowance plus overage credits, this month. */
+  /**
+   * Credits used this calendar month (allowance draws plus overage).
+   * @isLong
+   */
   used_this_month: number;
-  /** monthly_allowance − used_this_month; negative only in overage; null when unmetered. */
+  /**
+   * Allowance minus used; negative only in overage; null when unmetered.
+   * @isLong
+   */
   credits_remaining: number | null;
+  /** @isLong */
   overage_credits: number;
+  /** Accrued overage in dollars. */
   overage_cost_usd: number;
-  /** null when the tier cannot run into overage. */
-  overage_per_1k_usd: number | null;
+  /**
+   * Banked pack credits; consumed after the allowance.
+   * @isLong
+   */
   prepaid_credits: number;
+  /** Switch between hard stop (false) and overage (true). */
   allow_overage: boolean;
-  /** ISO instant the allowance resets (next month's 1st, 00:00Z). */
+  /** Overage price per 1,000 credits; null on tiers without overage (free: hard stop only; enterprise: unmetered). */
+  overage_per_1k_usd: number | null;
+  /**
+   * ISO 8601 UTC instant when the allowance resets (the next month boundary).
+   * @format date-time
+   */
   resets_at: string;
+}
+
+/** The balance, with what the service itself reads off it. */
+export interface UsageFigures extends UsageBalance {
   entitlements: Entitlements;
   /** `YYYY-MM` of the month shown. */
   period: string;

@@ -46,14 +46,29 @@ export interface ThemeDefined {
   };
 }
 
+/**
+ * What a signal says, declared once: the event records it and `/v1/signals` answers with it (with
+ * the API's words and formats, which tsoa reads here); only `created_at` differs in form.
+ */
+export interface SignalFields {
+  /**
+   * Stable id, increasing with publication.
+   * @isInt
+   */
+  id: number;
+  /** Kind of signal. */
+  alert_type: SignalAlertType;
+  /** The research note. */
+  content: string;
+  /** Symbols the signal is about (may be empty). */
+  tickers: string[];
+  /** Slugs of the themes it concerns (see GET /v1/themes). */
+  themes: string[];
+}
+
 export interface SignalPublished {
   type: 'SignalPublished';
-  data: {
-    id: number;
-    alert_type: SignalAlertType;
-    content: string;
-    tickers: string[];
-    themes: string[];
+  data: SignalFields & {
     /** ISO instant. */
     created_at: string;
   };

@@ -253,10 +253,6 @@ class LedgerPageResponse(BaseModel):
     """
 
 
-class Tier(RootModel[Literal["free", "hobbyist", "builder", "quant", "enterprise"]]):
-    root: Literal["free", "hobbyist", "builder", "quant", "enterprise"]
-
-
 class Coverage(RootModel[Literal["all", "top100"]]):
     root: Literal["all", "top100"]
 
@@ -308,6 +304,10 @@ class RateCardResponse(RootModel[dict[str, RateResponse]]):
     """
 
     root: dict[str, RateResponse]
+
+
+class Tier(RootModel[Literal["free", "hobbyist", "builder", "quant", "enterprise"]]):
+    root: Literal["free", "hobbyist", "builder", "quant", "enterprise"]
 
 
 class UsageResponse(BaseModel):

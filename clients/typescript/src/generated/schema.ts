@@ -832,8 +832,6 @@ export interface components {
             signed_head: components["schemas"]["SignedLedgerHeadResponse"] | null;
         };
         /** @enum {string} */
-        Tier: "free" | "hobbyist" | "builder" | "quant" | "enterprise";
-        /** @enum {string} */
         Coverage: "all" | "top100";
         EntitlementsResponse: {
             /**
@@ -868,6 +866,8 @@ export interface components {
         RateCardResponse: {
             [key: string]: components["schemas"]["RateResponse"];
         };
+        /** @enum {string} */
+        Tier: "free" | "hobbyist" | "builder" | "quant" | "enterprise";
         UsageResponse: {
             tier: components["schemas"]["Tier"];
             /** @description Whether the Pro-member overlay is active. */
