@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
-const inputs = ['src', 'commands', 'docs', 'scripts/render-docs.mjs', 'queries', 'projections', 'infra', 'test', 'tsoa.json', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
+const inputs = ['src', 'commands', 'docs', 'scripts/render-docs.mjs', 'clients/openapi.json', 'queries', 'projections', 'infra', 'test', 'tsoa.json', 'package.json', 'tsconfig.json', 'tsconfig.build.json'];
 
 function newest(path) {
   if (!existsSync(path)) return 0;

@@ -4,8 +4,8 @@
 // src/app/http/generated/docs.ts (build output, like tsoa's routes.ts beside it). The server only
 // serves what this wrote: nothing is rendered per request.
 //
-// Run with tsx loaded (node --import tsx), so that the samples come from the document exactly as
-// /openapi.json serves it (servedOpenApi over tsoa's swagger.json).
+// The samples come from clients/openapi.json, the served document as the clients are generated
+// from it (test/e2e/clients-generated.test.ts keeps it equal to what /openapi.json serves).
 //
 // Markdown by `marked` (pinned, 18.2.1, a dev dependency: used at build time only): CommonMark and
 // GFM tables, no dependencies of its own, MIT, released every few weeks (18.2.1 on 2026-11-16),
@@ -284,9 +284,9 @@ function codeSamples(doc) {
 }
 
 async function main() {
-  const { servedOpenApi } = await import('../src/app/http/openapi.ts');
-  const swagger = JSON.parse(readFileSync(join(root, 'src/app/http/generated/swagger.json'), 'utf8'));
-  const samples = codeSamples(servedOpenApi(swagger, BASE));
+  // The served document as the clients are generated from it (clients/openapi.json, kept equal to
+  // the server's by test/e2e/clients-generated.test.ts): a build script reads the document, not the app.
+  const samples = codeSamples(JSON.parse(readFileSync(join(root, 'clients/openapi.json'), 'utf8')));
   const guides = GUIDES.map(renderGuide);
   writeFileSync(
     OUT,
