@@ -304,6 +304,17 @@ describe('The OpenAPI document', () => {
     expect(mismatches).to.deep.equal([]);
   });
 
+  it('links each listed export file to its download, with ids the listing gives (a tester following links downloads a real bundle)', () => {
+    const links = doc['paths']['/v1/bulk/exports']['get'].responses['200'].links as Json;
+    expect(links['DownloadFile']).to.deep.include({
+      operationId: 'downloadBulkExportFile',
+      parameters: { bundle_id: '$response.body#/exports/0/bundle_id', name: '$response.body#/exports/0/name' },
+    });
+    const download = (doc['paths']['/v1/bulk/exports/{bundle_id}/{name}']['get'].parameters as Json[]).map((p) => String(p['name']));
+    expect(download).to.include.members(['bundle_id', 'name']);
+    expect(Object.keys(doc['components']['schemas']['BulkExport'].properties as Json)).to.include.members(['bundle_id', 'name']);
+  });
+
   it('types the query parameters the controllers parse as integers, dates and lists, with their ranges and defaults', () => {
     const param = (path: string, name: string) => (doc['paths'][path]['get'].parameters as Json[]).find((p) => p['name'] === name)!;
     expect(param('/v1/screener', 'limit').schema).to.deep.equal({ type: 'integer', minimum: 1, maximum: 650, default: 100 });
