@@ -93,6 +93,20 @@ export class LedgerService implements Ledger {
     return this.execute(accountId, { type: 'DebitCredits', data });
   }
 
+  /**
+   * The decision `command` would get now, appending nothing (a dry run): resolves with the state
+   * it would leave, or rejects with its refusal. On the state as last read (250 ms at most): the
+   * real command may still meet another process's append, and is decided again then.
+   */
+  async quote(accountId: string, command: LedgerCommand): Promise<LedgerState> {
+    const current = await this.refresh(accountId);
+    const decided = ledgerBatchDecider.decide(current.state, [command], this.clock.now());
+    const outcome = Array.isArray(decided) ? undefined : decided.result?.[0];
+    if (!outcome) throw new Error('the ledger decided no outcome for a dry run');
+    if (!outcome.ok) throw outcome.error;
+    return outcome.state;
+  }
+
   /** `packId` is the purchase reference: the same purchase again adds nothing. */
   buyPack(accountId: string, pack: { packId: string; credits: number }): Promise<LedgerOutcome> {
     return this.execute(accountId, { type: 'PurchasePack', data: { pack_id: pack.packId, credits: pack.credits } });

@@ -8,6 +8,7 @@ import { requireVisibleTickers, parseTickerList } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
 import { invalidCursor, type SyncCursor, type SyncPoint, decodeSyncCursor, encodeSyncCursor, isSyncCursor } from './sync-cursor.js';
 import { scoreFieldsOf, type ScoreFields } from '../../projections/shared/score-row.js';
+import { requireInnerMonthsWithin, UNBOUNDED, type RowBudget } from '../shared/history-budget.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -78,6 +79,7 @@ export async function getMultiTickerHistory(
   v: Visibility,
   req: MultiHistoryRequest,
   maxRows: number = MAX_ROWS_PER_CALL,
+  budget: RowBudget = UNBOUNDED,
 ): Promise<MultiHistoryResult> {
   // First, before any row is read (see above).
   const head = await scoreHistorySeq(reads);
@@ -91,7 +93,10 @@ export async function getMultiTickerHistory(
   const next: SyncCursor = { from: { seq: to.seq, end } };
   if (end === null || start === null || start > end) return { rows: [], start, end, next, more: false };
 
-  const scope = scopeOf(v, req, start, end, to);
+  const scope = scopeOf(v, req, start, end, to, budget);
+  if (!req.since && !req.cursor && req.asKnownAt === undefined) {
+    await requireInnerMonthsWithin(reads, budget, req.tickers ?? (scope.wanted ? [...scope.wanted] : null), scope.startMonth, scope.endMonth);
+  }
   const answer: Answer = { rows: [], next, more: false };
   const take = (buckets: HistoryBucket[]) => takeBuckets(reads, scope, answer, buckets, maxRows);
   const changed = await changedBuckets(reads, scope);
@@ -124,6 +129,8 @@ interface Scope {
   page: SyncCursor['page'];
   /** The change set's upper bound. */
   to: SyncPoint;
+  /** What the caller's maximum pays for: the read stops one row past it. */
+  budget: RowBudget;
 }
 
 /** The rows of the answer so far, and where the next call continues. */
@@ -133,7 +140,7 @@ interface Answer {
   more: boolean;
 }
 
-function scopeOf(v: Visibility, req: MultiHistoryRequest, start: string, end: string, to: SyncPoint): Scope {
+function scopeOf(v: Visibility, req: MultiHistoryRequest, start: string, end: string, to: SyncPoint, budget: RowBudget): Scope {
   const cursor = req.cursor;
   return {
     req,
@@ -149,6 +156,7 @@ function scopeOf(v: Visibility, req: MultiHistoryRequest, start: string, end: st
     entered: cursor ? (cursor.from.end ?? '') : end,
     page: cursor?.page,
     to,
+    budget,
   };
 }
 
@@ -193,6 +201,7 @@ async function takeBuckets(reads: ReadStore, s: Scope, answer: Answer, buckets: 
   if (s.req.asKnownAt !== undefined) chunk = await rowsAsKnownAt(reads, chunk, s.req.asKnownAt);
   const rows = answer.rows;
   for (const r of chunk) if (served(s, r)) rows.push(r);
+  if (rows.length > s.budget.rows) s.budget.over();
   if (rows.length <= maxRows) return true;
   if (!s.cursor) {
     throw new AppError(
@@ -374,7 +383,8 @@ export async function run(
   const sinceAt = cursor ? undefined : parseInstantParam('since', sent, 'up');
   const knownAt = parseInstantParam('as_known_at', asKnownAt);
   const v = await call.visibility();
-  const result = await getMultiTickerHistory(call.ctx.reads, v, { tickers: list, start: from, end: to, since: sinceAt, cursor, asKnownAt: knownAt });
+  const budget = { rows: call.unitsAllowed('multi_history'), over: () => call.overBudget('multi_history') };
+  const result = await getMultiTickerHistory(call.ctx.reads, v, { tickers: list, start: from, end: to, since: sinceAt, cursor, asKnownAt: knownAt }, MAX_ROWS_PER_CALL, budget);
   await call.charge('multi_history', result.rows.length);
   const seen = new Set<string>();
   const rows = result.rows.map((r): MultiTickerHistoryRow => {

@@ -3,6 +3,7 @@ import { rowsBetween, scoreHistory, type HistoryRow } from '../../projections/sc
 import { rowsAsKnownAt } from '../shared/point-in-time.js';
 import { requireVisibleTicker, tickerFromPath } from '../shared/tickers.js';
 import { clampWindow, type Visibility } from '../shared/visibility.js';
+import { requireInnerMonthsWithin, UNBOUNDED, type RowBudget } from '../shared/history-budget.js';
 import type { MeteredCall } from '../shared/query-context.js';
 import { parseDateParam } from '../shared/params.js';
 import { citationUrl } from '../shared/provenance.js';
@@ -28,11 +29,12 @@ export interface HistoryResult {
  * One ticker's score rows inside the caller's window, oldest first: 404 for an unknown ticker,
  * 403 `coverage` outside the universe, dates clamped silently (spec, Errors rule 3).
  */
-export async function getScoreHistory(reads: ReadStore, v: Visibility, req: HistoryRequest): Promise<HistoryResult> {
+export async function getScoreHistory(reads: ReadStore, v: Visibility, req: HistoryRequest, budget: RowBudget = UNBOUNDED): Promise<HistoryResult> {
   await requireVisibleTicker(reads, v, req.ticker);
   const w = clampWindow(v, req.start, req.end);
   let rows: HistoryRow[] = [];
   if (w.end !== null && (w.start === null || w.start <= w.end)) {
+    if (req.asKnownAt === undefined) await requireInnerMonthsWithin(reads, budget, [req.ticker], w.start?.slice(0, 7) ?? '', w.end.slice(0, 7));
     const month = w.start === null ? { $lte: w.end.slice(0, 7) } : { $gte: w.start.slice(0, 7), $lte: w.end.slice(0, 7) };
     const page = await reads.find(scoreHistory, { ticker: req.ticker, month }, { sort: [['month', 1]] });
     rows = rowsBetween(page.items, w.start ?? undefined, w.end);
@@ -118,7 +120,8 @@ export async function run(
   const knownAt = parseInstantParam('as_known_at', asKnownAt);
   const symbol = tickerFromPath(ticker);
   const v = await call.visibility();
-  const { rows, historyFloor } = await getScoreHistory(call.ctx.reads, v, { ticker: symbol, start: from, end: to, asKnownAt: knownAt });
+  const budget = { rows: call.unitsAllowed('history'), over: () => call.overBudget('history') };
+  const { rows, historyFloor } = await getScoreHistory(call.ctx.reads, v, { ticker: symbol, start: from, end: to, asKnownAt: knownAt }, budget);
   await call.charge('history', rows.length);
   return {
     ticker: symbol,

@@ -7,6 +7,7 @@ import type { RateKey } from '../../src/domain/rate-card.js';
 import type { Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { Visibility } from './visibility.js';
 import type { LedgerHead, SignedLedgerHead } from '../../src/domain/ledger/ledger-head.js';
+import { DryRunPriced, NO_BUDGET, requireWithinBudget, unitsAllowed, type CallBudget } from '../../src/web/call-budget.js';
 
 /** What the read side needs of the app serving it, for REST controllers and MCP tools alike. */
 export interface QueryContext {
@@ -37,11 +38,15 @@ export interface QueryContext {
 export class MeteredCall {
   /** `X-Credits-Remaining` after the charge; null until the call is charged. */
   remaining: string | null = null;
+  /** What the call was charged (0 when free); null until it is charged. */
+  cost: number | null = null;
 
   constructor(
     readonly ctx: QueryContext,
     readonly principal: Principal,
     private readonly channel: Channel,
+    /** The caller's dry run and maximum (src/web/call-budget.ts). */
+    readonly budget: CallBudget = NO_BUDGET,
   ) {}
 
   /** What this caller may see now: as-of date (delay), history floor, coverage. */
@@ -49,8 +54,33 @@ export class MeteredCall {
     return this.ctx.visibility(this.principal.entitlements);
   }
 
-  /** Debits the call (durably); 429 when the credits do not cover it. */
+  /**
+   * The rows (or constituents) of `endpoint` the caller's maximum pays for: a row-priced read
+   * stops one row beyond it and refuses (`overBudget`), so a capped call never reads the rows it
+   * will not be paid for. Infinity without a maximum.
+   */
+  unitsAllowed(endpoint: RateKey): number {
+    return unitsAllowed(this.budget, endpoint);
+  }
+
+  /** The refusal of a read stopped beyond `unitsAllowed`: it costs at least one unit more than the maximum pays for. */
+  overBudget(endpoint: RateKey): void {
+    requireWithinBudget(this.budget, endpoint, this.unitsAllowed(endpoint) + 1, false);
+  }
+
+  /**
+   * Debits the call (durably); 429 when the credits do not cover it, 412 `cost_exceeds_max` above
+   * the caller's maximum. A dry run stops here with its price (DryRunPriced), charged nothing:
+   * every check the call would meet before it is charged has been met.
+   */
   async charge(endpoint: RateKey, quantity = 1): Promise<void> {
-    this.remaining = (await this.ctx.meter.charge(this.principal, endpoint, quantity, this.channel)).remaining;
+    requireWithinBudget(this.budget, endpoint, quantity);
+    if (this.budget.dryRun) {
+      const quote = await this.ctx.meter.quote(this.principal, endpoint, quantity, this.channel);
+      throw new DryRunPriced(quote.cost, quote.remaining);
+    }
+    const charged = await this.ctx.meter.charge(this.principal, endpoint, quantity, this.channel);
+    this.remaining = charged.remaining;
+    this.cost = charged.cost;
   }
 }

@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'headers_too_large'
   | 'limit_exceeded'
   | 'credits_exhausted'
+  | 'cost_exceeds_max'
   | 'rate_limited'
   | 'conflict'
   | 'internal';
@@ -38,6 +39,7 @@ const STATUS: Record<ErrorCode, number> = {
   headers_too_large: 431,
   limit_exceeded: 422,
   credits_exhausted: 429,
+  cost_exceeds_max: 412,
   rate_limited: 429,
   conflict: 409,
   internal: 500,
@@ -59,6 +61,7 @@ const TITLE: Record<ErrorCode, string> = {
   headers_too_large: 'Request line or headers too large',
   limit_exceeded: 'Parameter above its maximum',
   credits_exhausted: 'Credits exhausted',
+  cost_exceeds_max: 'Call would cost more than your maximum',
   rate_limited: 'Too many requests',
   conflict: 'Conflict',
   internal: 'Internal error',

@@ -5,6 +5,7 @@ import type { RateKey } from '../domain/rate-card.js';
 import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
 import type { Channel } from '../domain/ledger/ledger.events.js';
 import { HEADER } from './response-headers.js';
+import type { CallBudget } from './call-budget.js';
 
 /** What a key's request-rate check decided (src/app/metering/token-buckets.ts), and what the `RateLimit` headers say. */
 export interface RateDecision {
@@ -51,7 +52,7 @@ export function admit(principal: Principal): void {
  * names. Defined here, beside `Principal`, so that REST controllers of the read side and of the
  * write side share it (neither may import the other).
  */
-export type AuthedRequest = Request & { user?: Principal; requestId?: string };
+export type AuthedRequest = Request & { user?: Principal; requestId?: string; budget?: CallBudget };
 
 /** The response header that shows a caller's credits left, on every /v1 response (`Meter.remaining`). */
 export const CREDITS_HEADER = HEADER.creditsRemaining;
@@ -85,6 +86,12 @@ export interface Meter {
    * refused with 429 `credits_exhausted` and charged nothing.
    */
   charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge>;
+  /**
+   * A dry run of `charge`: the same decision on the account's ledger as it stands, appending
+   * nothing. Resolves with what the call would cost and the balance now, or rejects with the
+   * refusal the charge would get (`credits_exhausted`, …).
+   */
+  quote(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge>;
   /** `X-Credits-Remaining` for a response that charged nothing (an error after authentication, MCP). */
   remaining(principal: Principal): Promise<string>;
   /** The account's plan, usage and balances now (GET /v1/usage). */

@@ -95,6 +95,15 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
     cost: { schema: count(1, 'The credits the call would have cost.'), required: true, example: 2 },
     resets_at: { schema: { type: 'string', format: 'date-time', nullable: true, description: 'When the allowance resets.' }, required: true, example: '2026-12-01T00:00:00.000Z' },
   },
+  cost_exceeds_max: {
+    max_credits: { schema: count(0, 'The maximum you sent (`X-Max-Credits`, or the MCP argument `max_credits`).'), required: true, example: 10 },
+    cost: { schema: count(1, 'What the call would have cost, when it was known before any row was read (every call priced per call, and per constituent).'), required: false, example: 100 },
+    cost_at_least: {
+      schema: count(1, 'Sent instead of `cost` for a call priced per row: the rows were counted only as far as your maximum, so the call costs at least this (a dry run, `X-Dry-Run: true`, gives the exact price).'),
+      required: false,
+      example: 11,
+    },
+  },
   rate_limited: {
     retry_after_seconds: { schema: count(1, 'Seconds to wait, as `Retry-After` says.'), required: true, example: 1 },
     per_second: { schema: count(1, 'The key’s request rate (not sent for requests without a valid key).'), required: false, example: 10 },

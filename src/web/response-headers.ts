@@ -10,6 +10,7 @@ import type { Ids } from '../core/ids.port.js';
 export const HEADER = {
   requestId: 'X-Request-Id',
   creditsRemaining: 'X-Credits-Remaining',
+  creditsCost: 'X-Credits-Cost',
   rateLimit: 'RateLimit',
   rateLimitPolicy: 'RateLimit-Policy',
   retryAfter: 'Retry-After',
@@ -108,6 +109,12 @@ export const RESPONSE_HEADERS = {
     description:
       'Credits left to spend after this call: the allowance left this month plus prepaid pack credits, as a decimal integer (negative in overage), or `unlimited` on an unmetered plan. On every response to a request with a valid key, errors included (a refusal after the key was checked shows the balance it did not touch); not on a 401 or a revoked key’s 403.',
     schema: { type: 'string', pattern: '^(-?[0-9]+|unlimited)$', example: '24872' },
+  },
+  CreditsCost: {
+    name: HEADER.creditsCost,
+    description:
+      'What this call cost, in credits (0 for a free call); on a dry run (`X-Dry-Run: true`, answered 204), what it would cost now. Sent on every answered call priced by the rate card.',
+    schema: { type: 'string', pattern: '^[0-9]+$', example: '2' },
   },
   RateLimit: {
     name: HEADER.rateLimit,

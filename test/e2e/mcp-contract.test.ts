@@ -98,12 +98,14 @@ describe('Every MCP tool is as strict as its REST twin, from the one OpenAPI doc
     describe(name, () => {
       const tool = () => tools.find((t) => t.name === name)!;
 
-      it("lists its REST twin's parameters as its input schema: the same names, required ones, types, enums, bounds, formats and defaults, and no others", () => {
+      it("lists its REST twin's parameters as its input schema: the same names, required ones, types, enums, bounds, formats and defaults, and no others but the budget's", () => {
         const { op } = twinOf(name);
         const params = ((op['parameters'] ?? []) as Json[]).filter((p) => p['in'] === 'path' || p['in'] === 'query');
         const input = tool().inputSchema as Json;
         expect(input['additionalProperties']).to.equal(false);
-        expect(Object.keys(input['properties'] ?? {}).sort()).to.deep.equal(params.map((p) => String(p['name'])).sort());
+        // REST's X-Dry-Run and X-Max-Credits headers, as arguments (src/web/call-budget.ts).
+        expect(Object.keys(input['properties'] ?? {}).sort()).to.deep.equal([...params.map((p) => String(p['name'])), 'dry_run', 'max_credits'].sort());
+        expect(input['properties']['max_credits']).to.include({ minimum: 0 });
         expect((input['required'] ?? []).sort()).to.deep.equal(params.filter((p) => p['required']).map((p) => String(p['name'])).sort());
         for (const p of params) {
           const arg = input['properties'][p['name']] as Json;

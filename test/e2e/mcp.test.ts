@@ -161,8 +161,11 @@ describe('The hosted MCP server at /mcp/http', function () {
       expect(described('get_open_divergences')).to.include('Costs 500 credits per call').and.include('Needs the quant plan or higher.');
       expect(described('get_usage')).to.include('Costs free');
       expect(described('list_webhooks')).to.include('(same as its REST twin GET /v1/webhooks)');
+      expect(described('get_multi_ticker_history')).to.include('pass max_credits to cap it').and.include('dry_run: true');
+      expect(described('get_scores')).to.include('Pass max_credits');
+      expect(described('get_usage')).to.not.include('max_credits');
       const screen = tools.find((t) => t.name === 'screen_stocks')!;
-      expect(screen.inputSchema.properties).to.have.keys(['min_score', 'limit']);
+      expect(screen.inputSchema.properties).to.have.keys(['min_score', 'limit', 'dry_run', 'max_credits']);
       expect((screen.inputSchema.properties!['limit'] as { type: string }).type).to.equal('integer');
       expect((screen.inputSchema.properties!['min_score'] as { type: string }).type).to.equal('integer');
       const earnings = tools.find((t) => t.name === 'get_upcoming_earnings')!;
@@ -172,12 +175,12 @@ describe('The hosted MCP server at /mcp/http', function () {
       expect(divergences.inputSchema.required ?? []).to.deep.equal([]);
       const history = tools.find((t) => t.name === 'get_score_history')!;
       expect(history.inputSchema.required).to.deep.equal(['ticker']);
-      expect(history.inputSchema.properties).to.have.keys(['ticker', 'start', 'end', 'as_known_at']);
+      expect(history.inputSchema.properties).to.have.keys(['ticker', 'start', 'end', 'as_known_at', 'dry_run', 'max_credits']);
       const multi = tools.find((t) => t.name === 'get_multi_ticker_history')!;
-      expect(multi.inputSchema.properties).to.have.keys(['tickers', 'start', 'end', 'since', 'as_known_at']);
+      expect(multi.inputSchema.properties).to.have.keys(['tickers', 'start', 'end', 'since', 'as_known_at', 'dry_run', 'max_credits']);
       expect(multi.inputSchema.required ?? []).to.deep.equal([]);
       expect(tools.find((t) => t.name === 'get_theme')!.inputSchema.required).to.deep.equal(['slug']);
-      expect(tools.find((t) => t.name === 'get_usage_ledger')!.inputSchema.properties).to.have.keys(['month', 'limit', 'cursor']);
+      expect(tools.find((t) => t.name === 'get_usage_ledger')!.inputSchema.properties).to.have.keys(['month', 'limit', 'cursor', 'dry_run', 'max_credits']);
     });
   });
 

@@ -200,6 +200,8 @@ describe('The OpenAPI document', () => {
         if (code === 401 || code === 431) expect(credits, where).to.equal(undefined);
         else expect(credits?.header['required'] ?? false, where).to.equal(code < 400);
         for (const name of [HEADER.rateLimit, HEADER.rateLimitPolicy]) expect(headerOf(doc, response, name) !== undefined, `${where} ${name}`).to.equal(code !== 401 && code !== 431);
+        const cost = headerOf(doc, response, HEADER.creditsCost);
+        expect(cost !== undefined && cost.header['required'] !== true, `${where} X-Credits-Cost (optional)`).to.equal(code < 400 && code !== 401);
         const retry = headerOf(doc, response, HEADER.retryAfter);
         if (code === 429) expect(retry?.header['required'] ?? false, where).to.equal(free);
         else expect(retry, where).to.equal(undefined);
@@ -214,7 +216,10 @@ describe('The OpenAPI document', () => {
     }
     const download = doc['paths']['/v1/bulk/exports/{bundle_id}/{name}']['get'].responses;
     const names = (status: string) => Object.keys(download[status].headers).sort();
-    const metering = [HEADER.requestId, HEADER.creditsRemaining, HEADER.rateLimit, HEADER.rateLimitPolicy];
+    const metering: string[] = [HEADER.requestId, HEADER.creditsRemaining, HEADER.rateLimit, HEADER.rateLimitPolicy];
+    // X-Credits-Cost is declared on every answered call with a key; the download's answers do not send it (optional).
+    expect(names('200')).to.include(HEADER.creditsCost);
+    metering.push(HEADER.creditsCost);
     const cached = [HEADER.etag, HEADER.acceptRanges, HEADER.cacheControl];
     expect(names('200')).to.deep.equal([...metering, ...cached, HEADER.contentDisposition, HEADER.contentLength].sort());
     expect(names('206')).to.deep.equal([...metering, ...cached, HEADER.contentDisposition, HEADER.contentLength, HEADER.contentRange].sort());
@@ -230,7 +235,22 @@ describe('The OpenAPI document', () => {
     expect(doc['components']['responses'] ?? {}).to.deep.equal({});
     const intro = doc['info']['description'] as string;
     for (const name of TRANSPORT_HEADERS) expect(intro, name).to.include(`\`${name}\``);
-    for (const name of ['x-rate-card', 'x-credits', 'x-min-tier', 'x-method-not-allowed', '405', '431']) expect(intro, name).to.include(name);
+    for (const name of ['x-rate-card', 'x-credits', 'x-min-tier', 'x-method-not-allowed', 'x-dry-run', '405', '431']) expect(intro, name).to.include(name);
+  });
+
+  it('declares the budgets: X-Max-Credits and 412 cost_exceeds_max on every priced read, X-Dry-Run and its 204 once at the root', () => {
+    const dry = doc['x-dry-run'];
+    expect(dry.parameter).to.include({ name: 'X-Dry-Run', in: 'header' });
+    expect(dry.status).to.equal(204);
+    for (const name of [HEADER.requestId, HEADER.creditsCost, HEADER.creditsRemaining]) expect(dry.response.headers[name], name).to.include({ required: true });
+    for (const { method, path, op } of operationsOf(doc)) {
+      if (method !== 'get') continue;
+      const names = ((op['parameters'] ?? []) as Json[]).map((p) => p['name']);
+      expect(names, path).to.include('X-Max-Credits');
+      const priced = RATE_CARD[op['x-rate-card'] as keyof typeof RATE_CARD].credits > 0;
+      expect(Object.keys(op['responses']).includes('412'), path).to.equal(priced);
+      expect(op['responses'], path).to.not.have.property('204');
+    }
   });
 
   it('states each operation’s price and minimum plan from the rate card, with no scopes on the apiKey requirement', () => {

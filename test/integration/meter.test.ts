@@ -67,6 +67,7 @@ describe('The meter', function () {
     const busy = {
       state: (account: string) => services.ledger.state(account),
       debit: () => Promise.reject(new ConcurrencyError(ledgerStream(k.account_id), 7, 8)),
+      quote: (account: string) => services.ledger.state(account),
     };
     const meter = new LedgerMeter(busy, services.reads, services.clock);
     expect(await refusal(meter.charge(p, 'scores', 1, 'rest'))).to.include({ code: 'rate_limited', status: 429 });

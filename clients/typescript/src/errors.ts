@@ -62,6 +62,8 @@ export class HeadersTooLargeError extends ScoresApiError<'headers_too_large'> {}
 export class LimitExceededError extends ScoresApiError<'limit_exceeded'> {}
 /** 429: the account's credits are spent. Never retried: waiting does not bring credits back. */
 export class CreditsExhaustedError extends ScoresApiError<'credits_exhausted'> {}
+/** 412: the call would cost more than the maximum sent with it (`maxCredits`); nothing was charged. Never retried: the same call costs the same. */
+export class CostExceedsMaxError extends ScoresApiError<'cost_exceeds_max'> {}
 /** 429: too many requests per second, or (with `bytes_per_second`) too many bytes of free answers. Retried by the client after `Retry-After`. */
 export class RateLimitedError extends ScoresApiError<'rate_limited'> {}
 export class ConflictError extends ScoresApiError<'conflict'> {}
@@ -84,6 +86,7 @@ export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf
   headers_too_large: HeadersTooLargeError,
   limit_exceeded: LimitExceededError,
   credits_exhausted: CreditsExhaustedError,
+  cost_exceeds_max: CostExceedsMaxError,
   rate_limited: RateLimitedError,
   conflict: ConflictError,
   internal: InternalError,

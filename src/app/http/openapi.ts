@@ -1,6 +1,7 @@
 import { ERROR_CODES, statusOf, titleOf, type ErrorCode } from '../../core/errors.js';
 import { PROBLEM_JSON } from './problem.js';
 import { PROBLEM_FIELDS, problemOf } from '../../web/problem.js';
+import { DRY_RUN_HEADER, MAX_CREDITS_HEADER } from '../../web/call-budget.js';
 import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } from '../../web/response-headers.js';
 import { PLANS, TIERS } from '../../domain/plans.js';
 import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
@@ -168,6 +169,47 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
   return code ? [{ code, detail: description }] : [];
 }
 
+/** A priced read over its maximum (src/web/call-budget.ts). */
+const OVER_MAX = 'The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum';
+
+/** The request header every read takes besides its own parameters: the most it may cost. */
+const MAX_CREDITS_PARAMETER: Json = {
+  name: MAX_CREDITS_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    'The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`).',
+  schema: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+};
+
+/**
+ * The dry run, named at the root like `x-method-not-allowed`: every read with a rate card takes
+ * the `X-Dry-Run` header and may answer 204. Declared on each operation, the 204 would make every
+ * typed client's answer of every call "its body, or nothing" (openapi-fetch's `data` turns
+ * optional), for a request header the call's own code chose to send; the SDKs' price methods
+ * read it from here instead.
+ */
+function dryRunDeclaration(): Json {
+  return {
+    description:
+      'Every operation with `x-rate-card` and method GET takes the request header below. `true`: the call is checked as it would be (key, plan, parameters, coverage, and the ledger’s decision on your credits) and answered 204 without a body, with `X-Credits-Cost` (what it would cost now) and `X-Credits-Remaining` (untouched), or with the refusal it would get. Nothing is run past those checks or charged; it counts against the request rate like any call. A dry run of a write is a 400. MCP tools take the same as the argument `dry_run`.',
+    parameter: {
+      name: DRY_RUN_HEADER,
+      in: 'header',
+      required: false,
+      schema: { type: 'string', enum: ['true', 'false'] },
+    },
+    response: {
+      description: 'A dry run that would be answered: nothing was run or charged.',
+      // Written out, not as $refs: no linter follows a $ref inside an `x-` extension (see x-method-not-allowed).
+      headers: Object.fromEntries(
+        (['RequestId', 'CreditsCost', 'CreditsRemaining'] as const).map((k) => [RESPONSE_HEADERS[k].name, { description: RESPONSE_HEADERS[k].description, schema: RESPONSE_HEADERS[k].schema, required: true }]),
+      ),
+    },
+    status: 204,
+  };
+}
+
 /** Texts of statuses every operation can answer, whatever its controller declares. */
 const UNKNOWN_QUERY = 'a query parameter this endpoint does not take';
 const HEADERS_TOO_LARGE = 'Request line and headers over 16 KiB (headers_too_large), refused before the key is read';
@@ -231,6 +273,7 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
   if (key && code !== 401 && code !== 431) {
     keys.push('CreditsRemaining', 'RateLimit', 'RateLimitPolicy');
     if (code < 400) required.push('CreditsRemaining');
+    if (code < 400) keys.push('CreditsCost');
   }
   if (code === 401) {
     keys.push('WwwAuthenticate');
@@ -329,6 +372,7 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
   const bad = declared['400'];
   if (!bad) add('400', `${UNKNOWN_QUERY.charAt(0).toUpperCase()}${UNKNOWN_QUERY.slice(1)}`);
   else if (!/query parameter/i.test(bad.description ?? '')) declared['400'] = { ...bad, description: `${bad.description}; or ${UNKNOWN_QUERY}` };
+  if (key && method === 'get' && RATE_CARD[key].credits > 0) add('412', OVER_MAX);
   if (key) {
     add('401', 'Missing or unknown API key');
     add('403', 'Revoked key (key_forbidden)');
@@ -406,10 +450,11 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
         return 'style' in o ? { ...prm, ...o } : { ...prm, schema: o };
       });
       const card = key ? rateCardOf(key) : undefined;
+      const budget = key && method === 'get' ? [MAX_CREDITS_PARAMETER] : [];
       ops[method] = {
         ...op,
         ...(card ? { description: [op.description, card.text].filter(Boolean).join('\n\n'), security: [{ api_key: [] }], ...card.extensions } : {}),
-        ...(parameters ? { parameters } : {}),
+        ...(parameters || budget.length ? { parameters: [...(parameters ?? []), ...budget] } : {}),
         responses: withLinks(path, method, completeResponses(path, method, op, key, baseUrl)),
       };
     }
@@ -431,11 +476,13 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
     },
     baseUrl,
   );
+  const dryRun = dryRunDeclaration();
   return {
     ...spec,
     tags: TAGS,
     paths,
     'x-method-not-allowed': methodNotAllowed,
+    'x-dry-run': dryRun,
     components: {
       ...components,
       schemas: usedSchemas(completeWithProblems(components['schemas'] as Record<string, Json>), [paths, methodNotAllowed]),
@@ -466,6 +513,7 @@ const CONTRACT = [
   'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
   `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 408 \`request_timeout\` for a request not received in time (the connection is then closed); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
   'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
+  'Budgets. Every read takes `X-Max-Credits`, the most it may cost (above it: 412 `cost_exceeds_max`, nothing charged), and `X-Dry-Run: true`, which prices it without running or charging it: 204 with `X-Credits-Cost`, or the refusal the call would get. The dry run is described once, at the root, as `x-dry-run`.',
   `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,
 ].join('\n\n');
 

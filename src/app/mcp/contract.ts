@@ -1,6 +1,7 @@
 import { badRequest } from '../../core/errors.js';
 import { RATE_CARD, type RateKey } from '../../domain/rate-card.js';
 import { completeOpenApi } from '../http/openapi.js';
+import { DRY_RUN_ARGUMENT, MAX_CREDITS_ARGUMENT } from '../../web/call-budget.js';
 
 type Json = Record<string, unknown>;
 
@@ -20,9 +21,9 @@ interface Parameter {
  * controllers' own rules) and responses.
  */
 export interface ToolContract {
-  /** The twin's path and query parameters as JSON Schema properties; no other argument is taken. */
+  /** The twin's path and query parameters as JSON Schema properties, and `dry_run` and `max_credits` (REST's headers); no other argument is taken. */
   inputSchema: { type: 'object'; properties: Record<string, Json>; required?: string[]; additionalProperties: false };
-  /** The twin's 200 body or its problem details (a tool error's structuredContent), with the schemas they use. */
+  /** The twin's 200 body, its problem details (a tool error's structuredContent) or a dry run's price, with the schemas they use. */
   outputSchema: { type: 'object'; anyOf: Json[]; $defs: Record<string, Json> };
   /** The argument names, and those that are lists sent as one comma-separated value (`tickers`). */
   args: readonly string[];
@@ -74,6 +75,36 @@ function defsOf(root: unknown, schemas: Record<string, Json>): Record<string, Js
   return defs;
 }
 
+/**
+ * The arguments every tool takes besides its twin's parameters: REST's `X-Dry-Run` and
+ * `X-Max-Credits` headers (src/web/call-budget.ts reads both faces' values).
+ */
+const BUDGET_ARGUMENTS: Record<string, Json> = {
+  [DRY_RUN_ARGUMENT]: {
+    type: ['boolean', 'null'],
+    description: 'true: answer only what this call would cost now (and the refusal it would get), without running or charging it. null = absent.',
+  },
+  [MAX_CREDITS_ARGUMENT]: {
+    type: ['integer', 'null'],
+    minimum: 0,
+    description:
+      'The most this call may cost, in credits: a call that would cost more is refused (cost_exceeds_max) and charges nothing; one priced per row stops reading at the maximum. null = absent.',
+  },
+};
+
+/** A dry run's result (`DryRunResult`), the third shape of every tool's result. */
+const DRY_RUN_RESULT: Json = {
+  type: 'object',
+  description: 'A dry run: what the call would cost now. Nothing was charged.',
+  properties: {
+    dry_run: { type: 'boolean', enum: [true] },
+    cost: { type: 'integer', minimum: 0, description: 'Credits the call would cost now.' },
+    credits_remaining: { type: ['integer', 'null'], description: 'Your balance now (unchanged); null when unmetered.' },
+  },
+  required: ['dry_run', 'cost', 'credits_remaining'],
+  additionalProperties: false,
+};
+
 /** An argument's schema: the parameter's (a list as its array), described by the parameter, null allowed where the tool says. */
 function argumentSchema(p: Parameter, nullable: boolean): Json {
   const schema = jsonSchemaOf({ ...(p.schema ?? { type: 'string' }), ...(nullable ? { nullable: true } : {}) }) as Json;
@@ -91,13 +122,13 @@ export function contractOf(doc: Json, key: RateKey, nullable: readonly string[] 
   if (!route || !op) throw new Error(`the OpenAPI document has no GET ${route?.path ?? key} for its tool`);
   const params = ((op['parameters'] as Parameter[] | undefined) ?? []).filter((p) => p.in === 'path' || p.in === 'query');
   for (const n of nullable) if (!params.some((p) => p.name === n)) throw new Error(`GET ${route.path} has no parameter ${n}`);
-  const properties = Object.fromEntries(params.map((p) => [p.name, argumentSchema(p, nullable.includes(p.name))]));
+  const properties = { ...Object.fromEntries(params.map((p) => [p.name, argumentSchema(p, nullable.includes(p.name))])), ...BUDGET_ARGUMENTS };
   const required = params.filter((p) => p.required).map((p) => p.name);
   const responses = op['responses'] as Record<string, { content?: Record<string, { schema?: Json }> }>;
   const body = responses['200']?.content?.['application/json']?.schema;
   const problem = Object.entries(responses).find(([s]) => Number(s) >= 400)?.[1].content?.['application/problem+json']?.schema;
   if (!body || !problem) throw new Error(`GET ${route.path} declares no JSON 200 body or no problem response`);
-  const anyOf = [jsonSchemaOf(body), jsonSchemaOf(problem)] as Json[];
+  const anyOf = [jsonSchemaOf(body), jsonSchemaOf(problem), DRY_RUN_RESULT] as Json[];
   const schemas = (doc['components'] as { schemas: Record<string, Json> }).schemas;
   return {
     inputSchema: { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false },

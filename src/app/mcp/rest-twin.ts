@@ -4,6 +4,7 @@ import type { Principal } from '../../web/meter.port.js';
 import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain/rate-card.js';
 import { problemOf, type ProblemDetails } from '../../web/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
+import { budgetOf, DRY_RUN_ARGUMENT, DryRunPriced, MAX_CREDITS_ARGUMENT, NO_BUDGET, requireWithinBudget, type CallBudget, type DryRunResult } from '../../web/call-budget.js';
 import { queryOf, type ToolContract } from './contract.js';
 import type { FreeAnswerBytes } from '../metering/free-answer-bytes.js';
 
@@ -72,7 +73,8 @@ export function describeTool(key: RateKey, text: string): string {
   const twin = routes.find((r) => r.method === 'GET');
   if (!twin) throw new Error(`rate card entry ${key} has no GET route for a tool to mirror`);
   const plan = min_tier === 'free' ? '' : ` Needs the ${min_tier} plan or higher.`;
-  return `${text} Costs ${describeCost(key)} (same as its REST twin ${twin.method} ${twin.path}).${plan}`;
+  const bound = RATE_CARD[key].credits === 0 ? '' : RATE_CARD[key].unit === 'call' ? ' Pass max_credits to refuse it above a price, dry_run: true to price it without charging.' : ' Its price depends on the rows it returns: pass max_credits to cap it (a broad call is refused before its rows are read), dry_run: true to get the exact price without charging.';
+  return `${text} Costs ${describeCost(key)} (same as its REST twin ${twin.method} ${twin.path}).${plan}${bound}`;
 }
 
 /**
@@ -96,10 +98,18 @@ function creditsNumber(header: string): number | null {
  * nothing awaited between the check and the count.
  */
 export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolContract, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
-  const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp');
   try {
     requireTier(ctx.principal.tier, tool.key);
-    const body = await tool.run(queryOf(tool.name, contract, args), call);
+    const { budget, rest } = budgetArguments(args);
+    if (RATE_CARD[tool.key].unit === 'call') requireWithinBudget(budget, tool.key, 1);
+    const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp', budget);
+    let body: object;
+    try {
+      body = await tool.run(queryOf(tool.name, contract, rest), call);
+    } catch (err) {
+      if (err instanceof DryRunPriced) return dryRunResult(ctx, err);
+      throw err;
+    }
     const free = RATE_CARD[tool.key].credits === 0;
     if (free) ctx.freeAnswers.check(ctx.principal);
     const json = JSON.stringify(body);
@@ -118,6 +128,25 @@ export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolC
   } catch (err) {
     return errorResult(ctx, err);
   }
+}
+
+/**
+ * The arguments every tool takes besides its twin's parameters (REST's `X-Dry-Run` and
+ * `X-Max-Credits` headers), taken out before the rest are read as the twin's query.
+ */
+function budgetArguments(args: Record<string, unknown> | undefined): { budget: CallBudget; rest: Record<string, unknown> | undefined } {
+  if (!args || (!(DRY_RUN_ARGUMENT in args) && !(MAX_CREDITS_ARGUMENT in args))) return { budget: NO_BUDGET, rest: args };
+  const { [DRY_RUN_ARGUMENT]: dryRun, [MAX_CREDITS_ARGUMENT]: maxCredits, ...rest } = args;
+  // JSON null is absent, as for the twins' own arguments.
+  const budget = budgetOf(dryRun ?? undefined, maxCredits ?? undefined, { dryRun: DRY_RUN_ARGUMENT, maxCredits: MAX_CREDITS_ARGUMENT });
+  return { budget, rest };
+}
+
+/** A dry run's result: what the call would cost now, and the balance it did not touch. */
+function dryRunResult(ctx: ToolContext, priced: DryRunPriced): CallToolResult {
+  const body: DryRunResult = { dry_run: true, cost: priced.cost, credits_remaining: creditsNumber(priced.remaining) };
+  ctx.creditsRemaining(priced.remaining);
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: { ...body }, _meta: { credits_remaining: body.credits_remaining } };
 }
 
 /** A tool error: the problem details REST would send for `err` (in structuredContent and as text), with the balance. */

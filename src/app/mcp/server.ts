@@ -103,7 +103,7 @@ export function createMcpServer(entries: ReadonlyMap<string, ToolEntry>, call: (
     {
       capabilities: { tools: {} },
       instructions:
-        'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint, takes its parameters (and no others) and draws the same credits from your account; its description says what it costs. Every result carries your balance afterwards as _meta.credits_remaining (a number; null when unmetered), and get_usage shows the whole account. A refusal is a tool error whose structuredContent is problem details with a stable code.',
+        'Daily consumer-demand (main_street) vs analyst-sentiment (wall_street) scores of US stocks. Each tool mirrors a REST endpoint, takes its parameters (and no others but dry_run and max_credits) and draws the same credits from your account; its description says what it costs. To bound your spend, pass max_credits (a call that would cost more is refused with cost_exceeds_max and charges nothing) or first call with dry_run: true (the price now, or the refusal the call would get; nothing charged). Every result carries your balance afterwards as _meta.credits_remaining (a number; null when unmetered), and get_usage shows the whole account. A refusal is a tool error whose structuredContent is problem details with a stable code.',
     },
   );
   const tools = listed(entries);

@@ -36,7 +36,7 @@ export class LedgerMeter implements Meter {
   private readonly loggedKeys = new Map<string, LoggedKeyStatus>();
 
   constructor(
-    private readonly ledger: Pick<LedgerService, 'state' | 'debit'>,
+    private readonly ledger: Pick<LedgerService, 'state' | 'debit' | 'quote'>,
     private readonly reads: ReadStore,
     private readonly clock: Clock,
     private readonly onDebited: (endpoint: RateKey, channel: Channel, cost: number) => void = () => undefined,
@@ -102,6 +102,12 @@ export class LedgerMeter implements Meter {
     });
     this.onDebited(endpoint, channel, cost);
     return { cost, remaining: this.remainingOf(outcome.state) };
+  }
+
+  async quote(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
+    const cost = costOf(endpoint, quantity);
+    await this.ledger.quote(principal.account_id, { type: 'DebitCredits', data: { request_id: principal.request_id, endpoint, channel, cost, key_id: principal.key_id } });
+    return { cost, remaining: await this.remaining(principal) };
   }
 
   async remaining(principal: Principal): Promise<string> {

@@ -26,6 +26,7 @@ from .models import (
     HeadersTooLargeProblem,
     LimitExceededProblem,
     CreditsExhaustedProblem,
+    CostExceedsMaxProblem,
     RateLimitedProblem,
     ConflictProblem,
     InternalProblem,
@@ -49,6 +50,7 @@ Problem = (
     | HeadersTooLargeProblem
     | LimitExceededProblem
     | CreditsExhaustedProblem
+    | CostExceedsMaxProblem
     | RateLimitedProblem
     | ConflictProblem
     | InternalProblem
@@ -146,6 +148,13 @@ class CreditsExhaustedError(ScoresApiError):
     problem: CreditsExhaustedProblem
 
 
+class CostExceedsMaxError(ScoresApiError):
+    """412: the call would cost more than the maximum sent with it (``max_credits``); nothing was
+    charged. Never retried: the same call costs the same."""
+
+    problem: CostExceedsMaxProblem
+
+
 class RateLimitedError(ScoresApiError):
     """429: too many requests per second, or (with ``bytes_per_second``) too many bytes of free
     answers. The client retries it after ``Retry-After``."""
@@ -177,6 +186,7 @@ ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
     "headers_too_large": HeadersTooLargeError,
     "limit_exceeded": LimitExceededError,
     "credits_exhausted": CreditsExhaustedError,
+    "cost_exceeds_max": CostExceedsMaxError,
     "rate_limited": RateLimitedError,
     "conflict": ConflictError,
     "internal": InternalError,

@@ -2088,6 +2088,42 @@ class CreditsExhaustedProblem(BaseModel):
     """
 
 
+class CostExceedsMaxProblem(BaseModel):
+    """
+    A `cost_exceeds_max` problem (412 Call would cost more than your maximum); `/docs/errors#cost_exceeds_max` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Call would cost more than your maximum"]
+    status: Literal[412]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["cost_exceeds_max"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    max_credits: int = Field(..., ge=0)
+    """
+    The maximum you sent (`X-Max-Credits`, or the MCP argument `max_credits`).
+    """
+    cost: int | None = Field(None, ge=1)
+    """
+    What the call would have cost, when it was known before any row was read (every call priced per call, and per constituent).
+    """
+    cost_at_least: int | None = Field(None, ge=1)
+    """
+    Sent instead of `cost` for a call priced per row: the rows were counted only as far as your maximum, so the call costs at least this (a dry run, `X-Dry-Run: true`, gives the exact price).
+    """
+
+
 class RateLimitedProblem(BaseModel):
     """
     A `rate_limited` problem (429 Too many requests); `/docs/errors#rate_limited` says what to do.
@@ -2201,6 +2237,7 @@ class ProblemDetails(
         | HeadersTooLargeProblem
         | LimitExceededProblem
         | CreditsExhaustedProblem
+        | CostExceedsMaxProblem
         | RateLimitedProblem
         | ConflictProblem
         | InternalProblem
@@ -2222,6 +2259,7 @@ class ProblemDetails(
         | HeadersTooLargeProblem
         | LimitExceededProblem
         | CreditsExhaustedProblem
+        | CostExceedsMaxProblem
         | RateLimitedProblem
         | ConflictProblem
         | InternalProblem

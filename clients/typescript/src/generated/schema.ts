@@ -701,7 +701,7 @@ export interface components {
             webhooks: components["schemas"]["WebhookListItem"][];
         };
         /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries. */
-        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
+        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
         WebhookDeliveryItem: {
             /**
              * @description `live` or `test`.
@@ -2368,6 +2368,33 @@ export interface components {
              */
             resets_at: string | null;
         };
+        /** @description A `cost_exceeds_max` problem (412 Call would cost more than your maximum); `/docs/errors#cost_exceeds_max` says what to do. */
+        CostExceedsMaxProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Call would cost more than your maximum";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 412;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "cost_exceeds_max";
+            /** @description The maximum you sent (`X-Max-Credits`, or the MCP argument `max_credits`). */
+            max_credits: number;
+            /** @description What the call would have cost, when it was known before any row was read (every call priced per call, and per constituent). */
+            cost?: number;
+            /** @description Sent instead of `cost` for a call priced per row: the rows were counted only as far as your maximum, so the call costs at least this (a dry run, `X-Dry-Run: true`, gives the exact price). */
+            cost_at_least?: number;
+        };
         /** @description A `rate_limited` problem (429 Too many requests); `/docs/errors#rate_limited` says what to do. */
         RateLimitedProblem: {
             /**
@@ -2454,6 +2481,8 @@ export interface components {
         CreditsRemaining: string;
         /** @description Credits left to spend after this call: the allowance left this month plus prepaid pack credits, as a decimal integer (negative in overage), or `unlimited` on an unmetered plan. On every response to a request with a valid key, errors included (a refusal after the key was checked shows the balance it did not touch); not on a 401 or a revoked key’s 403. */
         CreditsRemainingOptional: string;
+        /** @description What this call cost, in credits (0 for a free call); on a dry run (`X-Dry-Run: true`, answered 204), what it would cost now. Sent on every answered call priced by the rate card. */
+        CreditsCostOptional: string;
         /** @description The account’s request-rate budget now (all its keys share one) (IETF draft-ietf-httpapi-ratelimit-headers): `r` requests left in the burst, `t` seconds until it is full again. On every response to a request with a valid key, except for a key without a rate limit. */
         RateLimitOptional: string;
         /** @description The account’s request-rate policy: a burst of `q` requests, refilled over `w` seconds. Sent with `RateLimit`. */
@@ -2492,7 +2521,10 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2505,6 +2537,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -2626,6 +2659,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -2772,7 +2806,10 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path: {
                 /**
                  * @description The webhook's `id`.
@@ -2791,6 +2828,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -2916,7 +2954,10 @@ export interface operations {
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2929,6 +2970,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -3047,7 +3089,10 @@ export interface operations {
     getUsage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3060,6 +3105,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -3164,7 +3210,10 @@ export interface operations {
     getTrackRecord: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3177,6 +3226,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DailyETag"];
                     "Cache-Control": components["headers"]["DailyCacheControl"];
                     [name: string]: unknown;
@@ -3192,6 +3242,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DailyETag"];
                     "Cache-Control": components["headers"]["DailyCacheControl"];
                     [name: string]: unknown;
@@ -3290,7 +3341,10 @@ export interface operations {
     listThemes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3303,6 +3357,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3359,6 +3414,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3401,7 +3469,10 @@ export interface operations {
     getTheme: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path: {
                 /**
                  * @description Theme identifier from GET /v1/themes (case-insensitive).
@@ -3420,6 +3491,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3489,6 +3561,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3536,7 +3621,10 @@ export interface operations {
                 /** @description Last date (YYYY-MM-DD); clamped to your as-of date. Before `start` the window is empty: no rows, no credits. */
                 end?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path: {
                 /**
                  * @description Stock symbol, case-insensitive, at most 12 characters.
@@ -3555,6 +3643,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3624,6 +3713,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -3669,7 +3771,10 @@ export interface operations {
                 /** @description Integer 1-200 (default 50): the most signals to return; above 200 is a 422. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3682,6 +3787,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3727,6 +3833,19 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -3798,7 +3917,10 @@ export interface operations {
                 /** @description Integer 1-650 (default 100): the most rows to return; above 650 is a 422. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3811,6 +3933,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3856,6 +3979,19 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -3933,7 +4069,10 @@ export interface operations {
                  */
                 as_known_at?: string | unknown | unknown | unknown;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path: {
                 /**
                  * @description Stock symbol, case-insensitive, at most 12 characters.
@@ -3952,6 +4091,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4010,6 +4150,19 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4086,7 +4239,10 @@ export interface operations {
                  */
                 as_known_at?: string | unknown | unknown | unknown;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4099,6 +4255,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4168,6 +4325,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description The query returns more rows than one call returns (limit_exceeded) */
             422: {
                 headers: {
@@ -4223,7 +4393,10 @@ export interface operations {
     getScore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path: {
                 /**
                  * @description Stock symbol, case-insensitive, at most 12 characters. A longer value, or one with
@@ -4243,6 +4416,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4312,6 +4486,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -4354,7 +4541,10 @@ export interface operations {
     getMeta: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4367,6 +4557,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DailyETag"];
                     "Cache-Control": components["headers"]["DailyCacheControl"];
                     [name: string]: unknown;
@@ -4382,6 +4573,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DailyETag"];
                     "Cache-Control": components["headers"]["DailyCacheControl"];
                     [name: string]: unknown;
@@ -4483,7 +4675,10 @@ export interface operations {
                 /** @description Integer 0-60 (default 14): the horizon in calendar days (0 = today only); above 60 is a 422. */
                 days?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4496,6 +4691,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4541,6 +4737,19 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4607,7 +4816,10 @@ export interface operations {
     getOpenDivergences: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4620,6 +4832,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4676,6 +4889,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
             /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
@@ -4721,7 +4947,10 @@ export interface operations {
                 /** @description Date YYYY-MM-DD: only events flagged on or after it (default 365 days before today). */
                 since?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4734,6 +4963,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4779,6 +5009,19 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4837,7 +5080,10 @@ export interface operations {
                 /** @description Integer 1-100 (default 25): the most rows to return; above 100 is a 422. */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4850,6 +5096,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4895,6 +5142,19 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
+            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4964,7 +5224,10 @@ export interface operations {
                 /** @description Date YYYY-MM-DD: only tickers with a score dated on or after it (up to your as-of date). */
                 since?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4977,6 +5240,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DailyETag"];
                     "Cache-Control": components["headers"]["DailyCacheControl"];
                     [name: string]: unknown;
@@ -4992,6 +5256,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DailyETag"];
                     "Cache-Control": components["headers"]["DailyCacheControl"];
                     [name: string]: unknown;
@@ -5090,7 +5355,10 @@ export interface operations {
     listBulkExports: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5103,6 +5371,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5220,6 +5489,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -5361,6 +5631,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -5530,6 +5801,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -5699,6 +5971,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
@@ -5845,7 +6118,10 @@ export interface operations {
     downloadBulkExportFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path: {
                 /**
                  * @description The bundle, from the listing's `url`.
@@ -5869,6 +6145,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DownloadETag"];
                     "Accept-Ranges": components["headers"]["AcceptRanges"];
                     "Cache-Control": components["headers"]["DownloadCacheControl"];
@@ -5887,6 +6164,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DownloadETag"];
                     "Accept-Ranges": components["headers"]["AcceptRanges"];
                     "Cache-Control": components["headers"]["DownloadCacheControl"];
@@ -5906,6 +6184,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     ETag: components["headers"]["DownloadETag"];
                     "Accept-Ranges": components["headers"]["AcceptRanges"];
                     "Cache-Control": components["headers"]["DownloadCacheControl"];

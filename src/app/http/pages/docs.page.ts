@@ -84,6 +84,11 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning: 'The key is known but not allowed: it was revoked or suspended.',
     fix: 'Use another key of your account, or see your account page.',
   },
+  cost_exceeds_max: {
+    meaning:
+      'The call would cost more than the maximum you sent with it (`X-Max-Credits`, or the MCP argument `max_credits`). Nothing was charged, and a call priced per row stopped reading at your maximum: the problem carries `max_credits` and the `cost` (or, per row, `cost_at_least`).',
+    fix: 'Narrow the call (fewer tickers, a shorter date range, a lower limit), or raise the maximum. A dry run (`X-Dry-Run: true`, or `dry_run: true` on MCP) gives the exact price without charging.',
+  },
   coverage: {
     meaning: "The ticker is outside your key's universe. Free keys cover `top100`, the 100 largest stocks; every other plan and the Pro membership cover `all`.",
     fix: 'GET /v1/coverage lists the tickers your key sees. Upgrade, or add the Pro membership, for the full universe.',
