@@ -47,4 +47,11 @@ describe('/llms.txt', function () {
     expect(text).to.include('pip install "./clients/python[pandas]"');
     expect(text).to.include('npm install /path/to/scores-client-1.0.0.tgz');
   });
+
+  it('tells an agent how to bound its spend: the dry run, the cap and the key budget, over REST and MCP', () => {
+    const section = text.slice(text.indexOf('## Bound what you spend'), text.indexOf('## Docs'));
+    for (const word of ['X-Dry-Run: true', 'dry_run: true', 'X-Credits-Cost', 'X-Max-Credits', 'max_credits', 'cost_exceeds_max', 'X-Key-Budget-Remaining', '_meta.key_budget_remaining', 'key_budget_exhausted']) {
+      expect(section, word).to.include(word);
+    }
+  });
 });

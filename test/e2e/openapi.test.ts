@@ -245,7 +245,7 @@ describe('The OpenAPI document', () => {
     for (const name of [HEADER.requestId, HEADER.creditsCost, HEADER.creditsRemaining]) expect(dry.response.headers[name], name).to.include({ required: true });
     for (const { method, path, op } of operationsOf(doc)) {
       if (method !== 'get') continue;
-      const names = ((op['parameters'] ?? []) as Json[]).map((p) => p['name']);
+      const names = ((op['parameters'] ?? []) as Json[]).map((p) => String(p['name']));
       expect(names, path).to.include('X-Max-Credits');
       const priced = RATE_CARD[op['x-rate-card'] as keyof typeof RATE_CARD].credits > 0;
       expect(Object.keys(op['responses']).includes('412'), path).to.equal(priced);

@@ -7,6 +7,7 @@ import { createAccountWithKey, setRateLimit } from '../../commands/manage-keys/k
 import { runExport } from '../../commands/export-bundles/export-run.handler.js';
 import {
   BadRequestError,
+  CostExceedsMaxError,
   CreditsExhaustedError,
   CursorInvalidError,
   ERROR_CLASSES,
@@ -193,6 +194,30 @@ describe('The TypeScript SDK (clients/typescript) against a live server', functi
       const enterprise = client(demoKey(server.dir, 'enterprise'));
       await enterprise.GET('/v1/usage');
       expect(enterprise.credits).to.equal('unlimited');
+    });
+
+    it('prices a call before making it (price), caps a call (withBudget) and every call (maxCredits), charging nothing for either refusal', async () => {
+      const k = await createAccountWithKey(server.services, { tier: 'quant' });
+      await server.services.runner.waitForHead();
+      const c = client(k.key);
+      const priced = await c.price((dry) => dry.getScoreHistory('MSFT', { start: '2020-06-01' }));
+      expect(priced.cost).to.be.above(5);
+      expect(c.credits).to.be.a('number');
+      const before = c.credits as number;
+      const error = await c.withBudget({ maxCredits: priced.cost - 1 }).getScoreHistory('MSFT', { start: '2020-06-01' }).catch((e: unknown) => e);
+      expect(error).to.be.instanceOf(CostExceedsMaxError);
+      expect((error as CostExceedsMaxError).problem).to.include({ max_credits: priced.cost - 1 });
+      const capped = new ScoresClient({ apiKey: k.key, baseUrl: server.url, maxCredits: 1 });
+      expect(await capped.getScore('AAPL').catch((e: unknown) => e)).to.be.instanceOf(CostExceedsMaxError);
+      const history = await c.withBudget({ maxCredits: priced.cost }).getScoreHistory('MSFT', { start: '2020-06-01' });
+      expect(history.rows.length).to.equal(priced.cost);
+      expect(c.credits).to.equal(before);
+      await c.getUsage();
+      expect(c.credits).to.equal(before - priced.cost);
+      expect(await c.price((dry) => dry.getUpcomingEarnings()).then(() => null, (e: unknown) => e)).to.equal(null);
+      const free = await createAccountWithKey(server.services, { tier: 'free' });
+      await server.services.runner.waitForHead();
+      expect(await client(free.key).price((dry) => dry.getUpcomingEarnings()).catch((e: unknown) => e)).to.be.instanceOf(TierError);
     });
 
     it('retries 429 rate_limited after Retry-After until the call succeeds', async () => {

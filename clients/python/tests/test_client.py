@@ -14,6 +14,7 @@ from scores_client import (
     ERROR_CLASSES,
     AsyncScoresClient,
     BadRequestError,
+    CostExceedsMaxError,
     CreditsExhaustedError,
     CursorInvalidError,
     NotFoundError,
@@ -65,6 +66,35 @@ def test_reads_credits_remaining_a_number_or_unlimited(server: LiveServer) -> No
     with ScoresClient(server.key("enterprise"), base_url=server.url) as e:
         e.usage()
         assert e.credits == "unlimited"
+
+
+def test_prices_a_call_first_and_caps_calls_charging_nothing_for_either_refusal(server: LiveServer) -> None:
+    with ScoresClient(server.key("quant"), base_url=server.url) as c:
+        priced = c.price(lambda dry: dry.history("MSFT", start="2020-06-01"))
+        assert priced.cost > 5 and isinstance(priced.credits, int)
+        before = c.credits
+        assert isinstance(before, int)
+        with pytest.raises(CostExceedsMaxError) as over:
+            c.with_budget(priced.cost - 1).history("MSFT", start="2020-06-01")
+        assert over.value.problem.max_credits == priced.cost - 1
+        assert c.with_budget(priced.cost).history("MSFT", start="2020-06-01").count == priced.cost
+        c.usage()
+        assert c.credits == before - priced.cost
+    with ScoresClient(server.key("quant"), base_url=server.url, max_credits=1) as capped, pytest.raises(CostExceedsMaxError):
+        capped.get_score("AAPL")
+    with ScoresClient(server.key("free"), base_url=server.url) as free, pytest.raises(TierError):
+        free.price(lambda dry: dry.divergence_events())
+
+
+def test_async_client_prices_a_call_first(server: LiveServer) -> None:
+    async def run() -> None:
+        async with AsyncScoresClient(server.key("quant"), base_url=server.url) as c:
+            priced = await c.price(lambda dry: dry.get_score("AAPL"))
+            assert priced.cost == 2
+            with pytest.raises(CostExceedsMaxError):
+                await c.with_budget(1).get_score("AAPL")
+
+    asyncio.run(run())
 
 
 def test_to_pandas_types_the_columns_of_history_screener_and_events(server: LiveServer) -> None:

@@ -36,6 +36,19 @@ export interface ScoresClientOptions {
   onRetry?: (event: RetryEvent) => void;
   /** The fetch to use (default the global one). */
   fetch?: (input: Request) => Promise<Response>;
+  /**
+   * The most any read of this client may cost, in credits (`X-Max-Credits`): a call that would
+   * cost more throws `CostExceedsMaxError` and is charged nothing. `withBudget` sets another for some calls.
+   */
+  maxCredits?: number;
+}
+
+/** What a dry run said a call would cost (`ScoresClient.price`). */
+export interface Price {
+  /** Credits the call would cost now (`X-Credits-Cost`). */
+  cost: number;
+  /** The balance, untouched (`X-Credits-Remaining`). */
+  credits: Credits;
 }
 
 /** The API's paths and schemas, typed from the OpenAPI document (openapi-typescript). */
@@ -70,9 +83,17 @@ export class ScoresClient extends Operations {
   readonly baseUrl: string;
   /** `X-Credits-Remaining` of the latest answer that carried it: a number, or `unlimited`; null before any. */
   credits: Credits | null = null;
+  /** `X-Key-Budget-Remaining` of the latest answer that carried it: what this key may still spend under its daily and monthly limits; null before any, or for a key without a limit. */
+  keyBudget: number | null = null;
+  /** `X-Credits-Cost` of the latest answer that carried it: what that call cost (or, on a dry run, would cost). */
+  lastCost: number | null = null;
   private readonly retry: Required<RetryOptions>;
 
-  constructor(private readonly options: ScoresClientOptions = {}) {
+  constructor(
+    private readonly options: ScoresClientOptions = {},
+    /** Set by `price`: every request of this client is a dry run. */
+    private readonly dryRun = false,
+  ) {
     super();
     const apiKey = options.apiKey ?? env('SCORES_API_KEY');
     if (!apiKey?.trim()) throw new ScoresConfigurationError('no API key: pass apiKey or set SCORES_API_KEY');
@@ -88,9 +109,34 @@ export class ScoresClient extends Operations {
       fetch: (request) => this.withRetries(request, send),
     });
     this.api.use(throwProblems);
+    this.api.use(budgetHeaders(options.maxCredits, dryRun));
     this.GET = this.api.GET;
     this.POST = this.api.POST;
     this.DELETE = this.api.DELETE;
+  }
+
+  /**
+   * A client like this one whose reads may cost at most `maxCredits` each: `await
+   * scores.withBudget({ maxCredits: 500 }).getMultiTickerHistory({ tickers: ['AAPL'] })`. Its
+   * balance and key budget are its own; the key, retries and base URL are this client's.
+   */
+  withBudget(budget: { maxCredits?: number }): ScoresClient {
+    const { maxCredits: _default, ...options } = this.options;
+    return new ScoresClient(budget.maxCredits === undefined ? options : { ...options, maxCredits: budget.maxCredits });
+  }
+
+  /**
+   * What a call would cost now, without running or charging it (`X-Dry-Run: true`): `run` makes
+   * the call on a dry-run copy of this client, e.g. `await scores.price((c) =>
+   * c.getMultiTickerHistory({}))`. Throws what the call would throw (`TierError`,
+   * `CreditsExhaustedError` with the cost, `CostExceedsMaxError` over this client's maximum, ...).
+   */
+  async price(run: (dry: ScoresClient) => Promise<unknown>): Promise<Price> {
+    const dry = new ScoresClient(this.options, true);
+    await run(dry);
+    if (dry.lastCost === null || dry.credits === null) throw new ScoresConfigurationError('the call priced made no read with a price (a dry run prices GET operations)');
+    this.credits = dry.credits;
+    return { cost: dry.lastCost, credits: dry.credits };
   }
 
   /** The history of many tickers, page by page, from a saved `next_since` (see ./sync.ts). */
@@ -158,8 +204,11 @@ export class ScoresClient extends Operations {
 
   private noteCredits(response: Response): void {
     const value = response.headers.get('x-credits-remaining');
-    if (value === null) return;
-    this.credits = value === 'unlimited' ? 'unlimited' : Number(value);
+    if (value !== null) this.credits = value === 'unlimited' ? 'unlimited' : Number(value);
+    const budget = response.headers.get('x-key-budget-remaining');
+    if (budget !== null) this.keyBudget = Number(budget);
+    const cost = response.headers.get('x-credits-cost');
+    if (cost !== null) this.lastCost = Number(cost);
   }
 }
 
@@ -178,6 +227,21 @@ const describeError = (e: unknown): string => {
   const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
   return `${e.name}: ${typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : e.message}`;
 };
+
+/**
+ * `X-Max-Credits` and `X-Dry-Run` on every read: the server takes them on GETs only (a dry run of a
+ * write is refused), so writes go without.
+ */
+function budgetHeaders(maxCredits: number | undefined, dryRun: boolean): Middleware {
+  return {
+    onRequest({ request }) {
+      if (request.method !== 'GET') return undefined;
+      if (maxCredits !== undefined) request.headers.set('X-Max-Credits', String(maxCredits));
+      if (dryRun) request.headers.set('X-Dry-Run', 'true');
+      return request;
+    },
+  };
+}
 
 /** Turns every answer but a success or a 304 into the thrown error of its problem code. */
 const throwProblems: Middleware = {

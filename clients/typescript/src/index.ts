@@ -1,4 +1,4 @@
-export { DEFAULT_BASE_URL, ScoresClient, type Credits, type RetryEvent, type RetryOptions, type ScoresApi, type ScoresClientOptions } from './client.js';
+export { DEFAULT_BASE_URL, ScoresClient, type Credits, type Price, type RetryEvent, type RetryOptions, type ScoresApi, type ScoresClientOptions } from './client.js';
 export { queryOf, type DateKind, type DateLike } from './dates.js';
 export * from './errors.js';
 export * from './generated/operations.js';

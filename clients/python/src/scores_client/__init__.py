@@ -3,7 +3,7 @@ pydantic v2 models generated from the OpenAPI document (``models``), retries hon
 ``Retry-After`` and network errors, one error hierarchy (``ScoresError``), incremental sync over
 ``next_since``, webhook verification and pandas frames."""
 
-from ._core import DEFAULT_BASE_URL, Credits, RetryEvent, RetryPolicy, SyncPage
+from ._core import DEFAULT_BASE_URL, Credits, Price, RetryEvent, RetryPolicy, SyncPage
 from ._operations import API_VERSION, OPERATIONS
 from ._params import DateLike, InstantLike
 from .async_client import AsyncScoresClient
@@ -56,6 +56,7 @@ __all__ = [
     "CostExceedsMaxError",
     "CoverageError",
     "Credits",
+    "Price",
     "CreditsExhaustedError",
     "CursorInvalidError",
     "DivergenceEvents",

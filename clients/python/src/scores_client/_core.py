@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Self
 
 import httpx
 
@@ -92,6 +93,86 @@ def credits_of(response: httpx.Response) -> Credits | None:
     if value is None:
         return None
     return "unlimited" if value == "unlimited" else int(value)
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a dry run said a call would cost now (``price``): nothing was run or charged."""
+
+    cost: int
+    credits: Credits
+
+
+class DryRunAnswered(Exception):
+    """A dry run's 204, raised where the call would have read its body and caught by ``price``."""
+
+    def __init__(self, price: Price) -> None:
+        super().__init__(f"dry run: {price.cost} credits")
+        self.price = price
+
+
+def budget_headers(method: str, max_credits: int | None, dry_run: bool) -> dict[str, str]:
+    """``X-Max-Credits`` and ``X-Dry-Run`` of a request: on reads only (a dry run of a write is refused)."""
+    if method != "GET":
+        return {}
+    out = {"X-Max-Credits": str(max_credits)} if max_credits is not None else {}
+    if dry_run:
+        out["X-Dry-Run"] = "true"
+    return out
+
+
+@dataclass
+class Balances:
+    """What the latest answers said of the account and the key: ``X-Credits-Remaining``,
+    ``X-Key-Budget-Remaining`` (a key with a credit limit only) and ``X-Credits-Cost``."""
+
+    credits: Credits | None = None
+    key_budget: int | None = None
+    last_cost: int | None = None
+
+    def note(self, response: httpx.Response, dry_run: bool) -> None:
+        """Keeps what `response` says; raises ``DryRunAnswered`` for a dry run's 204."""
+        if (c := credits_of(response)) is not None:
+            self.credits = c
+        if (b := response.headers.get("x-key-budget-remaining")) is not None:
+            self.key_budget = int(b)
+        if (cost := response.headers.get("x-credits-cost")) is not None:
+            self.last_cost = int(cost)
+        if dry_run and response.status_code == 204 and self.last_cost is not None and self.credits is not None:
+            raise DryRunAnswered(Price(self.last_cost, self.credits))
+
+
+class Budgeted:
+    """What both clients say of the budget: the balances the latest answers carried, and a view
+    of the client with another maximum per call."""
+
+    max_credits: int | None
+    _balances: Balances
+
+    @property
+    def credits(self) -> Credits | None:
+        """``X-Credits-Remaining`` of the latest answer that carried it."""
+        return self._balances.credits
+
+    @property
+    def key_budget(self) -> int | None:
+        """``X-Key-Budget-Remaining`` of the latest answer that carried it: what this key may still
+        spend under its daily and monthly limits (None for a key without a limit)."""
+        return self._balances.key_budget
+
+    @property
+    def last_cost(self) -> int | None:
+        """``X-Credits-Cost`` of the latest answer that carried it: what that call cost."""
+        return self._balances.last_cost
+
+    def with_budget(self, max_credits: int | None) -> Self:
+        """This client, for reads that may cost at most ``max_credits`` each (a call that would cost
+        more raises ``CostExceedsMaxError``, charged nothing). It shares this client's connections:
+        close this one when done."""
+        view = copy.copy(self)
+        view.max_credits = max_credits
+        view._balances = Balances()
+        return view
 
 
 def raise_for_problem(response: httpx.Response) -> httpx.Response:

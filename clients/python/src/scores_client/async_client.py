@@ -2,33 +2,38 @@
 
 from __future__ import annotations
 
+
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
 from ._core import (
     BEFORE_ANY_DATA,
+    Balances,
+    Budgeted,
     Credits,
+    DryRunAnswered,
+    Price,
     OnRetry,
     RetryEvent,
     RetryPolicy,
     SyncPage,
+    budget_headers,
     clean,
-    credits_of,
     headers_for,
     raise_for_problem,
     settings,
 )
 from ._operations import AsyncOperations
 from ._params import DateLike, InstantLike
-from .errors import ScoresNetworkError, problem_code
+from .errors import ScoresConfigurationError, ScoresNetworkError, problem_code
 from .frames import MultiTickerHistory
 
 
-class AsyncScoresClient(AsyncOperations):
+class AsyncScoresClient(AsyncOperations, Budgeted):
     """A Scores API client: a typed method per operation (``get_score``, ``get_score_history``,
     ``list_themes``, ...; ``OPERATIONS`` lists them). Every failure raises a ``ScoresError``: the
     ``ScoresApiError`` subclass of its problem ``code``, ``ScoresHttpError`` or
@@ -48,10 +53,14 @@ class AsyncScoresClient(AsyncOperations):
         on_retry: OnRetry | None = None,
         timeout: float = 120.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_credits: int | None = None,
     ) -> None:
         key, url = settings(api_key, base_url)
         self.base_url = url
-        self.credits: Credits | None = None
+        #: The most any read of this client may cost (``X-Max-Credits``); ``with_budget`` sets another.
+        self.max_credits = max_credits
+        self._balances = Balances()
+        self._dry_run = False
         self.retry = retry or RetryPolicy()
         self._on_retry = on_retry
         self._http = httpx.AsyncClient(base_url=url, headers=headers_for(key), timeout=timeout, transport=transport)
@@ -70,7 +79,9 @@ class AsyncScoresClient(AsyncOperations):
         attempt = 0
         while True:
             try:
-                response = await self._http.request(method, path, params=clean(params or {}), json=json)
+                response = await self._http.request(
+                    method, path, params=clean(params or {}), json=json, headers=budget_headers(method, self.max_credits, self._dry_run)
+                )
             except httpx.RequestError as e:
                 wait = self.retry.network_delay(method, e, attempt)
                 if wait is None:
@@ -80,8 +91,7 @@ class AsyncScoresClient(AsyncOperations):
                     self._on_retry(RetryEvent(attempt, wait, None, None, type(e).__name__))
                 await asyncio.sleep(wait)
                 continue
-            if (c := credits_of(response)) is not None:
-                self.credits = c
+            self._balances.note(response, self._dry_run)
             wait = self.retry.delay(method, response, attempt)
             if wait is None:
                 return raise_for_problem(response)
@@ -89,6 +99,19 @@ class AsyncScoresClient(AsyncOperations):
             if self._on_retry:
                 self._on_retry(RetryEvent(attempt, wait, response.status_code, problem_code(response)))
             await asyncio.sleep(wait)
+
+    async def price(self, call: Callable[[Self], Awaitable[object]]) -> Price:
+        """What a call would cost now, without running or charging it (``X-Dry-Run: true``):
+        ``scores.price(lambda c: c.get_multi_ticker_history())``. Raises what the call would raise
+        (``TierError``, ``CreditsExhaustedError`` with the cost, ``CostExceedsMaxError``, ...)."""
+        dry = self.with_budget(self.max_credits)
+        dry._dry_run = True
+        try:
+            await call(dry)
+        except DryRunAnswered as answered:
+            self._balances.credits = answered.price.credits
+            return answered.price
+        raise ScoresConfigurationError("the call priced made no read with a price (a dry run prices GET operations)")
 
     # The names of the first release, kept: each is the generated method of its operation.
     history = AsyncOperations.get_score_history
