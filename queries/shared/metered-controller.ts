@@ -18,7 +18,7 @@ export abstract class MeteredController extends Controller {
    */
   protected async serve<T>(req: AuthedRequest, run: (call: MeteredCall) => Promise<T>): Promise<T> {
     if (!req.user) throw new Error('controller reached without authentication');
-    const call = new MeteredCall(this.ctx, req.user, 'rest', req.budget);
+    const call = new MeteredCall(this.ctx, req.user, 'rest', req.budget, req.rateKey);
     let body: T;
     try {
       body = await run(call);

@@ -3,7 +3,7 @@ import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Meter, Principal } from '../../src/web/meter.port.js';
 import type { ReadModelMemo } from '../../src/core/read-model-memo.js';
 import type { Entitlements } from '../../src/domain/plans.js';
-import type { RateKey } from '../../src/domain/rate-card.js';
+import { RATE_CARD, type RateKey } from '../../src/domain/rate-card.js';
 import type { Channel } from '../../src/domain/ledger/ledger.events.js';
 import type { Visibility } from './visibility.js';
 import type { LedgerHead, SignedLedgerHead } from '../../src/domain/ledger/ledger-head.js';
@@ -47,10 +47,17 @@ export class MeteredCall {
     private readonly channel: Channel,
     /** The caller's dry run and maximum (src/web/call-budget.ts). */
     readonly budget: CallBudget = NO_BUDGET,
+    /** The call's rate-card key, when known before it runs: a call priced per call is held to its maximum before it reads. */
+    private readonly endpoint?: RateKey,
   ) {}
 
-  /** What this caller may see now: as-of date (delay), history floor, coverage. */
+  /**
+   * What this caller may see now: as-of date (delay), history floor, coverage. Every read asks it
+   * once its parameters are parsed and before it reads, so a call priced per call that its
+   * maximum does not cover is refused here (after a malformed parameter's 400, before any read).
+   */
   visibility(): Promise<Visibility> {
+    if (this.endpoint && RATE_CARD[this.endpoint].unit === 'call') requireWithinBudget(this.budget, this.endpoint, 1);
     return this.ctx.visibility(this.principal.entitlements);
   }
 

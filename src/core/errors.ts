@@ -39,7 +39,8 @@ const STATUS: Record<ErrorCode, number> = {
   headers_too_large: 431,
   limit_exceeded: 422,
   credits_exhausted: 429,
-  cost_exceeds_max: 412,
+  // 403 as `tier` and `coverage`: a well-formed call refused by a rule, which waiting does not change.
+  cost_exceeds_max: 403,
   rate_limited: 429,
   conflict: 409,
   internal: 500,

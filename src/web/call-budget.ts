@@ -63,7 +63,7 @@ export function unitsAllowed(budget: CallBudget, endpoint: RateKey): number {
   return Math.floor(budget.maxCredits / per);
 }
 
-/** 412 `cost_exceeds_max` when `units` of `endpoint` cost more than the budget allows; `exact` false: the call costs at least that. */
+/** 403 `cost_exceeds_max` when `units` of `endpoint` cost more than the budget allows; `exact` false: the call costs at least that. */
 export function requireWithinBudget(budget: CallBudget, endpoint: RateKey, units: number, exact = true): void {
   const max = budget.maxCredits;
   if (max === null) return;

@@ -52,7 +52,7 @@ export function admit(principal: Principal): void {
  * names. Defined here, beside `Principal`, so that REST controllers of the read side and of the
  * write side share it (neither may import the other).
  */
-export type AuthedRequest = Request & { user?: Principal; requestId?: string; budget?: CallBudget };
+export type AuthedRequest = Request & { user?: Principal; requestId?: string; budget?: CallBudget; rateKey?: RateKey };
 
 /** The response header that shows a caller's credits left, on every /v1 response (`Meter.remaining`). */
 export const CREDITS_HEADER = HEADER.creditsRemaining;

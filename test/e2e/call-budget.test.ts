@@ -17,7 +17,7 @@ const BUILDER = entitlementsOf('builder', false).credits!;
  * Issue 46, items 1 and 2: a price before the call (`X-Dry-Run: true`, MCP `dry_run`) and a cap
  * on each call (`X-Max-Credits`, MCP `max_credits`). A dry run is checked as the call would be and
  * charges nothing; the real call then charges exactly what it said. A call over its cap is refused
- * 412 `cost_exceeds_max`, charged nothing, and a row-priced one reads no rows to find out (a
+ * 403 `cost_exceeds_max`, charged nothing, and a row-priced one reads no rows to find out (a
  * counting wrapper around the read store counts what it read).
  */
 describe('Call budgets: a price before the call and a cap on each call, REST and MCP', function () {
@@ -135,11 +135,11 @@ describe('Call budgets: a price before the call and a cap on each call, REST and
   });
 
   describe('a cap on each call', () => {
-    it('refuses a fixed-price call over X-Max-Credits with 412 cost_exceeds_max (cost and maximum), charging and reading nothing', async () => {
+    it('refuses a fixed-price call over X-Max-Credits with 403 cost_exceeds_max (cost and maximum), charging and reading nothing', async () => {
       const k = await newKey('builder');
       const reads = await counter.during(async () => {
         const r = await get('/v1/scores/AAPL', k.key, { 'X-Max-Credits': '1' });
-        expect(r.status).to.equal(412);
+        expect(r.status).to.equal(403);
         expect(r.body).to.include({ code: 'cost_exceeds_max', max_credits: 1, cost: 2 });
       });
       expect(reads.filter((r) => r.docs > 0 && !['api_keys', 'accounts'].includes(r.collection))).to.deep.equal([]);
@@ -153,7 +153,7 @@ describe('Call budgets: a price before the call and a cap on each call, REST and
       const client = await connect(k.key);
       const reads = await counter.during(async () => {
         const r = await get('/v1/scores/history', k.key, { 'X-Max-Credits': '10' });
-        expect(r.status).to.equal(412);
+        expect(r.status).to.equal(403);
         expect(r.body).to.include({ code: 'cost_exceeds_max', max_credits: 10, cost_at_least: 11 });
         const mcp = await call(client, 'get_multi_ticker_history', { max_credits: 10 });
         expect(mcp.isError).to.equal(true);
@@ -172,7 +172,7 @@ describe('Call budgets: a price before the call and a cap on each call, REST and
       const cost = Number(priced.headers.get('x-credits-cost'));
       expect(cost).to.be.above(5);
       const over = await get(path, k.key, { 'X-Max-Credits': String(cost - 1) });
-      expect(over.status).to.equal(412);
+      expect(over.status).to.equal(403);
       expect(over.body).to.include({ code: 'cost_exceeds_max', max_credits: cost - 1, cost_at_least: cost });
       const within = await get(path, k.key, { 'X-Max-Credits': String(cost) });
       expect(within.status).to.equal(200);
@@ -194,12 +194,12 @@ describe('Call budgets: a price before the call and a cap on each call, REST and
     });
   });
 
-  it('declares both in the contract: X-Max-Credits and 412 on every priced read in /openapi.json, the dry run at its root, the arguments in every tool', async () => {
+  it('declares both in the contract: X-Max-Credits and its 403 on every priced read in /openapi.json, the dry run at its root, the arguments in every tool', async () => {
     type Doc = { paths: Record<string, Record<string, { parameters?: { name: string }[]; responses: Json }>>; 'x-dry-run': { parameter: { name: string }; status: number } };
     const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as Doc;
     const score = doc.paths['/v1/scores/{ticker}']!['get']!;
     expect(score.parameters!.map((p) => p.name)).to.include('X-Max-Credits');
-    expect(score.responses).to.include.keys('412');
+    expect(JSON.stringify(score.responses['403'])).to.include('cost_exceeds_max');
     expect(doc['x-dry-run']).to.deep.include({ status: 204 });
     expect(doc['x-dry-run'].parameter.name).to.equal('X-Dry-Run');
     const k = await newKey('builder');

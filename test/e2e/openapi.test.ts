@@ -149,7 +149,7 @@ describe('The OpenAPI document', () => {
     expect(checked).to.be.greaterThan(100);
     // A response that names its problems gets one example each.
     const score403 = doc['paths']['/v1/scores/{ticker}']['get'].responses['403'];
-    expect(Object.keys(score403.content['application/problem+json'].examples)).to.deep.equal(['key_forbidden', 'coverage']);
+    expect(Object.keys(score403.content['application/problem+json'].examples)).to.deep.equal(['key_forbidden', 'coverage', 'cost_exceeds_max']);
   });
 
   it('declares on every operation the statuses every request can get: 400, 431 and 500, and 401, 403 and 429 with a key; 304 on the daily bodies', () => {
@@ -238,7 +238,7 @@ describe('The OpenAPI document', () => {
     for (const name of ['x-rate-card', 'x-credits', 'x-min-tier', 'x-method-not-allowed', 'x-dry-run', '405', '431']) expect(intro, name).to.include(name);
   });
 
-  it('declares the budgets: X-Max-Credits and 412 cost_exceeds_max on every priced read, X-Dry-Run and its 204 once at the root', () => {
+  it('declares the budgets: X-Max-Credits and 403 cost_exceeds_max on every priced read, X-Dry-Run and its 204 once at the root', () => {
     const dry = doc['x-dry-run'];
     expect(dry.parameter).to.include({ name: 'X-Dry-Run', in: 'header' });
     expect(dry.status).to.equal(204);
@@ -248,7 +248,7 @@ describe('The OpenAPI document', () => {
       const names = ((op['parameters'] ?? []) as Json[]).map((p) => String(p['name']));
       expect(names, path).to.include('X-Max-Credits');
       const priced = RATE_CARD[op['x-rate-card'] as keyof typeof RATE_CARD].credits > 0;
-      expect(Object.keys(op['responses']).includes('412'), path).to.equal(priced);
+      expect(JSON.stringify(op['responses']['403'] ?? {}).includes('cost_exceeds_max'), path).to.equal(priced);
       expect(op['responses'], path).to.not.have.property('204');
     }
   });

@@ -62,7 +62,7 @@ export class HeadersTooLargeError extends ScoresApiError<'headers_too_large'> {}
 export class LimitExceededError extends ScoresApiError<'limit_exceeded'> {}
 /** 429: the account's credits are spent. Never retried: waiting does not bring credits back. */
 export class CreditsExhaustedError extends ScoresApiError<'credits_exhausted'> {}
-/** 412: the call would cost more than the maximum sent with it (`maxCredits`); nothing was charged. Never retried: the same call costs the same. */
+/** 403: the call would cost more than the maximum sent with it (`maxCredits`); nothing was charged. Never retried: the same call costs the same. */
 export class CostExceedsMaxError extends ScoresApiError<'cost_exceeds_max'> {}
 /** 429: too many requests per second, or (with `bytes_per_second`) too many bytes of free answers. Retried by the client after `Retry-After`. */
 export class RateLimitedError extends ScoresApiError<'rate_limited'> {}

@@ -4,8 +4,8 @@ import type { Ids } from '../../core/ids.port.js';
 import { API_KEY_HEADER, HEADER, newRequestId } from '../../web/response-headers.js';
 import { admit, type Principal } from '../../web/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
-import { RATE_CARD, isRateKey, requireTier, type RateKey } from '../../domain/rate-card.js';
-import { budgetOf, DRY_RUN_HEADER, MAX_CREDITS_HEADER, requireWithinBudget, type CallBudget } from '../../web/call-budget.js';
+import { RATE_CARD, isRateKey, requireTier } from '../../domain/rate-card.js';
+import { budgetOf, DRY_RUN_HEADER, MAX_CREDITS_HEADER, type CallBudget } from '../../web/call-budget.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
 import { clientAddressWhenAsked } from './client-address.js';
 import { httpContextOf } from './http-context.js';
@@ -42,7 +42,8 @@ export async function expressAuthentication(request: Request, securityName: stri
   if (endpoint) {
     if (!isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
     requireTier(principal.tier, endpoint);
-    req.budget = callBudgetOf(request, endpoint);
+    req.budget = callBudgetOf(request);
+    req.rateKey = endpoint;
     // A free read's answer is checked against and counted in the account's byte budget when sent.
     if (RATE_CARD[endpoint].credits === 0 && request.method === 'GET' && request.res) meterFreeAnswer(request.res, ctx.freeAnswers, principal);
   }
@@ -51,15 +52,13 @@ export async function expressAuthentication(request: Request, securityName: stri
 }
 
 /**
- * The request's dry run and maximum (`X-Dry-Run`, `X-Max-Credits`). A call priced per call is
- * held to its maximum here, before anything is read; one priced per row is held as it reads.
- * Only reads take a dry run: the writes (webhooks) are free, and one must never run when its
- * caller asked only for its price.
+ * The request's dry run and maximum (`X-Dry-Run`, `X-Max-Credits`), held to by the call as it runs
+ * (MeteredCall). Only reads take a dry run: the writes (webhooks) are free, and one must never run
+ * when its caller asked only for its price.
  */
-function callBudgetOf(request: Request, endpoint: RateKey): CallBudget {
+function callBudgetOf(request: Request): CallBudget {
   const budget = budgetOf(request.header(DRY_RUN_HEADER), request.header(MAX_CREDITS_HEADER), { dryRun: DRY_RUN_HEADER, maxCredits: MAX_CREDITS_HEADER });
   if (budget.dryRun && request.method !== 'GET') throw badRequest(`${DRY_RUN_HEADER} prices reads (GET); ${request.method} ${request.path} is free, and is not run as a dry run`);
-  if (RATE_CARD[endpoint].unit === 'call') requireWithinBudget(budget, endpoint, 1);
   return budget;
 }
 

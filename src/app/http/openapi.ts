@@ -170,7 +170,7 @@ function problemsOf(status: number, description: string): { code: ErrorCode; det
 }
 
 /** A priced read over its maximum (src/web/call-budget.ts). */
-const OVER_MAX = 'The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum';
+const OVER_MAX = 'the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum';
 
 /** The request header every read takes besides its own parameters: the most it may cost. */
 const MAX_CREDITS_PARAMETER: Json = {
@@ -178,7 +178,7 @@ const MAX_CREDITS_PARAMETER: Json = {
   in: 'header',
   required: false,
   description:
-    'The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`).',
+    'The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`).',
   schema: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
 };
 
@@ -372,13 +372,13 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
   const bad = declared['400'];
   if (!bad) add('400', `${UNKNOWN_QUERY.charAt(0).toUpperCase()}${UNKNOWN_QUERY.slice(1)}`);
   else if (!/query parameter/i.test(bad.description ?? '')) declared['400'] = { ...bad, description: `${bad.description}; or ${UNKNOWN_QUERY}` };
-  if (key && method === 'get' && RATE_CARD[key].credits > 0) add('412', OVER_MAX);
   if (key) {
     add('401', 'Missing or unknown API key');
     add('403', 'Revoked key (key_forbidden)');
     // A free GET's JSON answer counts against the byte budget (fair-use.ts); a bundle file's download streams it, uncounted.
     const freeAnswer = method === 'get' && RATE_CARD[key].credits === 0 && path !== DOWNLOAD_PATH;
     declared['429'] = { description: tooManyRequests(key, freeAnswer) };
+    if (method === 'get' && RATE_CARD[key].credits > 0) declared['403'] = { ...declared['403']!, description: `${declared['403']!.description}; or ${OVER_MAX}` };
   }
   add('408', REQUEST_TIMEOUT);
   add('431', HEADERS_TOO_LARGE);
@@ -513,7 +513,7 @@ const CONTRACT = [
   'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
   `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 408 \`request_timeout\` for a request not received in time (the connection is then closed); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
   'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
-  'Budgets. Every read takes `X-Max-Credits`, the most it may cost (above it: 412 `cost_exceeds_max`, nothing charged), and `X-Dry-Run: true`, which prices it without running or charging it: 204 with `X-Credits-Cost`, or the refusal the call would get. The dry run is described once, at the root, as `x-dry-run`.',
+  'Budgets. Every read takes `X-Max-Credits`, the most it may cost (above it: 403 `cost_exceeds_max`, nothing charged), and `X-Dry-Run: true`, which prices it without running or charging it: 204 with `X-Credits-Cost`, or the refusal the call would get. The dry run is described once, at the root, as `x-dry-run`.',
   `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,
 ].join('\n\n');
 

@@ -4,7 +4,7 @@ import type { Principal } from '../../web/meter.port.js';
 import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain/rate-card.js';
 import { problemOf, type ProblemDetails } from '../../web/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
-import { budgetOf, DRY_RUN_ARGUMENT, DryRunPriced, MAX_CREDITS_ARGUMENT, NO_BUDGET, requireWithinBudget, type CallBudget, type DryRunResult } from '../../web/call-budget.js';
+import { budgetOf, DRY_RUN_ARGUMENT, DryRunPriced, MAX_CREDITS_ARGUMENT, NO_BUDGET, type CallBudget, type DryRunResult } from '../../web/call-budget.js';
 import { queryOf, type ToolContract } from './contract.js';
 import type { FreeAnswerBytes } from '../metering/free-answer-bytes.js';
 
@@ -101,8 +101,7 @@ export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolC
   try {
     requireTier(ctx.principal.tier, tool.key);
     const { budget, rest } = budgetArguments(args);
-    if (RATE_CARD[tool.key].unit === 'call') requireWithinBudget(budget, tool.key, 1);
-    const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp', budget);
+    const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp', budget, tool.key);
     let body: object;
     try {
       body = await tool.run(queryOf(tool.name, contract, rest), call);

@@ -149,7 +149,7 @@ class CreditsExhaustedError(ScoresApiError):
 
 
 class CostExceedsMaxError(ScoresApiError):
-    """412: the call would cost more than the maximum sent with it (``max_credits``); nothing was
+    """403: the call would cost more than the maximum sent with it (``max_credits``); nothing was
     charged. Never retried: the same call costs the same."""
 
     problem: CostExceedsMaxProblem

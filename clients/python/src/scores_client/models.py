@@ -2090,7 +2090,7 @@ class CreditsExhaustedProblem(BaseModel):
 
 class CostExceedsMaxProblem(BaseModel):
     """
-    A `cost_exceeds_max` problem (412 Call would cost more than your maximum); `/docs/errors#cost_exceeds_max` says what to do.
+    A `cost_exceeds_max` problem (403 Call would cost more than your maximum); `/docs/errors#cost_exceeds_max` says what to do.
     """
 
     model_config = ConfigDict(
@@ -2101,7 +2101,7 @@ class CostExceedsMaxProblem(BaseModel):
     A URI naming the problem type; resolves to the error reference in the docs.
     """
     title: Literal["Call would cost more than your maximum"]
-    status: Literal[412]
+    status: Literal[403]
     """
     The response's HTTP status.
     """

@@ -2368,7 +2368,7 @@ export interface components {
              */
             resets_at: string | null;
         };
-        /** @description A `cost_exceeds_max` problem (412 Call would cost more than your maximum); `/docs/errors#cost_exceeds_max` says what to do. */
+        /** @description A `cost_exceeds_max` problem (403 Call would cost more than your maximum); `/docs/errors#cost_exceeds_max` says what to do. */
         CostExceedsMaxProblem: {
             /**
              * Format: uri
@@ -2381,7 +2381,7 @@ export interface components {
              * @description The response's HTTP status.
              * @enum {integer}
              */
-            status: 412;
+            status: 403;
             detail: string;
             /**
              * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
@@ -2522,7 +2522,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -2807,7 +2807,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path: {
@@ -2955,7 +2955,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -3090,7 +3090,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -3211,7 +3211,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -3342,7 +3342,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -3388,7 +3388,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3403,19 +3403,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -3470,7 +3457,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path: {
@@ -3522,7 +3509,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3550,19 +3537,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -3622,7 +3596,7 @@ export interface operations {
                 end?: string;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path: {
@@ -3674,7 +3648,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage) */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3702,19 +3676,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -3772,7 +3733,7 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -3818,7 +3779,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3833,19 +3794,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -3918,7 +3866,7 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -3964,7 +3912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3979,19 +3927,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4070,7 +4005,7 @@ export interface operations {
                 as_known_at?: string | unknown | unknown | unknown;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path: {
@@ -4122,7 +4057,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage) */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4150,19 +4085,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4240,7 +4162,7 @@ export interface operations {
                 as_known_at?: string | unknown | unknown | unknown;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -4286,7 +4208,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or tickers outside your coverage (coverage) */
+            /** @description Revoked key (key_forbidden) or tickers outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4314,19 +4236,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4394,7 +4303,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path: {
@@ -4447,7 +4356,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage) */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4475,19 +4384,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4542,7 +4438,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -4676,7 +4572,7 @@ export interface operations {
                 days?: number;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -4722,7 +4618,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below builder (tier) */
+            /** @description Revoked key (key_forbidden) or plan below builder (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4737,19 +4633,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4817,7 +4700,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -4863,7 +4746,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4878,19 +4761,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -4948,7 +4818,7 @@ export interface operations {
                 since?: string;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -4994,7 +4864,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5009,19 +4879,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -5081,7 +4938,7 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -5127,7 +4984,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5142,19 +4999,6 @@ export interface operations {
             };
             /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
             408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
-                    RateLimit: components["headers"]["RateLimitOptional"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ProblemDetails"];
-                };
-            };
-            /** @description The call would cost more than `X-Max-Credits` (cost_exceeds_max); nothing was charged, and a call priced per row stopped reading at the maximum */
-            412: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
@@ -5225,7 +5069,7 @@ export interface operations {
                 since?: string;
             };
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -5356,7 +5200,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path?: never;
@@ -6119,7 +5963,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
                 "X-Max-Credits"?: number;
             };
             path: {
