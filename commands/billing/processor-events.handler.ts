@@ -71,8 +71,9 @@ async function apply(deps: ProcessorEventDeps, notice: ProcessorNotice): Promise
 
 async function purchasePaid(deps: ProcessorEventDeps, notice: Extract<ProcessorNotice, { kind: 'purchase_paid' }>): Promise<string> {
   try {
-    const { events } = await recordPaid(deps, notice.account_id, notice.purchase, notice.payment_ref);
-    return events.length > 0 ? `${notice.purchase.kind}_recorded` : `${notice.purchase.kind}_already_recorded`;
+    // Recorded now or by a replica handling the same purchase at the same moment: the ledger holds it once either way.
+    await recordPaid(deps, notice.account_id, notice.purchase, notice.payment_ref);
+    return `${notice.purchase.kind}_recorded`;
   } catch (err) {
     // recordPaid has given the payment back; a refusal is the event's outcome, not a failure to retry.
     if (err instanceof AppError && err.status < 500) return `refunded: ${err.code}`;
