@@ -10,6 +10,7 @@ import { sha256Hex } from '../../src/core/sha256.js';
 export class EmbeddedBilling implements Billing {
   readonly simulated = true;
   readonly processor = null;
+  readonly checkoutOrigins = [];
   readonly webhooks = null;
 
   createCustomer(): Promise<string | null> {

@@ -39,6 +39,8 @@ export function stripeClient(settings: Pick<StripeSettings, 'secretKey' | 'apiBa
 export class StripeBilling implements Billing {
   readonly simulated = false;
   readonly processor = 'Stripe';
+  /** Stripe Checkout's pages (the Customer Portal is reached by a link, which the policy does not govern). */
+  readonly checkoutOrigins = ['https://checkout.stripe.com'];
   readonly webhooks: Billing['webhooks'];
   private readonly stripe: Stripe;
 

@@ -87,6 +87,8 @@ export interface Billing {
   readonly simulated: boolean;
   /** The processor's name on the account page ("Stripe"); null when none takes the payments. */
   readonly processor: string | null;
+  /** Origins of the processor's hosted payment pages, where a purchase's form is sent on to (the account pages' CSP allows them). */
+  readonly checkoutOrigins: readonly string[];
   /** The processor's customer for the account, created now (the caller records it); null when the processor keeps none. */
   createCustomer(accountId: string): Promise<string | null>;
   /** Pays a purchase at once, or sends the customer to the processor's page. */

@@ -43,6 +43,7 @@ class RecordingBilling implements Billing {
   readonly charges: Charge[] = [];
   readonly refunds: Array<{ payment_ref: string; reason: string }> = [];
   readonly processor = null;
+  readonly checkoutOrigins = [];
   readonly webhooks = null;
   constructor(private readonly inner: Billing) {}
   get simulated(): boolean {

@@ -37,7 +37,7 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['get', '/account/packs', showPack],
   ['post', '/account/packs', buyCreditPack],
   ['get', '/account/checkout', checkoutReturned],
-  ['post', '/account/billing-portal', openBillingPortal],
+  ['get', '/account/billing-portal', openBillingPortal],
   ['get', '/account/invoices/:file', sendInvoice],
   ['get', '/account/webhooks/:id', showWebhook],
   ['post', '/account/webhooks/:id/rotate-secret', rotateOwnWebhookSecret],

@@ -127,7 +127,7 @@ export function checkoutReturned(r: AccountRequest): Promise<void> {
   return Promise.resolve();
 }
 
-/** `POST /account/billing-portal`: the processor's portal (cards, invoices, cancellation), for this account's customer. */
+/** `GET /account/billing-portal`: the processor's portal (cards, invoices, cancellation), for this account's customer. */
 export async function openBillingPortal(r: AccountRequest): Promise<void> {
   const { services } = r;
   const customer = await customerOf(billingOf(r), r.who.account_id);

@@ -106,7 +106,7 @@ function planSection(v: AccountView): SafeHtml {
     return html`<li>${title(t)}, ${formatUsd(price)} a month: <a href="/account/plan?tier=${t}">${upgrade ? 'upgrade now (prorated)' : `move at the end of ${monthName(f.period)}`}</a></li>`;
   });
   return html`<section id="plan" aria-labelledby="plan-h"><h2 id="plan-h">Plan and membership</h2>
-${v.simulatedBilling ? simulatedBillingNotice : ''}${v.processor ? portalForm(v.processor, v.csrf) : ''}
+${v.simulatedBilling ? simulatedBillingNotice : ''}${v.processor ? portalLink(v.processor) : ''}
 <p>Your plan: <strong id="plan-name">${title(f.tier)}</strong>${current === null ? ' (by contract)' : `, ${formatUsd(current)} a month`}.${v.scheduled ? html` It moves to <strong>${title(v.scheduled.tier)}</strong> at ${v.scheduled.at}.` : ''}</p>
 ${current === null ? html`<p class="muted">Contact us to change an enterprise contract.</p>` : html`<ul>${options}</ul>`}
 ${proLine(v)}
@@ -114,9 +114,12 @@ ${proLine(v)}
 <ul>${CREDIT_PACKS.map((p) => html`<li><form method="get" action="/account/packs" class="inline"><input type="hidden" name="pack" value="${p.id}">${count(p.credits)} credits for ${formatUsd(Math.round(p.price_usd * 100))} <button type="submit">Buy</button></form></li>`)}</ul></section>`;
 }
 
-/** The processor's portal: cards, its invoices and receipts, cancellation. */
-const portalForm = (processor: string, csrf: string): SafeHtml =>
-  html`<form method="post" action="/account/billing-portal" id="billing-portal">${csrfField(csrf)}<button type="submit" class="secondary">Manage cards, invoices and cancellation (${processor})</button></form>`;
+/**
+ * The processor's portal (cards, its invoices and receipts, cancellation): a link, as a session
+ * there changes nothing here, and a link may lead to another site where a form may not (the CSP).
+ */
+const portalLink = (processor: string): SafeHtml =>
+  html`<p id="billing-portal"><a class="button secondary" href="/account/billing-portal">Manage cards, invoices and cancellation (${processor})</a></p>`;
 
 /**
  * Dunning, on top of the page: which month's invoice could not be collected, until when the card
