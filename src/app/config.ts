@@ -230,7 +230,9 @@ export interface Config {
   litestreamBin: string | null;
   /**
    * Payments through Stripe (`STRIPE_SECRET_KEY`, `STRIPE_API_BASE` for stripe-mock,
-   * `STRIPE_WEBHOOK_SECRET` for `POST /billing/stripe/webhook`); null: the embedded billing.
+   * `STRIPE_WEBHOOK_SECRET` for `POST /billing/stripe/webhook`); null: the embedded billing. The
+   * secret key alone selects Stripe: the other two mean nothing without it (`npm run engines`
+   * prints STRIPE_API_BASE for the Stripe suite, and a shell that evaluates it stays embedded).
    */
   stripe: { secretKey: string; apiBase: string | null; webhookSecret: string | null } | null;
 }
@@ -252,7 +254,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) throw new ConfigError('invalid environment:\n  HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS');
   if (readStore === 'postgres' && !postgresReadUrl) throw new ConfigError('invalid environment:\n  READ_STORE: postgres needs POSTGRES_READ_URL or POSTGRES_URL');
   if (readStore === 'mongodb' && !e.MONGODB_URI) throw new ConfigError('invalid environment:\n  READ_STORE: mongodb needs MONGODB_URI');
-  if (!e.STRIPE_SECRET_KEY && (e.STRIPE_API_BASE || e.STRIPE_WEBHOOK_SECRET)) throw new ConfigError('invalid environment:\n  STRIPE_SECRET_KEY: STRIPE_API_BASE and STRIPE_WEBHOOK_SECRET need it (Stripe is used only with a secret key)');
   const dataDir = resolve(e.SCORES_DATA_DIR);
   return {
     port: e.PORT,
