@@ -57,14 +57,14 @@ describe('Stripe webhooks on two replicas', function () {
     const answers = await Promise.all([deliver(a, event), deliver(b, event), deliver(a, event)]);
     expect(answers.map((x) => x.status)).to.deep.equal([200, 200, 200]);
     expect(answers.filter((x) => x.body['recorded'] === true), 'one replica recorded it').to.have.length(1);
-    expect(answers.map((x) => x.body['id'])).to.deep.equal([event.id, event.id, event.id]);
+    expect(answers.map((x): unknown => x.body['id'])).to.deep.equal([event.id, event.id, event.id]);
     expect((await packBought()).map((e) => (e.data as { pack_id: string }).pack_id)).to.deep.equal(['pack-10k-webhook-pack-0001']);
     expect((await store.ledger.state(account, { fresh: true })).prepaid).to.equal(10_000);
     expect(await store.events.readStream(processorEventStream('Stripe', event.id))).to.have.length(1);
 
     // Later repeats (Stripe retries for days): 200, nothing recorded, nothing credited.
     const later = await Promise.all([deliver(b, event), deliver(a, event)]);
-    expect(later.map((x) => [x.status, x.body['recorded'], x.body['outcome']])).to.deep.equal([
+    expect(later.map((x): unknown[] => [x.status, x.body['recorded'], x.body['outcome']])).to.deep.equal([
       [200, false, 'pack_recorded'],
       [200, false, 'pack_recorded'],
     ]);

@@ -41,7 +41,7 @@ describe('How a month\'s invoice is paid (the invoice decider)', () => {
   });
 
   it('takes the reports in any order: paid before it was issued, the issued invoice reads paid', () => {
-    const state = [paid, issued('open')].reduce(invoiceDecider.evolve, invoiceDecider.initialState());
+    const state = [paid, issued('open')].reduce((st, e) => invoiceDecider.evolve(st, e), invoiceDecider.initialState());
     expect(state.issued.get('2024-04')!.status).to.equal('paid');
     deciderSpec(invoiceDecider).given([paid]).when(cmd.failed, now).then([]);
   });
