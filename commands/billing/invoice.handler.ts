@@ -1,6 +1,6 @@
 /**
- * Issues a closed month's invoice: bills the month from the ledger (`billMonth`), takes what is
- * still due through the Billing port, and records `InvoiceIssued` on `invoices-<account_id>`,
+ * Issues a closed month's invoice: bills the month from the ledger (`billMonth`), charges what is
+ * still due through the Billing port (`paid`, or `open` while a card processor collects it), and records `InvoiceIssued` on `invoices-<account_id>`,
  * numbered in the account's sequence. One invoice per month: issuing it again returns the one
  * issued (the decision is taken on the invoice stream, appended at its expected revision).
  */
@@ -10,7 +10,7 @@ import { foldStream, handleCommand } from '../../src/core/command-handler.js';
 import { notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { billMonth } from '../../src/domain/billing/month-bill.js';
+import { billMonth, type MonthBill } from '../../src/domain/billing/month-bill.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
 import { invoicesStream } from '../../src/domain/billing/billing.events.js';
 import { invoiceDecider } from '../../src/domain/billing/invoice.decider.js';
@@ -19,6 +19,7 @@ import { lineCount } from '../../src/domain/ledger/ledger.events.js';
 import type { HeadSigner, LedgerHead } from '../../src/domain/ledger/ledger-head.js';
 import { accountDecider } from '../../src/domain/accounts/account.decider.js';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
+import { customerOf } from './customer.handler.js';
 
 export interface InvoiceDeps {
   events: EventStore;
@@ -40,6 +41,17 @@ async function monthOfLedger(deps: InvoiceDeps, accountId: string, period: strin
   return { ...month, closing };
 }
 
+/**
+ * Charges the month's bill through the Billing port, every line as billed: the processor's
+ * invoice carries the same lines and total, what was paid when bought credited against it.
+ */
+async function chargeBill(deps: InvoiceDeps, accountId: string, bill: MonthBill): Promise<{ payment_ref: string | null; paid: boolean }> {
+  if (bill.total_cents === 0) return { payment_ref: null, paid: true };
+  const customer_ref = await customerOf(deps, accountId);
+  const { period, lines, total_cents, paid_cents } = bill;
+  return deps.billing.chargeInvoice({ account_id: accountId, customer_ref, period, lines, total_cents, paid_cents, idempotency_key: `invoice:${period}` });
+}
+
 /** The month's invoice, issued now unless it was already (`issued` says which). */
 export async function issueInvoice(deps: InvoiceDeps, accountId: string, period: string): Promise<{ invoice: Invoice; issued: boolean }> {
   const existing = (await foldStream(deps.events, invoiceDecider, invoicesStream(accountId))).state.issued.get(period);
@@ -47,7 +59,7 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
   const { before, events, closing } = await monthOfLedger(deps, accountId, period);
   const bill = billMonth(period, before, events);
   const { email } = (await foldStream(deps.events, accountDecider, accountStream(accountId))).state;
-  const paid = bill.due_cents > 0 ? await deps.billing.charge({ account_id: accountId, amount_cents: bill.due_cents, description: `Invoice for ${period}`, idempotency_key: `invoice:${period}` }) : null;
+  const charged = await chargeBill(deps, accountId, bill);
   const at = deps.clock.now().toISOString();
   const invoice: Omit<Invoice, 'number'> = {
     account_id: accountId,
@@ -57,10 +69,10 @@ export async function issueInvoice(deps: InvoiceDeps, accountId: string, period:
     currency: 'usd',
     lines: bill.lines,
     total_cents: bill.total_cents,
-    status: 'paid',
+    status: charged.paid ? 'paid' : 'open',
     ...(deps.signer ? { ledger_head: deps.signer.sign({ ...closing, at }) } : {}),
   };
-  const command = { type: 'IssueInvoice' as const, invoice, due_cents: bill.due_cents, payment_ref: paid?.payment_ref ?? null };
+  const command = { type: 'IssueInvoice' as const, invoice, due_cents: bill.due_cents, payment_ref: charged.payment_ref };
   const issued = await handleCommand(deps.events, invoiceDecider, invoicesStream(accountId), command, deps.clock);
   return { invoice: issued.state.issued.get(period)!, issued: issued.events.length > 0 };
 }

@@ -7,11 +7,14 @@
  * A month is closed by the account's first ledger decision after it; an account that makes none
  * would never be closed, nor billed. So once a month (at the first pass of each month, by the
  * clock) the issuer closes the finished months of every ledger still in an earlier one.
+ *
+ * Each pass also ends the dunning of the months whose grace is over (commands/billing/dunning.handler.ts).
  */
 import type { Page } from '../../src/core/read-store.port.js';
 import { startPeriodic } from '../../src/core/periodic.js';
 import { invoiceMonths, invoicesProjection, type InvoiceMonthDoc } from '../../projections/invoices/invoices.projection.js';
 import { issueInvoice, type InvoiceDeps } from './invoice.handler.js';
+import { lapseOverdue } from './dunning.handler.js';
 import { ledgerStates, usageProjection } from '../../projections/usage/usage.projection.js';
 import { periodOf } from '../../src/domain/ledger/billing-period.js';
 import type { Ledger } from '../../src/domain/ledger/ledger.commands.js';
@@ -60,6 +63,7 @@ export function startInvoiceIssuer(
       }
       cursor = page.nextCursor;
     } while (cursor);
+    await lapseOverdue(deps, (err) => deps.onError?.(err));
     return issued;
   }
 

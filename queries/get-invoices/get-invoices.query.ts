@@ -1,6 +1,6 @@
 import { notFound } from '../../src/core/errors.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
-import { invoices, invoicesProjection, type InvoiceDoc } from '../../projections/invoices/invoices.projection.js';
+import { invoicePayments, invoices, invoicesProjection, type InvoiceDoc, type InvoicePaymentDoc } from '../../projections/invoices/invoices.projection.js';
 
 /** Invoices the account page lists: two years of closed months. */
 export const INVOICES_LISTED = 24;
@@ -12,6 +12,12 @@ const INVOICE_NUMBER = /^[A-Z0-9]+-\d{4}$/;
 export async function listInvoices(reads: ReadStore, accountId: string): Promise<InvoiceDoc[]> {
   await reads.register(invoicesProjection.collections);
   return (await reads.find(invoices, { account_id: accountId }, { sort: [['period', -1]], limit: INVOICES_LISTED })).items;
+}
+
+/** The account's months in dunning: a card processor could not collect their invoice, and their grace runs. */
+export async function listDunning(reads: ReadStore, accountId: string): Promise<InvoicePaymentDoc[]> {
+  await reads.register(invoicesProjection.collections);
+  return (await reads.find(invoicePayments, { account_id: accountId, status: 'failing' }, { sort: [['period', 1]], limit: INVOICES_LISTED })).items;
 }
 
 /**

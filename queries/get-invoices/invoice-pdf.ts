@@ -245,6 +245,8 @@ function statusLabel(status: Invoice['status']): string {
   switch (status) {
     case 'paid':
       return 'Paid';
+    case 'open':
+      return 'Due (being collected)';
   }
 }
 

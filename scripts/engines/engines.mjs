@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// `npm run engines`: Apache Kafka, PostgreSQL and FerretDB on loopback, installed on first use into
-// .engines/ (git-ignored), and the tool Litestream (installed, never started: `scores replicate`
+// `npm run engines`: Apache Kafka, PostgreSQL, FerretDB and stripe-mock on loopback, installed on
+// first use into .engines/ (git-ignored), and the tool Litestream (installed, never started: `scores replicate`
 // runs it). docs/operations.md#engines has the versions, ports and what was verified;
 // docs/backup-litestream.md the tool.
 //
-//   npm run engines [-- start] [kafka|postgresql|ferretdb|litestream…]  install if needed, start what is not running,
+//   npm run engines [-- start] [kafka|postgresql|ferretdb|stripe-mock|litestream…]  install if needed, start what is not running,
 //                                                            print the environment (stdout) that points the service at them
 //   npm run engines -- install [litestream]                   install the tools only
 //   npm run engines -- stop [names…]                          stop them (data is kept for the next start)
@@ -25,9 +25,10 @@ import { postgresql } from './postgresql.mjs';
 import { baseBackup, restore } from './postgresql-backup.mjs';
 import { ferretdb } from './ferretdb.mjs';
 import { litestream } from './litestream.mjs';
+import { stripeMock } from './stripe-mock.mjs';
 
 /** In start-up order: FerretDB stores its data in PostgreSQL. Tools (`tool: true`) are installed, not started. */
-const ENGINES = [postgresql, ferretdb, kafka, litestream];
+const ENGINES = [postgresql, ferretdb, kafka, stripeMock, litestream];
 
 /** The engines named (all when none is), with those they need when `withNeeds` (to start them). */
 function select(names, withNeeds = true) {
@@ -75,7 +76,7 @@ async function status() {
       continue;
     }
     all &&= running;
-    process.stdout.write(`${engine.label.padEnd(34)} ${(running ? 'running' : 'stopped').padEnd(8)} 127.0.0.1:${PORTS[engine.name]}\n`);
+    process.stdout.write(`${engine.label.padEnd(34)} ${(running ? 'running' : 'stopped').padEnd(8)} 127.0.0.1:${engine.port ?? PORTS[engine.name]}\n`);
   }
   process.stdout.write(`(installed under ${HOME})\n`);
   return all ? 0 : 3;

@@ -23,6 +23,8 @@ export const PORTS = {
   kafka: port('ENGINES_KAFKA_PORT', 39092),
   postgresql: port('ENGINES_POSTGRES_PORT', 35432),
   ferretdb: port('ENGINES_FERRETDB_PORT', 37017),
+  /** Its HTTPS listener takes the next port. */
+  stripeMock: port('ENGINES_STRIPE_MOCK_PORT', 32111),
 };
 /** The KRaft controller listens next to the broker. */
 PORTS.kafkaController = PORTS.kafka + 1;

@@ -146,6 +146,10 @@ const envSchema = z.object({
   HTTP_BODY_MIN_RATE: positiveInt(CLIENT_LIMIT_DEFAULTS.bodyMinBytesPerSecond),
   MAX_CONNECTIONS_PER_CLIENT: positiveInt(CLIENT_LIMIT_DEFAULTS.maxConnectionsPerClient),
   MAX_REQUESTS_IN_FLIGHT_PER_CLIENT: positiveInt(CLIENT_LIMIT_DEFAULTS.maxRequestsInFlightPerClient),
+  // Stripe (infra/stripe): the secret key selects it; the values are never repeated in messages.
+  STRIPE_SECRET_KEY: optionalString.pipe(z.string().regex(/^(sk|rk)_(test|live)_\S+$/, 'must be a Stripe secret or restricted key (sk_test_…, sk_live_…, rk_…)').optional()),
+  STRIPE_API_BASE: optionalString.pipe(z.string().url().regex(/^https?:\/\//, 'must be an http(s) URL').optional()),
+  STRIPE_WEBHOOK_SECRET: optionalString.pipe(z.string().regex(/^whsec_\S+$/, 'must be a webhook signing secret (whsec_…)').optional()),
   WEBHOOK_CA_FILE: optionalString.superRefine((path, ctx) => {
     try {
       if (path !== undefined) readCaFile(path);
@@ -224,6 +228,13 @@ export interface Config {
   dataEncryptionRetiredKeys: DataKey[];
   /** `LITESTREAM_BIN`: the Litestream `scores replicate` runs; null: where `npm run engines` installs it (src/app/backup/litestream.ts). */
   litestreamBin: string | null;
+  /**
+   * Payments through Stripe (`STRIPE_SECRET_KEY`, `STRIPE_API_BASE` for stripe-mock,
+   * `STRIPE_WEBHOOK_SECRET` for `POST /billing/stripe/webhook`); null: the embedded billing. The
+   * secret key alone selects Stripe: the other two mean nothing without it (`npm run engines`
+   * prints STRIPE_API_BASE for the Stripe suite, and a shell that evaluates it stays embedded).
+   */
+  stripe: { secretKey: string; apiBase: string | null; webhookSecret: string | null } | null;
 }
 
 export class ConfigError extends Error {}
@@ -290,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataEncryptionKey: e.DATA_ENCRYPTION_KEY ?? null,
     dataEncryptionRetiredKeys: e.DATA_ENCRYPTION_RETIRED_KEYS ?? [],
     litestreamBin: e.LITESTREAM_BIN ? resolve(e.LITESTREAM_BIN) : null,
+    stripe: e.STRIPE_SECRET_KEY ? { secretKey: e.STRIPE_SECRET_KEY, apiBase: e.STRIPE_API_BASE ?? null, webhookSecret: e.STRIPE_WEBHOOK_SECRET ?? null } : null,
   };
 }
 

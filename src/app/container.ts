@@ -78,7 +78,7 @@ export interface Services {
    * is, so that every replica serves every bundle (docs/scaling.md); else files under `<dataDir>/exports`.
    */
   exportFiles: ExportFiles;
-  /** Payments for what the account page sells (embedded: every payment succeeds). */
+  /** Payments for what the account page sells and the invoices: Stripe when STRIPE_SECRET_KEY is set, else embedded (every payment succeeds). */
   billing: Billing;
   /** The key that signs ledger heads and the public keys published (docs/ledger.md, "Signed heads"). */
   keyring: LedgerKeyring;
@@ -185,7 +185,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     mailer,
     webhookSender: new HttpsWebhookSender({ allow: config.webhookAllowSubnets, caFile: config.webhookCaFile ?? undefined }),
     exportFiles,
-    billing: new EmbeddedBilling(),
+    billing: await openBilling(config),
     ledger,
     meter,
     freeAnswers: new FreeAnswerBytes(config.freeAnswerBytesPerSecond),
@@ -251,6 +251,13 @@ async function openAccountKeys(config: Config): Promise<AccountKeyStore> {
     return new PostgresAccountKeys(config.postgresUrl);
   }
   return new SqliteAccountKeys(join(config.dataDir, ACCOUNT_KEYS_FILE));
+}
+
+/** The Billing adapter: Stripe when a secret key is configured, the embedded billing otherwise. */
+async function openBilling(config: Config): Promise<Billing> {
+  if (!config.stripe) return new EmbeddedBilling();
+  const { StripeBilling } = await import('../../infra/stripe/stripe-billing.js');
+  return new StripeBilling(config.stripe);
 }
 
 /**

@@ -102,7 +102,7 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     await page.goto(`${server.url}/account`);
     const accountId = (await page.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).trim();
     const s = server.services;
-    await buyPack({ ledger: s.ledger, billing: s.billing, clock: s.clock }, accountId, 'pack-10k', 'visual-check-pack-1');
+    await buyPack({ ledger: s.ledger, billing: s.billing, clock: s.clock, events: s.events, returnUrl: `${server.url}/account` }, accountId, 'pack-10k', 'visual-check-pack-1');
   }
 
   before(async function () {

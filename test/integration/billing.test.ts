@@ -1,13 +1,14 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { buyPack, downgradePlan, endPro, proQuote, startPro, upgradePlan, upgradeQuote, type BillingDeps } from '../../commands/billing/billing.handler.js';
+import { buyPack, downgradePlan, endPro, proQuote, startPro, upgradePlan, upgradeQuote, type BillingDeps, type Purchased } from '../../commands/billing/billing.handler.js';
 import { issueInvoice, type InvoiceDeps } from '../../commands/billing/invoice.handler.js';
 import { startInvoiceIssuer } from '../../commands/billing/invoice.reactor.js';
 import { createAccountWithKey } from '../../commands/manage-keys/keys.handler.js';
 import { invoiceMonths, invoices } from '../../projections/invoices/invoices.projection.js';
 import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
-import type { Billing, PaymentRequest } from '../../src/core/billing.port.js';
+import type { Billing, InvoicePayment, PaymentOutcome, PaymentRequest, PurchasePayment } from '../../src/core/billing.port.js';
+import type { LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
 import { fixedClock } from '../../src/core/clock.js';
 import { AppError, type ErrorCode } from '../../src/core/errors.js';
 import type { Invoice } from '../../src/domain/billing/invoice.js';
@@ -35,23 +36,46 @@ async function open(prefix: string, now: string): Promise<{ s: Services; clock: 
   return { s, clock, dir };
 }
 
-/** Every charge and refund asked of the Billing port, delegated to the real (embedded) adapter. */
+type Charge = Pick<PaymentRequest, 'account_id' | 'amount_cents' | 'description' | 'idempotency_key'> & { payment_ref: string };
+
+/** Every payment (a purchase's, an invoice's) and refund asked of the Billing port, delegated to the real (embedded) adapter. */
 class RecordingBilling implements Billing {
-  readonly charges: Array<PaymentRequest & { payment_ref: string }> = [];
+  readonly charges: Charge[] = [];
   readonly refunds: Array<{ payment_ref: string; reason: string }> = [];
+  readonly processor = null;
+  readonly checkoutOrigins = [];
+  readonly webhooks = null;
   constructor(private readonly inner: Billing) {}
   get simulated(): boolean {
     return this.inner.simulated;
   }
-  async charge(request: PaymentRequest): Promise<{ payment_ref: string }> {
-    const paid = await this.inner.charge(request);
-    this.charges.push({ ...request, payment_ref: paid.payment_ref });
+  createCustomer(accountId: string): Promise<string | null> {
+    return this.inner.createCustomer(accountId);
+  }
+  async pay(request: PurchasePayment): Promise<PaymentOutcome> {
+    const paid = await this.inner.pay(request);
+    if (paid.status === 'paid') this.charges.push({ account_id: request.account_id, amount_cents: request.amount_cents, description: request.description, idempotency_key: request.idempotency_key, payment_ref: paid.payment_ref });
     return paid;
+  }
+  async chargeInvoice(invoice: InvoicePayment): Promise<{ payment_ref: string | null; paid: boolean }> {
+    const charged = await this.inner.chargeInvoice(invoice);
+    const amount = invoice.total_cents - invoice.paid_cents;
+    if (charged.payment_ref) this.charges.push({ account_id: invoice.account_id, amount_cents: amount, description: `Invoice for ${invoice.period}`, idempotency_key: invoice.idempotency_key, payment_ref: charged.payment_ref });
+    return charged;
   }
   async refund(paymentRef: string, reason: string): Promise<void> {
     this.refunds.push({ payment_ref: paymentRef, reason });
     await this.inner.refund(paymentRef, reason);
   }
+  portalUrl(): Promise<string | null> {
+    return Promise.resolve(null);
+  }
+}
+
+/** The ledger's outcome of a purchase the embedded billing paid at once (never a redirect). */
+function paid(outcome: Purchased): LedgerOutcome {
+  if ('redirect' in outcome) throw new Error(`the embedded billing sent the customer to ${outcome.redirect}`);
+  return outcome;
 }
 
 /** The account's ledger as raw events from the log, a batch of calls as its lines. */
@@ -169,7 +193,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
   before(async () => {
     ({ s, clock, dir } = await open('scores-billing-', APRIL_10));
     billing = new RecordingBilling(s.billing);
-    deps = { ledger: s.ledger, billing, clock };
+    deps = { ledger: s.ledger, billing, clock, events: s.events, returnUrl: 'http://localhost/account' };
     invoiceDeps = { events: s.events, reads: s.reads, billing, clock };
     ({ account_id: account } = await createAccountWithKey(s, { tier: 'free', email: 'buyer@example.com' }));
     await debit(s, account, 10);
@@ -212,7 +236,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
   it('upgrades at once: hobbyist tier and allowance now, PlanChanged + ProrationCharged with the amount and a payment_ref', async () => {
     expect((await s.ledger.state(account)).allowance).to.equal(PLANS.free.monthly_allowance);
     const before = (await ledgerOfAccount(s, account)).length;
-    const outcome = await upgradePlan(deps, account, 'hobbyist', UPGRADE);
+    const outcome = paid(await upgradePlan(deps, account, 'hobbyist', UPGRADE));
     expect(outcome.events.map((e) => e.type)).to.deep.equal(['PlanChanged', 'ProrationCharged']);
 
     const state = await s.ledger.state(account);
@@ -250,7 +274,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
 
   it('sells a credit pack: prepaid credits added, its price and payment recorded on PackPurchased', async () => {
     const prepaid = (await s.ledger.state(account)).prepaid;
-    const outcome = await buyPack(deps, account, 'pack-10k', 'purchase-0001');
+    const outcome = paid(await buyPack(deps, account, 'pack-10k', 'purchase-0001'));
     expect(outcome.events.map((e) => e.type)).to.deep.equal(['PackPurchased']);
     expect((await s.ledger.state(account)).prepaid).to.equal(prepaid + 10_000);
     const [bought] = ofType(await ledgerOfAccount(s, account), 'PackPurchased');
@@ -261,7 +285,7 @@ describe('Self-serve billing: upgrade, credit packs and the month’s invoice', 
 
   it('credits the same purchase reference once', async () => {
     const prepaid = (await s.ledger.state(account)).prepaid;
-    const again = await buyPack(deps, account, 'pack-10k', 'purchase-0001');
+    const again = paid(await buyPack(deps, account, 'pack-10k', 'purchase-0001'));
     expect(again.events).to.have.length(0);
     expect((await s.ledger.state(account)).prepaid).to.equal(prepaid);
     expect(ofType(await ledgerOfAccount(s, account), 'PackPurchased')).to.have.length(1);
@@ -377,7 +401,7 @@ describe('Self-serve billing: a downgrade waits for the month’s end', function
 
   before(async () => {
     ({ s, clock, dir } = await open('scores-billing-down-', '2024-04-10T12:00:00Z'));
-    deps = { ledger: s.ledger, billing: s.billing, clock };
+    deps = { ledger: s.ledger, billing: s.billing, clock, events: s.events, returnUrl: 'http://localhost/account' };
     ({ account_id: toHobbyist } = await createAccountWithKey(s, { tier: 'builder' }));
     ({ account_id: toFree } = await createAccountWithKey(s, { tier: 'builder' }));
     await s.ledger.switchOverage(toFree, true);
@@ -492,7 +516,7 @@ describe('Self-serve billing: the Pro membership', function () {
   before(async () => {
     ({ s, clock, dir } = await open('scores-billing-pro-', '2024-04-10T12:00:00Z'));
     billing = new RecordingBilling(s.billing);
-    deps = { ledger: s.ledger, billing, clock };
+    deps = { ledger: s.ledger, billing, clock, events: s.events, returnUrl: 'http://localhost/account' };
     ({ account_id: member } = await createAccountWithKey(s, { tier: 'free' }));
     ({ account_id: keeper } = await createAccountWithKey(s, { tier: 'free' }));
   });
@@ -605,7 +629,7 @@ describe('Self-serve billing: the same form submitted twice at once', function (
   const fresh = async () => {
     const billing = new RecordingBilling(s.billing);
     const { account_id } = await createAccountWithKey(s, { tier: 'free' });
-    return { account: account_id, billing, deps: { ledger: s.ledger, billing, clock } as BillingDeps };
+    return { account: account_id, billing, deps: { ledger: s.ledger, billing, clock, events: s.events, returnUrl: 'http://localhost/account' } as BillingDeps };
   };
 
   it('an upgrade: upgrades once and does not refund the payment the upgrade was recorded with', async () => {

@@ -37,7 +37,7 @@ describe('Upcoming invoice: the preview equals the invoice issued when the month
     clock = fixedClock('2024-03-20T09:00:00Z');
     s = await openServices(loadConfig(testEnv(dir, '2024-03-20T09:00:00Z', { SCORES_DEMO: 'off' })), { clock });
     await s.runner.start();
-    deps = { ledger: s.ledger, billing: s.billing, clock };
+    deps = { ledger: s.ledger, billing: s.billing, clock, events: s.events, returnUrl: 'http://localhost/account' };
     ({ account_id: account } = await createAccountWithKey(s, { tier: 'hobbyist', email: 'preview@example.com' }));
     await s.ledger.switchOverage(account, true);
   });

@@ -44,7 +44,7 @@ export function tempDir(prefix = 'scores-test-'): string {
  * for the adapters' contract suites; a service under test stays on the embedded store unless the
  * test names them in `extra`.
  */
-const ENGINE_VARIABLES = ['ESDB_URL', 'MONGODB_URI', 'MONGODB_DB', 'KAFKA_BROKERS', 'POSTGRES_URL', 'READ_STORE', 'POSTGRES_READ_URL', 'READ_MODELS_SCHEMA'];
+const ENGINE_VARIABLES = ['ESDB_URL', 'MONGODB_URI', 'MONGODB_DB', 'KAFKA_BROKERS', 'POSTGRES_URL', 'READ_STORE', 'POSTGRES_READ_URL', 'READ_MODELS_SCHEMA', 'STRIPE_API_BASE', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET'];
 
 /** Environment for a service process on a temp data dir with a pinned clock. */
 export function testEnv(dir: string, now: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -59,6 +59,16 @@ describe('Configuration', () => {
     expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '70000' })).to.throw(ConfigError, /HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS/);
   });
 
+  it('takes payments through Stripe when STRIPE_SECRET_KEY is set, with STRIPE_API_BASE and STRIPE_WEBHOOK_SECRET; embedded otherwise', () => {
+    expect(loadConfig({}).stripe).to.equal(null);
+    // What `npm run engines` prints (the mock's address) leaves the service embedded.
+    expect(loadConfig({ STRIPE_API_BASE: 'http://127.0.0.1:32111' }).stripe).to.equal(null);
+    expect(loadConfig({ STRIPE_SECRET_KEY: 'sk_test_abc123', STRIPE_API_BASE: 'http://127.0.0.1:32111', STRIPE_WEBHOOK_SECRET: 'whsec_xyz' }).stripe).to.deep.equal({ secretKey: 'sk_test_abc123', apiBase: 'http://127.0.0.1:32111', webhookSecret: 'whsec_xyz' });
+    expect(loadConfig({ STRIPE_SECRET_KEY: 'rk_live_abc123' }).stripe).to.deep.equal({ secretKey: 'rk_live_abc123', apiBase: null, webhookSecret: null });
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'pk_test_abc123' })).to.throw(ConfigError, /STRIPE_SECRET_KEY: must be a Stripe secret/);
+    expect(() => loadConfig({ STRIPE_SECRET_KEY: 'sk_test_abc123', STRIPE_WEBHOOK_SECRET: 'abc' })).to.throw(ConfigError, /STRIPE_WEBHOOK_SECRET/);
+  });
+
   describe('SCORES_NOW', () => {
     it('takes an ISO 8601 instant with a zone, as that instant', () => {
       for (const [text, iso] of [

@@ -18,6 +18,7 @@ import { problemOf } from '../../web/problem.js';
 import { registerPages } from './pages/index.js';
 import { withCodeSamples } from './pages/code-samples.js';
 import { registerAccount } from './account/index.js';
+import { registerStripeWebhook } from './billing/stripe-webhook.route.js';
 import { observeRequests, registerMetricsRoutes } from './metrics.routes.js';
 import { v1PathsAndMethods } from './v1-paths.js';
 import { oneLayer } from './one-layer.js';
@@ -60,6 +61,7 @@ export function createApp(services: Services, mounts: readonly RouteMount[] = []
   app.use(PAGE_PREFIXES, helmet({ contentSecurityPolicy: false, xFrameOptions: { action: 'deny' } }));
   registerPages(app, services);
   registerAccount(app, services);
+  registerStripeWebhook(app, services);
   for (const mount of mounts) mount(app, openapi);
 
   app.use((req, res) => {

@@ -31,8 +31,12 @@ export interface Invoice {
   currency: 'usd';
   lines: InvoiceLine[];
   total_cents: number;
-  /** The embedded billing treats every payment as succeeding (see the Billing port). */
-  status: 'paid';
+  /**
+   * `paid` once what was due is collected (the embedded billing: always, at issue); `open` while a
+   * card processor is still collecting it (dunning: docs/billing.md, "Stripe"). Only this changes
+   * after the issue, by `InvoicePaid`; the lines and total never do.
+   */
+  status: 'paid' | 'open';
   /**
    * The month's closing line (`LedgerPeriodClosed`), signed when the invoice was issued: the
    * ledger it bills, up to that line (docs/ledger.md, "Signed heads"). Absent on invoices issued

@@ -115,6 +115,7 @@ export function accountWeb(services: Services): AccountWeb {
         res.setHeader(HEADER.cacheControl, NO_STORE);
         // A demo deployment says so on every page, the sign-in and account pages too (sendAccountPage).
         (res.locals as AccountLocals).demo = services.config.demo;
+        (res.locals as AccountLocals).formActions = services.billing.checkoutOrigins;
         next();
       },
       cookieParser(),
@@ -159,11 +160,16 @@ export function accountWeb(services: Services): AccountWeb {
 /** An account page: the shared layout, the account pages' policy, never cached. */
 interface AccountLocals {
   demo?: boolean;
+  /** The card processor's payment pages a form may be sent on to (Billing.checkoutOrigins). */
+  formActions?: readonly string[];
 }
 
+/** ACCOUNT_CSP, with the processor's payment pages among the places a form may lead (a purchase's 303 to Checkout). */
+const accountCsp = (formActions: readonly string[] = []): string => (formActions.length === 0 ? ACCOUNT_CSP : ACCOUNT_CSP.replace("form-action 'self'", `form-action 'self' ${formActions.join(' ')}`));
+
 export function sendAccountPage(res: Response, status: number, title: string, body: SafeHtml, head?: SafeHtml): void {
-  const demo = (res.locals as AccountLocals).demo === true;
-  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head, demo }), { cacheControl: NO_STORE, csp: ACCOUNT_CSP });
+  const locals = res.locals as AccountLocals;
+  sendHtml(res, status, page({ title: `${title} — Scores API`, body, head, demo: locals.demo === true }), { cacheControl: NO_STORE, csp: accountCsp(locals.formActions) });
 }
 
 /** The hidden field every state-changing form carries. */

@@ -9,7 +9,7 @@ import type { Services } from '../../container.js';
 import { registerAccountAssets } from './account-assets.js';
 import { accountErrors, signed, type AccountHandler } from './account-route.js';
 import type { AccountWeb } from './account-web.js';
-import { buyCreditPack, changePlan, joinPro, leavePro, showPack, showPlanChange, showPro, showProEnd, switchOverage } from './billing.route.js';
+import { buyCreditPack, changePlan, checkoutReturned, joinPro, leavePro, openBillingPortal, showPack, showPlanChange, showPro, showProEnd, switchOverage } from './billing.route.js';
 import { confirmDelete, deleteOwnAccount } from './delete.route.js';
 import { sendInvoice } from './invoices.route.js';
 import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
@@ -36,6 +36,8 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['post', '/account/pro/end', leavePro],
   ['get', '/account/packs', showPack],
   ['post', '/account/packs', buyCreditPack],
+  ['get', '/account/checkout', checkoutReturned],
+  ['get', '/account/billing-portal', openBillingPortal],
   ['get', '/account/invoices/:file', sendInvoice],
   ['get', '/account/webhooks/:id', showWebhook],
   ['post', '/account/webhooks/:id/rotate-secret', rotateOwnWebhookSecret],

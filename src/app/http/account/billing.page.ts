@@ -6,7 +6,7 @@ import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import type { Proration } from '../../../domain/ledger/proration.js';
 import { PLANS, tierName as title, type CreditPack, type Tier } from '../../../domain/plans.js';
 import { html, type SafeHtml } from '../pages/html.js';
-import { confirmPage } from './confirm.page.js';
+import { confirmPage, type PaymentStep } from './confirm.page.js';
 
 const count = (n: number) => n.toLocaleString('en-US');
 
@@ -25,7 +25,7 @@ export function downgradePage(v: { from: Tier; to: Tier; toCents: number; period
 }
 
 /** An upgrade: charged now for the days left in the month, the new allowance at once. */
-export function upgradePage(v: { from: Tier; to: Tier; toCents: number; period: string; quote: Proration; csrf: string; simulated: boolean }): SafeHtml {
+export function upgradePage(v: { from: Tier; to: Tier; toCents: number; period: string; quote: Proration; csrf: string; payment: PaymentStep }): SafeHtml {
   const { quote, to } = v;
   return confirmPage({
     title: `Upgrade to ${title(to)}`,
@@ -37,12 +37,12 @@ export function upgradePage(v: { from: Tier; to: Tier; toCents: number; period: 
     csrf: v.csrf,
     confirm: `Confirm: pay ${formatUsd(quote.amount_cents)} and upgrade`,
     cancel: '/account#plan',
-    payment: { simulated: v.simulated },
+    payment: v.payment,
   });
 }
 
 /** The Pro membership: its price, prorated for the days left this month. */
-export function proPage(quote: Proration, csrf: string, simulated: boolean): SafeHtml {
+export function proPage(quote: Proration, csrf: string, payment: PaymentStep): SafeHtml {
   return confirmPage({
     title: 'Pro membership',
     about: html`pay <strong id="prorated-amount">${formatUsd(quote.amount_cents)}</strong> now to become a Pro member`,
@@ -52,7 +52,7 @@ export function proPage(quote: Proration, csrf: string, simulated: boolean): Saf
     csrf,
     confirm: `Confirm: pay ${formatUsd(quote.amount_cents)} and become a member`,
     cancel: '/account#plan',
-    payment: { simulated },
+    payment,
   });
 }
 
@@ -70,7 +70,7 @@ export function proEndPage(csrf: string): SafeHtml {
 }
 
 /** A credit pack: its price, once (the purchase reference makes a form sent twice one purchase). */
-export function packPage(pack: CreditPack, purchase: string, csrf: string, simulated: boolean): SafeHtml {
+export function packPage(pack: CreditPack, purchase: string, csrf: string, payment: PaymentStep): SafeHtml {
   const price = formatUsd(Math.round(pack.price_usd * 100));
   return confirmPage({
     title: 'Buy a credit pack',
@@ -81,6 +81,6 @@ export function packPage(pack: CreditPack, purchase: string, csrf: string, simul
     csrf,
     confirm: `Confirm: pay ${price}`,
     cancel: '/account#plan',
-    payment: { simulated },
+    payment,
   });
 }

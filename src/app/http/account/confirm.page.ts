@@ -20,8 +20,8 @@ export interface Confirmation {
   confirm: string;
   /** Where Cancel goes back to, on the account page. */
   cancel: string;
-  /** A step that takes a payment: the simulated-billing notice when no money moves. */
-  payment?: { simulated: boolean };
+  /** A step that takes a payment: the simulated-billing notice when no money moves, where it is paid otherwise. */
+  payment?: PaymentStep;
   /** A step that cannot be undone (a revocation): the Confirm button is red. */
   danger?: boolean;
   /** A field the owner must fill in to confirm (their address, to delete the account). */
@@ -31,10 +31,20 @@ export interface Confirmation {
 /** Said on every payment step when the embedded billing adapter is in use (Billing.simulated). */
 export const simulatedBillingNotice: SafeHtml = html`<div class="notice" role="note" id="simulated-billing"><p><strong>Simulated billing.</strong> This deployment uses the embedded billing adapter: no card is charged and no money moves. What you confirm is recorded in your ledger and invoices as if it were paid.</p></div>`;
 
+/** How a payment step pays: simulated (the embedded billing), or through a card processor (Billing.processor). */
+export interface PaymentStep {
+  simulated: boolean;
+  processor?: string | null;
+}
+
+/** Said on a payment step when a card processor takes the payment. */
+const processorNotice = (processor: string): SafeHtml =>
+  html`<div class="notice" role="note" id="processor-billing"><p><strong>Paid with ${processor}.</strong> Your saved card is charged; without one, Confirm takes you to ${processor}'s secure page to pay, then back here.</p></div>`;
+
 export function confirmPage(c: Confirmation): SafeHtml {
   const hidden = Object.entries(c.fields ?? {}).map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`);
   return html`<h1>${c.title}</h1>
-${c.payment?.simulated ? simulatedBillingNotice : ''}
+${c.payment?.simulated ? simulatedBillingNotice : c.payment?.processor ? processorNotice(c.payment.processor) : ''}
 <p id="consequence"><strong>You are about to ${c.about}.</strong></p>
 ${c.details ?? ''}
 <form method="post" action="${c.action}" class="confirm">${csrfField(c.csrf)}${hidden}${

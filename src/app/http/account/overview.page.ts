@@ -7,10 +7,11 @@
 import { CREDIT_PACKS, TIERS, proAddsTo, selfServe, tierName as title, type Tier } from '../../../domain/plans.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH, defaultKeyName } from '../../../domain/accounts/api-keys.js';
 import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
+import { DUNNING_GRACE_DAYS } from '../../../domain/billing/dunning.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/ledger/proration.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
 import type { WebhookListItem } from '../../../../queries/get-webhooks/get-webhooks.query.js';
-import type { InvoiceDoc } from '../../../../projections/invoices/invoices.projection.js';
+import type { InvoiceDoc, InvoicePaymentDoc } from '../../../../projections/invoices/invoices.projection.js';
 import { html, type SafeHtml } from '../pages/html.js';
 import { instant } from '../pages/time.js';
 import { csrfField } from './account-web.js';
@@ -40,6 +41,10 @@ export interface AccountView extends UsageView {
   csrf: string;
   /** No money moves (the embedded billing adapter): the plan section says so. */
   simulatedBilling: boolean;
+  /** The card processor that takes the payments ("Stripe"): the plan section links its portal. Null: none. */
+  processor: string | null;
+  /** Months whose invoice the processor could not collect, their grace running. */
+  dunning: InvoicePaymentDoc[];
   notice?: SafeHtml;
 }
 
@@ -101,12 +106,31 @@ function planSection(v: AccountView): SafeHtml {
     return html`<li>${title(t)}, ${formatUsd(price)} a month: <a href="/account/plan?tier=${t}">${upgrade ? 'upgrade now (prorated)' : `move at the end of ${monthName(f.period)}`}</a></li>`;
   });
   return html`<section id="plan" aria-labelledby="plan-h"><h2 id="plan-h">Plan and membership</h2>
-${v.simulatedBilling ? simulatedBillingNotice : ''}
+${v.simulatedBilling ? simulatedBillingNotice : ''}${v.processor ? portalLink(v.processor) : ''}
 <p>Your plan: <strong id="plan-name">${title(f.tier)}</strong>${current === null ? ' (by contract)' : `, ${formatUsd(current)} a month`}.${v.scheduled ? html` It moves to <strong>${title(v.scheduled.tier)}</strong> at ${v.scheduled.at}.` : ''}</p>
 ${current === null ? html`<p class="muted">Contact us to change an enterprise contract.</p>` : html`<ul>${options}</ul>`}
 ${proLine(v)}
 <h3>Prepaid credit packs</h3><p class="muted">Credits that carry over month to month, drawn after the allowance. Each purchase is confirmed on the next page.</p>
 <ul>${CREDIT_PACKS.map((p) => html`<li><form method="get" action="/account/packs" class="inline"><input type="hidden" name="pack" value="${p.id}">${count(p.credits)} credits for ${formatUsd(Math.round(p.price_usd * 100))} <button type="submit">Buy</button></form></li>`)}</ul></section>`;
+}
+
+/**
+ * The processor's portal (cards, its invoices and receipts, cancellation): a link, as a session
+ * there changes nothing here, and a link may lead to another site where a form may not (the CSP).
+ */
+const portalLink = (processor: string): SafeHtml =>
+  html`<p id="billing-portal"><a class="button secondary" href="/account/billing-portal">Manage cards, invoices and cancellation (${processor})</a></p>`;
+
+/**
+ * Dunning, on top of the page: which month's invoice could not be collected, until when the card
+ * can be fixed, and what happens then (the plan falls back to free at that month's end; what was
+ * paid for stays).
+ */
+function dunningBanner(v: AccountView): SafeHtml {
+  if (v.dunning.length === 0) return html``;
+  const months = v.dunning.map((d) => html`<li>${monthName(d.period)}: update your card by <strong>${d.grace_until.slice(0, 10)}</strong></li>`);
+  return html`<div class="notice error" role="alert" id="dunning"><p><strong>Payment failed.</strong> ${v.processor ?? 'The card processor'} could not collect ${v.dunning.length === 1 ? 'an invoice' : 'invoices'} of this account (${DUNNING_GRACE_DAYS} days to pay each):</p><ul>${months}</ul>
+<p>Unpaid by then, your plan falls back to Free at the end of that month. Your prepaid credits and the credits already granted stay yours.${v.processor ? html` Use "Manage cards, invoices and cancellation" below.` : ''}</p></div>`;
 }
 
 function invoicesSection(v: AccountView): SafeHtml {
@@ -124,7 +148,7 @@ export function accountBody(v: AccountView): SafeHtml {
   return html`<h1>Your account</h1>
 <p>${v.email ? html`Signed in as <strong id="email">${v.email}</strong>` : 'Signed in'} · account <code>${v.account_id}</code>
 <form method="post" action="/account/sign-out" class="inline">${csrfField(v.csrf)}<button type="submit">Sign out</button></form></p>
-${v.notice ?? ''}
+${v.notice ?? ''}${dunningBanner(v)}
 <nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
 ${keysSection(v)}${usageSection(v)}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}${deleteSection}`;
 }

@@ -5,7 +5,7 @@
  * webhook writes.
  */
 import { loadAccount } from '../../../../commands/manage-keys/keys.handler.js';
-import { listInvoices } from '../../../../queries/get-invoices/get-invoices.query.js';
+import { listDunning, listInvoices } from '../../../../queries/get-invoices/get-invoices.query.js';
 import { keysLastUsed } from '../../../../queries/get-key-usage/get-key-usage.query.js';
 import { getUsageDays } from '../../../../queries/get-usage-days/get-usage-days.query.js';
 import { getUpcomingInvoice } from '../../../../queries/get-upcoming-invoice/get-upcoming-invoice.query.js';
@@ -45,13 +45,14 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const cursor = typeof req.query['cursor'] === 'string' && req.query['cursor'] !== '' ? req.query['cursor'] : null;
   const left = web.takeNotice(req, res);
   const shown = web.takeShownKey(req, res);
-  const [days, ledger, webhooks, invoices, upcoming, lastUsed] = await Promise.all([
+  const [days, ledger, webhooks, invoices, upcoming, lastUsed, dunning] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
     getUsageLedger(services.reads, services.events, { accountId, limit: LEDGER_PAGE, cursor }),
     listWebhooks(services.reads, accountId),
     listInvoices(services.reads, accountId),
     getUpcomingInvoice(services.reads, services.events, accountId, now),
     keysLastUsed(services.reads, accountId),
+    listDunning(services.reads, accountId),
   ]);
   const body = accountBody({
     account_id: accountId,
@@ -69,6 +70,8 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     lastUsed,
     csrf: web.csrfToken(req, res, answer.status !== undefined),
     simulatedBilling: services.billing.simulated,
+    processor: services.billing.processor,
+    dunning,
     notice: answer.notice ?? (shown ? newKeyNotice(shown.key, shown.prefix, shown.name, shown.lead) : left ? noticeHtml(left) : undefined),
   });
   sendAccountPage(res, answer.status ?? 200, 'Your account', body, chartHead);
