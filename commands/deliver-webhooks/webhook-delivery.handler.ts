@@ -33,8 +33,8 @@ export async function queueMessage(
 }
 
 /**
- * For the dispatcher: the next attempt of a queued message: its envelope's same bytes, with fresh
- * headers for this attempt, and the attempt recorded. Null when the message is no longer owed
+ * For the dispatcher: the next attempt of a queued (or resent) message: its envelope's same bytes,
+ * with fresh headers for this attempt, and the attempt recorded. Null when the message is no longer owed
  * (delivered, given up, or its webhook deleted or deactivated), its next attempt is not due yet by
  * the clock, or the webhook is not active.
  */
@@ -50,7 +50,8 @@ export async function deliverMessage(deps: DeliveryDeps & { sender: WebhookSende
   const headers = deliveryHeaders(await signingSecrets(hook, deps.personal, at), messageId, at, body);
   const sent = await deps.sender.send({ url: hook.url, body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
-  const { event_type, envelope } = message;
-  await recordAttempt(deps, { type: 'RecordAttempt', webhook_id: id, message_id: messageId, kind: 'live', event_type, event_count: envelope.events.length, result });
+  // A resent test stays a test: it never deactivates the webhook.
+  const { kind, event_type, envelope } = message;
+  await recordAttempt(deps, { type: 'RecordAttempt', webhook_id: id, message_id: messageId, kind, event_type, event_count: envelope.events.length, result });
   return result;
 }

@@ -1,4 +1,4 @@
-import { Body, Delete, Example, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Delete, Example, Header, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../../src/core/errors.js';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
@@ -7,7 +7,8 @@ import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope
 import { parseWebhookId } from '../../src/web/webhook-id.js';
 import { timestampOf } from '../../src/web/timestamp.js';
 import { CommandController } from '../shared/command-controller.js';
-import { deleteWebhook, reactivateWebhook, registerWebhook, rotateWebhookSecret, sendTestDelivery } from './webhooks.handler.js';
+import { deleteWebhook, reactivateWebhook, registerWebhook, resendDeliveries, resendKey, rotateWebhookSecret, sendTestDelivery } from './webhooks.handler.js';
+import { parseDeliveryId, parseIdempotencyKey, parseSince, resendResponse, type ResendFailedRequest, type ResendResponse } from './resend-request.js';
 
 /** Largest request body the webhook endpoints read (a registration is a type and a URL of at most 2,048 characters). */
 export const WEBHOOK_BODY_LIMIT = 16 * 1024;
@@ -274,5 +275,101 @@ export class ManageWebhooksController extends CommandController {
       await reactivateWebhook(this.ctx, caller.account_id, id);
       return { ok: true as const, id, is_active: true as const };
     });
+  }
+
+  /**
+   * Sends one delivery again: a message this webhook was sent (live or test, failed or not) within
+   * the last 30 days, under its original message id (`webhook-id`: a receiver that keeps the ids it
+   * processed skips one it has), with the same body, signed at the sending time. Answers 202: the
+   * message is owed again and sent within seconds, then listed in
+   * `GET /v1/webhooks/{webhook_id}/deliveries` as a further attempt of it, retried on failure like
+   * a new message. One resend per `Idempotency-Key`: the same request sent again (a retry, or
+   * another replica reached) answers the same, with `replayed: true`, and sends nothing more.
+   * Body: none, or an empty JSON object. Free.
+   * @summary Resend a delivery
+   * @param webhook_id The webhook's `id`.
+   * @param delivery_id The delivery's `message_id` (in `/deliveries`; the `webhook-id` header it was sent with).
+   * @param idempotencyKey Any string of 1 to 255 visible ASCII characters; one resend per key and webhook, for 30 days. Without it, each request resends.
+   * @example webhook_id 7
+   * @example delivery_id "msg_5wJX0T3Qk2m8d9Yv1r4Z7A"
+   */
+  @Post('{webhook_id}/deliveries/{delivery_id}/resend')
+  @Middlewares(jsonBody)
+  @SuccessResponse(202, 'Owed again: sent within seconds')
+  @Example<ResendResponse>({
+    webhook_id: 7,
+    message_ids: ['msg_5wJX0T3Qk2m8d9Yv1r4Z7A'],
+    count: 1,
+    since: null,
+    idempotency_key: 'resend-2024-03-01-1',
+    replayed: false,
+    requested_at: '2024-03-01 12:00:00',
+  })
+  @Response<ProblemDetails>(400, 'webhook_id not a positive integer, delivery_id not a message id, an Idempotency-Key that is empty, too long or not visible ASCII, or a body that is not an empty JSON object')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(404, "No webhook of yours with that id, or no delivery with that id of it: unknown, deleted or another account's (not_found)")
+  @Response<ProblemDetails>(409, 'The webhook is deactivated (enable it first), or the Idempotency-Key was used for another resend of it (conflict)')
+  @Response<ProblemDetails>(410, 'The delivery was made more than 30 days ago (delivery_expired)')
+  @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
+  @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
+  public async resendDelivery(
+    @Request() req: AuthedRequest,
+    @Path() webhook_id: string,
+    @Path() delivery_id: string,
+    @Header('Idempotency-Key') idempotencyKey?: string,
+    @Body() body?: NoFieldsRequest,
+  ): Promise<ResendResponse> {
+    void body;
+    const id = parseWebhookId(webhook_id);
+    const what = { message_id: parseDeliveryId(delivery_id) };
+    const key = resendKey(this.ctx, parseIdempotencyKey(idempotencyKey));
+    const outcome = await this.serve(req, (caller) => resendDeliveries(this.ctx, caller.account_id, id, what, key));
+    this.setStatus(202);
+    return resendResponse(id, outcome);
+  }
+
+  /**
+   * Sends again every message of this webhook made since `since` (30 days back at most) whose last
+   * attempt failed: what a receiver that was down missed. Each goes under its original message id,
+   * signed at the sending time, as `POST …/deliveries/{delivery_id}/resend` sends one. Answers 202
+   * with the message ids owed again (none: `count` 0). One resend per `Idempotency-Key`, as there.
+   * Free.
+   * @summary Resend every failed delivery since an instant
+   * @param webhook_id The webhook's `id`.
+   * @param idempotencyKey Any string of 1 to 255 visible ASCII characters; one resend per key and webhook, for 30 days. Without it, each request resends.
+   * @example webhook_id 7
+   */
+  @Post('{webhook_id}/resend-failed')
+  @Middlewares(jsonBody)
+  @SuccessResponse(202, 'Owed again: sent within seconds')
+  @Example<ResendResponse>({
+    webhook_id: 7,
+    message_ids: ['msg_5wJX0T3Qk2m8d9Yv1r4Z7A', 'msg_Qh3kVx9Lr0tB6mWc2yN8sE'],
+    count: 2,
+    since: '2024-02-29 00:00:00',
+    idempotency_key: 'receiver-back-2024-03-01',
+    replayed: false,
+    requested_at: '2024-03-01 12:00:00',
+  })
+  @Response<ProblemDetails>(400, 'webhook_id not a positive integer, since missing or not an instant, an unknown field, or an Idempotency-Key that is empty, too long or not visible ASCII')
+  @Response<ProblemDetails>(401, 'Missing or unknown API key')
+  @Response<ProblemDetails>(403, 'Revoked key (key_forbidden) or plan below quant (tier)')
+  @Response<ProblemDetails>(404, "No webhook of yours with that id: unknown, deleted or another account's (not_found)")
+  @Response<ProblemDetails>(409, 'The webhook is deactivated (enable it first), or the Idempotency-Key was used for another resend of it (conflict)')
+  @Response<ProblemDetails>(413, 'Body over 16 KiB (payload_too_large)')
+  @Response<ProblemDetails>(415, 'Body not application/json (unsupported_media_type)')
+  public async resendFailedDeliveries(
+    @Request() req: AuthedRequest,
+    @Path() webhook_id: string,
+    @Body() body: ResendFailedRequest,
+    @Header('Idempotency-Key') idempotencyKey?: string,
+  ): Promise<ResendResponse> {
+    const id = parseWebhookId(webhook_id);
+    const what = { since: parseSince(body.since) };
+    const key = resendKey(this.ctx, parseIdempotencyKey(idempotencyKey));
+    const outcome = await this.serve(req, (caller) => resendDeliveries(this.ctx, caller.account_id, id, what, key));
+    this.setStatus(202);
+    return resendResponse(id, outcome);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * What an account does with its webhooks, through the one command handler: registering, deleting,
- * reactivating, and sending a test delivery. Ids from the ids port, time from the clock, secrets
+ * reactivating, sending a test delivery, and resending deliveries. Ids from the ids port, time from the clock, secrets
  * from `newWebhookSecret`, the test delivery through the `WebhookSender` port. What is decided,
  * and why, is in `webhook-registry.decider.ts` and `webhook.decider.ts`; live deliveries are
  * commands/deliver-webhooks.
@@ -26,6 +26,7 @@ import { isUsable, signingSecrets } from '../../src/domain/webhooks/webhook.stat
 import { registrationDecider } from '../../src/domain/webhooks/webhook-registry.decider.js';
 import { webhookDeliveryDecider } from '../../src/domain/webhooks/webhook-delivery.decider.js';
 import { ownedBy, webhookDecider, webhookWithRegistryDecider, type ManageWebhookCommand } from '../../src/domain/webhooks/webhook.decider.js';
+import { webhookResendDecider, type ResendCommand, type ResendOutcome } from '../../src/domain/webhooks/webhook-resend.decider.js';
 
 export interface WebhookDeps {
   events: EventStore;
@@ -152,7 +153,32 @@ export async function sendTestDelivery(deps: WebhookDeps & { sender: WebhookSend
   const headers = deliveryHeaders(await signingSecrets(hook, deps.personal, at), messageId, at, body);
   const sent = await deps.sender.send({ url: hook.url, body, headers: { ...headers } });
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
-  const command = { type: 'RecordAttempt' as const, webhook_id: id, message_id: messageId, kind: 'test' as const, event_type: hook.event_type, event_count: envelope.events.length, result };
+  const command = { type: 'RecordAttempt' as const, webhook_id: id, message_id: messageId, kind: 'test' as const, event_type: hook.event_type, event_count: envelope.events.length, result, envelope };
   await handleCommand(deps.events, webhookDeliveryDecider, webhookStream(id), command, wallClockOf(deps));
   return { ...result, delivered_to: hook.url, signature_header: SIGNATURE_HEADER, payload: envelope };
+}
+
+/** A resend's request: its idempotency key (the `Idempotency-Key` header, a page's form), or a fresh one. */
+export const resendKey = (deps: Pick<WebhookDeps, 'ids'>, given: string | undefined): string => given ?? deps.ids.next('rsd_', 12);
+
+/**
+ * Resends one delivery (a message made here within 30 days, failed or not), or every message of
+ * the webhook whose last attempt failed since `since`: each is owed again under its own message
+ * id and the dispatcher sends it, signed at the sending time, its attempts recorded like any
+ * other (commands/deliver-webhooks). Decided on the webhook's stream on the transport clock (the
+ * clock the messages' times are on); a request key already used answers what it decided then.
+ */
+export async function resendDeliveries(
+  deps: Omit<WebhookDeps, 'ids'>,
+  accountId: string,
+  id: number,
+  what: { message_id: string } | { since: string },
+  request: string,
+): Promise<ResendOutcome> {
+  const command: ResendCommand =
+    'message_id' in what
+      ? { type: 'ResendMessage', account_id: accountId, webhook_id: id, message_id: what.message_id, request }
+      : { type: 'ResendFailed', account_id: accountId, webhook_id: id, since: what.since, request };
+  const { result } = await handleCommand(deps.events, webhookResendDecider, webhookStream(id), command, wallClockOf(deps));
+  return result!;
 }

@@ -7,7 +7,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { WebhookEventType } from '../../src/domain/webhooks/webhook-envelope.js';
-import { WEBHOOK_STREAM_PREFIX, type WebhookDeliveryAttempted, type WebhookEvent } from '../../src/domain/webhooks/webhook.events.js';
+import { WEBHOOK_STREAM_PREFIX, type WebhookDeliveryAttempted, type WebhookEvent, type WebhookMessagesResent } from '../../src/domain/webhooks/webhook.events.js';
 
 export interface WebhookDoc {
   id: number;
@@ -43,7 +43,7 @@ export const webhooks = defineCollection<WebhookDoc>({
 });
 
 /** One delivery attempt, live or test: the attempt's own fields, its account, and when it was made. */
-export type WebhookDeliveryDoc = Omit<WebhookDeliveryAttempted['data'], 'next_attempt_at' | 'at'> & { account_id: string; created_at: string };
+export type WebhookDeliveryDoc = Omit<WebhookDeliveryAttempted['data'], 'next_attempt_at' | 'at' | 'envelope'> & { account_id: string; created_at: string };
 
 export const webhookDeliveries = defineCollection<WebhookDeliveryDoc>({
   name: 'webhook_deliveries',
@@ -54,15 +54,15 @@ export const webhookDeliveries = defineCollection<WebhookDeliveryDoc>({
 });
 
 /**
- * A live message still owed: queued and not attempted yet (due at once, so a crash between the
- * queueing and the first attempt loses nothing) or failed with a next attempt due. Removed when
- * delivered, given up, or when its webhook is deactivated or deleted.
+ * A message still owed: queued (or resent) and not attempted yet (due at once, so a crash between
+ * the queueing and the first attempt loses nothing) or failed with a next attempt due. Removed
+ * when delivered, given up, or when its webhook is deactivated or deleted.
  */
 export interface WebhookRetryDoc {
   message_id: string;
   webhook_id: number;
   account_id: string;
-  /** Attempts made so far. */
+  /** Attempts made so far, a resent message's earlier ones included. */
   attempts: number;
   next_attempt_at: string;
 }
@@ -85,11 +85,36 @@ function dropOwed(ctx: ProjectionContext, doc: WebhookDoc): WebhookDoc {
   return { ...doc, owed: [] };
 }
 
+/** Messages resent are owed again, due at once (a deleted or deactivated webhook is owed nothing). */
+function applyResent(ctx: ProjectionContext, doc: WebhookDoc, d: WebhookMessagesResent['data']): void {
+  if (doc.deleted || !doc.is_active) return;
+  for (const m of d.messages) ctx.upsert(webhookRetries, { message_id: m.message_id, webhook_id: doc.id, account_id: doc.account_id, attempts: m.attempts_before, next_attempt_at: d.at });
+  const owed = [...doc.owed, ...d.messages.map((m) => m.message_id).filter((m) => !doc.owed.includes(m))];
+  ctx.upsert(webhooks, { ...doc, owed });
+}
+
+/** An attempt: listed; a message owed is due again at its next attempt, or no longer owed. */
+function applyAttempt(ctx: ProjectionContext, doc: WebhookDoc, d: WebhookDeliveryAttempted['data']): void {
+  const { id, account_id } = doc;
+  const { message_id, kind, event_type, event_count, attempt, ok, status_code, error } = d;
+  ctx.upsert(webhookDeliveries, { webhook_id: id, account_id, message_id, kind, event_type, event_count, attempt, ok, status_code, error, created_at: d.at });
+  let owed = doc.owed;
+  if (owed.includes(message_id)) {
+    if (d.next_attempt_at === null) {
+      ctx.delete(webhookRetries, message_id);
+      owed = owed.filter((m) => m !== message_id);
+    } else {
+      ctx.upsert(webhookRetries, { message_id, webhook_id: id, account_id, attempts: attempt, next_attempt_at: d.next_attempt_at });
+    }
+  }
+  ctx.upsert(webhooks, { ...doc, owed, last_fired_at: d.at, consecutive_failures: ok ? 0 : doc.consecutive_failures + 1 });
+}
+
 export const webhooksProjection: Projection = {
   // v2: each webhook's revision (the documents changed shape: rebuilt from the log).
   name: 'webhooks-v2',
   collections: [webhooks, webhookDeliveries, webhookRetries],
-  eventTypes: ['WebhookRegistered', 'WebhookDeleted', 'WebhookMessageQueued', 'WebhookDeliveryAttempted', 'WebhookDeactivated', 'WebhookReactivated'],
+  eventTypes: ['WebhookRegistered', 'WebhookDeleted', 'WebhookMessageQueued', 'WebhookMessagesResent', 'WebhookDeliveryAttempted', 'WebhookDeactivated', 'WebhookReactivated'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const id = idOf(raw.streamId);
     if (id === null || raw.data === null || typeof raw.data !== 'object') return;
@@ -132,33 +157,12 @@ export const webhooksProjection: Projection = {
         ctx.upsert(webhooks, { ...doc, owed: [...doc.owed, d.message_id] });
         return;
       }
-      case 'WebhookDeliveryAttempted': {
-        const d = event.data;
-        ctx.upsert(webhookDeliveries, {
-          webhook_id: id,
-          account_id: doc.account_id,
-          message_id: d.message_id,
-          kind: d.kind,
-          event_type: d.event_type,
-          event_count: d.event_count,
-          attempt: d.attempt,
-          ok: d.ok,
-          status_code: d.status_code,
-          error: d.error,
-          created_at: d.at,
-        });
-        let owed = doc.owed;
-        if (d.kind === 'live' && owed.includes(d.message_id)) {
-          if (d.next_attempt_at === null) {
-            ctx.delete(webhookRetries, d.message_id);
-            owed = owed.filter((m) => m !== d.message_id);
-          } else {
-            ctx.upsert(webhookRetries, { message_id: d.message_id, webhook_id: id, account_id: doc.account_id, attempts: d.attempt, next_attempt_at: d.next_attempt_at });
-          }
-        }
-        ctx.upsert(webhooks, { ...doc, owed, last_fired_at: d.at, consecutive_failures: d.ok ? 0 : doc.consecutive_failures + 1 });
+      case 'WebhookMessagesResent':
+        applyResent(ctx, doc, event.data);
         return;
-      }
+      case 'WebhookDeliveryAttempted':
+        applyAttempt(ctx, doc, event.data);
+        return;
       // Not read (not in eventTypes): secrets never reach a read model.
       case 'WebhookSecretRotated':
         return;

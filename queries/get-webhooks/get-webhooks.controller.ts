@@ -36,14 +36,15 @@ export class GetWebhooksController extends MeteredController {
 
   /**
    * The latest 50 delivery attempts of one of your webhooks, newest first: live and test, each
-   * with its outcome (never the receiver's answer). Free.
+   * with its message id (to resend it by) and attempt number, and its outcome (never the
+   * receiver's answer). Free.
    * @summary A webhook's latest deliveries
    * @param webhook_id The webhook's `id`.
    * @example webhook_id 7
    */
   @Get('{webhook_id}/deliveries')
   @Example<WebhookDeliveriesResponse>({
-    deliveries: [{ kind: 'test', event_type: 'score_move', event_count: 1, ok: true, status_code: 204, error: null, created_at: '2019-06-14 12:00:00' }],
+    deliveries: [{ message_id: 'msg_5wJX0T3Qk2m8d9Yv1r4Z7A', attempt: 1, kind: 'test', event_type: 'score_move', event_count: 1, ok: true, status_code: 204, error: null, created_at: '2019-06-14 12:00:00' }],
     count: 1,
   })
   @Response<ProblemDetails>(400, 'webhook_id not a positive integer, or a query parameter (this endpoint takes none)')

@@ -2,7 +2,7 @@ import { notFound } from '../../src/core/errors.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Page, ReadStore } from '../../src/core/read-store.port.js';
 import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
-import { webhookDeliveries, webhooks, webhooksProjection, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';
+import { webhookDeliveries, webhookRetries, webhooks, webhooksProjection, type WebhookDeliveryDoc, type WebhookDoc } from '../../projections/webhooks/webhooks.projection.js';
 import { timestampOf } from '../../src/web/timestamp.js';
 import { latestOf, lastPositionFrom, projectedUpTo } from '../shared/read-your-writes.js';
 import type { MeteredCall } from '../shared/query-context.js';
@@ -40,6 +40,13 @@ export interface WebhooksResponse {
 }
 
 export interface WebhookDeliveryItem {
+  /** The message the attempt sent: its `webhook-id` header, the same on every attempt of it; the `delivery_id` to resend it by. */
+  message_id: string;
+  /**
+   * The attempt's number, counted per message from 1 (a resend's attempts follow the earlier ones).
+   * @isInt
+   */
+  attempt: number;
   /** `live` or `test`. */
   kind: 'live' | 'test';
   event_type: 'divergence_event' | 'score_move';
@@ -96,15 +103,11 @@ export async function listWebhooks(reads: ReadStore, accountId: string, held: Ca
  * replica answered a moment ago); in the usual case the stream has nothing past the document.
  */
 export async function listDeliveries(reads: ReadStore, accountId: string, webhookId: number, events?: Pick<EventStore, 'readStream'>): Promise<WebhookDeliveriesResponse> {
-  let hook = await reads.get(webhooks, String(webhookId));
-  const tail = events ? await lastPositionFrom(events, webhookStream(webhookId), hook ? hook.revision + 1 : 0) : null;
-  if (tail !== null) {
-    await projectedUpTo(reads, webhooksProjection.name, tail);
-    hook = await reads.get(webhooks, String(webhookId));
-  }
-  if (!hook || hook.deleted || hook.account_id !== accountId) throw notFound(`no webhook ${webhookId}`);
+  await ownWebhook(reads, accountId, webhookId, events);
   const page = await reads.find(webhookDeliveries, { webhook_id: webhookId }, { sort: [['created_at', -1]], limit: DELIVERIES_SHOWN });
   const deliveries = page.items.map((d) => ({
+    message_id: d.message_id,
+    attempt: d.attempt,
     kind: d.kind,
     event_type: d.event_type,
     event_count: d.event_count,
@@ -114,6 +117,54 @@ export async function listDeliveries(reads: ReadStore, accountId: string, webhoo
     created_at: timestampOf(d.created_at),
   }));
   return { deliveries, count: deliveries.length };
+}
+
+/** Attempts the account page reads for a webhook's messages: the latest, of the last 30 days. */
+export const MESSAGE_ATTEMPTS_READ = 200;
+
+/** One message a webhook was sent, with its attempts (newest first), as the account page lists it. */
+export interface DeliveredMessage {
+  message_id: string;
+  kind: 'live' | 'test';
+  event_type: 'divergence_event' | 'score_move';
+  event_count: number;
+  /** Its latest attempts, newest first. */
+  attempts: Pick<WebhookDeliveryDoc, 'attempt' | 'ok' | 'status_code' | 'error' | 'created_at'>[];
+  /** When its next attempt is due, while it is owed (a retry, or a resend not sent yet). */
+  next_attempt_at: string | null;
+}
+
+/**
+ * The messages of one of the account's webhooks with an attempt since `since` (the account page
+ * gives 30 days ago: what can be resent), newest attempt first, from its latest 200 attempts; 404
+ * and read-your-writes as `listDeliveries`.
+ */
+export async function listDeliveredMessages(reads: ReadStore, accountId: string, webhookId: number, since: string, events?: Pick<EventStore, 'readStream'>): Promise<DeliveredMessage[]> {
+  await ownWebhook(reads, accountId, webhookId, events);
+  const [page, owed] = await Promise.all([
+    reads.find(webhookDeliveries, { webhook_id: webhookId, created_at: { $gte: since } }, { sort: [['created_at', -1]], limit: MESSAGE_ATTEMPTS_READ }),
+    reads.find(webhookRetries, { webhook_id: webhookId }, { limit: LIST_CAP }),
+  ]);
+  const due = new Map(owed.items.map((r) => [r.message_id, r.next_attempt_at]));
+  const out = new Map<string, DeliveredMessage>();
+  for (const d of page.items) {
+    let m = out.get(d.message_id);
+    if (!m) out.set(d.message_id, (m = { message_id: d.message_id, kind: d.kind, event_type: d.event_type, event_count: d.event_count, attempts: [], next_attempt_at: due.get(d.message_id) ?? null }));
+    m.attempts.push({ attempt: d.attempt, ok: d.ok, status_code: d.status_code, error: d.error, created_at: d.created_at });
+  }
+  return [...out.values()];
+}
+
+/** The account's webhook (404 for an unknown, deleted or another account's), its stream's events projected first when `events` is given. */
+async function ownWebhook(reads: ReadStore, accountId: string, webhookId: number, events?: Pick<EventStore, 'readStream'>): Promise<WebhookDoc> {
+  let hook = await reads.get(webhooks, String(webhookId));
+  const tail = events ? await lastPositionFrom(events, webhookStream(webhookId), hook ? hook.revision + 1 : 0) : null;
+  if (tail !== null) {
+    await projectedUpTo(reads, webhooksProjection.name, tail);
+    hook = await reads.get(webhooks, String(webhookId));
+  }
+  if (!hook || hook.deleted || hook.account_id !== accountId) throw notFound(`no webhook ${webhookId}`);
+  return hook;
 }
 
 /**

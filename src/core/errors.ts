@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'request_timeout'
+  | 'delivery_expired'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'range_not_satisfiable'
@@ -33,6 +34,7 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
+  delivery_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
@@ -56,6 +58,7 @@ const TITLE: Record<ErrorCode, string> = {
   not_found: 'Not found',
   method_not_allowed: 'Method not allowed',
   request_timeout: 'Request timeout',
+  delivery_expired: 'Delivery too old to resend',
   payload_too_large: 'Request body too large',
   unsupported_media_type: 'Unsupported request body encoding',
   range_not_satisfiable: 'Range not satisfiable',

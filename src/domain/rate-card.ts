@@ -66,6 +66,8 @@ const TABLE = {
       { method: 'GET', path: '/v1/webhooks/{webhook_id}/deliveries' },
       { method: 'POST', path: '/v1/webhooks/{webhook_id}/enable' },
       { method: 'POST', path: '/v1/webhooks/{webhook_id}/rotate-secret' },
+      { method: 'POST', path: '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend' },
+      { method: 'POST', path: '/v1/webhooks/{webhook_id}/resend-failed' },
     ],
     credits: 0,
     unit: 'call',

@@ -81,6 +81,9 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
   },
   method_not_allowed: {},
   request_timeout: {},
+  delivery_expired: {
+    made_at: { schema: { type: 'string', format: 'date-time', description: 'When the delivery was made (a live message queued, a test sent); it could be resent for 30 days from then.' }, required: true, example: '2026-10-01T12:00:00.000Z' },
+  },
   payload_too_large: {},
   unsupported_media_type: {},
   range_not_satisfiable: {},

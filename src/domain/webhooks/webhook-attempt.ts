@@ -7,7 +7,7 @@
  * and a failed test does not start the 5-day run: only live failures do.
  */
 import { classifyAttempt, nextAttemptAt, shouldDeactivate } from './delivery-policy.js';
-import type { WebhookEventType } from './webhook-envelope.js';
+import type { WebhookEnvelope, WebhookEventType } from './webhook-envelope.js';
 import type { WebhookEvent } from './webhook.events.js';
 import type { WebhookState } from './webhook.state.js';
 
@@ -26,25 +26,29 @@ export interface RecordAttempt {
   event_type: WebhookEventType;
   event_count: number;
   result: AttemptResult;
+  /** A test's body (recorded with its attempt, so that it can be resent); a live message's is queued. */
+  envelope?: WebhookEnvelope;
 }
 
 /**
- * One attempt, numbered per message. A failed live message gets its next attempt's time (null
- * once `MAX_ATTEMPTS` are spent, or when this attempt deactivates the webhook). A live attempt
- * deactivates an active webhook on a 410 (`gone`) or once its live failures have lasted 5 days
- * (`failing`). A live attempt of a message no longer in flight (delivered, given up, dropped by a
- * deactivation or deletion meanwhile) records nothing; a test attempt of a deleted webhook neither.
+ * One attempt, numbered per message (a resend's attempts follow the earlier ones). A failed
+ * message in flight (live, or resent) gets its next attempt's time (null once `MAX_ATTEMPTS` of
+ * this round are spent, or when this attempt deactivates the webhook); a test sent by `/test` is
+ * not retried. A live attempt deactivates an active webhook on a 410 (`gone`) or once its live
+ * failures have lasted 5 days (`failing`). A live attempt of a message no longer in flight
+ * (delivered, given up, dropped by a deactivation or deletion meanwhile) records nothing; a test
+ * attempt of a deleted webhook neither.
  */
 export function attemptEvents(state: WebhookState, command: RecordAttempt, now: Date): WebhookEvent[] {
   if (!state.exists || state.deleted) return [];
   const { webhook_id, message_id, kind, event_type, event_count, result } = command;
   const at = now.toISOString();
-  const message = kind === 'live' ? state.messages.get(message_id) : undefined;
+  const message = state.messages.get(message_id);
   if (kind === 'live' && !message) return [];
-  const attempt = (message?.attempts ?? 0) + 1;
+  const attempt = (message?.attempts ?? state.sent.get(message_id)?.attempts ?? 0) + 1;
   const outcome = classifyAttempt(result);
   const deactivation = kind === 'live' && !outcome.ok && state.is_active ? deactivationOf(state, outcome.deactivate, now) : null;
-  const next = kind === 'live' && !outcome.ok && deactivation === null ? nextAttemptAt(attempt, now) : null;
+  const next = message && !outcome.ok && deactivation === null ? nextAttemptAt(attempt - message.resent_after, now) : null;
   const events: WebhookEvent[] = [
     {
       type: 'WebhookDeliveryAttempted',
@@ -59,6 +63,7 @@ export function attemptEvents(state: WebhookState, command: RecordAttempt, now: 
         status_code: result.status_code,
         error: result.error,
         next_attempt_at: next ? next.toISOString() : null,
+        ...(kind === 'test' && !message && command.envelope ? { envelope: command.envelope } : {}),
         at,
       },
     },

@@ -42,9 +42,10 @@ export interface WebhookDeleted {
 
 /**
  * One attempt to deliver one message. `message_id` is the message's `webhook-id` header, the same
- * on every attempt of it; `attempt` counts from 1. `next_attempt_at` is when the next attempt of
- * a failed live message is due (null: delivered, given up, or a test). `error` is the service's
- * own words, never the receiver's body.
+ * on every attempt of it; `attempt` counts from 1, resends included. `next_attempt_at` is when the
+ * next attempt of a failed message in flight is due (null: delivered, given up, or a test sent by
+ * `/test`). `error` is the service's own words, never the receiver's body. `envelope`: the body a
+ * test sent (on its one attempt), so that a resend sends it again; a live message's is queued.
  */
 export interface WebhookDeliveryAttempted {
   type: 'WebhookDeliveryAttempted';
@@ -59,6 +60,7 @@ export interface WebhookDeliveryAttempted {
     status_code: number | null;
     error: string | null;
     next_attempt_at: string | null;
+    envelope?: WebhookEnvelope;
     at: string;
   };
 }
@@ -93,10 +95,22 @@ export interface WebhookMessageQueued {
   data: { webhook_id: number; message_id: string; event_type: WebhookEventType; envelope: WebhookEnvelope; at: string };
 }
 
+/**
+ * Messages sent before, owed again at the account's request (a resend): each goes again under its
+ * own `message_id` with the same envelope, its attempts numbered on from `attempts_before`, retried
+ * on failure like a new message. `request` is the request's idempotency key (a key resends once);
+ * `since`: the "every failed message since" of a bulk resend, null for one message.
+ */
+export interface WebhookMessagesResent {
+  type: 'WebhookMessagesResent';
+  data: { webhook_id: number; request: string; since: string | null; messages: { message_id: string; attempts_before: number }[]; at: string };
+}
+
 export type WebhookEvent =
   | WebhookRegistered
   | WebhookDeleted
   | WebhookMessageQueued
+  | WebhookMessagesResent
   | WebhookDeliveryAttempted
   | WebhookDeactivated
   | WebhookReactivated

@@ -6,17 +6,40 @@
 import type { PersonalData } from '../../core/personal-data.port.js';
 import { SecretUnreadableError } from '../../core/aes-gcm-secret-box.js';
 import type { SigningSecrets } from './webhook-signing.js';
-import type { WebhookEnvelope, WebhookEventType } from './webhook-envelope.js';
+import { testEnvelope, type WebhookEnvelope, type WebhookEventType } from './webhook-envelope.js';
 import type { WebhookEvent } from './webhook.events.js';
 
-/** A queued live message not yet delivered nor given up. */
+/** A message owed (a queued live message, or one resent) not yet delivered nor given up. */
 export interface MessageInFlight {
+  kind: 'live' | 'test';
   event_type: WebhookEventType;
   envelope: WebhookEnvelope;
-  /** Attempts made so far (0: queued, not attempted yet). */
+  /** Attempts made so far, earlier rounds included (0: queued, not attempted yet). */
   attempts: number;
-  /** When the next attempt is due: the queueing time before the first. */
+  /** Attempts made before this round (a resend's; 0 for a message first queued): the retry schedule counts from here. */
+  resent_after: number;
+  /** When the next attempt is due: the queueing (or resending) time before the first. */
   next_attempt_at: string;
+}
+
+/** A message sent here once at least (a live one from its queueing, a test from its attempt): what a resend needs. */
+export interface SentMessage {
+  kind: 'live' | 'test';
+  event_type: WebhookEventType;
+  envelope: WebhookEnvelope;
+  /** When it was made (queued, or a test sent): the 30 days a resend is allowed count from here. */
+  first_at: string;
+  /** Attempts made, every round. */
+  attempts: number;
+  /** The last attempt's outcome; null before the first. */
+  last_ok: boolean | null;
+}
+
+/** A resend decided under an idempotency key: what a request sent again with that key is answered. */
+export interface ResendRecord {
+  since: string | null;
+  message_ids: string[];
+  at: string;
 }
 
 export interface WebhookState {
@@ -44,6 +67,10 @@ export interface WebhookState {
   queued: Set<string>;
   /** `eventKey` of every live event ever queued here (the dispatcher's "once per ticker and date"). */
   sent_events: Set<string>;
+  /** message_id → every message sent here, in the order they were made. */
+  sent: Map<string, SentMessage>;
+  /** Idempotency key → the resend decided under it, kept 30 days. */
+  resends: Map<string, ResendRecord>;
 }
 
 /** What makes a live event the same one again: its type, ticker and date. */
@@ -67,6 +94,8 @@ export const initialWebhookState = (): WebhookState => ({
   messages: new Map(),
   queued: new Set(),
   sent_events: new Set(),
+  sent: new Map(),
+  resends: new Map(),
 });
 
 export function evolveWebhook(state: WebhookState, event: WebhookEvent): WebhookState {
@@ -89,6 +118,8 @@ export function evolveWebhook(state: WebhookState, event: WebhookEvent): Webhook
       return { ...state, deleted: true, is_active: false, messages: new Map() };
     case 'WebhookMessageQueued':
       return evolveQueued(state, event.data);
+    case 'WebhookMessagesResent':
+      return evolveResent(state, event.data);
     case 'WebhookDeliveryAttempted':
       return evolveAttempted(state, event.data);
     case 'WebhookDeactivated':
@@ -108,15 +139,48 @@ type DataOf<T extends WebhookEvent['type']> = Extract<WebhookEvent, { type: T }>
 
 function evolveQueued(state: WebhookState, d: DataOf<'WebhookMessageQueued'>): WebhookState {
   const messages = new Map(state.messages);
-  messages.set(d.message_id, { event_type: d.event_type, envelope: d.envelope, attempts: 0, next_attempt_at: d.at });
+  messages.set(d.message_id, { kind: 'live', event_type: d.event_type, envelope: d.envelope, attempts: 0, resent_after: 0, next_attempt_at: d.at });
   const queued = new Set(state.queued).add(d.message_id);
   const sent_events = new Set(state.sent_events);
   for (const e of d.envelope.events) sent_events.add(eventKey(e));
-  return { ...state, messages, queued, sent_events };
+  const sent = new Map(state.sent).set(d.message_id, { kind: 'live', event_type: d.event_type, envelope: d.envelope, first_at: d.at, attempts: 0, last_ok: null });
+  return { ...state, messages, queued, sent_events, sent };
+}
+
+/** How long a resend's idempotency key is kept, and a message can be resent: 30 days. */
+export const RESEND_WINDOW_MS = 30 * 86_400_000;
+
+/** Each message resent is owed again, due at once; the key is kept (those older than 30 days go). */
+function evolveResent(state: WebhookState, d: DataOf<'WebhookMessagesResent'>): WebhookState {
+  const messages = new Map(state.messages);
+  for (const { message_id, attempts_before } of d.messages) {
+    const m = state.sent.get(message_id);
+    if (m) messages.set(message_id, { kind: m.kind, event_type: m.event_type, envelope: m.envelope, attempts: attempts_before, resent_after: attempts_before, next_attempt_at: d.at });
+  }
+  const resends = new Map(state.resends);
+  const oldest = Date.parse(d.at) - RESEND_WINDOW_MS;
+  for (const [key, r] of resends) {
+    if (Date.parse(r.at) >= oldest) break;
+    resends.delete(key);
+  }
+  resends.set(d.request, { since: d.since, message_ids: d.messages.map((m) => m.message_id), at: d.at });
+  return { ...state, messages, resends };
+}
+
+/** The message an attempt was of, as `sent` keeps it: a test's first attempt adds it (its envelope rebuilt when the event predates envelopes in attempts). */
+function sentAfter(state: WebhookState, d: DataOf<'WebhookDeliveryAttempted'>): Map<string, SentMessage> {
+  const known = state.sent.get(d.message_id);
+  const made: SentMessage | undefined =
+    known ??
+    (d.kind === 'test'
+      ? { kind: 'test', event_type: d.event_type, envelope: d.envelope ?? testEnvelope(d.event_type, new Date(d.at)), first_at: d.at, attempts: 0, last_ok: null }
+      : undefined);
+  if (!made) return state.sent;
+  return new Map(state.sent).set(d.message_id, { ...made, attempts: d.attempt, last_ok: d.ok });
 }
 
 function evolveAttempted(state: WebhookState, d: DataOf<'WebhookDeliveryAttempted'>): WebhookState {
-  const next = { ...state, last_fired_at: d.at };
+  const next = { ...state, last_fired_at: d.at, sent: sentAfter(state, d) };
   if (d.ok) {
     next.consecutive_failures = 0;
     next.first_failure_at = null;
@@ -124,7 +188,7 @@ function evolveAttempted(state: WebhookState, d: DataOf<'WebhookDeliveryAttempte
     next.consecutive_failures = state.consecutive_failures + 1;
     if (d.kind === 'live') next.first_failure_at = state.first_failure_at ?? d.at;
   }
-  const m = d.kind === 'live' ? state.messages.get(d.message_id) : undefined;
+  const m = state.messages.get(d.message_id);
   if (m) {
     next.messages = new Map(state.messages);
     if (d.next_attempt_at === null) next.messages.delete(d.message_id);

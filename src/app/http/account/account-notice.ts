@@ -85,3 +85,37 @@ export function openShownKey(secret: string, value: string | undefined): ShownKe
     return null;
   }
 }
+
+/**
+ * A webhook's new signing secret (a registration, a rotation), carried across the redirect to the
+ * webhook's page as a new key is: sealed, shown once.
+ */
+export const NEW_SECRET_COOKIE = '__Host-scores.new-secret';
+
+export interface ShownSecret {
+  webhook_id: number;
+  secret: string;
+  /** What was done, said before the secret ("Registered.", "Rotated: the old secret signs beside it until …"). */
+  lead: string;
+}
+
+const SECRET_AAD = Buffer.from('new-webhook-secret');
+const secretBoxKey = (secret: string) => createHash('sha256').update(`new-webhook-secret\n${secret}`).digest();
+
+export function sealShownSecret(secret: string, shown: ShownSecret): string {
+  return gcmSeal(secretBoxKey(secret), JSON.stringify(shown), SECRET_AAD).toString('base64url');
+}
+
+/** The secret of a cookie value, or null when it is not one this service sealed. */
+export function openShownSecret(secret: string, value: string | undefined): ShownSecret | null {
+  if (!value) return null;
+  const opened = gcmOpen(secretBoxKey(secret), Buffer.from(value, 'base64url'), SECRET_AAD);
+  if (!('plain' in opened)) return null;
+  try {
+    const s = JSON.parse(opened.plain) as Partial<ShownSecret>;
+    if (typeof s.webhook_id !== 'number' || typeof s.secret !== 'string' || typeof s.lead !== 'string') return null;
+    return { webhook_id: s.webhook_id, secret: s.secret, lead: s.lead };
+  } catch {
+    return null;
+  }
+}

@@ -20,7 +20,21 @@ import { sessionAccount } from '../../../../commands/sign-in/sign-in.handler.js'
 import { AppError } from '../../../core/errors.js';
 import { HEADER, NO_STORE } from '../../../web/response-headers.js';
 import { html, page, sendHtml, type SafeHtml } from '../pages/html.js';
-import { NEW_KEY_COOKIE, NOTICE_COOKIE, NOTICE_MAX_AGE_MS, openNotice, openShownKey, sealNotice, sealShownKey, type Notice, type ShownKey } from './account-notice.js';
+import {
+  NEW_KEY_COOKIE,
+  NEW_SECRET_COOKIE,
+  NOTICE_COOKIE,
+  NOTICE_MAX_AGE_MS,
+  openNotice,
+  openShownKey,
+  openShownSecret,
+  sealNotice,
+  sealShownKey,
+  sealShownSecret,
+  type Notice,
+  type ShownKey,
+  type ShownSecret,
+} from './account-notice.js';
 
 export const SESSION_COOKIE = '__Host-scores.sid';
 const BROWSER_COOKIE = '__Host-scores.b';
@@ -71,6 +85,10 @@ export interface AccountWeb {
   showKeyOnce(res: Response, shown: ShownKey): void;
   /** The new key to show, once: the cookie is cleared as it is read. */
   takeShownKey(req: Request, res: Response): ShownKey | null;
+  /** Keeps a webhook's new signing secret for the page the redirect leads to, which shows it once. */
+  showSecretOnce(res: Response, shown: ShownSecret): void;
+  /** The webhook secret to show, once: the cookie is cleared as it is read. */
+  takeShownSecret(req: Request, res: Response): ShownSecret | null;
 }
 
 const cookieBase = { httpOnly: true, secure: true, path: '/' } as const;
@@ -145,6 +163,13 @@ export function accountWeb(services: Services): AccountWeb {
       res.clearCookie(NOTICE_COOKIE, { ...cookieBase, sameSite: 'lax' });
       return openNotice(secret, value);
     },
+    ...shownOnce(secret),
+  };
+}
+
+/** A new key or webhook secret across the redirect after its form: sealed, read once. */
+function shownOnce(secret: string): Pick<AccountWeb, 'showKeyOnce' | 'takeShownKey' | 'showSecretOnce' | 'takeShownSecret'> {
+  return {
     showKeyOnce(res, shown) {
       res.cookie(NEW_KEY_COOKIE, sealShownKey(secret, shown), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
     },
@@ -153,6 +178,15 @@ export function accountWeb(services: Services): AccountWeb {
       if (value === undefined) return null;
       res.clearCookie(NEW_KEY_COOKIE, { ...cookieBase, sameSite: 'lax' });
       return openShownKey(secret, value);
+    },
+    showSecretOnce(res, shown) {
+      res.cookie(NEW_SECRET_COOKIE, sealShownSecret(secret, shown), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
+    },
+    takeShownSecret(req, res) {
+      const value = (req.cookies as Record<string, string | undefined>)[NEW_SECRET_COOKIE];
+      if (value === undefined) return null;
+      res.clearCookie(NEW_SECRET_COOKIE, { ...cookieBase, sameSite: 'lax' });
+      return openShownSecret(secret, value);
     },
   };
 }

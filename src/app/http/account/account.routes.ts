@@ -12,9 +12,10 @@ import type { AccountWeb } from './account-web.js';
 import { buyCreditPack, changePlan, checkoutReturned, joinPro, leavePro, openBillingPortal, showPack, showPlanChange, showPro, showProEnd, switchOverage } from './billing.route.js';
 import { confirmDelete, deleteOwnAccount } from './delete.route.js';
 import { sendInvoice } from './invoices.route.js';
+import { sendUsageCsv } from './usage-export.route.js';
 import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
-import { rotateOwnWebhookSecret, showWebhook } from './webhook.route.js';
+import { refusedWebhookAction, WEBHOOK_ROUTES } from './webhooks.routes.js';
 
 /**
  * Every signed-in route of the account, in the order express matches them. A GET of an action's
@@ -39,8 +40,7 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['get', '/account/checkout', checkoutReturned],
   ['get', '/account/billing-portal', openBillingPortal],
   ['get', '/account/invoices/:file', sendInvoice],
-  ['get', '/account/webhooks/:id', showWebhook],
-  ['post', '/account/webhooks/:id/rotate-secret', rotateOwnWebhookSecret],
+  ['get', '/account/usage/export', sendUsageCsv],
   ['get', '/account/delete', confirmDelete],
   ['post', '/account/delete', deleteOwnAccount],
 ];
@@ -48,6 +48,7 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
 export function registerAccountRoutes(app: Express, services: Services, web: AccountWeb): void {
   // A refused action (POST) answers the account page with an error notice; a GET, an error page.
   for (const [method, path, handler] of ACCOUNT_ROUTES) app[method](path, ...web.middleware, signed(services, web, handler, method === 'post' ? refusedAction : undefined));
+  for (const [method, path, handler] of WEBHOOK_ROUTES) app[method](path, ...web.middleware, signed(services, web, handler, method === 'post' ? refusedWebhookAction : undefined));
   registerAccountAssets(app);
   app.use('/account', accountErrors);
 }

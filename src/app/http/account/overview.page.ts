@@ -17,6 +17,7 @@ import { instant } from '../pages/time.js';
 import { csrfField } from './account-web.js';
 import { ledgerSection, upcomingSection, usageSection, type UsageView } from './usage.page.js';
 import { simulatedBillingNotice } from './confirm.page.js';
+import { booksSection } from './usage-export.page.js';
 
 const count = (n: number) => n.toLocaleString('en-US');
 
@@ -77,8 +78,9 @@ ${revoke(k)}`
 }
 
 function webhooksSection(v: AccountView): SafeHtml {
-  if (v.webhooks.length === 0) return html`<section id="webhooks"><h2>Webhooks</h2><p class="muted">None. Register them with <code>POST /v1/webhooks</code> (quant plans and up).</p></section>`;
-  return html`<section id="webhooks" aria-labelledby="webhooks-h"><h2 id="webhooks-h">Webhooks</h2>
+  const manage = html`<p><a class="button secondary" href="/account/webhooks">Manage webhooks</a> <span class="muted">register, test, see and resend deliveries (quant plans and up)</span></p>`;
+  if (v.webhooks.length === 0) return html`<section id="webhooks" aria-labelledby="webhooks-h"><h2 id="webhooks-h">Webhooks</h2><p class="muted">None yet.</p>${manage}</section>`;
+  return html`<section id="webhooks" aria-labelledby="webhooks-h"><h2 id="webhooks-h">Webhooks</h2>${manage}
 <table aria-label="Webhooks"><thead><tr><th>Id</th><th>Event</th><th>URL</th><th>Active</th><th>Last fired</th></tr></thead><tbody>${v.webhooks.map(
     (w) => html`<tr><td><a href="/account/webhooks/${w.id}">${w.id}</a></td><td>${w.event_type}</td><td>${w.url}</td><td>${w.is_active ? 'yes' : `no (${w.consecutive_failures} failures)`}</td><td>${w.last_fired_at ? instant(w.last_fired_at) : '—'}</td></tr>`,
   )}</tbody></table></section>`;
@@ -149,8 +151,8 @@ export function accountBody(v: AccountView): SafeHtml {
 <p>${v.email ? html`Signed in as <strong id="email">${v.email}</strong>` : 'Signed in'} · account <code>${v.account_id}</code>
 <form method="post" action="/account/sign-out" class="inline">${csrfField(v.csrf)}<button type="submit">Sign out</button></form></p>
 ${v.notice ?? ''}${dunningBanner(v)}
-<nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
-${keysSection(v)}${usageSection(v)}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}${deleteSection}`;
+<nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#books">Downloads</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
+${keysSection(v)}${usageSection(v)}${booksSection({ period: v.figures.period, invoices: v.invoices })}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}${deleteSection}`;
 }
 
 const deleteSection = html`<section id="delete" aria-labelledby="delete-h"><h2 id="delete-h">Account deletion</h2>

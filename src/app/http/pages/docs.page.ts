@@ -118,6 +118,10 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning: 'The request line and headers, or the body, did not arrive in time: the headers within 10 s, a body at 1 KiB/s at least after its first 10 s (the defaults). The connection is closed.',
     fix: 'Send the whole request at once, on a new connection; a client that streams a body must keep it moving.',
   },
+  delivery_expired: {
+    meaning: 'The webhook delivery asked to be resent was made more than 30 days ago (`made_at` says when): deliveries can be resent for 30 days.',
+    fix: 'Resend the deliveries of the last 30 days only. What the message said is still in the API: read it there (the scores, the divergence events of its dates).',
+  },
   payload_too_large: {
     meaning: 'The request body is larger than the endpoint accepts (64 KiB for the MCP endpoint).',
     fix: 'Send a smaller body: one JSON-RPC message, or a batch of fewer messages.',
@@ -140,8 +144,8 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     fix: 'Slow down and retry later; honour the Retry-After header when the response has one. Keep the daily bodies and send their ETag as If-None-Match: a 304 costs no bytes.',
   },
   conflict: {
-    meaning: 'The request conflicts with a change made at the same time.',
-    fix: 'Read the current state and retry.',
+    meaning: 'The request conflicts with the stored state or a change made at the same time: a resend to a deactivated webhook, or an `Idempotency-Key` already used for another resend of the webhook.',
+    fix: 'Read the current state and retry: enable the webhook before resending to it; give each resend request a key of its own.',
   },
   internal: {
     meaning: 'The service failed to answer. The error was logged with the request id.',

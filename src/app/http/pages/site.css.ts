@@ -135,6 +135,22 @@ nav.guides a[aria-current="page"] { font-weight: 700; text-decoration: none; col
 .guide pre.code code { overflow-wrap: normal; }
 .guide td code { white-space: normal; }
 .guide h2, .guide h3 { scroll-margin-top: var(--s4); }
+
+/* Account webhooks: the actions' forms one under the other; a table of class cards is one card per row on a phone, its buttons in view */
+ul.hook-forms { list-style: none; padding: 0; }
+ul.hook-forms > li { margin: 0 0 var(--s3); }
+ul.hook-forms input, ul.hook-forms select { margin-bottom: var(--s2); }
+ol.attempts { margin: 0; padding-left: var(--s5); }
+td.hook-url code { white-space: normal; overflow-wrap: anywhere; }
+@media (max-width: 40rem) {
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; min-width: 0; }
+  table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  table.cards tr { border-bottom: 1px solid var(--line); padding: var(--s2) 0; }
+  table.cards td { border: 0; padding: 2px 0; }
+  table.cards td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+  table.cards td code { white-space: normal; overflow-wrap: anywhere; }
+  table.cards td.hook-actions form.inline { margin: var(--s1) var(--s2) 0 0; }
+}
 `;
 
 /** The stylesheet's URL, versioned by its content so it can be cached for a long time. */
