@@ -74,3 +74,46 @@ export async function startHttpsReceiver(dir: string): Promise<HttpsReceiver> {
       }),
   };
 }
+
+/** A receiver that can be stopped and started again on its port, and told what status to answer. */
+export interface SwitchableReceiver extends HttpsReceiver {
+  /** The status every delivery is answered with (204 at first). */
+  status: number;
+  /** Stops listening (open connections closed): deliveries fail to connect. */
+  stop(): Promise<void>;
+  /** Listens again on the same port. */
+  start(): Promise<void>;
+}
+
+export async function startSwitchableReceiver(dir: string): Promise<SwitchableReceiver> {
+  const pems = await receiverCertificate(dir);
+  const received: ReceivedDelivery[] = [];
+  const self = { status: 204 } as SwitchableReceiver;
+  const server = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(self.status).end();
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return Object.assign(self, {
+    received,
+    port,
+    caFile: pems.caFile,
+    stop,
+    close: stop,
+    async start() {
+      server.listen(port, '127.0.0.1');
+      await once(server, 'listening');
+    },
+  });
+}

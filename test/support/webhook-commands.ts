@@ -1,6 +1,8 @@
 import { webhookDeliveryDecider, type DeliveryCommand } from '../../src/domain/webhooks/webhook-delivery.decider.js';
 import { webhookRegistryDecider, type RegisterWebhook, type RegistryState } from '../../src/domain/webhooks/webhook-registry.decider.js';
 import { webhookDecider, type ManageWebhookCommand } from '../../src/domain/webhooks/webhook.decider.js';
+import { webhookResendDecider, type ResendCommand } from '../../src/domain/webhooks/webhook-resend.decider.js';
+import { eventsOf } from '../../src/core/decider.js';
 import type { AttemptResult } from '../../src/domain/webhooks/webhook-attempt.js';
 import { liveEnvelope, scoreMoveEvent } from '../../src/domain/webhooks/webhook-envelope.js';
 import type { WebhookEvent, WebhookRegistryEvent } from '../../src/domain/webhooks/webhook.events.js';
@@ -16,8 +18,8 @@ export const failed: AttemptResult = { ok: false, status_code: 500, error: 'rece
 export const delivered: AttemptResult = { ok: true, status_code: 204, error: null };
 export const gone: AttemptResult = { ok: false, status_code: 410, error: 'receiver answered 410' };
 
-/** Any command of the three webhook deciders (registry, management, delivery). */
-export type WebhookCommand = RegisterWebhook | ManageWebhookCommand | DeliveryCommand;
+/** Any command of the four webhook deciders (registry, management, delivery, resend). */
+export type WebhookCommand = RegisterWebhook | ManageWebhookCommand | DeliveryCommand | ResendCommand;
 export type AnyWebhookEvent = WebhookEvent | WebhookRegistryEvent;
 
 export const register = (account_id: string, url = 'https://hooks.example.com/in', event_type = 'score_move'): RegisterWebhook => ({
@@ -62,6 +64,9 @@ export function decideAfter(events: readonly AnyWebhookEvent[], command: Webhook
     case 'QueueMessage':
     case 'RecordAttempt':
       return webhookDeliveryDecider.decide(webhookState(events, command.webhook_id), command, now);
+    case 'ResendMessage':
+    case 'ResendFailed':
+      return eventsOf(webhookResendDecider.decide(webhookState(events, command.webhook_id), command, now));
   }
 }
 
@@ -71,3 +76,12 @@ export function history(...steps: [WebhookCommand, Date][]): AnyWebhookEvent[] {
   for (const [command, now] of steps) events.push(...decideAfter(events, command, now));
   return events;
 }
+
+export const resend = (webhook_id: number, message_id: string, request: string, account_id = 'acct_a'): ResendCommand => ({ type: 'ResendMessage', account_id, webhook_id, message_id, request });
+export const resendFailed = (webhook_id: number, since: Date, request: string, account_id = 'acct_a'): ResendCommand => ({
+  type: 'ResendFailed',
+  account_id,
+  webhook_id,
+  since: since.toISOString(),
+  request,
+});

@@ -3,7 +3,7 @@ import { webhookDeliveries, webhookRetries, webhooks, webhooksProjection } from 
 import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import { WEBHOOK_REGISTRY_STREAM, webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { ProjectionHarness } from '../support/projection-harness.js';
-import { T0, at, attempt, decideAfter, delivered, failed, queue, register, type AnyWebhookEvent, type WebhookCommand } from '../support/webhook-commands.js';
+import { T0, at, attempt, decideAfter, delivered, failed, queue, register, resend, type AnyWebhookEvent, type WebhookCommand } from '../support/webhook-commands.js';
 
 
 
@@ -90,6 +90,27 @@ describe('Webhooks projection', () => {
     await apply(attempt(1, 'msg_1', delivered), at(5000));
     expect(await h.ctx.get(webhookRetries, 'msg_1')).to.equal(null);
     expect(await h.ctx.get(webhooks, '1')).to.deep.include({ owed: [] });
+  });
+
+  it('owes a resent message again, due at once, lists its further attempts by number, and drops it once delivered', async () => {
+    await apply(register('acct_a'), T0);
+    await apply(queue(1, 'msg_1'), T0);
+    await apply(attempt(1, 'msg_1', delivered), T0);
+    expect(await h.ctx.get(webhookRetries, 'msg_1')).to.equal(null);
+    await apply(resend(1, 'msg_1', 'key-1'), at(60_000));
+    expect(await h.ctx.get(webhookRetries, 'msg_1')).to.deep.equal({ message_id: 'msg_1', webhook_id: 1, account_id: 'acct_a', attempts: 1, next_attempt_at: at(60_000).toISOString() });
+    expect(await h.ctx.get(webhooks, '1')).to.deep.include({ owed: ['msg_1'] });
+    await apply(attempt(1, 'msg_1', failed), at(61_000));
+    expect(await h.ctx.get(webhookRetries, 'msg_1')).to.include({ attempts: 2, next_attempt_at: at(66_000).toISOString() });
+    await apply(attempt(1, 'msg_1', delivered), at(66_000));
+    expect(await h.ctx.get(webhookRetries, 'msg_1')).to.equal(null);
+    expect(await h.ctx.get(webhooks, '1')).to.deep.include({ owed: [] });
+    const attempts = Object.values(h.snapshot()[webhookDeliveries.name]!) as { message_id: string; attempt: number; ok: boolean }[];
+    expect(attempts.map((d) => [d.message_id, d.attempt, d.ok])).to.deep.equal([
+      ['msg_1', 1, true],
+      ['msg_1', 2, false],
+      ['msg_1', 3, true],
+    ]);
   });
 
   it('drops the owed messages of a deactivated or deleted webhook; reactivation resets the failures', async () => {

@@ -28,13 +28,19 @@ export interface RecordAttempt {
   result: AttemptResult;
   /** A test's body (recorded with its attempt, so that it can be resent); a live message's is queued. */
   envelope?: WebhookEnvelope;
+  /**
+   * The message's `next_attempt_at` as read before sending: another value now means it was resent
+   * while this attempt was on its way, and it stays owed for that resend.
+   */
+  due?: string;
 }
 
 /**
  * One attempt, numbered per message (a resend's attempts follow the earlier ones). A failed
  * message in flight (live, or resent) gets its next attempt's time (null once `MAX_ATTEMPTS` of
  * this round are spent, or when this attempt deactivates the webhook); a test sent by `/test` is
- * not retried. A live attempt deactivates an active webhook on a 410 (`gone`) or once its live
+ * not retried; a message resent while the attempt was on its way stays owed, due when it was
+ * resent. A live attempt deactivates an active webhook on a 410 (`gone`) or once its live
  * failures have lasted 5 days (`failing`). A live attempt of a message no longer in flight
  * (delivered, given up, dropped by a deactivation or deletion meanwhile) records nothing; a test
  * attempt of a deleted webhook neither.
@@ -48,7 +54,9 @@ export function attemptEvents(state: WebhookState, command: RecordAttempt, now: 
   const attempt = (message?.attempts ?? state.sent.get(message_id)?.attempts ?? 0) + 1;
   const outcome = classifyAttempt(result);
   const deactivation = kind === 'live' && !outcome.ok && state.is_active ? deactivationOf(state, outcome.deactivate, now) : null;
-  const next = message && !outcome.ok && deactivation === null ? nextAttemptAt(attempt - message.resent_after, now) : null;
+  const resentMeanwhile = message !== undefined && command.due !== undefined && message.next_attempt_at !== command.due;
+  const next =
+    !message || deactivation !== null ? null : resentMeanwhile ? new Date(message.next_attempt_at) : outcome.ok ? null : nextAttemptAt(attempt - message.resent_after, now);
   const events: WebhookEvent[] = [
     {
       type: 'WebhookDeliveryAttempted',
