@@ -183,6 +183,8 @@ describe('The contract says exactly what is served', function () {
         'POST /v1/webhooks/{webhook_id}/enable': 'enableWebhook',
         'POST /v1/webhooks/{webhook_id}/rotate-secret': 'rotateWebhookSecret',
         'GET /v1/webhooks/{webhook_id}/deliveries': 'listWebhookDeliveries',
+        'POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend': 'resendDelivery',
+        'POST /v1/webhooks/{webhook_id}/resend-failed': 'resendFailedDeliveries',
       });
       // camelCase, a verb and at least one word naming what it acts on; none twice.
       for (const id of Object.values(ids)) expect(id).to.match(/^[a-z]+(?:[A-Z][a-z]+)+$/);
@@ -192,7 +194,7 @@ describe('The contract says exactly what is served', function () {
 
   describe('500', () => {
     /** A request for the operation: its path with parameter values, and an empty JSON body for a POST. */
-    const concrete = (path: string) => path.replace('{ticker}', 'AAPL').replace('{slug}', 'ai-infrastructure').replace('{webhook_id}', '1').replace('{bundle_id}', 'b').replace('{name}', 'n.csv.gz');
+    const concrete = (path: string) => path.replace('{ticker}', 'AAPL').replace('{slug}', 'ai-infrastructure').replace('{webhook_id}', '1').replace('{delivery_id}', 'msg_x').replace('{bundle_id}', 'b').replace('{name}', 'n.csv.gz');
 
     it('declares a 500 problem on every operation, and a failing service answers each with one that matches it', async () => {
       const key = await newKey('enterprise');
@@ -322,7 +324,7 @@ describe('The contract says exactly what is served', function () {
   // Last: it moves the service's clock to May, for an invoice of April.
   describe('Cache-Control: no-store on every private answer', () => {
     const PUBLIC_IP = '93.184.215.14'; // registered as an IP literal, never contacted
-    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/rotate-secret', '/v1/webhooks/{webhook_id}/deliveries'];
+    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/rotate-secret', '/v1/webhooks/{webhook_id}/deliveries', '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend', '/v1/webhooks/{webhook_id}/resend-failed'];
 
     it('declares it on every response of the usage, ledger and webhook operations (but the 431 and the 408 node may answer first), and on no other', () => {
       for (const op of operationsOf(doc as OpenApiDocument)) {
@@ -381,7 +383,7 @@ describe('The contract says exactly what is served', function () {
       let b = await signIn();
       const hook = await call('POST', '/v1/webhooks', key, { json: { event_type: 'score_move', url: `https://${PUBLIC_IP}/page` } });
       await server.services.runner.waitForHead();
-      for (const path of ['/account', `/account/webhooks/${hook.body['id']}`, '/account/invoices/NO-SUCH-2019-04.pdf']) {
+      for (const path of ['/account', '/account/webhooks', `/account/webhooks/${hook.body['id']}`, '/account/usage/export?month=2019-04&file=ledger', '/account/invoices/NO-SUCH-2019-04.pdf']) {
         const r = await b.request(path);
         expect(r.status, path).to.equal(path.includes('NO-SUCH') ? 404 : 200);
         expect(r.headers.get('cache-control'), path).to.equal('no-store');

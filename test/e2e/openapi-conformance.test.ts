@@ -159,12 +159,15 @@ describe('The API contract: every operation, called validly and invalidly, answe
     const exported = await runExport({ events: s.events, reads: s.reads, files: s.exportFiles, clock: s.clock, ids: s.ids }, { trigger: 'cli' });
     expect(exported.status).to.equal('completed');
     let file = '';
+    /** The test delivery's message id: the delivery a resend names. */
+    let delivery = '';
     await until(async () => {
       const r = await send(server.url, 'GET', '/v1/bulk/exports', { 'X-API-Key': keys.quant }, undefined);
       const listed = (JSON.parse(r.text) as { exports: { url: string }[] }).exports;
       file = listed[0] ? new URL(listed[0].url).pathname : '';
       const deliveries = await send(server.url, 'GET', `/v1/webhooks/${hook}/deliveries`, { 'X-API-Key': keys.quant }, undefined);
-      return file !== '' && deliveries.status === 200 && (JSON.parse(deliveries.text) as { count: number }).count > 0;
+      delivery = deliveries.status === 200 ? ((JSON.parse(deliveries.text) as { deliveries: { message_id: string }[] }).deliveries[0]?.message_id ?? '') : '';
+      return file !== '' && delivery !== '';
     }, 10_000, 50);
     const [bundle, name] = file.split('/').slice(-2) as [string, string];
     // A stock a free key cannot see (outside its top 100): 403 coverage.
@@ -386,6 +389,34 @@ describe('The API contract: every operation, called validly and invalidly, answe
           json('a fractional overlap', 400, `/v1/webhooks/${hook}/rotate-secret`, { overlap_hours: 1.5 }),
           oversized(`/v1/webhooks/${hook}/rotate-secret`),
           textBody(`/v1/webhooks/${hook}/rotate-secret`),
+        ],
+      },
+      'POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend': {
+        key: keys.quant,
+        valid: [
+          { what: 'no body', expect: 202, path: `/v1/webhooks/${hook}/deliveries/${delivery}/resend` },
+          { ...json('an empty object, an Idempotency-Key', 202, `/v1/webhooks/${hook}/deliveries/${delivery}/resend`, {}), headers: { 'Idempotency-Key': 'conformance-1' } },
+        ],
+        invalid: [
+          ...webhookId((id) => `/v1/webhooks/${id}/deliveries/${delivery}/resend`),
+          { what: 'delivery_id not a message id', expect: 400, path: `/v1/webhooks/${hook}/deliveries/42/resend` },
+          { what: 'an unknown delivery', expect: 404, path: `/v1/webhooks/${hook}/deliveries/msg_unknown/resend` },
+          { what: 'an Idempotency-Key with a space', expect: 400, path: `/v1/webhooks/${hook}/deliveries/${delivery}/resend`, headers: { 'Idempotency-Key': 'a b' } },
+          json('a field', 400, `/v1/webhooks/${hook}/deliveries/${delivery}/resend`, { anything: 1 }),
+          oversized(`/v1/webhooks/${hook}/deliveries/${delivery}/resend`),
+          textBody(`/v1/webhooks/${hook}/deliveries/${delivery}/resend`),
+        ],
+      },
+      'POST /v1/webhooks/{webhook_id}/resend-failed': {
+        key: keys.quant,
+        valid: [json('since an instant', 202, `/v1/webhooks/${hook}/resend-failed`, { since: '2019-03-01T00:00:00Z' }), json('since a timestamp', 202, `/v1/webhooks/${hook}/resend-failed`, { since: '2019-03-01 00:00:00' })],
+        invalid: [
+          ...webhookId((id) => `/v1/webhooks/${id}/resend-failed`).map((c) => ({ ...c, json: { since: '2019-03-01T00:00:00Z' } })),
+          json('no since', 400, `/v1/webhooks/${hook}/resend-failed`, {}),
+          json('since not an instant', 400, `/v1/webhooks/${hook}/resend-failed`, { since: 'yesterday' }),
+          json('an unknown field', 400, `/v1/webhooks/${hook}/resend-failed`, { since: '2019-03-01T00:00:00Z', anything: 1 }),
+          oversized(`/v1/webhooks/${hook}/resend-failed`),
+          textBody(`/v1/webhooks/${hook}/resend-failed`),
         ],
       },
       'GET /v1/bulk/exports/{bundle_id}/{name}': {

@@ -855,6 +855,8 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         'POST /v1/webhooks/:webhook_id/test',
         'POST /v1/webhooks/:webhook_id/enable',
         'POST /v1/webhooks/:webhook_id/rotate-secret',
+        'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/resend',
+        'POST /v1/webhooks/:webhook_id/resend-failed',
         'POST /mcp/http',
         'POST /account/sign-in',
         'POST /account/sign-in/:token',
@@ -867,7 +869,13 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         'POST /account/pro',
         'POST /account/pro/end',
         'POST /account/packs',
+        'POST /account/webhooks',
+        'POST /account/webhooks/:id/test',
+        'POST /account/webhooks/:id/enable',
+        'POST /account/webhooks/:id/delete',
         'POST /account/webhooks/:id/rotate-secret',
+        'POST /account/webhooks/:id/deliveries/:message/resend',
+        'POST /account/webhooks/:id/resend-failed',
         'POST /account/delete',
         // Stripe's events: nothing is read before the Stripe-Signature verifies (test/e2e/stripe-webhooks.test.ts).
         'POST /billing/stripe/webhook',
@@ -897,7 +905,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
       const byPath = new Map<string, string[]>();
       for (const [m, p] of operations()) byPath.set(p, [...(byPath.get(p) ?? []), m]);
       for (const [path, declared] of byPath) {
-        const concrete = path.replace('{ticker}', 'AAPL').replace('{slug}', 'x').replace('{webhook_id}', '1').replace('{bundle_id}', 'b').replace('{name}', 'n');
+        const concrete = path.replace('{ticker}', 'AAPL').replace('{slug}', 'x').replace('{webhook_id}', '1').replace('{delivery_id}', 'msg_x').replace('{bundle_id}', 'b').replace('{name}', 'n');
         for (const method of ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
           if (declared.includes(method)) continue;
           const r = await http(method, concrete, { key: k.key });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { buyPack } from '../../commands/billing/billing.handler.js';
+import { registerWebhook, sendTestDelivery } from '../../commands/manage-webhooks/webhooks.handler.js';
 import type { TestServer } from '../support/server.js';
 import { startTestServer } from '../support/server.js';
 
@@ -103,6 +104,10 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     const accountId = (await page.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).trim();
     const s = server.services;
     await buyPack({ ledger: s.ledger, billing: s.billing, clock: s.clock, events: s.events, returnUrl: `${server.url}/account` }, accountId, 'pack-10k', 'visual-check-pack-1');
+    // A webhook with a delivery to list (a loopback address: the test fails at once), as /account/webhooks/1 shows it.
+    const hook = await registerWebhook(s, { accountId, eventType: 'score_move', url: 'https://localhost:9/visual-check' });
+    expect(hook.id).to.equal(1);
+    expect((await sendTestDelivery({ ...s, sender: s.webhookSender }, accountId, hook.id)).ok).to.equal(false);
   }
 
   before(async function () {
@@ -143,6 +148,9 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     { name: 'guide-webhooks', path: '/docs/webhooks', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
     { name: 'sign-in', path: '/account/sign-in', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor(), anonymous: true },
     { name: 'account', path: '/account', ready: (p) => p.locator('#usage-chart[data-drawn]').waitFor() },
+    { name: 'account-webhooks', path: '/account/webhooks', ready: (p) => p.getByRole('table', { name: 'Webhooks' }).waitFor() },
+    { name: 'account-webhook', path: '/account/webhooks/1', ready: (p) => p.getByRole('table', { name: 'Deliveries' }).waitFor() },
+    { name: 'account-webhook-delete', path: '/account/webhooks/1/delete', ready: (p) => p.locator('#consequence').waitFor() },
   ];
 
   for (const width of WIDTHS) {

@@ -156,11 +156,14 @@ describe('Webhook secrets at rest and their rotation', function () {
     const page = await browser.request(`/account/webhooks/${id}`);
     expect(page.status).to.equal(200);
     expect(page.text).to.include('Rotate the secret');
-    const refused = await browser.submit(page.text, `/account/webhooks/${id}/rotate-secret`, { overlap_hours: '5' });
+    // The page's form leads to the confirmation step, whose form rotates.
+    const confirm = await browser.request(`/account/webhooks/${id}/rotate-secret?overlap_hours=24`);
+    expect(confirm.status).to.equal(200);
+    const refused = await browser.submit(confirm.text, `/account/webhooks/${id}/rotate-secret`, { overlap_hours: '5' });
     expect(refused.status, `an overlap the page does not offer: ${refused.text.replace(/<[^>]*>/g, ' ').slice(0, 1500)}`).to.equal(400);
-    const answered = await browser.submit(page.text, `/account/webhooks/${id}/rotate-secret`, { overlap_hours: '24' });
-    expect(answered.status, answered.text.slice(0, 300)).to.equal(200);
-    const shown = /id="new-secret">([^<]+)</.exec(answered.text)?.[1];
+    const answered = await browser.submit(confirm.text, `/account/webhooks/${id}/rotate-secret`, { overlap_hours: '24' });
+    expect(answered.status, answered.text.slice(0, 300)).to.equal(303);
+    const shown = /id="new-secret">([^<]+)</.exec((await browser.request(answered.headers.get('location')!)).text)?.[1];
     expect(shown).to.match(/^whsec_/);
     expect((await browser.request(`/account/webhooks/${id}`)).text, 'shown once').not.to.include(shown!);
 

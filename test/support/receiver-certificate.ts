@@ -38,6 +38,8 @@ export async function receiverCertificate(dir: string, name = 'localhost', ips: 
 export interface ReceivedDelivery {
   headers: IncomingHttpHeaders;
   body: string;
+  /** The path it was posted to (the switchable receiver's). */
+  path?: string;
 }
 
 export interface HttpsReceiver {
@@ -77,8 +79,10 @@ export async function startHttpsReceiver(dir: string): Promise<HttpsReceiver> {
 
 /** A receiver that can be stopped and started again on its port, and told what status to answer. */
 export interface SwitchableReceiver extends HttpsReceiver {
-  /** The status every delivery is answered with (204 at first). */
+  /** The status every delivery is answered with (204 at first)... */
   status: number;
+  /** ...but those to a path named here (`/gone`: 410). */
+  answers: Record<string, number>;
   /** Stops listening (open connections closed): deliveries fail to connect. */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -88,13 +92,13 @@ export interface SwitchableReceiver extends HttpsReceiver {
 export async function startSwitchableReceiver(dir: string): Promise<SwitchableReceiver> {
   const pems = await receiverCertificate(dir);
   const received: ReceivedDelivery[] = [];
-  const self = { status: 204 } as SwitchableReceiver;
+  const self = { status: 204, answers: {} } as unknown as SwitchableReceiver;
   const server = createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(self.status).end();
+      received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), path: req.url ?? '' });
+      res.writeHead(self.answers[req.url ?? ''] ?? self.status).end();
     });
   });
   server.listen(0, '127.0.0.1');

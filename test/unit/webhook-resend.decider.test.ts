@@ -3,6 +3,7 @@ import { webhookDeliveryDecider } from '../../src/domain/webhooks/webhook-delive
 import { RESEND_WINDOW_MS, webhookResendDecider, type ResendCommand, type ResendOutcome } from '../../src/domain/webhooks/webhook-resend.decider.js';
 import { testEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import type { WebhookDeliveryAttempted } from '../../src/domain/webhooks/webhook.events.js';
+import type { RecordAttempt } from '../../src/domain/webhooks/webhook-attempt.js';
 import { deciderSpec } from '../support/decider-spec.js';
 import {
   ENVELOPE,
@@ -142,11 +143,11 @@ describe('Webhook resend decider', () => {
     const due = webhookState(resent, 1).messages.get('msg_ok')!.next_attempt_at;
     // Read before sending (due), resent again while it is sent, then recorded.
     const again = [...resent, ...decideAfter(resent, resend(1, 'msg_ok', 'k2'), at(DAY + SECOND))];
-    const recorded = decideAfter(again, { ...attempt(1, 'msg_ok', delivered), due }, at(DAY + 2 * SECOND));
+    const recorded = decideAfter(again, { ...(attempt(1, 'msg_ok', delivered) as RecordAttempt), due }, at(DAY + 2 * SECOND));
     expect(attempts(recorded)[0]).to.deep.include({ attempt: 2, ok: true, next_attempt_at: at(DAY + SECOND).toISOString() });
     const after = [...again, ...recorded];
     expect(webhookState(after, 1).messages.get('msg_ok')).to.deep.include({ next_attempt_at: at(DAY + SECOND).toISOString() });
-    const last = decideAfter(after, { ...attempt(1, 'msg_ok', delivered), due: at(DAY + SECOND).toISOString() }, at(DAY + 3 * SECOND));
+    const last = decideAfter(after, { ...(attempt(1, 'msg_ok', delivered) as RecordAttempt), due: at(DAY + SECOND).toISOString() }, at(DAY + 3 * SECOND));
     expect(attempts(last)[0]).to.deep.include({ attempt: 3, next_attempt_at: null });
   });
 

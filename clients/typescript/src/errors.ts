@@ -55,6 +55,8 @@ export class TierError extends ScoresApiError<'tier'> {}
 export class NotFoundError extends ScoresApiError<'not_found'> {}
 export class MethodNotAllowedError extends ScoresApiError<'method_not_allowed'> {}
 export class RequestTimeoutError extends ScoresApiError<'request_timeout'> {}
+/** 410: a webhook delivery made more than 30 days ago, which can no longer be resent (`made_at` says when it was made). */
+export class DeliveryExpiredError extends ScoresApiError<'delivery_expired'> {}
 export class PayloadTooLargeError extends ScoresApiError<'payload_too_large'> {}
 export class UnsupportedMediaTypeError extends ScoresApiError<'unsupported_media_type'> {}
 export class RangeNotSatisfiableError extends ScoresApiError<'range_not_satisfiable'> {}
@@ -80,6 +82,7 @@ export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf
   not_found: NotFoundError,
   method_not_allowed: MethodNotAllowedError,
   request_timeout: RequestTimeoutError,
+  delivery_expired: DeliveryExpiredError,
   payload_too_large: PayloadTooLargeError,
   unsupported_media_type: UnsupportedMediaTypeError,
   range_not_satisfiable: RangeNotSatisfiableError,

@@ -46,6 +46,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "test_webhook": ("POST", "/v1/webhooks/{webhook_id}/test"),
     "rotate_webhook_secret": ("POST", "/v1/webhooks/{webhook_id}/rotate-secret"),
     "enable_webhook": ("POST", "/v1/webhooks/{webhook_id}/enable"),
+    "resend_delivery": ("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"),
+    "resend_failed_deliveries": ("POST", "/v1/webhooks/{webhook_id}/resend-failed"),
     "download_bulk_export_file": ("GET", "/v1/bulk/exports/{bundle_id}/{name}"),
 }
 
@@ -59,7 +61,7 @@ class WebhooksFrame(models.WebhooksResponse):
         return frame(self.webhooks, _WEBHOOKS_FRAME_COLUMNS)
 
 
-_WEBHOOK_DELIVERIES_FRAME_COLUMNS = {"kind": "category", "event_type": "category", "event_count": "Int64", "ok": "bool", "status_code": "Int64", "error": "string", "created_at": "string"}
+_WEBHOOK_DELIVERIES_FRAME_COLUMNS = {"message_id": "string", "attempt": "Int64", "kind": "category", "event_type": "category", "event_count": "Int64", "ok": "bool", "status_code": "Int64", "error": "string", "created_at": "string"}
 
 
 class WebhookDeliveriesFrame(models.WebhookDeliveriesResponse):
@@ -162,6 +164,12 @@ class BulkExportsFrame(models.BulkExportsResponse):
     def to_pandas(self) -> pd.DataFrame:
         """``exports``, one row each, a column per field."""
         return frame(self.exports, _BULK_EXPORTS_FRAME_COLUMNS)
+
+
+class ResendFrame(models.ResendResponse):
+    def to_pandas(self) -> pd.DataFrame:
+        """``message_ids`` as one column, ``message_id``."""
+        return value_frame(self.message_ids, "message_id", "string")
 
 
 class Operations:
@@ -363,6 +371,24 @@ class Operations:
         """
         r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/enable", json=body_of({}))
         return models.EnabledWebhookResponse.model_validate_json(r.content)
+
+    def resend_delivery(self, webhook_id: str, delivery_id: str) -> ResendFrame:
+        """``POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend``: Resend a delivery
+
+        webhook_id: The webhook's `id`.
+        delivery_id: The delivery's `message_id` (in `/deliveries`; the `webhook-id` header it was sent with).
+        """
+        r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/deliveries/{path_segment(delivery_id)}/resend", json=body_of({}))
+        return ResendFrame.model_validate_json(r.content)
+
+    def resend_failed_deliveries(self, webhook_id: str, since: str) -> ResendFrame:
+        """``POST /v1/webhooks/{webhook_id}/resend-failed``: Resend every failed delivery since an instant
+
+        webhook_id: The webhook's `id`.
+        since: Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone, or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has.
+        """
+        r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/resend-failed", json=body_of({"since": since}))
+        return ResendFrame.model_validate_json(r.content)
 
     def download_bulk_export_file(self, bundle_id: str, name: str) -> bytes:
         """``GET /v1/bulk/exports/{bundle_id}/{name}``: Download an export file
@@ -573,6 +599,24 @@ class AsyncOperations:
         """
         r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/enable", json=body_of({}))
         return models.EnabledWebhookResponse.model_validate_json(r.content)
+
+    async def resend_delivery(self, webhook_id: str, delivery_id: str) -> ResendFrame:
+        """``POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend``: Resend a delivery
+
+        webhook_id: The webhook's `id`.
+        delivery_id: The delivery's `message_id` (in `/deliveries`; the `webhook-id` header it was sent with).
+        """
+        r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/deliveries/{path_segment(delivery_id)}/resend", json=body_of({}))
+        return ResendFrame.model_validate_json(r.content)
+
+    async def resend_failed_deliveries(self, webhook_id: str, since: str) -> ResendFrame:
+        """``POST /v1/webhooks/{webhook_id}/resend-failed``: Resend every failed delivery since an instant
+
+        webhook_id: The webhook's `id`.
+        since: Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone, or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has.
+        """
+        r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/resend-failed", json=body_of({"since": since}))
+        return ResendFrame.model_validate_json(r.content)
 
     async def download_bulk_export_file(self, bundle_id: str, name: str) -> bytes:
         """``GET /v1/bulk/exports/{bundle_id}/{name}``: Download an export file

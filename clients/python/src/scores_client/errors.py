@@ -20,6 +20,7 @@ from .models import (
     NotFoundProblem,
     MethodNotAllowedProblem,
     RequestTimeoutProblem,
+    DeliveryExpiredProblem,
     PayloadTooLargeProblem,
     UnsupportedMediaTypeProblem,
     RangeNotSatisfiableProblem,
@@ -44,6 +45,7 @@ Problem = (
     | NotFoundProblem
     | MethodNotAllowedProblem
     | RequestTimeoutProblem
+    | DeliveryExpiredProblem
     | PayloadTooLargeProblem
     | UnsupportedMediaTypeProblem
     | RangeNotSatisfiableProblem
@@ -122,6 +124,12 @@ class RequestTimeoutError(ScoresApiError):
     problem: RequestTimeoutProblem
 
 
+class DeliveryExpiredError(ScoresApiError):
+    """410: a webhook delivery made more than 30 days ago, which can no longer be resent."""
+
+    problem: DeliveryExpiredProblem
+
+
 class PayloadTooLargeError(ScoresApiError):
     problem: PayloadTooLargeProblem
 
@@ -180,6 +188,7 @@ ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
     "not_found": NotFoundError,
     "method_not_allowed": MethodNotAllowedError,
     "request_timeout": RequestTimeoutError,
+    "delivery_expired": DeliveryExpiredError,
     "payload_too_large": PayloadTooLargeError,
     "unsupported_media_type": UnsupportedMediaTypeError,
     "range_not_satisfiable": RangeNotSatisfiableError,

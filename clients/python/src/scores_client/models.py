@@ -44,6 +44,14 @@ class WebhookDeliveryItem(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
+    message_id: str
+    """
+    The message the attempt sent: its `webhook-id` header, the same on every attempt of it; the `delivery_id` to resend it by.
+    """
+    attempt: int
+    """
+    The attempt's number, counted per message from 1 (a resend's attempts follow the earlier ones).
+    """
     kind: Literal["live", "test"]
     """
     `live` or `test`.
@@ -1668,6 +1676,52 @@ class EnabledWebhookResponse(BaseModel):
     """
 
 
+class ResendResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    webhook_id: int
+    message_ids: list[str]
+    """
+    The messages owed again, each sent under this id (its `webhook-id`) within seconds; oldest first.
+    """
+    count: int
+    """
+    Messages owed again.
+    """
+    since: str | None = Field(
+        ..., pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
+    )
+    """
+    A bulk resend's lower bound as applied (30 days back at most), `YYYY-MM-DD HH:MM:SS` UTC; null for one delivery.
+    """
+    idempotency_key: str
+    """
+    The request's `Idempotency-Key`, or the one the service gave it when none was sent.
+    """
+    replayed: bool
+    """
+    True when an earlier request with this key decided the resend: this one sent nothing more.
+    """
+    requested_at: str = Field(
+        ..., pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
+    )
+    """
+    When the resend was decided, `YYYY-MM-DD HH:MM:SS` UTC.
+    """
+
+
+class ResendFailedRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    since: str = Field(..., examples=["2024-02-29T00:00:00Z"])
+    """
+    Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone,
+    or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has. Earlier than 30 days ago means 30 days ago.
+    """
+
+
 class Error(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1917,6 +1971,34 @@ class RequestTimeoutProblem(BaseModel):
     code: Literal["request_timeout"]
     """
     Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class DeliveryExpiredProblem(BaseModel):
+    """
+    A `delivery_expired` problem (410 Delivery too old to resend); `/docs/errors#delivery_expired` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Delivery too old to resend"]
+    status: Literal[410]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["delivery_expired"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    made_at: AwareDatetime
+    """
+    When the delivery was made (a live message queued, a test sent); it could be resent for 30 days from then.
     """
 
 
@@ -2231,6 +2313,7 @@ class ProblemDetails(
         | NotFoundProblem
         | MethodNotAllowedProblem
         | RequestTimeoutProblem
+        | DeliveryExpiredProblem
         | PayloadTooLargeProblem
         | UnsupportedMediaTypeProblem
         | RangeNotSatisfiableProblem
@@ -2253,6 +2336,7 @@ class ProblemDetails(
         | NotFoundProblem
         | MethodNotAllowedProblem
         | RequestTimeoutProblem
+        | DeliveryExpiredProblem
         | PayloadTooLargeProblem
         | UnsupportedMediaTypeProblem
         | RangeNotSatisfiableProblem

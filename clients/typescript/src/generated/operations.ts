@@ -34,6 +34,8 @@ export const OPERATIONS = {
   testWebhook: { method: 'POST', path: '/v1/webhooks/{webhook_id}/test' },
   rotateWebhookSecret: { method: 'POST', path: '/v1/webhooks/{webhook_id}/rotate-secret' },
   enableWebhook: { method: 'POST', path: '/v1/webhooks/{webhook_id}/enable' },
+  resendDelivery: { method: 'POST', path: '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend' },
+  resendFailedDeliveries: { method: 'POST', path: '/v1/webhooks/{webhook_id}/resend-failed' },
   downloadBulkExportFile: { method: 'GET', path: '/v1/bulk/exports/{bundle_id}/{name}' },
 } as const;
 
@@ -270,6 +272,18 @@ export abstract class Operations {
   /** `POST /v1/webhooks/{webhook_id}/enable`: Re-enable a deactivated webhook */
   async enableWebhook(webhook_id: operations['enableWebhook']['parameters']['path']['webhook_id'], body: components['schemas']['NoFieldsRequest'] = {}): Promise<components['schemas']['EnabledWebhookResponse']> {
     const { data } = await this.api.POST('/v1/webhooks/{webhook_id}/enable', { params: { path: { webhook_id } }, body });
+    return data!;
+  }
+
+  /** `POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend`: Resend a delivery */
+  async resendDelivery(webhook_id: operations['resendDelivery']['parameters']['path']['webhook_id'], delivery_id: operations['resendDelivery']['parameters']['path']['delivery_id'], body: components['schemas']['NoFieldsRequest'] = {}): Promise<components['schemas']['ResendResponse']> {
+    const { data } = await this.api.POST('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend', { params: { path: { webhook_id, delivery_id } }, body });
+    return data!;
+  }
+
+  /** `POST /v1/webhooks/{webhook_id}/resend-failed`: Resend every failed delivery since an instant */
+  async resendFailedDeliveries(webhook_id: operations['resendFailedDeliveries']['parameters']['path']['webhook_id'], body: components['schemas']['ResendFailedRequest']): Promise<components['schemas']['ResendResponse']> {
+    const { data } = await this.api.POST('/v1/webhooks/{webhook_id}/resend-failed', { params: { path: { webhook_id } }, body });
     return data!;
   }
 

@@ -62,7 +62,7 @@ export function webhookPage(v: WebhookView): SafeHtml {
   const h = v.hook;
   return html`<h1>Webhook ${h.id}</h1>${v.notice ?? ''}${v.secret ? secretNotice(v.secret) : ''}
 <dl class="hook"><dt>Sends</dt><dd><code>${h.event_type}</code> events</dd><dt>To</dt><dd><code id="hook-url">${h.url}</code></dd>
-<dt>Status</dt><dd id="hook-status">${h.is_active ? 'active' : 'deactivated: nothing is sent until it is enabled'}${h.consecutive_failures > 0 ? `; ${h.consecutive_failures} attempts failed in a row` : ''}</dd></dl>
+<dt>Status</dt><dd id="hook-status">${h.is_active ? 'active' : 'deactivated: nothing is sent until it is enabled'}${h.consecutive_failures > 0 ? `; ${h.consecutive_failures} attempt${h.consecutive_failures === 1 ? '' : 's'} failed in a row` : ''}</dd></dl>
 ${actions(v)}
 <h2 id="deliveries-h">Deliveries</h2>
 <p class="muted">The messages sent in the last 30 days, latest first, each with its attempts (numbered per message). A message resent goes again under its own id, which your receiver can deduplicate on, signed at the sending time.</p>

@@ -140,6 +140,7 @@ nav.guides a[aria-current="page"] { font-weight: 700; text-decoration: none; col
 ul.hook-forms { list-style: none; padding: 0; }
 ul.hook-forms > li { margin: 0 0 var(--s3); }
 ul.hook-forms input, ul.hook-forms select { margin-bottom: var(--s2); }
+input[type=datetime-local] { font: inherit; color: inherit; max-width: 100%; padding: var(--s2) var(--s3); border: 1px solid #8a96a3; border-radius: var(--radius); background: #fff; }
 ol.attempts { margin: 0; padding-left: var(--s5); }
 td.hook-url code { white-space: normal; overflow-wrap: anywhere; }
 @media (max-width: 40rem) {
