@@ -266,7 +266,7 @@ describe('Webhooks and usage downloads on the account page, in a real browser', 
     await page.getByLabel('Month').selectOption(MONTH);
     const download = async (name: string) => {
       const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name }).click()]);
-      return { name: file.suggestedFilename(), rows: parse(readFileSync(await file.path(), 'utf8'), { columns: true }) as Record<string, string>[] };
+      return { name: file.suggestedFilename(), rows: parse<Record<string, string>>(readFileSync(await file.path(), 'utf8'), { columns: true }) };
     };
     const days = await download('Download daily usage (CSV)');
     expect(days.name).to.equal(`scores-usage-days-${MONTH}.csv`);
