@@ -88,7 +88,7 @@ describe('The rate card', () => {
   });
 
   it('keeps every webhook endpoint free and quant+', () => {
-    expect(RATE_CARD.webhooks.routes).to.have.length(7);
+    expect(RATE_CARD.webhooks.routes).to.have.length(9);
     for (const r of RATE_CARD.webhooks.routes) expect(rateKeyOf(r.method, r.path)).to.equal('webhooks');
   });
 
