@@ -321,12 +321,7 @@ export class ManageWebhooksController extends CommandController {
     @Body() body?: NoFieldsRequest,
   ): Promise<ResendResponse> {
     void body;
-    const id = parseWebhookId(webhook_id);
-    const what = { message_id: parseDeliveryId(delivery_id) };
-    const key = resendKey(this.ctx, parseIdempotencyKey(idempotencyKey));
-    const outcome = await this.serve(req, (caller) => resendDeliveries(this.ctx, caller.account_id, id, what, key));
-    this.setStatus(202);
-    return resendResponse(id, outcome);
+    return this.resend(req, parseWebhookId(webhook_id), { message_id: parseDeliveryId(delivery_id) }, idempotencyKey);
   }
 
   /**
@@ -365,8 +360,11 @@ export class ManageWebhooksController extends CommandController {
     @Body() body: ResendFailedRequest,
     @Header('Idempotency-Key') idempotencyKey?: string,
   ): Promise<ResendResponse> {
-    const id = parseWebhookId(webhook_id);
-    const what = { since: parseSince(body.since) };
+    return this.resend(req, parseWebhookId(webhook_id), { since: parseSince(body.since) }, idempotencyKey);
+  }
+
+  /** Both resends: decided under the request's key (or a fresh one), answered 202. */
+  private async resend(req: AuthedRequest, id: number, what: { message_id: string } | { since: string }, idempotencyKey: string | undefined): Promise<ResendResponse> {
     const key = resendKey(this.ctx, parseIdempotencyKey(idempotencyKey));
     const outcome = await this.serve(req, (caller) => resendDeliveries(this.ctx, caller.account_id, id, what, key));
     this.setStatus(202);

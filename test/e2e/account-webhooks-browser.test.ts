@@ -8,8 +8,7 @@
  * server, one real HTTPS receiver; the tests run in order, as one customer's visit.
  */
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
@@ -19,10 +18,10 @@ import { webhookStream } from '../../src/domain/webhooks/webhook.events.js';
 import { until } from '../support/processes.js';
 import { startSwitchableReceiver, type ReceivedDelivery, type SwitchableReceiver } from '../support/receiver-certificate.js';
 import { startTestServer, tempDir, type TestServer } from '../support/server.js';
+import { signInByEmail } from '../support/browser-sign-in.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SESSION_COOKIE = '__Host-scores.sid';
 const NOW = '2024-03-10T12:00:00Z';
 const MONTH = '2024-03';
 const EMAIL = 'hooks.customer@example.com';
@@ -69,28 +68,10 @@ describe('Webhooks and usage downloads on the account page, in a real browser', 
     );
   const verified = (d: ReceivedDelivery) => new Webhook(secret).verify(d.body, d.headers as Record<string, string>);
 
-  /** Signs in by the emailed link, as a user would (the outbox's mail, its link, the button). */
+  /** Signs in by the emailed link, and keeps the key the welcome page shows. */
   async function signIn(): Promise<void> {
-    await page.goto(`${server.url}/account/sign-in`);
-    await page.getByLabel('Email address').fill(EMAIL);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    await page.getByRole('heading', { name: 'Check your email' }).waitFor();
-    const outbox = join(server.dir, 'outbox');
-    const mail = readdirSync(outbox).map((f) => readFileSync(join(outbox, f), 'utf8').replace(/=\r?\n/g, '')).find((m) => /Subject: Your sign-in link/i.test(m));
-    const link = new RegExp(`${server.url.replace(/[.:/]/g, '\\$&')}/account/sign-in/[A-Za-z0-9_-]+`).exec(mail ?? '')?.[0];
-    expect(link, 'the sign-in link').to.be.a('string');
-    await page.goto(link!);
-    const [response] = await Promise.all([
-      page.waitForResponse((r) => r.request().method() === 'POST' && /\/account\/sign-in\/[A-Za-z0-9_-]+$/.test(r.url())),
-      page.getByRole('button', { name: 'Sign in' }).click(),
-    ]);
-    await page.waitForLoadState('load');
+    await signInByEmail(page, server, EMAIL);
     apiKey = (await page.locator('#new-key').innerText()).trim();
-    if ((await context.cookies()).some((c) => c.name === SESSION_COOKIE)) return;
-    // Playwright refuses a Secure cookie for an http URL; the same value is given for https (Chromium sends it to localhost).
-    const sent = (await response.headersArray()).find((h) => h.name.toLowerCase() === 'set-cookie' && h.value.startsWith(`${SESSION_COOKIE}=`));
-    const value = sent!.value.slice(SESSION_COOKIE.length + 1).split(';')[0]!;
-    await context.addCookies([{ name: SESSION_COOKIE, value, url: `${server.url.replace(/^http:/, 'https:')}/`, secure: true, httpOnly: true, sameSite: 'Lax' }]);
   }
 
   /** Follows a GET form's button to its confirmation page, checks what it says, and confirms. */

@@ -5,7 +5,7 @@
  * critical violation, and no console error. One demo server on a fixed clock.
  */
 import { expect } from 'chai';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -13,12 +13,12 @@ import { buyPack } from '../../commands/billing/billing.handler.js';
 import { registerWebhook, sendTestDelivery } from '../../commands/manage-webhooks/webhooks.handler.js';
 import type { TestServer } from '../support/server.js';
 import { startTestServer } from '../support/server.js';
+import { signInByEmail } from '../support/browser-sign-in.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const SHOTS = join(process.cwd(), '.tmp', 'screenshots');
-const SESSION_COOKIE = '__Host-scores.sid';
 const EMAIL = 'visual.check@example.com';
 const WIDTHS = [1280, 390] as const;
 
@@ -63,31 +63,7 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
   const outside: string[] = [];
 
   /** Signs in by the emailed link, as a user would: the outbox's mail, its link, the confirm button. */
-  async function signIn(page: Page): Promise<void> {
-    await page.goto(`${server.url}/account/sign-in`);
-    await page.getByLabel('Email address').fill(EMAIL);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    await page.getByRole('heading', { name: 'Check your email' }).waitFor();
-    const outbox = join(server.dir, 'outbox');
-    const mail = readdirSync(outbox)
-      .filter((f) => f.endsWith('.eml'))
-      .map((f) => readFileSync(join(outbox, f), 'utf8'))
-      .find((m) => /Subject: Your sign-in link/i.test(m));
-    const link = new RegExp(`${server.url.replace(/[.:/]/g, '\\$&')}/account/sign-in/[A-Za-z0-9_-]+`).exec(mail ?? '')?.[0];
-    expect(link, 'the sign-in link, whole, in the .eml file').to.be.a('string');
-    await page.goto(link!);
-    const [response] = await Promise.all([
-      page.waitForResponse((r) => r.request().method() === 'POST' && /\/account\/sign-in\/[A-Za-z0-9_-]+$/.test(r.url())),
-      page.getByRole('button', { name: 'Sign in' }).click(),
-    ]);
-    await page.waitForLoadState('load');
-    if ((await context.cookies()).some((c) => c.name === SESSION_COOKIE)) return;
-    // Playwright refuses a Secure cookie for an http URL; the same value is given for https (Chromium sends it to 127.0.0.1).
-    const sent = (await response.headersArray()).find((h) => h.name.toLowerCase() === 'set-cookie' && h.value.startsWith(`${SESSION_COOKIE}=`));
-    expect(sent, 'the sign-in sets the session cookie').to.not.equal(undefined);
-    const value = sent!.value.slice(SESSION_COOKIE.length + 1).split(';')[0]!;
-    await context.addCookies([{ name: SESSION_COOKIE, value, url: `${server.url.replace(/^http:/, 'https:')}/`, secure: true, httpOnly: true, sameSite: 'Lax' }]);
-  }
+  const signIn = (page: Page) => signInByEmail(page, server, EMAIL);
 
   /**
    * Gives the account what its page shows: calls with the key the welcome page showed (usage,

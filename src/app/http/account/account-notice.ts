@@ -65,26 +65,34 @@ export interface ShownKey {
   lead?: string;
 }
 
-const AAD = Buffer.from('new-key');
-const boxKey = (secret: string) => createHash('sha256').update(`new-key\n${secret}`).digest();
-
-export function sealShownKey(secret: string, shown: ShownKey): string {
-  return gcmSeal(boxKey(secret), JSON.stringify(shown), AAD).toString('base64url');
+/**
+ * A value sealed for one purpose (AES-256-GCM under a key derived from the session secret and the
+ * purpose, which is also the additional data): `read` keeps what a sealed value may hold.
+ */
+function sealedBox<T>(purpose: string, read: (v: Partial<T>) => T | null) {
+  const aad = Buffer.from(purpose);
+  const key = (secret: string) => createHash('sha256').update(`${purpose}\n${secret}`).digest();
+  return {
+    seal: (secret: string, value: T): string => gcmSeal(key(secret), JSON.stringify(value), aad).toString('base64url'),
+    /** The value of a cookie, or null when it is not one this service sealed for the purpose. */
+    open(secret: string, value: string | undefined): T | null {
+      if (!value) return null;
+      const opened = gcmOpen(key(secret), Buffer.from(value, 'base64url'), aad);
+      if (!('plain' in opened)) return null;
+      try {
+        return read(JSON.parse(opened.plain) as Partial<T>);
+      } catch {
+        return null;
+      }
+    },
+  };
 }
 
-/** The key of a cookie value, or null when it is not one this service sealed. */
-export function openShownKey(secret: string, value: string | undefined): ShownKey | null {
-  if (!value) return null;
-  const opened = gcmOpen(boxKey(secret), Buffer.from(value, 'base64url'), AAD);
-  if (!('plain' in opened)) return null;
-  try {
-    const k = JSON.parse(opened.plain) as Partial<ShownKey>;
-    if (typeof k.key !== 'string' || typeof k.prefix !== 'string' || typeof k.name !== 'string') return null;
-    return { key: k.key, prefix: k.prefix, name: k.name, ...(typeof k.lead === 'string' ? { lead: k.lead } : {}) };
-  } catch {
-    return null;
-  }
-}
+const keyBox = sealedBox<ShownKey>('new-key', (k) =>
+  typeof k.key === 'string' && typeof k.prefix === 'string' && typeof k.name === 'string' ? { key: k.key, prefix: k.prefix, name: k.name, ...(typeof k.lead === 'string' ? { lead: k.lead } : {}) } : null,
+);
+export const sealShownKey = keyBox.seal;
+export const openShownKey = keyBox.open;
 
 /**
  * A webhook's new signing secret (a registration, a rotation), carried across the redirect to the
@@ -99,23 +107,8 @@ export interface ShownSecret {
   lead: string;
 }
 
-const SECRET_AAD = Buffer.from('new-webhook-secret');
-const secretBoxKey = (secret: string) => createHash('sha256').update(`new-webhook-secret\n${secret}`).digest();
-
-export function sealShownSecret(secret: string, shown: ShownSecret): string {
-  return gcmSeal(secretBoxKey(secret), JSON.stringify(shown), SECRET_AAD).toString('base64url');
-}
-
-/** The secret of a cookie value, or null when it is not one this service sealed. */
-export function openShownSecret(secret: string, value: string | undefined): ShownSecret | null {
-  if (!value) return null;
-  const opened = gcmOpen(secretBoxKey(secret), Buffer.from(value, 'base64url'), SECRET_AAD);
-  if (!('plain' in opened)) return null;
-  try {
-    const s = JSON.parse(opened.plain) as Partial<ShownSecret>;
-    if (typeof s.webhook_id !== 'number' || typeof s.secret !== 'string' || typeof s.lead !== 'string') return null;
-    return { webhook_id: s.webhook_id, secret: s.secret, lead: s.lead };
-  } catch {
-    return null;
-  }
-}
+const secretBox = sealedBox<ShownSecret>('new-webhook-secret', (v) =>
+  typeof v.webhook_id === 'number' && typeof v.secret === 'string' && typeof v.lead === 'string' ? { webhook_id: v.webhook_id, secret: v.secret, lead: v.lead } : null,
+);
+export const sealShownSecret = secretBox.seal;
+export const openShownSecret = secretBox.open;

@@ -169,25 +169,23 @@ export function accountWeb(services: Services): AccountWeb {
 
 /** A new key or webhook secret across the redirect after its form: sealed, read once. */
 function shownOnce(secret: string): Pick<AccountWeb, 'showKeyOnce' | 'takeShownKey' | 'showSecretOnce' | 'takeShownSecret'> {
+  const keep =
+    <T>(name: string, seal: (secret: string, value: T) => string) =>
+    (res: Response, shown: T) =>
+      res.cookie(name, seal(secret, shown), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
+  const take =
+    <T>(name: string, open: (secret: string, value: string | undefined) => T | null) =>
+    (req: Request, res: Response): T | null => {
+      const value = (req.cookies as Record<string, string | undefined>)[name];
+      if (value === undefined) return null;
+      res.clearCookie(name, { ...cookieBase, sameSite: 'lax' });
+      return open(secret, value);
+    };
   return {
-    showKeyOnce(res, shown) {
-      res.cookie(NEW_KEY_COOKIE, sealShownKey(secret, shown), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
-    },
-    takeShownKey(req, res) {
-      const value = (req.cookies as Record<string, string | undefined>)[NEW_KEY_COOKIE];
-      if (value === undefined) return null;
-      res.clearCookie(NEW_KEY_COOKIE, { ...cookieBase, sameSite: 'lax' });
-      return openShownKey(secret, value);
-    },
-    showSecretOnce(res, shown) {
-      res.cookie(NEW_SECRET_COOKIE, sealShownSecret(secret, shown), { ...cookieBase, sameSite: 'lax', maxAge: NOTICE_MAX_AGE_MS });
-    },
-    takeShownSecret(req, res) {
-      const value = (req.cookies as Record<string, string | undefined>)[NEW_SECRET_COOKIE];
-      if (value === undefined) return null;
-      res.clearCookie(NEW_SECRET_COOKIE, { ...cookieBase, sameSite: 'lax' });
-      return openShownSecret(secret, value);
-    },
+    showKeyOnce: keep(NEW_KEY_COOKIE, sealShownKey),
+    takeShownKey: take(NEW_KEY_COOKIE, openShownKey),
+    showSecretOnce: keep(NEW_SECRET_COOKIE, sealShownSecret),
+    takeShownSecret: take(NEW_SECRET_COOKIE, openShownSecret),
   };
 }
 
