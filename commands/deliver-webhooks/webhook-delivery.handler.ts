@@ -52,7 +52,6 @@ export async function deliverMessage(deps: DeliveryDeps & { sender: WebhookSende
   const result: AttemptResult = { ok: sent.ok, status_code: sent.status_code, error: sent.error };
   // A resent test stays a test: it never deactivates the webhook.
   const { kind, event_type, envelope } = message;
-  const due = message.next_attempt_at;
-  await recordAttempt(deps, { type: 'RecordAttempt', webhook_id: id, message_id: messageId, kind, event_type, event_count: envelope.events.length, result, due });
+  await recordAttempt(deps, { type: 'RecordAttempt', webhook_id: id, message_id: messageId, kind, event_type, event_count: envelope.events.length, result, round: message.round });
   return result;
 }

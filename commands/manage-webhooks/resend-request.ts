@@ -45,8 +45,8 @@ export interface ResendResponse {
 
 /** A message id as the service makes them (`msg_` and base64url). */
 export const DELIVERY_ID = /^msg_[A-Za-z0-9_-]{1,64}$/;
-/** What an `Idempotency-Key` may be: 1 to 255 visible ASCII characters (Stripe's and the IETF draft's bound). */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** What an `Idempotency-Key` may be: 1 to 255 visible ASCII characters (`!` to `~`, Stripe's bound). */
+export const IDEMPOTENCY_KEY = /^[!-~]{1,255}$/;
 
 const invalid = (parameter: string, message: string) => badRequest(`${parameter} ${message}`, { errors: [{ parameter, message }] });
 

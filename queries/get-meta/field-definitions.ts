@@ -38,7 +38,7 @@ const DEFINED: Record<string, FieldDefinition> = {
   tickers: f('array of string or integer', 'Symbols (coverage, themes, signals); in the multi-ticker history response, the number of tickers.'),
   start: f('date', 'First date of a history window after clamping.'),
   end: f('date', 'Last date of a history window after clamping to your as-of date.'),
-  since: f('date, timestamp or null', 'Echo of the `since` filter (history: rows written on or after it, or a next_since cursor; coverage: tickers scored on or after it; events: flagged on or after it); a webhook resend of failed messages: made at or after it (a timestamp, 30 days back at most), null for one delivery.'),
+  since: f('date or timestamp or null', 'Echo of the `since` filter (history: rows written on or after it, or a next_since cursor; coverage: tickers scored on or after it; events: flagged on or after it); a webhook resend of failed messages: made at or after it (a timestamp, 30 days back at most), null for one delivery.'),
   next_since: f('string', 'Multi-ticker history: the sync cursor (opaque, `c1_…`). Send it back as `since` to get each row written or entering your window after this response exactly once.'),
   has_more: f('boolean', 'Multi-ticker history with a cursor: true when the change set was larger than one call returns; next_since continues it at once.'),
   as_known_at: f('string or null', 'History: echo of `as_known_at`, the instant whose published values were served (an ISO 8601 instant, UTC); null for the current values.'),

@@ -140,14 +140,14 @@ describe('Webhook resend decider', () => {
 
   it('keeps a message owed when it is resent while an attempt of it is on its way: that resend is sent too', () => {
     const resent = [...base(), ...decideAfter(base(), resend(1, 'msg_ok', 'k1'), at(DAY))];
-    const due = webhookState(resent, 1).messages.get('msg_ok')!.next_attempt_at;
-    // Read before sending (due), resent again while it is sent, then recorded.
+    const round = webhookState(resent, 1).messages.get('msg_ok')!.round;
+    // Read before sending (its round), resent again while it is sent, then recorded.
     const again = [...resent, ...decideAfter(resent, resend(1, 'msg_ok', 'k2'), at(DAY + SECOND))];
-    const recorded = decideAfter(again, { ...(attempt(1, 'msg_ok', delivered) as RecordAttempt), due }, at(DAY + 2 * SECOND));
+    const recorded = decideAfter(again, { ...(attempt(1, 'msg_ok', delivered) as RecordAttempt), round }, at(DAY + 2 * SECOND));
     expect(attempts(recorded)[0]).to.deep.include({ attempt: 2, ok: true, next_attempt_at: at(DAY + SECOND).toISOString() });
     const after = [...again, ...recorded];
     expect(webhookState(after, 1).messages.get('msg_ok')).to.deep.include({ next_attempt_at: at(DAY + SECOND).toISOString() });
-    const last = decideAfter(after, { ...(attempt(1, 'msg_ok', delivered) as RecordAttempt), due: at(DAY + SECOND).toISOString() }, at(DAY + 3 * SECOND));
+    const last = decideAfter(after, { ...(attempt(1, 'msg_ok', delivered) as RecordAttempt), round: at(DAY + SECOND).toISOString() }, at(DAY + 3 * SECOND));
     expect(attempts(last)[0]).to.deep.include({ attempt: 3, next_attempt_at: null });
   });
 

@@ -12,6 +12,7 @@ import { DIRECTION_VALUES, DIVERGENCE_LIMIT } from '../../../queries/get-diverge
 import { MAX_WEBHOOK_URL_LENGTH } from '../../domain/webhooks/webhook-registry.decider.js';
 import { WEBHOOK_URL_PATTERN } from '../../domain/webhooks/address-policy.js';
 import { MAX_WEBHOOK_ID } from '../../web/webhook-id.js';
+import { DELIVERY_ID, IDEMPOTENCY_KEY } from '../../../commands/manage-webhooks/resend-request.js';
 import { EARNINGS_DAYS } from '../../../queries/get-earnings/get-earnings.query.js';
 import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screener/get-screener.query.js';
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
@@ -48,6 +49,7 @@ const integer = (rule: { min: number; max: number; default?: number }): Json => 
 });
 const DATE: Json = { type: 'string', format: 'date' };
 const WEBHOOK_ID: Json = { type: 'integer', minimum: 1, maximum: MAX_WEBHOOK_ID };
+const IDEMPOTENCY_KEY_SCHEMA: Json = { type: 'string', pattern: IDEMPOTENCY_KEY.source };
 /**
  * A list sent as one comma-separated value (`tickers=AAPL,MSFT`): an array for a client
  * generator, the same text on the wire. `tickers[]=…` or a repeated `tickers` is refused (400).
@@ -88,6 +90,8 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/webhooks/{webhook_id}/enable': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/rotate-secret': { webhook_id: WEBHOOK_ID },
   '/v1/webhooks/{webhook_id}/deliveries': { webhook_id: WEBHOOK_ID },
+  '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend': { webhook_id: WEBHOOK_ID, delivery_id: { type: 'string', pattern: DELIVERY_ID.source }, 'Idempotency-Key': IDEMPOTENCY_KEY_SCHEMA },
+  '/v1/webhooks/{webhook_id}/resend-failed': { webhook_id: WEBHOOK_ID, 'Idempotency-Key': IDEMPOTENCY_KEY_SCHEMA },
 };
 
 /**
@@ -446,7 +450,7 @@ export function completeOpenApi(spec: Json, baseUrl: string): Json {
       const overrides = PARAMETER_SCHEMAS[path] ?? {};
       const parameters = op.parameters?.map((prm) => {
         const o = overrides[prm.name];
-        if (!o || (prm.in !== 'query' && prm.in !== 'path')) return prm;
+        if (!o || (prm.in !== 'query' && prm.in !== 'path' && prm.in !== 'header')) return prm;
         return 'style' in o ? { ...prm, ...o } : { ...prm, schema: o };
       });
       const card = key ? rateCardOf(key) : undefined;

@@ -29,10 +29,10 @@ export interface RecordAttempt {
   /** A test's body (recorded with its attempt, so that it can be resent); a live message's is queued. */
   envelope?: WebhookEnvelope;
   /**
-   * The message's `next_attempt_at` as read before sending: another value now means it was resent
-   * while this attempt was on its way, and it stays owed for that resend.
+   * The message's `round` as read before sending: another round now means it was resent while this
+   * attempt was on its way, and it stays owed for that resend.
    */
-  due?: string;
+  round?: string;
 }
 
 /**
@@ -54,7 +54,7 @@ export function attemptEvents(state: WebhookState, command: RecordAttempt, now: 
   const attempt = (message?.attempts ?? state.sent.get(message_id)?.attempts ?? 0) + 1;
   const outcome = classifyAttempt(result);
   const deactivation = kind === 'live' && !outcome.ok && state.is_active ? deactivationOf(state, outcome.deactivate, now) : null;
-  const resentMeanwhile = message !== undefined && command.due !== undefined && message.next_attempt_at !== command.due;
+  const resentMeanwhile = message !== undefined && command.round !== undefined && message.round !== command.round;
   const next =
     !message || deactivation !== null ? null : resentMeanwhile ? new Date(message.next_attempt_at) : outcome.ok ? null : nextAttemptAt(attempt - message.resent_after, now);
   const events: WebhookEvent[] = [

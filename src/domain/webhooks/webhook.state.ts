@@ -20,6 +20,8 @@ export interface MessageInFlight {
   resent_after: number;
   /** When the next attempt is due: the queueing (or resending) time before the first. */
   next_attempt_at: string;
+  /** When this round began (the queueing, or the last resend): an attempt records the round it was sent for. */
+  round: string;
 }
 
 /** A message sent here once at least (a live one from its queueing, a test from its attempt): what a resend needs. */
@@ -139,7 +141,7 @@ type DataOf<T extends WebhookEvent['type']> = Extract<WebhookEvent, { type: T }>
 
 function evolveQueued(state: WebhookState, d: DataOf<'WebhookMessageQueued'>): WebhookState {
   const messages = new Map(state.messages);
-  messages.set(d.message_id, { kind: 'live', event_type: d.event_type, envelope: d.envelope, attempts: 0, resent_after: 0, next_attempt_at: d.at });
+  messages.set(d.message_id, { kind: 'live', event_type: d.event_type, envelope: d.envelope, attempts: 0, resent_after: 0, next_attempt_at: d.at, round: d.at });
   const queued = new Set(state.queued).add(d.message_id);
   const sent_events = new Set(state.sent_events);
   for (const e of d.envelope.events) sent_events.add(eventKey(e));
@@ -155,7 +157,7 @@ function evolveResent(state: WebhookState, d: DataOf<'WebhookMessagesResent'>): 
   const messages = new Map(state.messages);
   for (const { message_id, attempts_before } of d.messages) {
     const m = state.sent.get(message_id);
-    if (m) messages.set(message_id, { kind: m.kind, event_type: m.event_type, envelope: m.envelope, attempts: attempts_before, resent_after: attempts_before, next_attempt_at: d.at });
+    if (m) messages.set(message_id, { kind: m.kind, event_type: m.event_type, envelope: m.envelope, attempts: attempts_before, resent_after: attempts_before, next_attempt_at: d.at, round: d.at });
   }
   const resends = new Map(state.resends);
   const oldest = Date.parse(d.at) - RESEND_WINDOW_MS;

@@ -372,7 +372,7 @@ class Operations:
         r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/enable", json=body_of({}))
         return models.EnabledWebhookResponse.model_validate_json(r.content)
 
-    def resend_delivery(self, webhook_id: str, delivery_id: str) -> ResendFrame:
+    def resend_delivery(self, webhook_id: int, delivery_id: str) -> ResendFrame:
         """``POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend``: Resend a delivery
 
         webhook_id: The webhook's `id`.
@@ -381,7 +381,7 @@ class Operations:
         r = self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/deliveries/{path_segment(delivery_id)}/resend", json=body_of({}))
         return ResendFrame.model_validate_json(r.content)
 
-    def resend_failed_deliveries(self, webhook_id: str, since: str) -> ResendFrame:
+    def resend_failed_deliveries(self, webhook_id: int, since: str) -> ResendFrame:
         """``POST /v1/webhooks/{webhook_id}/resend-failed``: Resend every failed delivery since an instant
 
         webhook_id: The webhook's `id`.
@@ -600,7 +600,7 @@ class AsyncOperations:
         r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/enable", json=body_of({}))
         return models.EnabledWebhookResponse.model_validate_json(r.content)
 
-    async def resend_delivery(self, webhook_id: str, delivery_id: str) -> ResendFrame:
+    async def resend_delivery(self, webhook_id: int, delivery_id: str) -> ResendFrame:
         """``POST /v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend``: Resend a delivery
 
         webhook_id: The webhook's `id`.
@@ -609,7 +609,7 @@ class AsyncOperations:
         r = await self.request("POST", f"/v1/webhooks/{path_segment(webhook_id)}/deliveries/{path_segment(delivery_id)}/resend", json=body_of({}))
         return ResendFrame.model_validate_json(r.content)
 
-    async def resend_failed_deliveries(self, webhook_id: str, since: str) -> ResendFrame:
+    async def resend_failed_deliveries(self, webhook_id: int, since: str) -> ResendFrame:
         """``POST /v1/webhooks/{webhook_id}/resend-failed``: Resend every failed delivery since an instant
 
         webhook_id: The webhook's `id`.
