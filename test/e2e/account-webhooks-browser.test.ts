@@ -231,6 +231,32 @@ describe('Webhooks and usage downloads on the account page, in a real browser', 
     expect(decided).to.have.length(1);
   });
 
+  it('refuses every webhook form without its CSRF token, and changes nothing', async () => {
+    const id = Number(hookPath.split('/').at(-1));
+    await page.goto(`${server.url}${hookPath}`);
+    const message = (await deliveryRows())[0]!.id;
+    const before = (await server.services.events.readStream(webhookStream(id))).length;
+    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const forms: [string, Record<string, string>][] = [
+      ['/account/webhooks', { url: `https://localhost:${receiver.port}/csrf`, event_type: 'score_move' }],
+      [`${hookPath}/test`, {}],
+      [`${hookPath}/enable`, {}],
+      [`${hookPath}/rotate-secret`, { overlap_hours: '0' }],
+      [`${hookPath}/deliveries/${message}/resend`, { request: 'csrf-1' }],
+      [`${hookPath}/resend-failed`, { since: '2024-03-01T00:00:00Z', request: 'csrf-2' }],
+      [`${hookPath}/delete`, {}],
+    ];
+    for (const [path, fields] of forms) {
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+      const text = await res.text();
+      expect(res.status, `${path}: ${text.slice(0, 200)}`).to.equal(403);
+      expect(text, path).to.include('<code>csrf</code>');
+    }
+    expect((await server.services.events.readStream(webhookStream(id))).length).to.equal(before);
+    const listed = await (await api('/v1/webhooks')).json();
+    expect((listed as { webhooks: unknown[] }).webhooks).to.have.length(1);
+  });
+
   it("downloads a month's daily usage and ledger lines as CSV, each equal to GET /v1/usage/ledger", async () => {
     for (const ticker of ['AAA', 'BBB', 'AAA']) expect((await api(`/v1/scores/${ticker}`)).status).to.equal(200);
     const ledger: LedgerLine[] = [];
