@@ -46,7 +46,8 @@ export interface paths {
         /**
          * A webhook's latest deliveries
          * @description The latest 50 delivery attempts of one of your webhooks, newest first: live and test, each
-         *     with its outcome (never the receiver's answer). Free.
+         *     with its message id (to resend it by) and attempt number, and its outcome (never the
+         *     receiver's answer). Free.
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
@@ -649,6 +650,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend a delivery
+         * @description Sends one delivery again: a message this webhook was sent (live or test, failed or not) within
+         *     the last 30 days, under its original message id (`webhook-id`: a receiver that keeps the ids it
+         *     processed skips one it has), with the same body, signed at the sending time. Answers 202: the
+         *     message is owed again and sent within seconds, then listed in
+         *     `GET /v1/webhooks/{webhook_id}/deliveries` as a further attempt of it, retried on failure like
+         *     a new message. One resend per `Idempotency-Key`: the same request sent again (a retry, or
+         *     another replica reached) answers the same, with `replayed: true`, and sends nothing more.
+         *     Body: none, or an empty JSON object. Free.
+         *
+         *     **Rate card** `webhooks`: free, on the quant plan or higher.
+         */
+        post: operations["resendDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/resend-failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend every failed delivery since an instant
+         * @description Sends again every message of this webhook made since `since` (30 days back at most) whose last
+         *     attempt failed: what a receiver that was down missed. Each goes under its original message id,
+         *     signed at the sending time, as `POST …/deliveries/{delivery_id}/resend` sends one. Answers 202
+         *     with the message ids owed again (none: `count` 0). One resend per `Idempotency-Key`, as there.
+         *     Free.
+         *
+         *     **Rate card** `webhooks`: free, on the quant plan or higher.
+         */
+        post: operations["resendFailedDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/bulk/exports/{bundle_id}/{name}": {
         parameters: {
             query?: never;
@@ -701,8 +757,15 @@ export interface components {
             webhooks: components["schemas"]["WebhookListItem"][];
         };
         /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries. */
-        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
+        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["DeliveryExpiredProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
         WebhookDeliveryItem: {
+            /** @description The message the attempt sent: its `webhook-id` header, the same on every attempt of it; the `delivery_id` to resend it by. */
+            message_id: string;
+            /**
+             * Format: int32
+             * @description The attempt's number, counted per message from 1 (a resend's attempts follow the earlier ones).
+             */
+            attempt: number;
             /**
              * @description `live` or `test`.
              * @enum {string}
@@ -2006,6 +2069,33 @@ export interface components {
              */
             is_active: true;
         };
+        ResendResponse: {
+            /** Format: int32 */
+            webhook_id: number;
+            /** @description The messages owed again, each sent under this id (its `webhook-id`) within seconds; oldest first. */
+            message_ids: string[];
+            /**
+             * Format: int32
+             * @description Messages owed again.
+             */
+            count: number;
+            /** @description A bulk resend's lower bound as applied (30 days back at most), `YYYY-MM-DD HH:MM:SS` UTC; null for one delivery. */
+            since: string | null;
+            /** @description The request's `Idempotency-Key`, or the one the service gave it when none was sent. */
+            idempotency_key: string;
+            /** @description True when an earlier request with this key decided the resend: this one sent nothing more. */
+            replayed: boolean;
+            /** @description When the resend was decided, `YYYY-MM-DD HH:MM:SS` UTC. */
+            requested_at: string;
+        };
+        ResendFailedRequest: {
+            /**
+             * @description Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone,
+             *     or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has. Earlier than 30 days ago means 30 days ago.
+             * @example 2024-02-29T00:00:00Z
+             */
+            since: string;
+        };
         /** @description A `bad_request` problem (400 Bad request); `/docs/errors#bad_request` says what to do. */
         BadRequestProblem: {
             /**
@@ -2223,6 +2313,32 @@ export interface components {
              * @enum {string}
              */
             code: "request_timeout";
+        };
+        /** @description A `delivery_expired` problem (410 Delivery too old to resend); `/docs/errors#delivery_expired` says what to do. */
+        DeliveryExpiredProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Delivery too old to resend";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 410;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "delivery_expired";
+            /**
+             * Format: date-time
+             * @description When the delivery was made (a live message queued, a test sent); it could be resent for 30 days from then.
+             */
+            made_at: string;
         };
         /** @description A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do. */
         PayloadTooLargeProblem: {
@@ -5884,6 +6000,399 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body over 16 KiB (payload_too_large) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body not application/json (unsupported_media_type) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    resendDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any string of 1 to 255 visible ASCII characters; one resend per key and webhook, for 30 days. Without it, each request resends. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`.
+                 * @example 7
+                 */
+                webhook_id: number;
+                /**
+                 * @description The delivery's `message_id` (in `/deliveries`; the `webhook-id` header it was sent with).
+                 * @example msg_5wJX0T3Qk2m8d9Yv1r4Z7A
+                 */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoFieldsRequest"];
+            };
+        };
+        responses: {
+            /** @description Owed again: sent within seconds */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResendResponse"];
+                };
+            };
+            /** @description webhook_id not a positive integer, delivery_id not a message id, an Idempotency-Key that is empty, too long or not visible ASCII, or a body that is not an empty JSON object; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description No webhook of yours with that id, or no delivery with that id of it: unknown, deleted or another account's (not_found) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The webhook is deactivated (enable it first), or the Idempotency-Key was used for another resend of it (conflict) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The delivery was made more than 30 days ago (delivery_expired) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body over 16 KiB (payload_too_large) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body not application/json (unsupported_media_type) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    resendFailedDeliveries: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any string of 1 to 255 visible ASCII characters; one resend per key and webhook, for 30 days. Without it, each request resends. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`.
+                 * @example 7
+                 */
+                webhook_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResendFailedRequest"];
+            };
+        };
+        responses: {
+            /** @description Owed again: sent within seconds */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResendResponse"];
+                };
+            };
+            /** @description webhook_id not a positive integer, since missing or not an instant, an unknown field, or an Idempotency-Key that is empty, too long or not visible ASCII; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description No webhook of yours with that id: unknown, deleted or another account's (not_found) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The webhook is deactivated (enable it first), or the Idempotency-Key was used for another resend of it (conflict) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -75,7 +75,7 @@ function sealedBox<T>(purpose: string, read: (v: Partial<T>) => T | null) {
   return {
     seal: (secret: string, value: T): string => gcmSeal(key(secret), JSON.stringify(value), aad).toString('base64url'),
     /** The value of a cookie, or null when it is not one this service sealed for the purpose. */
-    open(secret: string, value: string | undefined): T | null {
+    open: (secret: string, value: string | undefined): T | null => {
       if (!value) return null;
       const opened = gcmOpen(key(secret), Buffer.from(value, 'base64url'), aad);
       if (!('plain' in opened)) return null;
