@@ -131,6 +131,7 @@ const envSchema = z.object({
   DATA_ENCRYPTION_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredDataKeys, ctx)),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
   LITESTREAM_BIN: optionalString,
+  REQUEST_LOG: z.preprocess(unsetIfBlank, z.enum(['on', 'off']).default('on')),
   FREE_ANSWER_BYTES_PER_SECOND: optionalString.transform((text, ctx) => {
     if (text === undefined) return FREE_ANSWER_BYTES_DEFAULT;
     if (text === 'off') return null;
@@ -224,6 +225,8 @@ export interface Config {
   dataEncryptionRetiredKeys: DataKey[];
   /** `LITESTREAM_BIN`: the Litestream `scores replicate` runs; null: where `npm run engines` installs it (src/app/backup/litestream.ts). */
   litestreamBin: string | null;
+  /** `REQUEST_LOG`: whether the API records each call in the request log (`off`: nothing recorded; what it holds is still served). */
+  requestLog: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -290,6 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataEncryptionKey: e.DATA_ENCRYPTION_KEY ?? null,
     dataEncryptionRetiredKeys: e.DATA_ENCRYPTION_RETIRED_KEYS ?? [],
     litestreamBin: e.LITESTREAM_BIN ? resolve(e.LITESTREAM_BIN) : null,
+    requestLog: e.REQUEST_LOG === 'on',
   };
 }
 

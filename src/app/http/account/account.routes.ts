@@ -15,6 +15,7 @@ import { sendInvoice } from './invoices.route.js';
 import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
 import { rotateOwnWebhookSecret, showWebhook } from './webhook.route.js';
+import { showRequest, showRequests } from './requests.route.js';
 
 /**
  * Every signed-in route of the account, in the order express matches them. A GET of an action's
@@ -37,6 +38,8 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['get', '/account/packs', showPack],
   ['post', '/account/packs', buyCreditPack],
   ['get', '/account/invoices/:file', sendInvoice],
+  ['get', '/account/requests', showRequests],
+  ['get', '/account/requests/:id', showRequest],
   ['get', '/account/webhooks/:id', showWebhook],
   ['post', '/account/webhooks/:id/rotate-secret', rotateOwnWebhookSecret],
   ['get', '/account/delete', confirmDelete],
