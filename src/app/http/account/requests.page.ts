@@ -46,7 +46,7 @@ function olderLink(f: RequestLogFilters, cursor: string): SafeHtml {
 export function requestsPage(page: RequestLogPageResponse, keys: ReadonlyMap<string, KeyState>, f: RequestLogFilters): SafeHtml {
   const rows = page.requests.map(
     (e) =>
-      html`<tr><td><a href="/account/requests/${e.request_id}"><code>${e.request_id}</code></a></td><td>${instant(e.at)}</td><td>${outcomeOf(e)}</td><td>${operationOf(e)}</td><td>${keyOf(e)}</td><td class="num">${e.credits}</td><td class="num">${e.latency_ms}</td></tr>`,
+      html`<tr><td><a href="/account/requests/${e.request_id}"><code>${e.request_id}</code></a></td><td data-label="Status">${outcomeOf(e)}</td><td data-label="When">${instant(e.at)}</td><td data-label="Operation">${operationOf(e)}</td><td data-label="Key">${keyOf(e)}</td><td data-label="Credits" class="num">${e.credits}</td><td data-label="ms" class="num">${e.latency_ms}</td></tr>`,
   );
   return html`<h1>Request log</h1>
 <p>Every call of your keys in the last ${page.kept_days} days, REST and MCP, answered and refused alike, newest first: the same as <a href="/docs#tag/Account">GET /v1/requests</a>. A call shows here within a second or so of its answer. Its request id is the <code>X-Request-Id</code> header of its response.</p>
@@ -54,7 +54,7 @@ ${filterForm(keys, f)}
 ${
   page.count === 0
     ? html`<p id="no-calls" class="muted">No call matches${f.request_id ? html` the request id <code>${f.request_id}</code>` : ''}.</p>`
-    : html`<table aria-label="Calls" class="requests"><thead><tr><th>Request id</th><th>When</th><th>Status</th><th>Operation</th><th>Key</th><th class="num">Credits</th><th class="num">ms</th></tr></thead><tbody>${rows}</tbody></table>`
+    : html`<table aria-label="Calls" class="requests"><thead><tr><th>Request id</th><th>Status</th><th>When</th><th>Operation</th><th>Key</th><th class="num">Credits</th><th class="num">ms</th></tr></thead><tbody>${rows}</tbody></table>`
 }
 ${page.next_cursor ? olderLink(f, page.next_cursor) : ''}
 <p><a href="/account">Back to your account</a></p>`;
@@ -66,7 +66,7 @@ export function requestPage(e: RequestLogEntryResponse): SafeHtml {
 <dl class="request">
 <dt>When it ended</dt><dd>${instant(e.at)} (<code>${e.at}</code>)</dd>
 <dt>Status</dt><dd id="request-status">${e.status}${e.status === 499 ? ' (the client went away before the answer)' : ''}</dd>
-<dt>Problem code</dt><dd id="request-code">${e.code ? html`<code>${e.code}</code> (<a href="/docs/errors">what it means</a>)` : html`<span class="muted">none: answered</span>`}</dd>
+<dt>Problem code</dt><dd id="request-code">${e.code ? html`<code>${e.code}</code> (<a href="/docs/errors#${e.code}">what it means</a>)` : html`<span class="muted">none: answered</span>`}</dd>
 <dt>Operation</dt><dd>${operationOf(e)}</dd>
 <dt>Route</dt><dd><code>${e.method} ${e.path}</code> over ${e.channel === 'mcp' ? 'MCP' : 'REST'}</dd>
 <dt>Key</dt><dd>${keyOf(e)} <span class="muted">id <code>${e.key_id}</code></span></dd>

@@ -132,7 +132,15 @@ form.confirm { display: flex; flex-wrap: wrap; gap: var(--s2); align-items: cent
 form.filters { display: flex; flex-wrap: wrap; gap: var(--s2) var(--s4); align-items: flex-end; margin: var(--s3) 0 var(--s4); }
 form.filters > div { flex: 1 1 11rem; min-width: 0; }
 form.filters > div.filter-actions { flex-basis: 100%; }
-table.requests td:nth-child(2) { min-width: 8.5rem; }
+table.requests td:nth-child(3) { min-width: 8.5rem; }
+@media (max-width: 40rem) {
+  /* One card per call on a phone: its link and its outcome in view, not past a sideways scroll. */
+  table.requests, table.requests tbody, table.requests tr, table.requests td { display: block; min-width: 0; text-align: left; }
+  table.requests thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  table.requests tr { border-bottom: 1px solid var(--line); padding: var(--s2) 0; }
+  table.requests td { border: 0; padding: 2px 0; }
+  table.requests td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+}
 
 /* Guides (/docs/<slug>): the guides' nav wraps on a phone; a code block keeps its lines and scrolls inside itself */
 nav.guides ul, ul.guides { display: flex; flex-wrap: wrap; gap: var(--s1) var(--s4); list-style: none; margin: var(--s3) 0; padding: 0; font-size: var(--t-sm); }
