@@ -174,6 +174,7 @@ describe('The contract says exactly what is served', function () {
         'GET /v1/meta': 'getMeta',
         'GET /v1/usage': 'getUsage',
         'GET /v1/usage/ledger': 'getUsageLedger',
+        'GET /v1/requests': 'getRequestLog',
         'GET /v1/bulk/exports': 'listBulkExports',
         'GET /v1/bulk/exports/{bundle_id}/{name}': 'downloadBulkExportFile',
         'GET /v1/webhooks': 'listWebhooks',
@@ -303,6 +304,7 @@ describe('The contract says exactly what is served', function () {
         ['GET /v1/scores/history', 'not_found', await call('GET', '/v1/scores/history?tickers=AAPL,ZZZZZ&start=2019-03-25', quant.key), { unknown_tickers: ['ZZZZZ'] }],
         ['GET /v1/usage/ledger', 'bad_request', await call('GET', '/v1/usage/ledger?cursor=zzz', quant.key), { errors: [{ parameter: 'cursor', message: 'is not valid for this query' }] }],
         ['GET /v1/usage/ledger', 'bad_request', await call('GET', '/v1/usage/ledger?month=2026-13', quant.key), { errors: [{ parameter: 'month', message: 'must be YYYY-MM' }] }],
+        ['GET /v1/requests', 'bad_request', await call('GET', '/v1/requests?status=6xx', quant.key), { errors: [{ parameter: 'status', message: 'must be 2xx, 3xx, 4xx or 5xx' }] }],
         ['GET /v1/usage', 'rate_limited', burst.find((r) => r.status === 429)!, { per_second: 1 }],
         ['GET /v1/scores/{ticker}', 'credits_exhausted', await call('GET', '/v1/scores/AAPL', broke.key), { prepaid_credits: 0, cost: 2 }],
       ];

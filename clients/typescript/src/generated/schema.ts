@@ -3197,6 +3197,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3210,6 +3211,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3221,6 +3223,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3234,6 +3237,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3260,6 +3264,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3274,6 +3279,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3297,6 +3303,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
