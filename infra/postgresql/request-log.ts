@@ -62,7 +62,7 @@ export class PostgresRequestLog implements RequestLogStore {
       where.push(condition(args.length + 1));
       args.push(...values);
     };
-    if (q.key_id !== undefined) add((n) => `key_id = $${n}`, q.key_id);
+    if (q.key_ids !== undefined) add((n) => `key_id = ANY($${n}::text[])`, q.key_ids);
     if (q.operation !== undefined) add((n) => `operation = $${n}`, q.operation);
     if (q.status_class !== undefined) add((n) => `status BETWEEN $${n} AND $${n + 1}`, q.status_class * 100, q.status_class * 100 + 99);
     if (q.request_id !== undefined) add((n) => `request_id = $${n}`, q.request_id);

@@ -95,11 +95,11 @@ export class RequestLogDb {
 
   /** Adds the query's conditions; false when one of them matches nothing this store knows. */
   private narrow(q: RequestLogQuery, where: string[], args: unknown[]): boolean {
-    if (q.key_id !== undefined) {
-      const key = this.refs.get(`key:${q.key_id}`);
-      if (key === undefined) return false;
-      where.push('key = ?');
-      args.push(key);
+    if (q.key_ids !== undefined) {
+      const keys = q.key_ids.flatMap((id) => this.refs.get(`key:${id}`) ?? []);
+      if (keys.length === 0) return false;
+      where.push(`key IN (${keys.map(() => '?').join(', ')})`);
+      args.push(...keys);
     }
     if (q.operation !== undefined) {
       const routes = [...this.routes].filter(([, r]) => r.operation === q.operation).map(([ref]) => ref);

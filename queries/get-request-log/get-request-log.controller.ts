@@ -14,7 +14,7 @@ export class GetRequestLogController extends MeteredController {
    * charged, the latency and the request id (your responses' `X-Request-Id`). Free. A call shows
    * here within a second or so of its answer (at once on the replica that answered it).
    * @summary Your request log
-   * @param key_id Only the calls of this key of yours.
+   * @param key Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
    * @param status Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`.
    * @param operation Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP.
    * @param day Only calls of this UTC day, `YYYY-MM-DD`.
@@ -29,7 +29,7 @@ export class GetRequestLogController extends MeteredController {
   @Response<ProblemDetails>(422, 'limit above 500 (limit_exceeded)')
   public async getRequestLog(
     @Request() req: AuthedRequest,
-    @Query() key_id?: string,
+    @Query() key?: string,
     @Query() status?: string,
     @Query() operation?: string,
     @Query() day?: string,
@@ -37,6 +37,6 @@ export class GetRequestLogController extends MeteredController {
     @Query() limit?: string,
     @Query() cursor?: string,
   ): Promise<RequestLogPageResponse> {
-    return this.serve(req, (call) => run(call, { key_id, status, operation, day, request_id, limit, cursor }));
+    return this.serve(req, (call) => run(call, { key, status, operation, day, request_id, limit, cursor }));
   }
 }

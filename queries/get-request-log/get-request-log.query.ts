@@ -5,6 +5,7 @@ import type { RequestLogQuery, RequestRecord } from '../../src/core/request-log.
 import { accountStream, type AccountEvent } from '../../src/domain/accounts/account.events.js';
 import { evolveAccount, initialAccountState, type KeyState } from '../../src/domain/accounts/account.state.js';
 import { isRateKey } from '../../src/domain/rate-card.js';
+import { KEY_PREFIX as KEY_PREFIX_TEXT, SHOWN_PREFIX_LENGTH } from '../../src/domain/accounts/api-keys.js';
 import { parseIntParam } from '../../src/web/int-param.js';
 import type { MeteredCall } from '../shared/query-context.js';
 
@@ -18,6 +19,8 @@ export const REQUEST_ID = /^req_[A-Za-z0-9_-]{16}$/;
 export const STATUS_CLASS = /^[2-5]xx$/;
 /** A UTC day. */
 export const DAY = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
+/** A key as the account page names it: its clear prefix, `sk_live_` and 6 characters. */
+export const KEY_PREFIX = new RegExp(`^${KEY_PREFIX_TEXT}[A-Za-z0-9_-]{${SHOWN_PREFIX_LENGTH - KEY_PREFIX_TEXT.length}}$`);
 
 /** One call of one of your keys, answered or refused. */
 export interface RequestLogEntryResponse {
@@ -25,11 +28,10 @@ export interface RequestLogEntryResponse {
   request_id: string;
   /** When the call ended: ISO 8601 UTC, to the millisecond. */
   at: string;
-  key_id: string;
   /** The key's name, as the account page shows it. */
-  key_name: string | null;
-  /** The key's clear prefix (`sk_live_` and 6 characters). */
-  key_prefix: string | null;
+  key_name: string;
+  /** The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page. */
+  key_prefix: string;
   /** `rest` or `mcp`. */
   channel: string;
   /** The rate-card key of the operation (`scores`, `history`, …); null for a call that named none (an MCP POST refused as a whole). */
@@ -75,7 +77,8 @@ export interface RequestLogPageResponse {
 
 /** The filters of a listing, as sent (query-string form). */
 export interface RequestLogFilters {
-  key_id?: string;
+  /** A key's prefix. */
+  key?: string;
   status?: string;
   operation?: string;
   day?: string;
@@ -91,20 +94,23 @@ function check(name: keyof RequestLogFilters, value: string | undefined, rule: R
   if (typeof rule === 'function' ? !rule(value) : !rule.test(value)) throw invalidParameter(name, message);
 }
 
-/** The store's query of an account's listing: each filter checked (400 naming it). */
-export function requestLogQuery(accountId: string, f: RequestLogFilters): RequestLogQuery {
+/**
+ * The store's query of an account's listing: each filter checked (400 naming it); a key named by
+ * its prefix is each of the account's keys with that prefix (`keys`: accountKeys).
+ */
+export function requestLogQuery(accountId: string, f: RequestLogFilters, keys: ReadonlyMap<string, KeyState>): RequestLogQuery {
   check('status', f.status, STATUS_CLASS, 'must be 2xx, 3xx, 4xx or 5xx');
   check('operation', f.operation, isRateKey, 'must be a rate-card key (GET /v1/usage lists them)');
   check('day', f.day, (d) => DAY.test(d) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d), 'must be a day YYYY-MM-DD (UTC)');
   check('request_id', f.request_id, REQUEST_ID, 'must be a request id req_… as X-Request-Id gives it');
-  check('key_id', f.key_id, (k) => k.length > 0 && k.length <= 64, 'must be one of your key ids');
+  check('key', f.key, KEY_PREFIX, 'must be a key prefix sk_live_… as the account page shows it (14 characters)');
   check('cursor', f.cursor, REQUEST_LOG_CURSOR, 'is not a cursor this listing gave');
   const limit = parseIntParam('limit', f.limit, REQUEST_LOG_LIMIT);
   const from = f.day === undefined ? undefined : Date.parse(`${f.day}T00:00:00Z`);
   const cursor = f.cursor === undefined ? null : REQUEST_LOG_CURSOR.exec(f.cursor)!;
   return {
     account_id: accountId,
-    key_id: f.key_id,
+    key_ids: f.key === undefined ? undefined : [...keys.values()].filter((k) => k.prefix === f.key).map((k) => k.key_id),
     status_class: f.status === undefined ? undefined : Number(f.status[0]),
     operation: f.operation,
     request_id: f.request_id,
@@ -127,9 +133,9 @@ export function entryOf(r: RequestRecord, keys: ReadonlyMap<string, KeyState>): 
   return {
     request_id: r.request_id,
     at: new Date(r.at).toISOString(),
-    key_id: r.key_id,
-    key_name: key?.name ?? null,
-    key_prefix: key?.prefix ?? null,
+    // Every key an account had is in its stream; a call is never of another account's key.
+    key_name: key?.name ?? '',
+    key_prefix: key?.prefix ?? '',
     channel: r.channel,
     operation: r.operation,
     tool: r.tool,
@@ -142,18 +148,10 @@ export function entryOf(r: RequestRecord, keys: ReadonlyMap<string, KeyState>): 
   };
 }
 
-/**
- * A page of an account's request log, newest first; one more call is read to tell whether another
- * page follows. `keysOf` names the keys (accountKeys), asked only when the page has calls.
- */
-export async function readRequestLog(
-  requests: Pick<RequestLog, 'list'>,
-  keysOf: () => Promise<ReadonlyMap<string, KeyState>>,
-  query: RequestLogQuery,
-): Promise<RequestLogPageResponse> {
+/** A page of an account's request log, newest first; one more call is read to tell whether another page follows. */
+export async function readRequestLog(requests: Pick<RequestLog, 'list'>, keys: ReadonlyMap<string, KeyState>, query: RequestLogQuery): Promise<RequestLogPageResponse> {
   const rows = await requests.list({ ...query, limit: query.limit + 1 });
   const page = rows.slice(0, query.limit);
-  const keys = page.length ? await keysOf() : new Map<string, KeyState>();
   const last = page.at(-1);
   return {
     requests: page.map((r) => entryOf(r, keys)),
@@ -165,8 +163,9 @@ export async function readRequestLog(
 
 /** `GET /v1/requests`: the caller's account's calls, filtered and paged. Free. */
 export async function run(call: MeteredCall, filters: RequestLogFilters): Promise<RequestLogPageResponse> {
-  const query = requestLogQuery(call.principal.account_id, filters);
-  const page = await readRequestLog(call.ctx.requests, () => accountKeys(call.ctx.events, query.account_id), query);
+  const accountId = call.principal.account_id;
+  const keys = await accountKeys(call.ctx.events, accountId);
+  const page = await readRequestLog(call.ctx.requests, keys, requestLogQuery(accountId, filters, keys));
   await call.charge('requests');
   return page;
 }

@@ -36,7 +36,8 @@ export interface RequestRecord {
 /** Which of an account's calls to list: newest first, each condition optional. */
 export interface RequestLogQuery {
   account_id: string;
-  key_id?: string;
+  /** Calls of any of these keys. */
+  key_ids?: readonly string[];
   /** 2, 3, 4 or 5: the status's hundred. */
   status_class?: number;
   operation?: string;

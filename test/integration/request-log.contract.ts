@@ -77,8 +77,10 @@ export function requestLogContract(name: string, open: () => Promise<RequestLogF
       const rows = [call(), call({ key_id: 'key_a2' }), call({ status: 429, code: 'rate_limited', credits: 0 }), call({ operation: 'screener', path: '/v1/screener' }), call({ status: 500, code: 'internal' }), call({ channel: 'mcp', operation: 'screener', tool: 'screen_stocks', method: 'POST', path: '/mcp/http' })];
       await f.store.append(rows);
       const q = (more: object) => f.store.list({ account_id: 'acct_a', limit: 100, ...more }).then(ids);
-      expect(await q({ key_id: 'key_a2' })).to.deep.equal([rows[1]!.request_id]);
-      expect(await q({ key_id: 'key_unknown' })).to.deep.equal([]);
+      expect(await q({ key_ids: ['key_a2'] })).to.deep.equal([rows[1]!.request_id]);
+      expect(await q({ key_ids: ['key_a2', 'key_unknown'] })).to.deep.equal([rows[1]!.request_id]);
+      expect(await q({ key_ids: ['key_unknown'] })).to.deep.equal([]);
+      expect(await q({ key_ids: [] })).to.deep.equal([]);
       expect(await q({ status_class: 4 })).to.deep.equal([rows[2]!.request_id]);
       expect(await q({ status_class: 5 })).to.deep.equal([rows[4]!.request_id]);
       expect(await q({ operation: 'screener' })).to.deep.equal([rows[5]!.request_id, rows[3]!.request_id]);

@@ -17,7 +17,7 @@ import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screene
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
 import { LEDGER_CURSOR, MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { THEME_SLUG } from '../../../queries/get-themes/get-themes.query.js';
-import { DAY, REQUEST_ID, REQUEST_LOG_CURSOR, REQUEST_LOG_LIMIT, STATUS_CLASS } from '../../../queries/get-request-log/get-request-log.query.js';
+import { DAY, KEY_PREFIX, REQUEST_ID, REQUEST_LOG_CURSOR, REQUEST_LOG_LIMIT, STATUS_CLASS } from '../../../queries/get-request-log/get-request-log.query.js';
 import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
@@ -75,7 +75,7 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
     operation: { type: 'string', enum: [...RATE_KEYS] },
     day: { type: 'string', format: 'date', pattern: DAY.source },
     request_id: { type: 'string', pattern: REQUEST_ID.source },
-    key_id: { type: 'string', minLength: 1, maxLength: 64 },
+    key: { type: 'string', pattern: KEY_PREFIX.source },
     cursor: { type: 'string', pattern: REQUEST_LOG_CURSOR.source },
   },
   '/v1/coverage': { since: DATE },

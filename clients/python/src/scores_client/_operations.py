@@ -78,7 +78,7 @@ class LedgerPageFrame(models.LedgerPageResponse):
         return frame(self.entries, _LEDGER_PAGE_FRAME_COLUMNS)
 
 
-_REQUEST_LOG_PAGE_FRAME_COLUMNS = {"request_id": "string", "at": "string", "key_id": "string", "key_name": "string", "key_prefix": "string", "channel": "string", "operation": "string", "tool": "string", "method": "string", "path": "string", "status": "Int64", "code": "string", "credits": "Int64", "latency_ms": "float64"}
+_REQUEST_LOG_PAGE_FRAME_COLUMNS = {"request_id": "string", "at": "string", "key_name": "string", "key_prefix": "string", "channel": "string", "operation": "string", "tool": "string", "method": "string", "path": "string", "status": "Int64", "code": "string", "credits": "Int64", "latency_ms": "float64"}
 
 
 class RequestLogPageFrame(models.RequestLogPageResponse):
@@ -212,10 +212,10 @@ class Operations:
         r = self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
 
-    def get_request_log(self, *, key_id: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
+    def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
         """``GET /v1/requests``: Your request log
 
-        key_id: Only the calls of this key of yours.
+        key: Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
         status: Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`.
         operation: Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP.
         day: Only calls of this UTC day, `YYYY-MM-DD`.
@@ -223,7 +223,7 @@ class Operations:
         limit: Calls per page (default 50, max 500).
         cursor: `next_cursor` of the previous page (with the same filters).
         """
-        r = self.request("GET", "/v1/requests", params={"key_id": key_id, "status": status, "operation": operation, "day": date_param(day, "day"), "request_id": request_id, "limit": limit, "cursor": cursor})
+        r = self.request("GET", "/v1/requests", params={"key": key, "status": status, "operation": operation, "day": date_param(day, "day"), "request_id": request_id, "limit": limit, "cursor": cursor})
         return RequestLogPageFrame.model_validate_json(r.content)
 
     def get_usage(self) -> models.UsageResponse:
@@ -436,10 +436,10 @@ class AsyncOperations:
         r = await self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
 
-    async def get_request_log(self, *, key_id: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
+    async def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
         """``GET /v1/requests``: Your request log
 
-        key_id: Only the calls of this key of yours.
+        key: Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
         status: Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`.
         operation: Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP.
         day: Only calls of this UTC day, `YYYY-MM-DD`.
@@ -447,7 +447,7 @@ class AsyncOperations:
         limit: Calls per page (default 50, max 500).
         cursor: `next_cursor` of the previous page (with the same filters).
         """
-        r = await self.request("GET", "/v1/requests", params={"key_id": key_id, "status": status, "operation": operation, "day": date_param(day, "day"), "request_id": request_id, "limit": limit, "cursor": cursor})
+        r = await self.request("GET", "/v1/requests", params={"key": key, "status": status, "operation": operation, "day": date_param(day, "day"), "request_id": request_id, "limit": limit, "cursor": cursor})
         return RequestLogPageFrame.model_validate_json(r.content)
 
     async def get_usage(self) -> models.UsageResponse:

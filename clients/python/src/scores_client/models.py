@@ -270,14 +270,13 @@ class RequestLogEntryResponse(BaseModel):
     """
     When the call ended: ISO 8601 UTC, to the millisecond.
     """
-    key_id: str
-    key_name: str | None = Field(...)
+    key_name: str
     """
     The key's name, as the account page shows it.
     """
-    key_prefix: str | None = Field(...)
+    key_prefix: str
     """
-    The key's clear prefix (`sk_live_` and 6 characters).
+    The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page.
     """
     channel: str
     """

@@ -50,8 +50,8 @@ export interface GetUsageLedgerQuery {
 
 /** The query parameters of `getRequestLog` (`GET /v1/requests`). */
 export interface GetRequestLogQuery {
-  /** Only the calls of this key of yours. */
-  key_id?: NonNullable<operations['getRequestLog']['parameters']['query']>['key_id'];
+  /** Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it). */
+  key?: NonNullable<operations['getRequestLog']['parameters']['query']>['key'];
   /** Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`. */
   status?: NonNullable<operations['getRequestLog']['parameters']['query']>['status'];
   /** Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP. */

@@ -862,11 +862,10 @@ export interface components {
             request_id: string;
             /** @description When the call ended: ISO 8601 UTC, to the millisecond. */
             at: string;
-            key_id: string;
             /** @description The key's name, as the account page shows it. */
-            key_name: string | null;
-            /** @description The key's clear prefix (`sk_live_` and 6 characters). */
-            key_prefix: string | null;
+            key_name: string;
+            /** @description The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page. */
+            key_prefix: string;
             /** @description `rest` or `mcp`. */
             channel: string;
             /** @description The rate-card key of the operation (`scores`, `history`, …); null for a call that named none (an MCP POST refused as a whole). */
@@ -3169,8 +3168,8 @@ export interface operations {
     getRequestLog: {
         parameters: {
             query?: {
-                /** @description Only the calls of this key of yours. */
-                key_id?: string;
+                /** @description Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it). */
+                key?: string;
                 /** @description Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`. */
                 status?: string;
                 /** @description Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP. */

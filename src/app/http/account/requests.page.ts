@@ -21,7 +21,7 @@ const operationOf = (e: RequestLogEntryResponse): SafeHtml =>
 
 const outcomeOf = (e: RequestLogEntryResponse): SafeHtml => html`${e.status}${e.code ? html` <code>${e.code}</code>` : ''}`;
 
-const keyOf = (e: RequestLogEntryResponse): SafeHtml => (e.key_name ? html`${e.key_name} <code>${e.key_prefix}…</code>` : html`<code>${e.key_id}</code>`);
+const keyOf = (e: RequestLogEntryResponse): SafeHtml => html`${e.key_name} <code>${e.key_prefix}…</code>`;
 
 const selected = (on: boolean): SafeHtml => (on ? html` selected` : html``);
 
@@ -29,7 +29,7 @@ function filterForm(keys: ReadonlyMap<string, KeyState>, f: RequestLogFilters): 
   const option = (value: string, text: SafeHtml | string, current: string | undefined) => html`<option value="${value}"${selected(value === current)}>${text}</option>`;
   return html`<form method="get" action="/account/requests" class="filters" role="search" aria-label="Filter the calls">
 <div><label for="f-request">Request id</label><input id="f-request" name="request_id" type="text" value="${f.request_id ?? ''}" placeholder="req_…" autocomplete="off" spellcheck="false"></div>
-<div><label for="f-key">Key</label><select id="f-key" name="key_id">${option('', 'any key', f.key_id)}${[...keys.values()].map((k) => option(k.key_id, `${k.name} (${k.prefix}…)`, f.key_id))}</select></div>
+<div><label for="f-key">Key</label><select id="f-key" name="key">${option('', 'any key', f.key)}${[...keys.values()].map((k) => option(k.prefix, `${k.name} (${k.prefix}…, ${k.status})`, f.key))}</select></div>
 <div><label for="f-status">Status</label><select id="f-status" name="status">${option('', 'any status', f.status)}${STATUS_CLASSES.map(([v, t]) => option(v, t, f.status))}</select></div>
 <div><label for="f-operation">Operation</label><select id="f-operation" name="operation">${option('', 'any operation', f.operation)}${RATE_KEYS.map((k) => option(k, k, f.operation))}</select></div>
 <div><label for="f-day">Day (UTC)</label><input id="f-day" name="day" type="date" value="${f.day ?? ''}"></div>
@@ -69,7 +69,7 @@ export function requestPage(e: RequestLogEntryResponse): SafeHtml {
 <dt>Problem code</dt><dd id="request-code">${e.code ? html`<code>${e.code}</code> (<a href="/docs/errors#${e.code}">what it means</a>)` : html`<span class="muted">none: answered</span>`}</dd>
 <dt>Operation</dt><dd>${operationOf(e)}</dd>
 <dt>Route</dt><dd><code>${e.method} ${e.path}</code> over ${e.channel === 'mcp' ? 'MCP' : 'REST'}</dd>
-<dt>Key</dt><dd>${keyOf(e)} <span class="muted">id <code>${e.key_id}</code></span></dd>
+<dt>Key</dt><dd>${keyOf(e)}</dd>
 <dt>Credits charged</dt><dd id="request-credits">${e.credits}${e.credits > 0 ? html` <span class="muted">(its ledger entry names the same request id)</span>` : ''}</dd>
 <dt>Latency</dt><dd>${e.latency_ms} ms</dd>
 </dl>

@@ -16,20 +16,20 @@ function filtersOf(query: Request['query']): RequestLogFilters {
     const v = query[name];
     return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
   };
-  return { request_id: pick('request_id'), key_id: pick('key_id'), status: pick('status'), operation: pick('operation'), day: pick('day'), cursor: pick('cursor') };
+  return { request_id: pick('request_id'), key: pick('key'), status: pick('status'), operation: pick('operation'), day: pick('day'), cursor: pick('cursor') };
 }
 
 export async function showRequests({ req, res, who, services }: AccountRequest): Promise<void> {
   const filters = filtersOf(req.query);
   const keys = await accountKeys(services.events, who.account_id);
-  const page = await readRequestLog(services.requestLog, async () => keys, requestLogQuery(who.account_id, filters));
+  const page = await readRequestLog(services.requestLog, keys, requestLogQuery(who.account_id, filters, keys));
   sendAccountPage(res, 200, 'Request log', requestsPage(page, keys, filters));
 }
 
 export async function showRequest({ req, res, who, services }: AccountRequest): Promise<void> {
   const id = String(req.params['id']);
-  const query = REQUEST_ID.test(id) ? requestLogQuery(who.account_id, { request_id: id, limit: '1' }) : null;
-  const page = query && (await readRequestLog(services.requestLog, () => accountKeys(services.events, who.account_id), query));
+  const keys = await accountKeys(services.events, who.account_id);
+  const page = REQUEST_ID.test(id) ? await readRequestLog(services.requestLog, keys, requestLogQuery(who.account_id, { request_id: id, limit: '1' }, keys)) : null;
   const entry = page?.requests[0];
   if (!entry) throw notFound(`No call ${id} in this account's request log (calls are kept ${REQUEST_LOG_RETENTION_DAYS} days)`);
   sendAccountPage(res, 200, `Call ${entry.request_id}`, requestPage(entry));
