@@ -3183,7 +3183,10 @@ export interface operations {
                 /** @description `next_cursor` of the previous page (with the same filters). */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3196,6 +3199,7 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
                     "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
