@@ -2,6 +2,7 @@ import type { ReadStore } from '../../src/core/read-store.port.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Meter, Principal } from '../../src/web/meter.port.js';
 import type { ReadModelMemo } from '../../src/core/read-model-memo.js';
+import type { RequestLog } from '../../src/core/request-log.js';
 import type { Entitlements } from '../../src/domain/plans.js';
 import { RATE_CARD, type RateKey } from '../../src/domain/rate-card.js';
 import type { Channel } from '../../src/domain/ledger/ledger.events.js';
@@ -20,6 +21,8 @@ export interface QueryContext {
   /** The log, read where a read model points into it (the ledger's lines are stored there once). */
   events: Pick<EventStore, 'readStream'>;
   meter: Meter;
+  /** The accounts' calls, as the request log keeps them (GET /v1/requests). */
+  requests: Pick<RequestLog, 'list'>;
   /** What a plan may see now (as-of date, floor, coverage). */
   visibility(entitlements: Entitlements): Promise<Visibility>;
   /** Base of absolute URLs: PUBLIC_BASE_URL, else the address the server listens on. */

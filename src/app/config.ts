@@ -131,6 +131,7 @@ const envSchema = z.object({
   DATA_ENCRYPTION_RETIRED_KEYS: optionalString.transform((text, ctx) => parsedOrIssue(text, parseRetiredDataKeys, ctx)),
   READY_MAX_LAG_EVENTS: z.preprocess(unsetIfBlank, z.coerce.number().int().min(0).default(10_000)),
   LITESTREAM_BIN: optionalString,
+  REQUEST_LOG: z.preprocess(unsetIfBlank, z.enum(['on', 'off']).default('on')),
   FREE_ANSWER_BYTES_PER_SECOND: optionalString.transform((text, ctx) => {
     if (text === undefined) return FREE_ANSWER_BYTES_DEFAULT;
     if (text === 'off') return null;
@@ -235,6 +236,8 @@ export interface Config {
    * prints STRIPE_API_BASE for the Stripe suite, and a shell that evaluates it stays embedded).
    */
   stripe: { secretKey: string; apiBase: string | null; webhookSecret: string | null } | null;
+  /** `REQUEST_LOG`: whether the API records each call in the request log (`off`: nothing recorded; what it holds is still served). */
+  requestLog: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -302,6 +305,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataEncryptionRetiredKeys: e.DATA_ENCRYPTION_RETIRED_KEYS ?? [],
     litestreamBin: e.LITESTREAM_BIN ? resolve(e.LITESTREAM_BIN) : null,
     stripe: e.STRIPE_SECRET_KEY ? { secretKey: e.STRIPE_SECRET_KEY, apiBase: e.STRIPE_API_BASE ?? null, webhookSecret: e.STRIPE_WEBHOOK_SECRET ?? null } : null,
+    requestLog: e.REQUEST_LOG === 'on',
   };
 }
 

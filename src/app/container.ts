@@ -40,6 +40,10 @@ import { AccountKeyVault } from '../core/account-key-vault.js';
 import { ACCOUNT_KEYS_FILE, SqliteAccountKeys } from '../../infra/sqlite/account-keys.js';
 import { GenerationLog, LiveReadModels } from '../core/read-model-generations.js';
 import { generationsStreamOf } from '../core/read-model-generations.decider.js';
+import { RequestLog } from '../core/request-log.js';
+import type { RequestLogStore } from '../core/request-log.port.js';
+import { REQUEST_LOG_FILE, SqliteRequestLog } from '../../infra/sqlite/request-log.js';
+import { RequestRecorder } from './metering/request-recorder.js';
 
 /** Everything a process of the service needs, wired once (the composition root's output). */
 export interface Services {
@@ -95,6 +99,10 @@ export interface Services {
   ledger: LedgerService;
   /** Keys, charges and balances of every call, REST and MCP (key lookups cached until a key event reaches the read models, at most 5 s). */
   meter: Meter;
+  /** Every call of the accounts' keys, kept 30 days (src/core/request-log.ts; docs/operations.md, "The request log"). */
+  requestLog: RequestLog;
+  /** Records each call in `requestLog` as it ends (REQUEST_LOG=off: none); its meter notes what each call was charged. */
+  recorder: RequestRecorder;
   /** Each account's budget of free answers' bytes, REST and MCP together, in this process (FREE_ANSWER_BYTES_PER_SECOND). */
   freeAnswers: FreeAnswerBytes;
   /** What the read side is given: the query reads, the meter, visibility (memoised until scores or tickers change). */
@@ -118,6 +126,8 @@ export interface OpenOptions {
    * process does (a worker's `projections` job); `feed` follows the checkpoints it commits.
    */
   readModels?: 'project' | 'follow';
+  /** How often the request log's buffer is written (default 1 s; a test of the flush on stop sets it long). */
+  requestLogFlushMs?: number;
 }
 
 /**
@@ -167,6 +177,9 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
   // Snapshots of the ledger states go beside the read models (a cache: `reads`, not the queries' view).
   const ledger = new LedgerService(events, clock, { snapshots: reads, onSnapshotError: (err) => log.warn({ err }, 'ledger snapshot not written') });
   const meter = new LedgerMeter(ledger, queryReads, clock, (endpoint, channel, cost) => metrics.debited(endpoint, channel, cost), stores.rates, transportClock);
+  const requestLog = new RequestLog(await openRequestLog(config), { clock: transportClock, flushMs: options.requestLogFlushMs, onError: (err, what) => log.warn({ err }, what) });
+  const recorder = new RequestRecorder(requestLog, config.requestLog);
+  const charging = recorder.meter(meter);
   // On a shared log another process may revoke a key and project it: this one reads it from the log.
   const keyEvents = config.postgresUrl || config.esdbUrl
     ? await followKeyEvents(events, (batch) => meter.keyEventsSeen(batch), { onError: (err) => log.warn({ err }, 'key events not followed; again in 1 s') })
@@ -187,20 +200,24 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
     exportFiles,
     billing: await openBilling(config),
     ledger,
-    meter,
+    meter: charging,
+    requestLog,
+    recorder,
     freeAnswers: new FreeAnswerBytes(config.freeAnswerBytesPerSecond),
     keyring,
     secrets: dataKeys.box,
     secretsKeySource: dataKeys.source,
     personal: new AccountKeyVault(accountKeys, dataKeys.box, transportClock),
     readModels: { base: stores.reads, generations },
-    queries: queryContext({ reads: queryReads, events, meter, ledger, feed, clock, baseUrl, keyring, live }),
+    queries: queryContext({ reads: queryReads, events, meter, charging, requestLog, ledger, feed, clock, baseUrl, keyring, live }),
     metrics,
     baseUrl,
     setListenUrl: (url) => {
       listenUrl = url;
     },
     async close() {
+      // First: the calls answered until now are written (a graceful stop loses none).
+      await requestLog.close();
       live?.stop();
       await keyEvents?.stop();
       await runner.stop();
@@ -261,6 +278,18 @@ async function openBilling(config: Config): Promise<Billing> {
 }
 
 /**
+ * Where the request log lives: beside a PostgreSQL log (every replica writes and reads it), else in
+ * a file of the data directory apart from the store, which backups leave out (docs/operations.md).
+ */
+async function openRequestLog(config: Config): Promise<RequestLogStore> {
+  if (config.postgresUrl) {
+    const { PostgresRequestLog } = await import('../../infra/postgresql/request-log.js');
+    return new PostgresRequestLog(config.postgresUrl);
+  }
+  return new SqliteRequestLog(join(config.dataDir, REQUEST_LOG_FILE));
+}
+
+/**
  * Where export bundles live. PostgreSQL first: its run lock is an advisory lock the server drops
  * the moment a holder's connection dies, where GridFS's is a lease that must run out.
  */
@@ -285,6 +314,9 @@ function queryContext(parts: {
   reads: CachedReadStore;
   events: EventStore;
   meter: LedgerMeter;
+  /** `meter` as the calls charge through it (noting each call's cost for the request log). */
+  charging: Meter;
+  requestLog: RequestLog;
   ledger: LedgerService;
   feed: ReadModelFeed;
   clock: Clock;
@@ -292,7 +324,7 @@ function queryContext(parts: {
   keyring: LedgerKeyring;
   live: LiveReadModels | null;
 }): QueryContext {
-  const { reads, events, meter, ledger, feed, clock, baseUrl, keyring } = parts;
+  const { reads, events, meter, charging, requestLog, ledger, feed, clock, baseUrl, keyring } = parts;
   const visibility = new VisibilityCache(reads);
   const memo = new ReadModelMemo();
   // A replay's generation may hold documents of a new shape: nothing cached from the old one is kept.
@@ -313,7 +345,8 @@ function queryContext(parts: {
     reads,
     memo,
     events,
-    meter,
+    meter: charging,
+    requests: requestLog,
     visibility: (entitlements) => visibility.get(entitlements, clock.now()),
     baseUrl,
     signHead: (head) => keyring.signer?.sign({ ...head, at: clock.now().toISOString() }) ?? null,

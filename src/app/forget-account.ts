@@ -5,7 +5,8 @@
  * 1. its webhooks deleted (no delivery is signed for it again);
  * 2. its keys revoked, `AccountForgotten`, its address released, in one append;
  * 3. its personal-data key destroyed: every address and secret sealed for it stops opening;
- * 4. the mails the service kept for its address (the file outbox) removed.
+ * 4. the mails the service kept for its address (the file outbox) removed;
+ * 5. its calls in the request log deleted (src/core/request-log.ts).
  * The ledger, its signed heads and the invoices stay under the account id, exact and auditable.
  */
 import { deleteAccountWebhooks } from '../../commands/manage-webhooks/webhooks.handler.js';
@@ -20,6 +21,8 @@ export interface ForgottenAccount {
   keys_revoked: number;
   webhooks_deleted: number[];
   mails_removed: number;
+  /** Calls of the request log deleted. */
+  requests_deleted: number;
   /** True when an earlier run had recorded it already (this one finished what was left). */
   already: boolean;
 }
@@ -33,6 +36,8 @@ export async function forgetAccount(services: Services, accountId: string): Prom
   const { keys_revoked } = await recordForgetting(services, accountId, email);
   await services.personal.forget(accountId);
   const mails = email === null ? 0 : await services.mailer.forgetRecipient(email);
+  // After the keys are revoked: no call of the account is recorded again.
+  const requests = await services.requestLog.forget(accountId);
   const after = await loadAccount(services.events, accountId);
   return {
     account_id: accountId,
@@ -40,6 +45,7 @@ export async function forgetAccount(services: Services, accountId: string): Prom
     keys_revoked,
     webhooks_deleted: webhooks,
     mails_removed: mails,
+    requests_deleted: requests,
     already: before.forgotten_at !== null,
   };
 }

@@ -48,6 +48,8 @@ const TABLE = {
   usage: { routes: get('/v1/usage'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_usage' },
   // Not in the spec: the account's own credit ledger (every debit), so a user can audit a bill.
   usage_ledger: { routes: get('/v1/usage/ledger'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_usage_ledger' },
+  // Not in the spec: the account's own calls of the last 30 days, answered and refused (the request log).
+  requests: { routes: get('/v1/requests'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_request_log' },
   meta: { routes: get('/v1/meta'), credits: 0, unit: 'call', min_tier: 'free', mcp_tool: 'get_dataset_info' },
   // The listing and the download of each file it lists.
   bulk_exports: {

@@ -13,15 +13,16 @@ import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
 import { benchOutcomesRebuild } from './outcomes.bench.js';
 import { benchPgBackup } from './pg-backup.bench.js';
 import { benchPostgresLog } from './postgresql.bench.js';
+import { benchRequestLog } from './request-log.bench.js';
 import { benchScaleOut } from './scale-out.bench.js';
 import { benchSeedAndReplay } from './seed-replay.bench.js';
 import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream,requestlog picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream,requestlog').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -30,6 +31,7 @@ if (only.has('outcomes')) await benchOutcomesRebuild(runs, now);
 if (only.has('debit')) await benchDebits(runs);
 if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
+if (only.has('requestlog')) await benchRequestLog(runs, now);
 if (only.has('mcp')) {
   await benchMcp(runs);
   await benchMcpBatchFlood(runs);

@@ -174,6 +174,7 @@ describe('The contract says exactly what is served', function () {
         'GET /v1/meta': 'getMeta',
         'GET /v1/usage': 'getUsage',
         'GET /v1/usage/ledger': 'getUsageLedger',
+        'GET /v1/requests': 'getRequestLog',
         'GET /v1/bulk/exports': 'listBulkExports',
         'GET /v1/bulk/exports/{bundle_id}/{name}': 'downloadBulkExportFile',
         'GET /v1/webhooks': 'listWebhooks',
@@ -305,6 +306,7 @@ describe('The contract says exactly what is served', function () {
         ['GET /v1/scores/history', 'not_found', await call('GET', '/v1/scores/history?tickers=AAPL,ZZZZZ&start=2019-03-25', quant.key), { unknown_tickers: ['ZZZZZ'] }],
         ['GET /v1/usage/ledger', 'bad_request', await call('GET', '/v1/usage/ledger?cursor=zzz', quant.key), { errors: [{ parameter: 'cursor', message: 'is not valid for this query' }] }],
         ['GET /v1/usage/ledger', 'bad_request', await call('GET', '/v1/usage/ledger?month=2026-13', quant.key), { errors: [{ parameter: 'month', message: 'must be YYYY-MM' }] }],
+        ['GET /v1/requests', 'bad_request', await call('GET', '/v1/requests?status=6xx', quant.key), { errors: [{ parameter: 'status', message: 'must be 2xx, 3xx, 4xx or 5xx' }] }],
         ['GET /v1/usage', 'rate_limited', burst.find((r) => r.status === 429)!, { per_second: 1 }],
         ['GET /v1/scores/{ticker}', 'credits_exhausted', await call('GET', '/v1/scores/AAPL', broke.key), { prepaid_credits: 0, cost: 2 }],
       ];
@@ -324,9 +326,9 @@ describe('The contract says exactly what is served', function () {
   // Last: it moves the service's clock to May, for an invoice of April.
   describe('Cache-Control: no-store on every private answer', () => {
     const PUBLIC_IP = '93.184.215.14'; // registered as an IP literal, never contacted
-    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/rotate-secret', '/v1/webhooks/{webhook_id}/deliveries', '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend', '/v1/webhooks/{webhook_id}/resend-failed'];
+    const PRIVATE = ['/v1/usage', '/v1/usage/ledger', '/v1/requests', '/v1/webhooks', '/v1/webhooks/{webhook_id}', '/v1/webhooks/{webhook_id}/test', '/v1/webhooks/{webhook_id}/enable', '/v1/webhooks/{webhook_id}/rotate-secret', '/v1/webhooks/{webhook_id}/deliveries', '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend', '/v1/webhooks/{webhook_id}/resend-failed'];
 
-    it('declares it on every response of the usage, ledger and webhook operations (but the 431 and the 408 node may answer first), and on no other', () => {
+    it('declares it on every response of the usage, ledger, request log and webhook operations (but the 431 and the 408 node may answer first), and on no other', () => {
       for (const op of operationsOf(doc as OpenApiDocument)) {
         for (const [status, response] of Object.entries<Json>(doc['paths'][op.path][op.method.toLowerCase()].responses)) {
           const ref = response['headers']?.['Cache-Control']?.['$ref'] as string | undefined;
@@ -337,7 +339,7 @@ describe('The contract says exactly what is served', function () {
       expect(doc['components']['headers']['PrivateCacheControl']).to.deep.include({ required: true, schema: { type: 'string', enum: ['no-store'] } });
     });
 
-    it('sends it on the usage, the ledger and every webhook answer, the 201 with the secret and the refusals included', async () => {
+    it('sends it on the usage, the ledger, the request log and every webhook answer, the 201 with the secret and the refusals included', async () => {
       const key = await newKey('quant');
       const created = await call('POST', '/v1/webhooks', key, { json: { event_type: 'score_move', url: `https://${PUBLIC_IP}/hook` } });
       expect(created.status, created.text).to.equal(201);
@@ -347,6 +349,8 @@ describe('The contract says exactly what is served', function () {
         ['POST /v1/webhooks 201', created],
         ['GET /v1/usage', await call('GET', '/v1/usage', key)],
         ['GET /v1/usage/ledger', await call('GET', '/v1/usage/ledger?limit=5', key)],
+        ['GET /v1/requests', await call('GET', '/v1/requests?limit=5', key)],
+        ['GET /v1/requests 400', await call('GET', '/v1/requests?status=6xx', key)],
         ['GET /v1/webhooks', await call('GET', '/v1/webhooks', key)],
         ['GET deliveries', await call('GET', `/v1/webhooks/${id}/deliveries`, key)],
         ['POST enable', await call('POST', `/v1/webhooks/${id}/enable`, key)],

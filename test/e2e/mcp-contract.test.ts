@@ -39,6 +39,7 @@ const CALLS: Record<string, Json> = {
   get_open_divergences: {},
   get_usage: {},
   get_usage_ledger: { month: '2019-06', limit: 4 },
+  get_request_log: { status: '2xx', limit: 4 },
   list_bulk_exports: {},
   list_webhooks: {},
 };

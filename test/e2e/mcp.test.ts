@@ -32,6 +32,7 @@ const MORE_TOOLS = [
   'get_theme',
   'get_usage',
   'get_usage_ledger',
+  'get_request_log',
   'list_bulk_exports',
   'list_themes',
   'list_webhooks',
@@ -71,6 +72,7 @@ const TWINS: { tool: string; args: Record<string, unknown>; path: string; ownAcc
   { tool: 'get_open_divergences', args: {}, path: '/v1/divergence/open' },
   { tool: 'get_usage', args: {}, path: '/v1/usage' },
   { tool: 'get_usage_ledger', args: { month: '2019-06', limit: 4 }, path: '/v1/usage/ledger?month=2019-06&limit=4', ownAccount: true },
+  { tool: 'get_request_log', args: { operation: 'scores', limit: 3 }, path: '/v1/requests?operation=scores&limit=3', ownAccount: true },
   { tool: 'list_bulk_exports', args: {}, path: '/v1/bulk/exports' },
   { tool: 'list_webhooks', args: {}, path: '/v1/webhooks', ownAccount: true },
 ];

@@ -223,6 +223,20 @@ describe('The API contract: every operation, called validly and invalidly, answe
           { what: 'a cursor it never gave', expect: 400, path: '/v1/usage/ledger?cursor=zzz' },
         ],
       },
+      'GET /v1/requests': {
+        key: keys.quant,
+        valid: [
+          { what: 'first page of one', expect: 200, path: '/v1/requests?limit=1' },
+          { what: 'the next page, by its cursor', expect: 200, path: (prev) => `/v1/requests?limit=1&cursor=${encodeURIComponent(String(prev.body['next_cursor']))}` },
+          { what: 'refused calls of one operation on a day', expect: 200, path: '/v1/requests?status=4xx&operation=scores&day=2019-04-10' },
+        ],
+        invalid: [
+          { what: 'limit not an integer', expect: 400, path: '/v1/requests?limit=abc' },
+          { what: 'limit above its maximum', expect: 422, path: '/v1/requests?limit=100000' },
+          { what: 'a status class that is none', expect: 400, path: '/v1/requests?status=6xx' },
+          { what: 'a cursor it never gave', expect: 400, path: '/v1/requests?cursor=zzz' },
+        ],
+      },
       'GET /v1/usage': {
         key: keys.quant,
         valid: [

@@ -61,13 +61,16 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
   const consoleErrors: string[] = [];
   /** Requests the pages made to any host but the server's: none, Redoc's logo included (issue 45). */
   const outside: string[] = [];
+  /** Request ids of calls made with the account's key: an answered one, and one refused (403 `tier`). */
+  const called = { answered: '', refused: '' };
 
   /** Signs in by the emailed link, as a user would: the outbox's mail, its link, the confirm button. */
   const signIn = (page: Page) => signInByEmail(page, server, EMAIL);
 
   /**
    * Gives the account what its page shows: calls with the key the welcome page showed (usage,
-   * ledger lines) and a credit pack (a line of the upcoming invoice).
+   * ledger lines, the request log: one of them refused, a quant endpoint on a free key) and a
+   * credit pack (a line of the upcoming invoice).
    */
   async function useTheAccount(page: Page): Promise<void> {
     const key = (await page.locator('#new-key').innerText()).trim();
@@ -75,7 +78,11 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     for (const ticker of ['AAPL', 'MSFT', 'AAPL']) {
       const res = await fetch(`${server.url}/v1/scores/${ticker}`, { headers: { 'X-API-Key': key } });
       expect(res.status, await res.text()).to.equal(200);
+      called.answered = res.headers.get('x-request-id')!;
     }
+    const refused = await fetch(`${server.url}/v1/divergence/open`, { headers: { 'X-API-Key': key } });
+    expect(refused.status, await refused.text()).to.equal(403);
+    called.refused = refused.headers.get('x-request-id')!;
     await page.goto(`${server.url}/account`);
     const accountId = (await page.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).trim();
     const s = server.services;
@@ -116,7 +123,8 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     if (server) console.log(`      screenshots: ${SHOTS}`);
   });
 
-  const pages: { name: string; path: string; ready: (p: Page) => Promise<unknown>; anonymous?: true }[] = [
+  /** A page to check; `path` as a function (and `shown` in the test's name) when it names what the account did first (a call's id). */
+  const pages: { name: string; path: string | (() => string); shown?: string; ready: (p: Page) => Promise<unknown>; anonymous?: true }[] = [
     { name: 'home', path: '/', ready: (p) => p.getByRole('heading', { level: 1 }).waitFor() },
     { name: 'stock-AAPL', path: '/stocks/AAPL', ready: (p) => p.locator('#score-chart[data-drawn]').waitFor() },
     { name: 'docs', path: '/docs', ready: (p) => p.locator('#redoc .api-content').waitFor({ timeout: 60_000 }) },
@@ -127,11 +135,14 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
     { name: 'account-webhooks', path: '/account/webhooks', ready: (p) => p.getByRole('table', { name: 'Webhooks' }).waitFor() },
     { name: 'account-webhook', path: '/account/webhooks/1', ready: (p) => p.getByRole('table', { name: 'Deliveries' }).waitFor() },
     { name: 'account-webhook-delete', path: '/account/webhooks/1/delete', ready: (p) => p.locator('#consequence').waitFor() },
+    { name: 'request-log', path: '/account/requests', ready: (p) => p.getByRole('table', { name: 'Calls' }).waitFor() },
+    { name: 'request-refused', path: () => `/account/requests/${called.refused}`, shown: '/account/requests/<refused call>', ready: (p) => p.locator('#request-code').waitFor() },
   ];
 
   for (const width of WIDTHS) {
-    for (const { name, path, ready, anonymous } of pages) {
-      it(`${path} at ${width} px: fits its viewport, 0 serious or critical axe violations, no console error`, async () => {
+    for (const { name, path: named, shown, ready, anonymous } of pages) {
+      it(`${shown ?? named as string} at ${width} px: fits its viewport, 0 serious or critical axe violations, no console error`, async () => {
+        const path = typeof named === 'string' ? named : named();
         const page = await (anonymous ? visitor : context).newPage();
         const audited = await (anonymous ? axeVisitor : axeContext).newPage();
         await audited.setViewportSize({ width, height: width > 600 ? 900 : 844 });
@@ -234,6 +245,37 @@ describe('Pages as a customer sees them (Chromium, 1280 and 390 px, axe-core)', 
       expect(kinds).to.deep.equal(['plan', 'pack']);
       expect(await page.locator('#upcoming-total').innerText()).to.equal('$5.00');
       expect(await page.locator('#upcoming-due').innerText()).to.equal('$0.00');
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('finds a refused call in the request log by its request id, and opens it: 403, code tier, nothing charged', async () => {
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/account`);
+      await page.getByRole('link', { name: 'Request log' }).click();
+      const calls = page.getByRole('table', { name: 'Calls' });
+      await calls.waitFor();
+      // Unfiltered, both calls are there, the refused one (the newer) first.
+      const listed = await calls.locator('tbody tr td:first-child').allInnerTexts();
+      expect(listed.slice(0, 2)).to.deep.equal([called.refused, called.answered]);
+      await page.getByLabel('Request id').fill(called.refused);
+      await page.getByRole('button', { name: 'Show these calls' }).click();
+      await page.waitForURL((url) => url.searchParams.get('request_id') === called.refused);
+      const rows = calls.locator('tbody tr');
+      expect(await rows.count()).to.equal(1);
+      expect(await rows.first().locator('td').allInnerTexts()).to.include.members([called.refused, '403 tier', '0']);
+      await rows.first().getByRole('link', { name: called.refused }).click();
+      await page.waitForURL(`${server.url}/account/requests/${called.refused}`);
+      expect(await page.getByRole('heading', { level: 1 }).innerText()).to.equal(`Call ${called.refused}`);
+      expect(await page.locator('#request-status').innerText()).to.equal('403');
+      expect(await page.locator('#request-code code').innerText()).to.equal('tier');
+      expect(await page.locator('#request-credits').innerText()).to.equal('0');
+      // Filtered on 2xx, the refused call is not there; the answered one is.
+      await page.goto(`${server.url}/account/requests?status=2xx`);
+      const answered = await calls.locator('tbody tr td:first-child').allInnerTexts();
+      expect(answered).to.include(called.answered).and.not.include(called.refused);
     } finally {
       await page.close();
     }

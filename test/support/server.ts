@@ -72,9 +72,9 @@ export function wallClockPlus(): Clock & { advance(ms: number): void } {
 }
 
 /** A real HTTP server on a random port over a real SQLite file, seeded with the demo up to `now`. */
-export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string>; log?: Logger; transportClock?: Clock }): Promise<TestServer> {
+export async function startTestServer(options: { now: string; dir?: string; env?: Record<string, string>; log?: Logger; transportClock?: Clock; requestLogFlushMs?: number }): Promise<TestServer> {
   const dir = options.dir ?? tempDir();
-  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)), { log: options.log, transportClock: options.transportClock });
+  const services = await openServices(loadConfig(testEnv(dir, options.now, options.env)), { log: options.log, transportClock: options.transportClock, requestLogFlushMs: options.requestLogFlushMs });
   const running = await startServer(services, { progress: false, port: 0 });
   return {
     url: running.url,

@@ -69,6 +69,7 @@ describe('The rate card', () => {
     divergence_open: ['GET', '/v1/divergence/open', 500, 'call', 'quant'],
     usage: ['GET', '/v1/usage', 0, 'call', 'free'],
     usage_ledger: ['GET', '/v1/usage/ledger', 0, 'call', 'free'],
+    requests: ['GET', '/v1/requests', 0, 'call', 'free'],
     meta: ['GET', '/v1/meta', 0, 'call', 'free'],
     bulk_exports: ['GET', '/v1/bulk/exports', 0, 'call', 'quant'],
     webhooks: ['POST', '/v1/webhooks', 0, 'call', 'quant'],

@@ -95,7 +95,7 @@ function addForgetCommand(program: Command): void {
       await withServices(async (s) => {
         const out = await forgetAccount(s, account);
         printer(Boolean(opts.json))(
-          `${account} forgotten${out.already ? ' (already; finished what was left)' : ''}: ${out.keys_revoked} key(s) revoked, ${out.webhooks_deleted.length} webhook(s) deleted, ${out.mails_removed} kept mail(s) removed, personal-data key destroyed`,
+          `${account} forgotten${out.already ? ' (already; finished what was left)' : ''}: ${out.keys_revoked} key(s) revoked, ${out.webhooks_deleted.length} webhook(s) deleted, ${out.mails_removed} kept mail(s) removed, ${out.requests_deleted} logged call(s) deleted, personal-data key destroyed`,
           out,
         );
       });

@@ -8,6 +8,7 @@
  */
 import '../../../queries/get-webhooks/get-webhooks.controller.js';
 import '../../../queries/get-usage-ledger/get-usage-ledger.controller.js';
+import '../../../queries/get-request-log/get-request-log.controller.js';
 import '../../../queries/get-usage/get-usage.controller.js';
 import '../../../queries/get-track-record/get-track-record.controller.js';
 import '../../../queries/get-themes/get-themes.controller.js';

@@ -4,7 +4,7 @@ import { PROBLEM_FIELDS, problemOf } from '../../web/problem.js';
 import { DRY_RUN_HEADER, MAX_CREDITS_HEADER } from '../../web/call-budget.js';
 import { HEADER, RESPONSE_HEADERS, TRANSPORT_HEADERS, type ResponseHeaderKey } from '../../web/response-headers.js';
 import { PLANS, TIERS } from '../../domain/plans.js';
-import { RATE_CARD, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
+import { RATE_CARD, RATE_KEYS, describeCost, isRateKey, type RateKey } from '../../domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../domain/ledger/ledger.events.js';
 import { DAILY_FREE_PATHS } from './fair-use.js';
 import { isPrivatePath } from './private-responses.js';
@@ -18,6 +18,7 @@ import { SCREENER_LIMIT, SCREENER_MIN_SCORE } from '../../../queries/get-screene
 import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js';
 import { LEDGER_CURSOR, MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { THEME_SLUG } from '../../../queries/get-themes/get-themes.query.js';
+import { DAY, KEY_PREFIX, REQUEST_ID, REQUEST_LOG_CURSOR, REQUEST_LOG_LIMIT, STATUS_CLASS } from '../../../queries/get-request-log/get-request-log.query.js';
 import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
@@ -70,6 +71,15 @@ const PARAMETER_SCHEMAS: Record<string, Record<string, Json>> = {
   '/v1/divergence': { limit: integer(DIVERGENCE_LIMIT), direction: { type: 'string', enum: [...DIRECTION_VALUES], description: 'case-insensitive' } },
   '/v1/earnings': { days: integer(EARNINGS_DAYS) },
   '/v1/usage/ledger': { limit: integer(USAGE_LEDGER_LIMIT), month: { type: 'string', pattern: MONTH.source }, cursor: { type: 'string', pattern: LEDGER_CURSOR.source } },
+  '/v1/requests': {
+    limit: integer(REQUEST_LOG_LIMIT),
+    status: { type: 'string', pattern: STATUS_CLASS.source },
+    operation: { type: 'string', enum: [...RATE_KEYS] },
+    day: { type: 'string', format: 'date', pattern: DAY.source },
+    request_id: { type: 'string', pattern: REQUEST_ID.source },
+    key: { type: 'string', pattern: KEY_PREFIX.source },
+    cursor: { type: 'string', pattern: REQUEST_LOG_CURSOR.source },
+  },
   '/v1/coverage': { since: DATE },
   '/v1/divergence/events': { since: DATE },
   '/v1/scores/{ticker}/history': { start: DATE, end: DATE, as_known_at: INSTANT_PARAM_SCHEMA },

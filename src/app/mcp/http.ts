@@ -11,6 +11,8 @@ import { sendProblem } from '../http/problem.js';
 import { McpDispatcher } from './dispatcher.js';
 import { INVALID_PARAMS, INVALID_REQUEST, JSON_RPC_PARSE_ERROR, jsonRpcError, readBody, type JsonRpcError, type Message } from './json-rpc.js';
 import { errorResult, type ToolContext } from './rest-twin.js';
+import { TOOL_CALLS_RECORDED } from '../http/request-recording.js';
+import { callerOf, recordToolCall } from './tool-call-records.js';
 
 /**
  * POST {base}/mcp/http: stateless streamable HTTP with JSON responses, in this order.
@@ -158,7 +160,12 @@ function mcpHandler(services: Services, dispatcher: McpDispatcher): RequestHandl
     const callers = await callersOf(body.messages, principal, req, services);
     const last = callers.findLast((c) => c !== null && !(c instanceof AppError));
     if (last && last !== principal) setRateHeaders(res, last as Principal);
-    const answers = (await answer(body.messages, callers, dispatcher, ctx)).filter((a) => a !== null);
+    // Each tool call in the request log, as its own call (the POST is then not recorded again).
+    const record: Answered = (i, one, started) => {
+      const m = body.messages[i]!;
+      if (m.kind === 'request' && recordToolCall(services.recorder, callerOf(callers[i] ?? null, principal, services.ids), m.request, one, started)) res.locals[TOOL_CALLS_RECORDED] = true;
+    };
+    const answers = (await answer(body.messages, callers, dispatcher, ctx, record)).filter((a) => a !== null);
     if (answers.length === 0) {
       res.status(202).end();
       return;
@@ -225,18 +232,24 @@ function unsupportedVersion(req: Request, messages: Message[]): JsonRpcError | n
  */
 export const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 
+/** Told of each message's answer as it is made, with when the message began (`performance.now()`). */
+type Answered = (index: number, answer: JSONRPCResponse | JsonRpcError | null, started: number) => void;
+
 /**
  * Each message's answer as JSON text, in order (null: none). A batch holding a `tools/call` with
  * malformed arguments runs none of its requests (see malformedArguments); otherwise each request
  * runs as its caller (callersOf), one after the other, until the answers hold MAX_ANSWER_BYTES.
  */
-async function answer(messages: Message[], callers: (Principal | AppError | null)[], dispatcher: McpDispatcher, ctx: ToolContext): Promise<(string | null)[]> {
+
+async function answer(messages: Message[], callers: (Principal | AppError | null)[], dispatcher: McpDispatcher, ctx: ToolContext, answered: Answered): Promise<(string | null)[]> {
   const problems = messages.map((m) => (m.kind === 'request' ? malformedArguments(m.request) : null));
   const runNone = problems.some((p) => p !== null);
   const out: (string | null)[] = [];
   let held = 0;
   for (const [i, m] of messages.entries()) {
+    const started = performance.now();
     const one = await answerOne(m, problems[i] ?? null, runNone, callers[i] ?? null, held, dispatcher, ctx);
+    answered(i, one, started);
     const text = one === null ? null : JSON.stringify(one);
     held += text?.length ?? 0;
     out.push(text);

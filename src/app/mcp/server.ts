@@ -28,6 +28,7 @@ import { getCoverageTool } from './tools/get-coverage.tool.js';
 import { getOpenDivergencesTool } from './tools/get-open-divergences.tool.js';
 import { getUsageTool } from './tools/get-usage.tool.js';
 import { getUsageLedgerTool } from './tools/get-usage-ledger.tool.js';
+import { getRequestLogTool } from './tools/get-request-log.tool.js';
 import { listBulkExportsTool } from './tools/list-bulk-exports.tool.js';
 import { listWebhooksTool } from './tools/list-webhooks.tool.js';
 import { SERVICE_VERSION } from '../version.js';
@@ -56,6 +57,7 @@ export const TOOLS: readonly TwinTool[] = [
   getOpenDivergencesTool,
   getUsageTool,
   getUsageLedgerTool,
+  getRequestLogTool,
   listBulkExportsTool,
   listWebhooksTool,
 ];

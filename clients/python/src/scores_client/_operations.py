@@ -25,6 +25,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "create_webhook": ("POST", "/v1/webhooks"),
     "list_webhook_deliveries": ("GET", "/v1/webhooks/{webhook_id}/deliveries"),
     "get_usage_ledger": ("GET", "/v1/usage/ledger"),
+    "get_request_log": ("GET", "/v1/requests"),
     "get_usage": ("GET", "/v1/usage"),
     "get_track_record": ("GET", "/v1/track-record"),
     "list_themes": ("GET", "/v1/themes"),
@@ -77,6 +78,15 @@ class LedgerPageFrame(models.LedgerPageResponse):
     def to_pandas(self) -> pd.DataFrame:
         """``entries``, one row each, a column per field."""
         return frame(self.entries, _LEDGER_PAGE_FRAME_COLUMNS)
+
+
+_REQUEST_LOG_PAGE_FRAME_COLUMNS = {"request_id": "string", "at": "string", "key_name": "string", "key_prefix": "string", "channel": "string", "operation": "string", "tool": "string", "method": "string", "path": "string", "status": "Int64", "code": "string", "credits": "Int64", "latency_ms": "float64"}
+
+
+class RequestLogPageFrame(models.RequestLogPageResponse):
+    def to_pandas(self) -> pd.DataFrame:
+        """``requests``, one row each, a column per field."""
+        return frame(self.requests, _REQUEST_LOG_PAGE_FRAME_COLUMNS)
 
 
 _TRACK_RECORD_FRAME_COLUMNS = {"ticker": "string", "direction": "category", "entry_date": "date", "exit_date": "date", "entry_price": "float64", "exit_price": "float64", "return_pct": "float64", "days_held": "Int64", "win": "bool"}
@@ -209,6 +219,20 @@ class Operations:
         """
         r = self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
+
+    def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
+        """``GET /v1/requests``: Your request log
+
+        key: Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
+        status: Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`.
+        operation: Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP.
+        day: Only calls of this UTC day, `YYYY-MM-DD`.
+        request_id: Only the call with this request id.
+        limit: Calls per page (default 50, max 500).
+        cursor: `next_cursor` of the previous page (with the same filters).
+        """
+        r = self.request("GET", "/v1/requests", params={"key": key, "status": status, "operation": operation, "day": date_param(day, "day"), "request_id": request_id, "limit": limit, "cursor": cursor})
+        return RequestLogPageFrame.model_validate_json(r.content)
 
     def get_usage(self) -> models.UsageResponse:
         """``GET /v1/usage``: Usage, balances and rate card"""
@@ -437,6 +461,20 @@ class AsyncOperations:
         """
         r = await self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
+
+    async def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
+        """``GET /v1/requests``: Your request log
+
+        key: Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
+        status: Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`.
+        operation: Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP.
+        day: Only calls of this UTC day, `YYYY-MM-DD`.
+        request_id: Only the call with this request id.
+        limit: Calls per page (default 50, max 500).
+        cursor: `next_cursor` of the previous page (with the same filters).
+        """
+        r = await self.request("GET", "/v1/requests", params={"key": key, "status": status, "operation": operation, "day": date_param(day, "day"), "request_id": request_id, "limit": limit, "cursor": cursor})
+        return RequestLogPageFrame.model_validate_json(r.content)
 
     async def get_usage(self) -> models.UsageResponse:
         """``GET /v1/usage``: Usage, balances and rate card"""

@@ -163,6 +163,7 @@ class LedgerEntryResponse(BaseModel):
             "divergence_open",
             "usage",
             "usage_ledger",
+            "requests",
             "meta",
             "bulk_exports",
             "webhooks",
@@ -258,6 +259,90 @@ class LedgerPageResponse(BaseModel):
     signed_head: SignedLedgerHeadResponse | None = Field(...)
     """
     The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads.
+    """
+
+
+class RequestLogEntryResponse(BaseModel):
+    """
+    One call of one of your keys, answered or refused.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    request_id: str
+    """
+    The call's `X-Request-Id` (over MCP, the id of its JSON-RPC request): the ledger entry of its charge names it too.
+    """
+    at: str
+    """
+    When the call ended: ISO 8601 UTC, to the millisecond.
+    """
+    key_name: str
+    """
+    The key's name, as the account page shows it.
+    """
+    key_prefix: str
+    """
+    The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page.
+    """
+    channel: str
+    """
+    `rest` or `mcp`.
+    """
+    operation: str | None = Field(...)
+    """
+    The rate-card key of the operation (`scores`, `history`, …); null for a call that named none (an MCP POST refused as a whole).
+    """
+    tool: str | None = Field(...)
+    """
+    The MCP tool called; null over REST.
+    """
+    method: str
+    """
+    The HTTP method.
+    """
+    path: str
+    """
+    The route's template (`/v1/scores/{ticker}`), or `/mcp/http`.
+    """
+    status: int
+    """
+    The HTTP status; for an MCP tool call, the status its REST twin would have answered (499: the client left before the answer).
+    """
+    code: str | None = Field(...)
+    """
+    The problem's stable code when the call was refused (`tier`, `credits_exhausted`, `rate_limited`, `not_found`, …); null when answered.
+    """
+    credits: int
+    """
+    Credits the call was charged (0 when refused or free).
+    """
+    latency_ms: float
+    """
+    From the request's arrival to its answer, in milliseconds.
+    """
+
+
+class RequestLogPageResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests: list[RequestLogEntryResponse]
+    """
+    Newest first.
+    """
+    next_cursor: str | None = Field(...)
+    """
+    Pass as `cursor` for the next (older) page, with the same filters; null on the last page.
+    """
+    count: int
+    """
+    Calls on this page.
+    """
+    kept_days: int
+    """
+    How many days calls are kept.
     """
 
 

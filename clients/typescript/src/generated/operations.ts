@@ -13,6 +13,7 @@ export const OPERATIONS = {
   createWebhook: { method: 'POST', path: '/v1/webhooks' },
   listWebhookDeliveries: { method: 'GET', path: '/v1/webhooks/{webhook_id}/deliveries' },
   getUsageLedger: { method: 'GET', path: '/v1/usage/ledger' },
+  getRequestLog: { method: 'GET', path: '/v1/requests' },
   getUsage: { method: 'GET', path: '/v1/usage' },
   getTrackRecord: { method: 'GET', path: '/v1/track-record' },
   listThemes: { method: 'GET', path: '/v1/themes' },
@@ -47,6 +48,24 @@ export interface GetUsageLedgerQuery {
   limit?: NonNullable<operations['getUsageLedger']['parameters']['query']>['limit'];
   /** `next_cursor` of the previous page. */
   cursor?: NonNullable<operations['getUsageLedger']['parameters']['query']>['cursor'];
+}
+
+/** The query parameters of `getRequestLog` (`GET /v1/requests`). */
+export interface GetRequestLogQuery {
+  /** Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it). */
+  key?: NonNullable<operations['getRequestLog']['parameters']['query']>['key'];
+  /** Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`. */
+  status?: NonNullable<operations['getRequestLog']['parameters']['query']>['status'];
+  /** Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP. */
+  operation?: NonNullable<operations['getRequestLog']['parameters']['query']>['operation'];
+  /** Only calls of this UTC day, `YYYY-MM-DD`. */
+  day?: DateLike;
+  /** Only the call with this request id. */
+  request_id?: NonNullable<operations['getRequestLog']['parameters']['query']>['request_id'];
+  /** Calls per page (default 50, max 500). */
+  limit?: NonNullable<operations['getRequestLog']['parameters']['query']>['limit'];
+  /** `next_cursor` of the previous page (with the same filters). */
+  cursor?: NonNullable<operations['getRequestLog']['parameters']['query']>['cursor'];
 }
 
 /** The query parameters of `getSocialHeat` (`GET /v1/scores/social-heat/{ticker}`). */
@@ -146,6 +165,12 @@ export abstract class Operations {
   /** `GET /v1/usage/ledger`: Your credit ledger */
   async getUsageLedger(query: GetUsageLedgerQuery = {}): Promise<components['schemas']['LedgerPageResponse']> {
     const { data } = await this.api.GET('/v1/usage/ledger', { params: { query: queryOf<NonNullable<operations['getUsageLedger']['parameters']['query']>>(query, {}) } });
+    return data!;
+  }
+
+  /** `GET /v1/requests`: Your request log */
+  async getRequestLog(query: GetRequestLogQuery = {}): Promise<components['schemas']['RequestLogPageResponse']> {
+    const { data } = await this.api.GET('/v1/requests', { params: { query: queryOf<NonNullable<operations['getRequestLog']['parameters']['query']>>(query, { day: 'date' }) } });
     return data!;
   }
 

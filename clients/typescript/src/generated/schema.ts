@@ -89,6 +89,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your request log
+         * @description Your account's calls of the last 30 days, REST and MCP, answered and refused alike, newest
+         *     first: when, which key, which operation, the status or the refusal's problem code, the credits
+         *     charged, the latency and the request id (your responses' `X-Request-Id`). Free. A call shows
+         *     here within a second or so of its answer (at once on the replica that answered it).
+         *
+         *     **Rate card** `requests`: free, on every plan.
+         */
+        get: operations["getRequestLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -828,7 +853,7 @@ export interface components {
              * @description Rate-card key of the endpoint charged.
              * @enum {string|null}
              */
-            endpoint: "coverage" | "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "meta" | "bulk_exports" | "webhooks" | null;
+            endpoint: "coverage" | "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "webhooks" | null;
             /**
              * @description `rest` or `mcp`: how the call came.
              * @enum {string|null}
@@ -893,6 +918,60 @@ export interface components {
             count: number;
             /** @description The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads. */
             signed_head: components["schemas"]["SignedLedgerHeadResponse"] | null;
+        };
+        /** @description One call of one of your keys, answered or refused. */
+        RequestLogEntryResponse: {
+            /** @description The call's `X-Request-Id` (over MCP, the id of its JSON-RPC request): the ledger entry of its charge names it too. */
+            request_id: string;
+            /** @description When the call ended: ISO 8601 UTC, to the millisecond. */
+            at: string;
+            /** @description The key's name, as the account page shows it. */
+            key_name: string;
+            /** @description The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page. */
+            key_prefix: string;
+            /** @description `rest` or `mcp`. */
+            channel: string;
+            /** @description The rate-card key of the operation (`scores`, `history`, …); null for a call that named none (an MCP POST refused as a whole). */
+            operation: string | null;
+            /** @description The MCP tool called; null over REST. */
+            tool: string | null;
+            /** @description The HTTP method. */
+            method: string;
+            /** @description The route's template (`/v1/scores/{ticker}`), or `/mcp/http`. */
+            path: string;
+            /**
+             * Format: int32
+             * @description The HTTP status; for an MCP tool call, the status its REST twin would have answered (499: the client left before the answer).
+             */
+            status: number;
+            /** @description The problem's stable code when the call was refused (`tier`, `credits_exhausted`, `rate_limited`, `not_found`, …); null when answered. */
+            code: string | null;
+            /**
+             * Format: int32
+             * @description Credits the call was charged (0 when refused or free).
+             */
+            credits: number;
+            /**
+             * Format: double
+             * @description From the request's arrival to its answer, in milliseconds.
+             */
+            latency_ms: number;
+        };
+        RequestLogPageResponse: {
+            /** @description Newest first. */
+            requests: components["schemas"]["RequestLogEntryResponse"][];
+            /** @description Pass as `cursor` for the next (older) page, with the same filters; null on the last page. */
+            next_cursor: string | null;
+            /**
+             * Format: int32
+             * @description Calls on this page.
+             */
+            count: number;
+            /**
+             * Format: int32
+             * @description How many days calls are kept.
+             */
+            kept_days: number;
         };
         /** @enum {string} */
         Coverage: "all" | "top100";
@@ -3148,6 +3227,156 @@ export interface operations {
                 };
             };
             /** @description limit above 1000 (limit_exceeded) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    getRequestLog: {
+        parameters: {
+            query?: {
+                /** @description Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it). */
+                key?: string;
+                /** @description Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`. */
+                status?: string;
+                /** @description Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP. */
+                operation?: "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "coverage" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "webhooks";
+                /** @description Only calls of this UTC day, `YYYY-MM-DD`. */
+                day?: string;
+                /** @description Only the call with this request id. */
+                request_id?: string;
+                /** @description Calls per page (default 50, max 500). */
+                limit?: number;
+                /** @description `next_cursor` of the previous page (with the same filters). */
+                cursor?: string;
+            };
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 412 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLogPageResponse"];
+                };
+            };
+            /** @description A malformed filter or cursor, or limit not an integer or below 1; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description limit above 500 (limit_exceeded) */
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

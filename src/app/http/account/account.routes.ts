@@ -16,6 +16,7 @@ import { sendUsageCsv } from './usage-export.route.js';
 import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
 import { refusedWebhookAction, WEBHOOK_ROUTES } from './webhooks.routes.js';
+import { showRequest, showRequests } from './requests.route.js';
 
 /**
  * Every signed-in route of the account, in the order express matches them. A GET of an action's
@@ -41,6 +42,8 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['get', '/account/billing-portal', openBillingPortal],
   ['get', '/account/invoices/:file', sendInvoice],
   ['get', '/account/usage/export', sendUsageCsv],
+  ['get', '/account/requests', showRequests],
+  ['get', '/account/requests/:id', showRequest],
   ['get', '/account/delete', confirmDelete],
   ['post', '/account/delete', deleteOwnAccount],
 ];

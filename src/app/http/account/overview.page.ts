@@ -151,7 +151,7 @@ export function accountBody(v: AccountView): SafeHtml {
 <p>${v.email ? html`Signed in as <strong id="email">${v.email}</strong>` : 'Signed in'} · account <code>${v.account_id}</code>
 <form method="post" action="/account/sign-out" class="inline">${csrfField(v.csrf)}<button type="submit">Sign out</button></form></p>
 ${v.notice ?? ''}${dunningBanner(v)}
-<nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#books">Downloads</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a></nav>
+<nav class="muted"><a href="#keys">Keys</a> · <a href="#usage">Usage</a> · <a href="#books">Downloads</a> · <a href="#ledger">Ledger</a> · <a href="#plan">Plan</a> · <a href="#upcoming">Upcoming invoice</a> · <a href="#invoices">Invoices</a> · <a href="#webhooks">Webhooks</a> · <a href="/account/requests">Request log</a></nav>
 ${keysSection(v)}${usageSection(v)}${booksSection({ period: v.figures.period, invoices: v.invoices })}${ledgerSection(v)}${planSection(v)}${upcomingSection(v)}${invoicesSection(v)}${webhooksSection(v)}${deleteSection}`;
 }
 

@@ -67,7 +67,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 /* Forms */
 label { display: block; font-weight: 600; margin-bottom: var(--s1); }
 label + br { display: none; }
-input[type=text], input[type=email], input[type=url], input[type=number], input[type=password], select, textarea {
+input[type=text], input[type=email], input[type=url], input[type=number], input[type=password], input[type=date], select, textarea {
   font: inherit; color: inherit; width: 100%; max-width: 28rem; padding: var(--s2) var(--s3); border: 1px solid #8a96a3; border-radius: var(--radius); background: #fff;
 }
 input:focus, select:focus, textarea:focus { border-color: var(--accent); }
@@ -127,6 +127,20 @@ table.ledger td:nth-child(3) { min-width: 14rem; }
 .note > p:last-child, .notice > p:last-child { margin-bottom: 0; }
 #notice { margin: var(--s3) 0; }
 form.confirm { display: flex; flex-wrap: wrap; gap: var(--s2); align-items: center; margin-top: var(--s4); }
+
+/* Request log (account): the filters side by side, wrapping on a phone; the call's id leads each row */
+form.filters { display: flex; flex-wrap: wrap; gap: var(--s2) var(--s4); align-items: flex-end; margin: var(--s3) 0 var(--s4); }
+form.filters > div { flex: 1 1 11rem; min-width: 0; }
+form.filters > div.filter-actions { flex-basis: 100%; }
+table.requests td:nth-child(3) { min-width: 8.5rem; }
+@media (max-width: 40rem) {
+  /* One card per call on a phone: its link and its outcome in view, not past a sideways scroll. */
+  table.requests, table.requests tbody, table.requests tr, table.requests td { display: block; min-width: 0; text-align: left; }
+  table.requests thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+  table.requests tr { border-bottom: 1px solid var(--line); padding: var(--s2) 0; }
+  table.requests td { border: 0; padding: 2px 0; }
+  table.requests td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); }
+}
 
 /* Guides (/docs/<slug>): the guides' nav wraps on a phone; a code block keeps its lines and scrolls inside itself */
 nav.guides ul, ul.guides { display: flex; flex-wrap: wrap; gap: var(--s1) var(--s4); list-style: none; margin: var(--s3) 0; padding: 0; font-size: var(--t-sm); }

@@ -1,0 +1,60 @@
+import type { RequestLog } from '../../core/request-log.js';
+import type { RequestRecord } from '../../core/request-log.port.js';
+import { RATE_CARD, RATE_KEYS, type RateKey } from '../../domain/rate-card.js';
+import type { Charge, Meter, Principal } from '../../web/meter.port.js';
+
+/** What a call was, besides who made it and what it cost: its face, operation, route and outcome. */
+export type CallOutcome = Pick<RequestRecord, 'channel' | 'operation' | 'tool' | 'method' | 'path' | 'status' | 'code'>;
+
+/** The rate-card key of each MCP tool. */
+const TOOL_KEYS: ReadonlyMap<string, RateKey> = new Map(RATE_KEYS.flatMap((k) => (RATE_CARD[k].mcp_tool ? [[RATE_CARD[k].mcp_tool, k] as const] : [])));
+
+/** The rate-card key an MCP tool name is the twin of; undefined for a name no tool has. */
+export const toolKeyOf = (name: string): RateKey | undefined => TOOL_KEYS.get(name);
+
+/**
+ * Records each call of a valid key in the request log as it ends (the REST middleware in
+ * src/app/http/request-recording.ts, the MCP route per tool call). What a call was charged is
+ * noted by the meter this recorder wraps (`meter`), by the call's principal, which is its own
+ * object for each call (an MCP batch gives each request one): the charge path itself is unchanged.
+ * `enabled` false (`REQUEST_LOG=off`): nothing is recorded.
+ */
+export class RequestRecorder {
+  private readonly charged = new WeakMap<Principal, number>();
+
+  constructor(
+    readonly log: RequestLog,
+    readonly enabled: boolean,
+  ) {}
+
+  /** `inner`, with each charge's cost noted against its principal. */
+  meter(inner: Meter): Meter {
+    const charged = this.charged;
+    return {
+      authenticate: (key, requestId, client) => inner.authenticate(key, requestId, client),
+      remaining: (principal) => inner.remaining(principal),
+      usage: (principal) => inner.usage(principal),
+      // A dry run charges nothing: its call is recorded with 0 credits.
+      quote: (principal, endpoint, quantity, channel) => inner.quote(principal, endpoint, quantity, channel),
+      async charge(principal, endpoint, quantity, channel): Promise<Charge> {
+        const charge = await inner.charge(principal, endpoint, quantity, channel);
+        charged.set(principal, (charged.get(principal) ?? 0) + charge.cost);
+        return charge;
+      },
+    };
+  }
+
+  /** One call of `principal`, begun at `started` (`performance.now()`), ended now with `outcome`. */
+  record(principal: Principal, outcome: CallOutcome, started: number): void {
+    if (!this.enabled) return;
+    this.log.record({
+      request_id: principal.request_id,
+      account_id: principal.account_id,
+      key_id: principal.key_id,
+      at: this.log.now(),
+      ...outcome,
+      credits: this.charged.get(principal) ?? 0,
+      latency_ms: Math.round((performance.now() - started) * 10) / 10,
+    });
+  }
+}
