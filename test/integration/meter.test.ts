@@ -66,8 +66,9 @@ describe('The meter', function () {
     const p = await services.meter.authenticate(k.key, 'req_race');
     const busy = {
       state: (account: string) => services.ledger.state(account),
-      debit: () => Promise.reject(new ConcurrencyError(ledgerStream(k.account_id), 7, 8)),
-      quote: (account: string) => services.ledger.state(account),
+      keySpend: (account: string) => services.ledger.keySpend(account),
+      execute: () => Promise.reject(new ConcurrencyError(ledgerStream(k.account_id), 7, 8)),
+      quote: () => Promise.reject(new Error('no dry run in this test')),
     };
     const meter = new LedgerMeter(busy, services.reads, services.clock);
     expect(await refusal(meter.charge(p, 'scores', 1, 'rest'))).to.include({ code: 'rate_limited', status: 429 });

@@ -274,6 +274,8 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
     keys.push('CreditsRemaining', 'RateLimit', 'RateLimitPolicy');
     if (code < 400) required.push('CreditsRemaining');
     if (code < 400) keys.push('CreditsCost');
+    // A charged call's answer, to a key with credit limits.
+    if (code < 300 && RATE_CARD[key].credits > 0) keys.push('KeyBudgetRemaining');
   }
   if (code === 401) {
     keys.push('WwwAuthenticate');
