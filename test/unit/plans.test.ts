@@ -71,6 +71,7 @@ describe('The rate card', () => {
     usage_ledger: ['GET', '/v1/usage/ledger', 0, 'call', 'free'],
     meta: ['GET', '/v1/meta', 0, 'call', 'free'],
     bulk_exports: ['GET', '/v1/bulk/exports', 0, 'call', 'quant'],
+    keys: ['GET', '/v1/keys', 0, 'call', 'free'],
     webhooks: ['POST', '/v1/webhooks', 0, 'call', 'quant'],
   };
 

@@ -156,3 +156,17 @@ export function requireKeyMayCall(limits: KeyLimits | null | undefined, endpoint
     operation: endpoint ?? null,
   });
 }
+
+/**
+ * 403 `key_scope_forbidden` for a key with any limit or restriction asked to change keys: it could
+ * lift its own bounds (or another key's). Keys are changed with an unrestricted key, on the
+ * account page or by the operator.
+ */
+export function requireKeyMayManageKeys(limits: KeyLimits | null | undefined): void {
+  if (!isLimited(limits)) return;
+  throw new AppError('key_scope_forbidden', 'This key has limits or restrictions, so it may not change keys (it could lift its own). Use a key without any, or the account page.', {
+    scope: limits!.scope,
+    operations: limits!.operations,
+    operation: 'keys',
+  });
+}

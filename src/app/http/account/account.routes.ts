@@ -12,7 +12,7 @@ import type { AccountWeb } from './account-web.js';
 import { buyCreditPack, changePlan, checkoutReturned, joinPro, leavePro, openBillingPortal, showPack, showPlanChange, showPro, showProEnd, switchOverage } from './billing.route.js';
 import { confirmDelete, deleteOwnAccount } from './delete.route.js';
 import { sendInvoice } from './invoices.route.js';
-import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
+import { confirmLimits, confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey, setOwnKeyLimits } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
 import { rotateOwnWebhookSecret, showWebhook } from './webhook.route.js';
 
@@ -27,6 +27,8 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['post', '/account/keys/:id/rotate', rotateOwnKey],
   ['get', '/account/keys/:id/revoke', confirmRevoke],
   ['post', '/account/keys/:id/revoke', revokeOwnKey],
+  ['get', '/account/keys/:id/limits', confirmLimits],
+  ['post', '/account/keys/:id/limits', setOwnKeyLimits],
   ['post', '/account/overage', switchOverage],
   ['get', '/account/plan', showPlanChange],
   ['post', '/account/plan', changePlan],
