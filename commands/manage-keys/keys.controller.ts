@@ -82,6 +82,7 @@ export class ManageKeysController extends CommandController {
     return this.serve(req, async (caller) => {
       requireKeyMayManageKeys(caller.limits);
       const set = await setKeyLimits(this.ctx, key_id, body, caller.account_id);
+      await this.ctx.keysInForce(caller.account_id);
       return { key_id: set.key_id, changed: set.changed, ...set.limits };
     });
   }

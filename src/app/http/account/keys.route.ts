@@ -5,9 +5,7 @@
  * shows the key again); another account's key is 404, as one that does not exist.
  */
 import { issueKey, loadAccount, revokeKey, rotateKey, setKeyLimits } from '../../../../commands/manage-keys/keys.handler.js';
-import { apiKeysProjection } from '../../../../projections/api-keys/api-keys.projection.js';
-import { lastPositionFrom, projectedUpTo } from '../../../../queries/shared/read-your-writes.js';
-import { accountStream } from '../../../domain/accounts/account.events.js';
+import { keysInForce } from '../../keys-in-force.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
 import { AppError, notFound } from '../../../core/errors.js';
 import type { KeyLimitsChange } from '../../../domain/accounts/key-limits.js';
@@ -26,15 +24,8 @@ async function ownKey(r: AccountRequest): Promise<KeyState> {
   return key;
 }
 
-/**
- * A key works on every replica from the moment a page shows it: the key read model holds the
- * account's stream as it is now (5 s at most). Not the log head, which under load every other
- * account's calls keep moving.
- */
-async function keysProjected(r: AccountRequest): Promise<void> {
-  const position = await lastPositionFrom(r.services.events, accountStream(r.who.account_id));
-  await projectedUpTo(r.services.reads, apiKeysProjection.name, position);
-}
+/** A key works (or is bounded) on every replica from the moment a page shows it (keys-in-force.ts). */
+const keysProjected = (r: AccountRequest): Promise<void> => keysInForce(r.services, r.who.account_id);
 
 function graceHours(value: unknown): number {
   const hours = Number(typeof value === 'string' && value !== '' ? value : '0');
