@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createAccountWithKey, issueKey, revokeKey, rotateKey, setKeyLimits } from '../../../commands/manage-keys/keys.handler.js';
 import { listAccountKeys } from '../../../queries/get-key-usage/get-keys.query.js';
 import { spentAt } from '../../domain/ledger/key-spend.js';
-import { keyLimitsOptions, limitsChangeOf, describeKey, type LimitsOptions } from './key-limits.options.js';
+import { keyLimitsOptions, limitsChangeOf, describeKey, type LimitsOptions } from './key-limit-options.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT, MAX_KEY_NAME_LENGTH } from '../../domain/accounts/api-keys.js';
 import type { Tier } from '../../domain/plans.js';
 import { CliError } from './cli-errors.js';

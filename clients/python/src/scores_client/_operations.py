@@ -47,6 +47,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "rotate_webhook_secret": ("POST", "/v1/webhooks/{webhook_id}/rotate-secret"),
     "enable_webhook": ("POST", "/v1/webhooks/{webhook_id}/enable"),
     "download_bulk_export_file": ("GET", "/v1/bulk/exports/{bundle_id}/{name}"),
+    "list_keys": ("GET", "/v1/keys"),
+    "set_key_limits": ("PATCH", "/v1/keys/{key_id}"),
 }
 
 
@@ -162,6 +164,21 @@ class BulkExportsFrame(models.BulkExportsResponse):
     def to_pandas(self) -> pd.DataFrame:
         """``exports``, one row each, a column per field."""
         return frame(self.exports, _BULK_EXPORTS_FRAME_COLUMNS)
+
+
+_API_KEYS_FRAME_COLUMNS = {"key_id": "string", "name": "string", "prefix": "string", "status": "category", "current": "bool", "daily_credit_limit": "Int64", "monthly_credit_limit": "Int64", "expires_at": "instant", "scope": "object", "operations": "object", "spent_today": "Int64", "spent_this_month": "Int64", "budget_remaining": "Int64", "last_used_at": "instant"}
+
+
+class ApiKeysFrame(models.ApiKeysResponse):
+    def to_pandas(self) -> pd.DataFrame:
+        """``keys``, one row each, a column per field."""
+        return frame(self.keys, _API_KEYS_FRAME_COLUMNS)
+
+
+class KeyLimitsFrame(models.KeyLimitsResponse):
+    def to_pandas(self) -> pd.DataFrame:
+        """``operations`` as one column, ``operation``."""
+        return value_frame(self.operations, "operation", "string")
 
 
 class Operations:
@@ -373,6 +390,24 @@ class Operations:
         r = self.request("GET", f"/v1/bulk/exports/{path_segment(bundle_id)}/{path_segment(name)}")
         return r.content
 
+    def list_keys(self) -> ApiKeysFrame:
+        """``GET /v1/keys``: Your API keys, their limits and spend"""
+        r = self.request("GET", "/v1/keys")
+        return ApiKeysFrame.model_validate_json(r.content)
+
+    def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> KeyLimitsFrame:
+        """``PATCH /v1/keys/{key_id}``: Set a key's limits
+
+        key_id: The key's `key_id` (`GET /v1/keys` lists them).
+        daily_credit_limit: Credits the key may spend per UTC day; null removes the daily limit.
+        monthly_credit_limit: Credits the key may spend per UTC month; null removes the monthly limit.
+        expires_at: When the key stops working (ISO 8601; without a zone, UTC), in the future; null: never.
+        scope: `read_only`: GET calls only (no webhook or key changes); `all`: whatever the plan allows.
+        operations: The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool names; null: all its scope allows.
+        """
+        r = self.request("PATCH", f"/v1/keys/{path_segment(key_id)}", json=body_of({"daily_credit_limit": daily_credit_limit, "monthly_credit_limit": monthly_credit_limit, "expires_at": expires_at, "scope": scope, "operations": operations}))
+        return KeyLimitsFrame.model_validate_json(r.content)
+
 
 class AsyncOperations:
     """A typed coroutine per operation; a failure raises the SDK's typed error."""
@@ -582,3 +617,21 @@ class AsyncOperations:
         """
         r = await self.request("GET", f"/v1/bulk/exports/{path_segment(bundle_id)}/{path_segment(name)}")
         return r.content
+
+    async def list_keys(self) -> ApiKeysFrame:
+        """``GET /v1/keys``: Your API keys, their limits and spend"""
+        r = await self.request("GET", "/v1/keys")
+        return ApiKeysFrame.model_validate_json(r.content)
+
+    async def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> KeyLimitsFrame:
+        """``PATCH /v1/keys/{key_id}``: Set a key's limits
+
+        key_id: The key's `key_id` (`GET /v1/keys` lists them).
+        daily_credit_limit: Credits the key may spend per UTC day; null removes the daily limit.
+        monthly_credit_limit: Credits the key may spend per UTC month; null removes the monthly limit.
+        expires_at: When the key stops working (ISO 8601; without a zone, UTC), in the future; null: never.
+        scope: `read_only`: GET calls only (no webhook or key changes); `all`: whatever the plan allows.
+        operations: The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool names; null: all its scope allows.
+        """
+        r = await self.request("PATCH", f"/v1/keys/{path_segment(key_id)}", json=body_of({"daily_credit_limit": daily_credit_limit, "monthly_credit_limit": monthly_credit_limit, "expires_at": expires_at, "scope": scope, "operations": operations}))
+        return KeyLimitsFrame.model_validate_json(r.content)
