@@ -85,7 +85,8 @@ export class LedgerMeter implements Meter {
       entitlements: entitlementsOf(ledger.tier, ledger.pro),
       request_id: requestId,
       rate: await this.takeRate(doc.account_id, perSecond),
-      limits: doc.limits ? limitsOf(doc.limits) : null,
+      // As the key read model (or the log, keyEventsSeen) wrote them: all five fields.
+      limits: doc.limits ?? null,
     };
   }
 

@@ -104,8 +104,8 @@ export function budgetLeft(budget: KeyBudget | null | undefined, spent: { today:
  * `now` (the month first: when both are spent, waiting for the day's reset does not help), with
  * `Retry-After` at that window's reset. Nothing when it fits.
  */
-export function requireKeyBudget(spend: KeySpend, keyId: string, budget: KeyBudget, cost: number, now: Date): void {
-  const spent = spentAt(spend, keyId, now.toISOString());
+export function requireKeyBudget(spend: KeySpend, keyId: string, budget: KeyBudget, cost: number, now: Date, at = now.toISOString()): void {
+  const spent = spentAt(spend, keyId, at);
   const over: ['month' | 'day', number, number, string] | null =
     budget.monthly !== null && spent.month + cost > budget.monthly
       ? ['month', budget.monthly, spent.month, nextPeriodStart(now)]

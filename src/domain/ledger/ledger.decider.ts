@@ -327,12 +327,13 @@ function callKeysOf(commands: readonly LedgerCommand[]): Map<string, string> {
 function decideOne(state: LedgerDecisionState, command: LedgerCommand, now: Date, owned: boolean): { decided: { events: LedgerEvent[]; state: LedgerState }; keys: KeySpend; left?: number | null } {
   const debit = command.type === 'DebitCredits' ? command.data : null;
   const budget = debit?.key_id ? debit.key_budget : undefined;
-  if (budget && debit!.cost > 0) requireKeyBudget(state.keys, debit!.key_id!, budget, debit!.cost, now);
+  const at = debit?.key_id ? now.toISOString() : '';
+  if (budget && debit!.cost > 0) requireKeyBudget(state.keys, debit!.key_id!, budget, debit!.cost, now, at);
   const decided = decideAndFold(state.ledger, command, now);
   const charged = debit?.key_id && decided.events.length > 0 ? debit.cost : 0;
-  const keys = charged > 0 ? addSpend(state.keys, [[debit!.key_id!, charged]], now.toISOString(), owned) : state.keys;
+  const keys = charged > 0 ? addSpend(state.keys, [[debit!.key_id!, charged]], at, owned) : state.keys;
   if (!budget) return { decided, keys };
-  return { decided, keys, left: budgetLeft(budget, spentAt(keys, debit!.key_id!, now.toISOString())) };
+  return { decided, keys, left: budgetLeft(budget, spentAt(keys, debit!.key_id!, at)) };
 }
 
 /**
