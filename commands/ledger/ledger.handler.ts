@@ -6,7 +6,7 @@ import type { Decision } from '../../src/core/decider.js';
 import { ledgerBatchDecider, type BatchOutcome, type LedgerDecisionState } from '../../src/domain/ledger/ledger.decider.js';
 import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import type { DebitCredits, Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
-import { NO_KEY_SPEND, type KeySpend } from '../../src/domain/ledger/key-spend.js';
+import type { KeySpend } from '../../src/domain/ledger/key-spend.js';
 import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';

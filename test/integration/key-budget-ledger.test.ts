@@ -9,10 +9,10 @@ import { openServices, type Services } from '../../src/app/container.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import { AppError, ConcurrencyError } from '../../src/core/errors.js';
-import { callKeysOf, ledgerLines, ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { DebitCredits } from '../../src/domain/ledger/ledger.commands.js';
 import { ledgerSnapshots } from '../../src/domain/ledger/ledger-snapshot.js';
 import { spentAt } from '../../src/domain/ledger/key-spend.js';
+import { chargedByKey } from '../support/key-budget-race.js';
 import { until } from '../support/processes.js';
 import { tempDir, testEnv } from '../support/server.js';
 
@@ -23,19 +23,6 @@ const debit = (key: string, n: number, cost: number, budget = true): DebitCredit
   type: 'DebitCredits',
   data: { request_id: `req_${key}_${n}`, endpoint: 'screener', channel: n % 2 ? 'mcp' : 'rest', cost, key_id: key, ...(budget ? { key_budget: { daily: LIMIT, monthly: null } } : {}) },
 });
-
-/** Credits the log charged to each key: every debit line, by the key its event's metadata names. */
-async function chargedByKey(events: EventStore, account: string): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const e of await events.readStream(ledgerStream(account))) {
-    const lines = ledgerLines(e as unknown as LedgerEvent);
-    const keys = e.type === 'CreditsDebitedBatch' ? ((e.metadata['key_ids'] as string[] | undefined) ?? []) : callKeysOf(e);
-    lines.forEach((line, i) => {
-      if (line.type === 'CreditsDebited' && keys[i]) out.set(keys[i]!, (out.get(keys[i]!) ?? 0) + line.data.cost);
-    });
-  }
-  return out;
-}
 
 /**
  * Three times the key's daily limit, in 3-credit debits from two ledger services (two replicas)
@@ -118,6 +105,6 @@ describe('Key credit limits on the ledger service', function () {
     await s.reads.commit({ writes: [{ op: 'upsert', collection: ledgerSnapshots.name, id: account, doc: old }], checkpoints: {} });
     const fromOld = new LedgerService(s.events, s.clock, { snapshots: s.reads, snapshotEvery: every });
     expect(spentAt(await fromOld.keySpend(account), 'key_snap', NOW).today).to.equal(LIMIT);
-    expect((await fromOld.preview(account, debit('key_snap', 1000, 10)).catch((err: AppError) => err)) as AppError).to.include({ code: 'key_budget_exhausted' });
+    expect(await fromOld.preview(account, debit('key_snap', 1000, 10)).catch((err: AppError) => err)).to.include({ code: 'key_budget_exhausted' });
   });
 });

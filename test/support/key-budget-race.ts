@@ -113,7 +113,8 @@ export async function chargedByKey(events: Pick<EventStore, 'readStream'>, accou
   for (const e of await events.readStream(ledgerStream(account))) {
     const keys = e.type === 'CreditsDebitedBatch' ? ((e.metadata['key_ids'] as string[] | undefined) ?? []) : callKeysOf(e);
     ledgerLines(e as unknown as LedgerEvent).forEach((line, i) => {
-      if (line.type === 'CreditsDebited' && keys[i]) out.set(keys[i]!, (out.get(keys[i]!) ?? 0) + line.data.cost);
+      const key = keys[i];
+      if (line.type === 'CreditsDebited' && key) out.set(key, (out.get(key) ?? 0) + line.data.cost);
     });
   }
   return out;

@@ -75,13 +75,13 @@ export function foldKeySpend(spend: KeySpend, e: { type: string; data: unknown; 
     const [key] = callKeysOf(e);
     return key && typeof data.cost === 'number' ? addSpend(spend, [[key, data.cost]], data.at) : spend;
   }
-  const keys = m['key_ids'];
-  const costs = data.calls?.cost;
+  const keys: unknown = m['key_ids'];
+  const costs: unknown = data.calls?.cost;
   if (!Array.isArray(keys) || !Array.isArray(costs)) return spend;
   const charges: [string, number][] = [];
   for (let i = 0; i < keys.length; i++) {
-    const key = keys[i];
-    const cost = costs[i];
+    const key: unknown = keys[i];
+    const cost: unknown = costs[i];
     if (typeof key === 'string' && key !== '' && typeof cost === 'number') charges.push([key, cost]);
   }
   return charges.length ? addSpend(spend, charges, data.at) : spend;
