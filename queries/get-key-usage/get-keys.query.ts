@@ -116,5 +116,8 @@ export async function run(call: MeteredCall): Promise<ApiKeysResponse> {
   // The last use of each key as of the account's last debit (read your writes), then the spend.
   await ctx.ledgerCaughtUp(principal.account_id);
   const spend = await ctx.meter.keySpend(principal);
-  return { keys: await listAccountKeys(ctx, principal.account_id, spend, principal.key_id) };
+  const keys = await listAccountKeys(ctx, principal.account_id, spend, principal.key_id);
+  // Free: the charge records nothing, and sets the balance the answer carries.
+  await call.charge('keys');
+  return { keys };
 }

@@ -37,7 +37,7 @@ describe('The meter', function () {
     const before = Number(await services.meter.remaining(p));
 
     const charged = await services.meter.charge(p, 'screener', 3, 'mcp');
-    expect(charged).to.deep.equal({ cost: 6, remaining: String(before - 6) });
+    expect(charged).to.deep.equal({ cost: 6, remaining: String(before - 6), keyBudgetRemaining: null });
     expect(await services.meter.remaining(p)).to.equal(charged.remaining);
     const usage = await services.meter.usage(p);
     expect(String(usage.credits_remaining! + usage.prepaid_credits)).to.equal(charged.remaining);

@@ -120,7 +120,9 @@ export class LedgerMeter implements Meter {
       throw err;
     });
     this.onDebited(endpoint, channel, cost);
-    return { cost, remaining: this.remainingOf(outcome.state), keyBudgetRemaining: outcome.key_budget_remaining ?? null };
+    // The key's budget is said on the answers of priced endpoints (a free one never touches it).
+    const keyBudgetRemaining = RATE_CARD[endpoint].credits > 0 ? (outcome.key_budget_remaining ?? null) : null;
+    return { cost, remaining: this.remainingOf(outcome.state), keyBudgetRemaining };
   }
 
   async quote(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
