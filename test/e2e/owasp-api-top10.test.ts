@@ -846,7 +846,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
 
   // ===============================================================================================
   describe('API5:2023 Broken Function Level Authorization', () => {
-    it('registers no operator function as a route: every route that changes state is a webhook command, the MCP endpoint or a signed-in account form', () => {
+    it("registers no operator function as a route: every route that changes state is a webhook command, a change of the account's own keys' limits, the MCP endpoint or a signed-in account form", () => {
       const changing = registeredRoutes()
         .filter(([m]) => m !== 'GET' && m !== 'HEAD')
         .map(([m, p]) => `${m} ${p}`);
@@ -857,6 +857,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         'POST /v1/webhooks/:webhook_id/test',
         'POST /v1/webhooks/:webhook_id/enable',
         'POST /v1/webhooks/:webhook_id/rotate-secret',
+        'PATCH /v1/keys/:key_id',
         'POST /mcp/http',
         'POST /account/sign-in',
         'POST /account/sign-in/:token',
@@ -864,6 +865,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
         'POST /account/keys',
         'POST /account/keys/:id/rotate',
         'POST /account/keys/:id/revoke',
+        'POST /account/keys/:id/limits',
         'POST /account/overage',
         'POST /account/plan',
         'POST /account/pro',
@@ -884,7 +886,8 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
 
     it('answers operator-looking paths with 404 for every method, even to an enterprise key', async () => {
       const ent = await newAccount('enterprise');
-      const paths = ['/v1/keys', '/v1/accounts', '/v1/accounts/acct_x/plan', '/v1/plan', '/v1/packs', '/v1/replay', '/v1/audit', '/v1/rate-limit', '/v1/admin', '/v1/admin/keys', '/v1/ingest', '/v1/exports/run', '/admin', '/keys', '/replay', '/audit', '/ingest', '/account/admin', '/account/plan/set', '/account/packs/add'];
+      // `/v1/keys` is the account's own keys (GET /v1/keys, PATCH /v1/keys/{key_id}); creating keys, or another account's, stays the operator's.
+      const paths = ['/v1/apikeys', '/v1/accounts/acct_x/keys', '/v1/accounts', '/v1/accounts/acct_x/plan', '/v1/plan', '/v1/packs', '/v1/replay', '/v1/audit', '/v1/rate-limit', '/v1/admin', '/v1/admin/keys', '/v1/ingest', '/v1/exports/run', '/admin', '/keys', '/replay', '/audit', '/ingest', '/account/admin', '/account/plan/set', '/account/packs/add'];
       for (const path of paths) {
         for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
           const r = await http(method, path, { key: ent.key, json: method === 'GET' ? undefined : { tier: 'enterprise', credits: 1_000_000, account: 'acct_x' } });
@@ -1368,7 +1371,7 @@ describe('OWASP API Security Top 10 (2023) over real HTTP', function () {
       const k = await newAccount('enterprise');
       const paths = [
         '/v1/admin',
-        '/v1/keys',
+        '/v1/api-keys',
         '/v1/debug',
         '/v1/internal',
         '/v1/accounts',

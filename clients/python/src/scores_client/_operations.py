@@ -175,12 +175,6 @@ class ApiKeysFrame(models.ApiKeysResponse):
         return frame(self.keys, _API_KEYS_FRAME_COLUMNS)
 
 
-class KeyLimitsFrame(models.KeyLimitsResponse):
-    def to_pandas(self) -> pd.DataFrame:
-        """``operations`` as one column, ``operation``."""
-        return value_frame(self.operations, "operation", "string")
-
-
 class Operations:
     """A typed method per operation; a failure raises the SDK's typed error."""
 
@@ -395,7 +389,7 @@ class Operations:
         r = self.request("GET", "/v1/keys")
         return ApiKeysFrame.model_validate_json(r.content)
 
-    def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> KeyLimitsFrame:
+    def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> models.KeyLimitsResponse:
         """``PATCH /v1/keys/{key_id}``: Set a key's limits
 
         key_id: The key's `key_id` (`GET /v1/keys` lists them).
@@ -406,7 +400,7 @@ class Operations:
         operations: The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool names; null: all its scope allows.
         """
         r = self.request("PATCH", f"/v1/keys/{path_segment(key_id)}", json=body_of({"daily_credit_limit": daily_credit_limit, "monthly_credit_limit": monthly_credit_limit, "expires_at": expires_at, "scope": scope, "operations": operations}))
-        return KeyLimitsFrame.model_validate_json(r.content)
+        return models.KeyLimitsResponse.model_validate_json(r.content)
 
 
 class AsyncOperations:
@@ -623,7 +617,7 @@ class AsyncOperations:
         r = await self.request("GET", "/v1/keys")
         return ApiKeysFrame.model_validate_json(r.content)
 
-    async def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> KeyLimitsFrame:
+    async def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> models.KeyLimitsResponse:
         """``PATCH /v1/keys/{key_id}``: Set a key's limits
 
         key_id: The key's `key_id` (`GET /v1/keys` lists them).
@@ -634,4 +628,4 @@ class AsyncOperations:
         operations: The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool names; null: all its scope allows.
         """
         r = await self.request("PATCH", f"/v1/keys/{path_segment(key_id)}", json=body_of({"daily_credit_limit": daily_credit_limit, "monthly_credit_limit": monthly_credit_limit, "expires_at": expires_at, "scope": scope, "operations": operations}))
-        return KeyLimitsFrame.model_validate_json(r.content)
+        return models.KeyLimitsResponse.model_validate_json(r.content)
