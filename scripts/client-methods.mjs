@@ -72,7 +72,8 @@ export function dateKind(schema) {
 
 /** The array member of a response schema (its rows), or null: what `to_pandas()` makes a frame of. */
 function listMember(schema) {
-  for (const [name, p] of Object.entries(schema.properties ?? {})) if (p.type === 'array') return { name, items: p.items };
+  // A nullable list (a key's `operations`) is a field of the answer, not the rows it holds.
+  for (const [name, p] of Object.entries(schema.properties ?? {})) if (p.type === 'array' && p.nullable !== true) return { name, items: p.items };
   return null;
 }
 

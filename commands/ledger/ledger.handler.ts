@@ -2,17 +2,19 @@ import type { Clock } from '../../src/core/clock.js';
 import { foldStream, handleCommand, type Folded, type StreamSource } from '../../src/core/command-handler.js';
 import type { EventStore } from '../../src/core/event-store.port.js';
 import type { Tier } from '../../src/domain/plans.js';
-import { ledgerBatchDecider, ledgerDecider } from '../../src/domain/ledger/ledger.decider.js';
+import type { Decision } from '../../src/core/decider.js';
+import { ledgerBatchDecider, type BatchOutcome, type LedgerDecisionState } from '../../src/domain/ledger/ledger.decider.js';
 import type { LedgerState } from '../../src/domain/ledger/ledger.state.js';
 import type { DebitCredits, Ledger, LedgerCommand, LedgerOutcome } from '../../src/domain/ledger/ledger.commands.js';
-import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
+import type { KeySpend } from '../../src/domain/ledger/key-spend.js';
+import { ledgerStream, type LedgerEvent } from '../../src/domain/ledger/ledger.events.js';
 import type { ReadStore } from '../../src/core/read-store.port.js';
 import { ledgerSnapshots, SNAPSHOT_EVERY, type LedgerSnapshot } from '../../src/domain/ledger/ledger-snapshot.js';
 
 /** What a command's promise resolves to (the CLI prints it). */
 export type { LedgerOutcome };
 
-interface Cached extends Folded<LedgerState> {
+interface Cached extends Folded<LedgerDecisionState> {
   /** Clock reading (ms, monotonic) when the stream was last read. */
   checkedAt: number;
   /** The revision of the account's latest snapshot (-1: none). */
@@ -60,7 +62,7 @@ const RETRIES = { attempts: 25 };
  */
 export class LedgerService implements Ledger {
   private readonly cache = new Map<string, Cached>();
-  private readonly streams = new Map<string, StreamSource<LedgerState>>();
+  private readonly streams = new Map<string, StreamSource<LedgerDecisionState>>();
   private readonly queues = new Map<string, Queued[]>();
   private readonly running = new Set<string>();
   /** The stream read in flight per account (refresh). */
@@ -81,7 +83,12 @@ export class LedgerService implements Ledger {
 
   /** The account's current state (Ledger.state). A debit is decided on the cached one: a stale read fails its append and is decided again. */
   async state(accountId: string, options: { fresh?: boolean } = {}): Promise<LedgerState> {
-    return (await this.refresh(accountId, options.fresh === true)).state;
+    return (await this.refresh(accountId, options.fresh === true)).state.ledger;
+  }
+
+  /** What each key of the account spent today and this month, fresh from the stream (Ledger.keySpend). */
+  async keySpend(accountId: string): Promise<KeySpend> {
+    return (await this.refresh(accountId, true)).state.keys;
   }
 
   /** Last known global position of the account's ledger (for read-your-writes on read models). */
@@ -94,17 +101,21 @@ export class LedgerService implements Ledger {
   }
 
   /**
-   * The decision `command` would get now, appending nothing (a dry run): resolves with the state
-   * it would leave, or rejects with its refusal. On the state as last read (250 ms at most): the
-   * real command may still meet another process's append, and is decided again then.
+   * The decision `command` would get now, appending nothing (a dry run, Ledger.quote): resolves
+   * with the outcome it would have (the state it would leave, what the key could still spend), or
+   * rejects with its refusal, key limits included: the same decider on the state a debit would be
+   * decided on. On the state as last read (250 ms at most): the real command may still meet
+   * another process's append, and is decided again then.
    */
-  async quote(accountId: string, command: LedgerCommand): Promise<LedgerState> {
+  async quote(accountId: string, command: LedgerCommand): Promise<LedgerOutcome> {
     const current = await this.refresh(accountId);
-    const decided = ledgerBatchDecider.decide(current.state, [command], this.clock.now());
-    const outcome = Array.isArray(decided) ? undefined : decided.result?.[0];
+    const decided = ledgerBatchDecider.decide(current.state, [command], this.clock.now()) as Decision<LedgerDecisionState, LedgerEvent, BatchOutcome[]>;
+    const outcome = decided.result?.[0];
     if (!outcome) throw new Error('the ledger decided no outcome for a dry run');
     if (!outcome.ok) throw outcome.error;
-    return outcome.state;
+    const out: LedgerOutcome = { state: outcome.state, events: outcome.events, position: null };
+    if (outcome.key_budget_remaining !== undefined) out.key_budget_remaining = outcome.key_budget_remaining;
+    return out;
   }
 
   /** `packId` is the purchase reference: the same purchase again adds nothing. */
@@ -139,7 +150,7 @@ export class LedgerService implements Ledger {
   }
 
   /** The account's ledger stream, loaded from the cache: a retry reads what the cache missed. */
-  private streamOf(accountId: string): StreamSource<LedgerState> {
+  private streamOf(accountId: string): StreamSource<LedgerDecisionState> {
     let stream = this.streams.get(accountId);
     if (!stream) this.streams.set(accountId, (stream = { streamId: ledgerStream(accountId), load: (fresh) => this.refresh(accountId, fresh) }));
     return stream;
@@ -170,7 +181,7 @@ export class LedgerService implements Ledger {
   private async readFurther(accountId: string): Promise<Cached> {
     const now = performance.now();
     const cached = this.cache.get(accountId) ?? (await this.fromSnapshot(accountId));
-    const folded = await foldStream(this.events, ledgerDecider, ledgerStream(accountId), cached);
+    const folded = await foldStream(this.events, ledgerBatchDecider, ledgerStream(accountId), cached);
     const next = { state: folded.state, revision: folded.revision, position: folded.position, checkedAt: now, snapshotAt: cached?.snapshotAt ?? -1 };
     // An append of this service may have landed while the stream was read: keep the newer state.
     const latest = this.cache.get(accountId);
@@ -203,8 +214,11 @@ export class LedgerService implements Ledger {
     const [anchor] = await this.events.readStream(ledgerStream(accountId), { fromRevision: snapshot.revision, maxCount: 1 });
     const hash = (anchor?.data as { hash?: unknown } | undefined)?.hash;
     if (anchor?.revision !== snapshot.revision || hash !== snapshot.state.last_hash) return undefined;
+    // One written before key limits has no key spend: the fold from the start gives it exactly.
+    if (!snapshot.key_spend || typeof snapshot.key_spend !== 'object') return undefined;
     // Read again below (`checkedAt` 0): the snapshot is only where the fold starts.
-    return { state: snapshot.state, revision: snapshot.revision, position: snapshot.position, checkedAt: 0, snapshotAt: snapshot.revision };
+    const state = { ledger: snapshot.state, keys: snapshot.key_spend };
+    return { state, revision: snapshot.revision, position: snapshot.position, checkedAt: 0, snapshotAt: snapshot.revision };
   }
 
   /** Writes a snapshot once `snapshotEvery` events were appended since the last; nobody waits for it. */
@@ -212,7 +226,7 @@ export class LedgerService implements Ledger {
     const store = this.options.snapshots;
     if (!store || this.snapshotEvery <= 0 || folded.position === null || folded.revision - folded.snapshotAt < this.snapshotEvery) return;
     folded.snapshotAt = folded.revision;
-    const doc: LedgerSnapshot = { account_id: accountId, revision: folded.revision, position: folded.position, state: folded.state };
+    const doc: LedgerSnapshot = { account_id: accountId, revision: folded.revision, position: folded.position, state: folded.state.ledger, key_spend: folded.state.keys };
     void this.readySnapshots()
       .then(() => store.commit({ writes: [{ op: 'upsert', collection: ledgerSnapshots.name, id: accountId, doc }], checkpoints: {} }))
       .catch((err: unknown) => {
@@ -256,8 +270,13 @@ export class LedgerService implements Ledger {
     }
     for (let i = 0; i < batch.length; i++) {
       const o = outcomes[i]!;
-      if (o.ok) batch[i]!.resolve({ state: o.state, events: o.events, position: o.events.length && written ? position : null });
-      else batch[i]!.reject(o.error);
+      if (!o.ok) {
+        batch[i]!.reject(o.error);
+        continue;
+      }
+      const out: LedgerOutcome = { state: o.state, events: o.events, position: o.events.length && written ? position : null };
+      if (o.key_budget_remaining !== undefined) out.key_budget_remaining = o.key_budget_remaining;
+      batch[i]!.resolve(out);
     }
   }
 }

@@ -16,6 +16,7 @@ import { accountStream, type AccountEvent } from '../../src/domain/accounts/acco
 import { claimStream, normalizeEmail } from '../../src/domain/accounts/email-claim.js';
 import { generateApiKey, hashApiKey, shownPrefix } from '../../src/domain/accounts/api-keys.js';
 import type { PersonalData } from '../../src/core/personal-data.port.js';
+import { NO_LIMITS, applyLimits, limitsOf, type KeyLimits, type KeyLimitsChange } from '../../src/domain/accounts/key-limits.js';
 
 export interface IssuedKey {
   account_id: string;
@@ -27,27 +28,32 @@ export interface IssuedKey {
   name: string;
   tier: Tier;
   pro: boolean;
+  /** What the key may spend and do (given, or inherited by a rotation's new key). */
+  limits: KeyLimits;
 }
 
-/** The name the decider gave the key it issued. */
-const nameIssued = (events: readonly AccountEvent[], keyId: string): string => {
+/** The name and limits the decider gave the key it issued. */
+const issuedAs = (events: readonly AccountEvent[], keyId: string): { name: string; limits: KeyLimits } => {
   const issued = events.find((e) => e.type === 'ApiKeyIssued' && e.data.key_id === keyId);
-  return issued?.type === 'ApiKeyIssued' ? (issued.data.name ?? '') : '';
+  return issued?.type === 'ApiKeyIssued' ? { name: issued.data.name ?? '', limits: limitsOf(issued.data.limits) } : { name: '', limits: NO_LIMITS };
 };
 
-function keyMaterial(ids: Ids, key: string, name?: string): KeyMaterial {
-  return { key_id: ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key), ...(name === undefined ? {} : { name }) };
+/** A new key's material; `limits` checked as a change of no limits at `now` (the wall clock: an expiry must lie ahead of it). */
+function keyMaterial(ids: Ids, key: string, name?: string, limits?: KeyLimitsChange, now?: Date): KeyMaterial {
+  const material: KeyMaterial = { key_id: ids.next('key_', 9), key_hash: hashApiKey(key), prefix: shownPrefix(key), ...(name === undefined ? {} : { name }) };
+  if (limits) material.limits = applyLimits(NO_LIMITS, limits, now ?? new Date());
+  return material;
 }
 
 /** Creates an account with its first key and opens its credit ledger, in one atomic append. */
 export async function createAccountWithKey(
-  deps: { events: EventStore; clock: Clock; ids: Ids; personal: PersonalData },
-  input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string; name?: string },
+  deps: { events: EventStore; clock: Clock; transportClock?: Clock; ids: Ids; personal: PersonalData },
+  input: { tier: Tier; pro?: boolean; email?: string | null; accountId?: string; key?: string; name?: string; limits?: KeyLimitsChange },
 ): Promise<IssuedKey> {
   const now = deps.clock.now();
   const accountId = input.accountId ?? deps.ids.nextHex('acct_', 20);
   const key = input.key ?? generateApiKey();
-  const material = keyMaterial(deps.ids, key, input.name);
+  const material = keyMaterial(deps.ids, key, input.name, input.limits, wallClockOf(deps).now());
   const pro = input.pro ?? false;
   // The first account of an address is the one its emailed sign-in link opens (one account,
   // whichever door it came in by); a later account given the same address is not.
@@ -57,7 +63,7 @@ export async function createAccountWithKey(
   const sealed = input.email ? await deps.personal.seal(accountId, input.email, 'email') : null;
   const command = { type: 'OpenAccount' as const, account_id: accountId, email: sealed, key: material, tier: input.tier, pro, claim_stream: claim };
   const { events } = await handleCommand(deps.events, accountStreamsDecider, streamsOf(accountId, claim), command, fixedAt(now));
-  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, name: nameIssued(events, material.key_id), tier: input.tier, pro };
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, ...issuedAs(events, material.key_id), tier: input.tier, pro };
 }
 
 /** The address normalised as sign-in reads it, or null for none (or one sign-in could never use). */
@@ -86,13 +92,13 @@ async function runAccountCommand(events: EventStore, clock: Clock, accountId: st
   return (await handleCommand(events, accountDecider, accountStream(accountId), command, clock)).events;
 }
 
-/** A new key on an existing account (the account page's "Create a key"), named `name` or by default. */
-export async function issueKey(deps: { events: EventStore; clock: Clock; ids: Ids }, accountId: string, name?: string): Promise<IssuedKey> {
+/** A new key on an existing account (the account page's "Create a key"), named `name` or by default, with `limits` if given. */
+export async function issueKey(deps: { events: EventStore; clock: Clock; transportClock?: Clock; ids: Ids }, accountId: string, name?: string, limits?: KeyLimitsChange): Promise<IssuedKey> {
   const key = generateApiKey();
-  const material = keyMaterial(deps.ids, key, name);
+  const material = keyMaterial(deps.ids, key, name, limits, wallClockOf(deps).now());
   const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'IssueKey', key: material });
   const plan = stateAt(foldLedger(await deps.events.readStream(ledgerStream(accountId))), deps.clock.now());
-  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, name: nameIssued(out, material.key_id), tier: plan.tier, pro: plan.pro };
+  return { account_id: accountId, key_id: material.key_id, key, prefix: material.prefix, ...issuedAs(out, material.key_id), tier: plan.tier, pro: plan.pro };
 }
 
 /** The account's state (its email and keys), folded from its stream. */
@@ -118,6 +124,25 @@ export async function recordForgetting(deps: { events: EventStore; clock: Clock 
 export async function setRateLimit(deps: { events: EventStore; clock: Clock }, accountId: string, perSecond: number | 'unlimited' | 'tier'): Promise<{ changed: boolean }> {
   const out = await runAccountCommand(deps.events, deps.clock, accountId, { type: 'SetRateLimit', per_second: perSecond });
   return { changed: out.length > 0 };
+}
+
+/**
+ * Changes a key's limits (a field of `change` absent stays, null clears it), decided on the
+ * account's stream as it is: `accountId` (the account page, the API) refuses a key of another
+ * account as unknown; without it (the operator's CLI) the key's account is looked up. Decided on
+ * the wall clock, which an expiry is checked against. Every replica enforces the change within
+ * seconds (the meter drops its cached lookups when it sees the account's event).
+ */
+export async function setKeyLimits(
+  deps: { events: EventStore; reads: ReadStore; clock: Clock; transportClock?: Clock },
+  keyId: string,
+  change: KeyLimitsChange,
+  accountId?: string,
+): Promise<{ key_id: string; account_id: string; changed: boolean; limits: KeyLimits }> {
+  const account = accountId ?? (await accountOfKey(deps.reads, keyId));
+  const handled = await handleCommand(deps.events, accountDecider, accountStream(account), { type: 'SetKeyLimits', key_id: keyId, change }, wallClockOf(deps));
+  const limits = handled.state.keys.get(keyId)?.limits ?? NO_LIMITS;
+  return { key_id: keyId, account_id: account, changed: handled.events.length > 0, limits };
 }
 
 /** Revokes a key at once (403 `key_forbidden` from then on). */
@@ -150,7 +175,7 @@ export async function rotateKey(
     key_id: material.key_id,
     key,
     prefix: material.prefix,
-    name: nameIssued(out, material.key_id),
+    ...issuedAs(out, material.key_id),
     tier: plan.tier,
     pro: plan.pro,
     replaced_key_id: keyId,

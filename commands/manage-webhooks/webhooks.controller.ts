@@ -1,37 +1,13 @@
 import { Body, Delete, Example, Header, Middlewares, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
-import express, { type RequestHandler } from 'express';
-import { AppError } from '../../src/core/errors.js';
 import type { AuthedRequest } from '../../src/web/meter.port.js';
 import type { ProblemDetails } from '../../src/web/problem.js';
 import type { WebhookEnvelope } from '../../src/domain/webhooks/webhook-envelope.js';
 import { parseWebhookId } from '../../src/web/webhook-id.js';
 import { timestampOf } from '../../src/web/timestamp.js';
 import { CommandController } from '../shared/command-controller.js';
+import { jsonBody } from '../shared/json-body.js';
 import { deleteWebhook, reactivateWebhook, registerWebhook, resendDeliveries, resendKey, rotateWebhookSecret, sendTestDelivery } from './webhooks.handler.js';
 import { parseDeliveryId, parseIdempotencyKey, parseSince, resendResponse, type ResendFailedRequest, type ResendResponse } from './resend-request.js';
-
-/** Largest request body the webhook endpoints read (a registration is a type and a URL of at most 2,048 characters). */
-export const WEBHOOK_BODY_LIMIT = 16 * 1024;
-
-const parseJson = express.json({ limit: WEBHOOK_BODY_LIMIT });
-
-/**
- * The body of a webhook command: JSON only (415 for a body of another type, 413 over 16 KiB, 400
- * when it does not parse; the problem handler answers each). A tsoa middleware, so it runs after
- * the key, the plan and the query are checked: an unauthenticated caller's body is never read, and
- * each refusal carries the caller's `X-Credits-Remaining`.
- */
-const jsonBody: RequestHandler = (req, res, next) => {
-  // An empty body (`Content-Length: 0`, as clients send a bodiless POST) needs no type; any other
-  // body must be JSON (`req.is`: false for another type or none).
-  const empty = req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined;
-  if (empty) return next();
-  if (req.is('application/json') === false) {
-    next(new AppError('unsupported_media_type', `the request body must be application/json (got ${JSON.stringify(req.get('content-type') ?? 'no content type')})`));
-    return;
-  }
-  parseJson(req, res, next);
-};
 
 export interface RegisterWebhookRequest {
   /** What the webhook is sent: `score_move` or `divergence_event`. */

@@ -33,4 +33,6 @@ export interface CommandContext {
   personal: PersonalData;
   /** WEBHOOK_ALLOW_SUBNETS: subnets a webhook URL may name although the address rules forbid them. */
   webhookAllowSubnets: AllowSubnets;
+  /** Resolves once this process enforces the account's latest key changes (5 s at most): a key's new limits are in force when the answer says they are set. */
+  keysInForce(accountId: string): Promise<void>;
 }

@@ -2,6 +2,7 @@ import type { RecordedEvent } from '../../src/core/event-store.port.js';
 import type { Projection, ProjectionContext } from '../../src/core/projection.js';
 import { defineCollection } from '../../src/core/read-store.port.js';
 import type { AccountEvent } from '../../src/domain/accounts/account.events.js';
+import { limitsOf, type KeyLimits } from '../../src/domain/accounts/key-limits.js';
 import { accounts } from '../shared/accounts.js';
 
 /** One document per key, found by the SHA-256 of the key the client sends. */
@@ -14,6 +15,8 @@ export interface ApiKeyDoc {
   /** For a rotated key: it keeps working until this instant. */
   grace_until: string | null;
   created_at: string;
+  /** What the key may spend and do; absent for a key without limits (and in documents written before limits). */
+  limits?: KeyLimits;
 }
 
 export const apiKeys = defineCollection<ApiKeyDoc>({
@@ -34,7 +37,7 @@ export const keyIndex = defineCollection<{ key_id: string; key_hash: string; acc
 export const apiKeysProjection: Projection = {
   name: 'api-keys',
   collections: [apiKeys, accounts, keyIndex],
-  eventTypes: ['AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked', 'ApiKeyRotated', 'RateLimitSet', 'AccountForgotten'],
+  eventTypes: ['AccountCreated', 'ApiKeyIssued', 'ApiKeyRevoked', 'ApiKeyRotated', 'ApiKeyLimitsSet', 'RateLimitSet', 'AccountForgotten'],
   async apply(raw: RecordedEvent, ctx: ProjectionContext) {
     const event = raw as unknown as AccountEvent;
     const accountId = raw.streamId.replace(/^account-/, '');
@@ -62,9 +65,15 @@ export const apiKeysProjection: Projection = {
           status: 'active',
           grace_until: null,
           created_at: event.data.at,
+          ...(event.data.limits ? { limits: limitsOf(event.data.limits) } : {}),
         });
         ctx.upsert(keyIndex, { key_id: event.data.key_id, key_hash: event.data.key_hash, account_id: accountId });
         return;
+      case 'ApiKeyLimitsSet': {
+        const found = await byKeyId(ctx, event.data.key_id, accountId);
+        if (found) ctx.upsert(apiKeys, { ...found, limits: limitsOf(event.data) });
+        return;
+      }
       case 'ApiKeyRevoked':
       case 'ApiKeyRotated': {
         const found = await byKeyId(ctx, event.data.key_id, accountId);

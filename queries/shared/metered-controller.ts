@@ -31,6 +31,7 @@ export abstract class MeteredController extends Controller {
     }
     if (call.remaining !== null) this.setHeader(CREDITS_HEADER, call.remaining);
     if (call.cost !== null) this.setHeader(HEADER.creditsCost, String(call.cost));
+    if (call.keyBudgetRemaining !== null) this.setHeader(HEADER.keyBudgetRemaining, String(call.keyBudgetRemaining));
     return body;
   }
 }

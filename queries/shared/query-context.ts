@@ -43,6 +43,8 @@ export class MeteredCall {
   remaining: string | null = null;
   /** What the call was charged (0 when free); null until it is charged. */
   cost: number | null = null;
+  /** `X-Key-Budget-Remaining` after the charge: null until then, and for a key without credit limits. */
+  keyBudgetRemaining: number | null = null;
 
   constructor(
     readonly ctx: QueryContext,
@@ -92,5 +94,6 @@ export class MeteredCall {
     const charged = await this.ctx.meter.charge(this.principal, endpoint, quantity, this.channel);
     this.remaining = charged.remaining;
     this.cost = charged.cost;
+    this.keyBudgetRemaining = charged.keyBudgetRemaining;
   }
 }

@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'cursor_invalid'
   | 'unauthorized'
   | 'key_forbidden'
+  | 'key_expired'
+  | 'key_scope_forbidden'
   | 'coverage'
   | 'tier'
   | 'not_found'
@@ -20,6 +22,7 @@ export type ErrorCode =
   | 'limit_exceeded'
   | 'credits_exhausted'
   | 'cost_exceeds_max'
+  | 'key_budget_exhausted'
   | 'rate_limited'
   | 'conflict'
   | 'internal';
@@ -29,6 +32,8 @@ const STATUS: Record<ErrorCode, number> = {
   cursor_invalid: 400,
   unauthorized: 401,
   key_forbidden: 403,
+  key_expired: 403,
+  key_scope_forbidden: 403,
   coverage: 403,
   tier: 403,
   not_found: 404,
@@ -43,6 +48,7 @@ const STATUS: Record<ErrorCode, number> = {
   credits_exhausted: 429,
   // 403 as `tier` and `coverage`: a well-formed call refused by a rule, which waiting does not change.
   cost_exceeds_max: 403,
+  key_budget_exhausted: 429,
   rate_limited: 429,
   conflict: 409,
   internal: 500,
@@ -53,6 +59,8 @@ const TITLE: Record<ErrorCode, string> = {
   cursor_invalid: 'Sync cursor not valid here',
   unauthorized: 'Authentication required',
   key_forbidden: 'API key not allowed',
+  key_expired: 'API key expired',
+  key_scope_forbidden: 'Operation not allowed for this key',
   coverage: 'Outside your coverage',
   tier: 'Plan tier too low',
   not_found: 'Not found',
@@ -66,6 +74,7 @@ const TITLE: Record<ErrorCode, string> = {
   limit_exceeded: 'Parameter above its maximum',
   credits_exhausted: 'Credits exhausted',
   cost_exceeds_max: 'Call would cost more than your maximum',
+  key_budget_exhausted: 'Key spend limit reached',
   rate_limited: 'Too many requests',
   conflict: 'Conflict',
   internal: 'Internal error',

@@ -7,7 +7,7 @@ import { AppError } from '../core/errors.js';
 import { selfServe, tierAtLeast, type Tier } from './plans.js';
 
 export type RateUnit = 'call' | 'row' | 'constituent';
-export type HttpMethod = 'GET' | 'POST' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
 export interface Route {
   method: HttpMethod;
@@ -58,6 +58,17 @@ const TABLE = {
     unit: 'call',
     min_tier: 'quant',
     mcp_tool: 'list_bulk_exports',
+  },
+  // The account's own keys: their limits, spend and last use, and changing their limits.
+  keys: {
+    routes: [
+      { method: 'GET', path: '/v1/keys' },
+      { method: 'PATCH', path: '/v1/keys/{key_id}' },
+    ],
+    credits: 0,
+    unit: 'call',
+    min_tier: 'free',
+    mcp_tool: null,
   },
   webhooks: {
     routes: [

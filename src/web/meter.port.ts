@@ -4,6 +4,7 @@ import type { Entitlements, Tier } from '../domain/plans.js';
 import type { RateKey } from '../domain/rate-card.js';
 import type { UsageFigures } from '../domain/ledger/ledger.figures.js';
 import type { Channel } from '../domain/ledger/ledger.events.js';
+import type { KeyLimits } from '../domain/accounts/key-limits.js';
 import { HEADER } from './response-headers.js';
 import type { CallBudget } from './call-budget.js';
 
@@ -32,6 +33,12 @@ export interface Principal {
   request_id: string;
   /** This request's rate check: refused requests are answered 429 `rate_limited` (`admit`). */
   rate: RateDecision;
+  /**
+   * What the key may spend and do (src/domain/accounts/key-limits.ts); null for a key without
+   * limits. Its restriction is enforced before the call runs (`requireKeyMayCall`), its credit
+   * limits with the debit.
+   */
+  limits: KeyLimits | null;
 }
 
 /**
@@ -64,6 +71,8 @@ export interface Charge {
   cost: number;
   /** The `X-Credits-Remaining` value after the charge. */
   remaining: string;
+  /** For a key with credit limits: what it may still spend (`X-Key-Budget-Remaining`); null otherwise. */
+  keyBudgetRemaining: number | null;
 }
 
 /**
@@ -73,7 +82,8 @@ export interface Charge {
 export interface Meter {
   /**
    * The principal behind an API key: 401 `unauthorized` for a missing or unknown key, 403
-   * `key_forbidden` for a revoked one (or a rotated one past its grace period). The principal
+   * `key_forbidden` for a revoked one (or a rotated one past its grace period), 403 `key_expired`
+   * for one past its expiry. The principal
    * carries the request's rate check (`admit` enforces it); `client` (the caller's address)
    * limits requests without a valid key, 429 `rate_limited` instead of 401 once over the limit.
    * It may be given as a function: only a request without a valid key needs the address, and
@@ -83,7 +93,8 @@ export interface Meter {
   /**
    * Charges a call once its result is known: the cost comes from the rate card and the number of
    * rows it returns. Resolves only when the debit is durable; a call the credits do not cover is
-   * refused with 429 `credits_exhausted` and charged nothing.
+   * refused with 429 `credits_exhausted`, one that would take the key past its credit limit with
+   * 429 `key_budget_exhausted`, both charged nothing.
    */
   charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge>;
   /**
@@ -96,4 +107,10 @@ export interface Meter {
   remaining(principal: Principal): Promise<string>;
   /** The account's plan, usage and balances now (GET /v1/usage). */
   usage(principal: Principal): Promise<UsageFigures>;
+  /**
+   * What each key of the caller's account spent in the service clock's UTC day and month, by key
+   * id (a key absent spent nothing), fresh from the account's ledger stream: what its next debit
+   * is decided on (GET /v1/keys).
+   */
+  keySpend(principal: Principal): Promise<ReadonlyMap<string, { today: number; month: number }>>;
 }

@@ -68,6 +68,14 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
   cursor_invalid: { errors: errorsOf(true) },
   unauthorized: {},
   key_forbidden: {},
+  key_expired: {
+    expires_at: { schema: { type: 'string', format: 'date-time', description: 'When the key expired.' }, required: true, example: '2026-11-30T00:00:00.000Z' },
+  },
+  key_scope_forbidden: {
+    scope: { schema: { type: 'string', enum: ['all', 'read_only'], description: 'The key’s scope: `read_only` keys make GET calls only.' }, required: true, example: 'read_only' },
+    operations: { schema: { type: 'array', nullable: true, items: { type: 'string' }, description: 'The operations (rate-card keys) the key may call; null: all its scope allows.' }, required: true, example: null },
+    operation: { schema: { type: 'string', nullable: true, description: 'The operation (rate-card key) refused.' }, required: true, example: 'webhooks' },
+  },
   coverage: {
     coverage: { schema: { type: 'string', enum: [...new Set(Object.values(PLANS).map((p) => p.coverage))], description: 'Your plan’s coverage.' }, required: true, example: 'top100' },
     outside_coverage: { schema: { type: 'array', items: { type: 'string' }, description: 'The tickers asked for that your coverage does not include.' }, required: true, example: ['TSLA'] },
@@ -106,6 +114,15 @@ export const PROBLEM_FIELDS: Record<ErrorCode, Record<string, ProblemField>> = {
       required: false,
       example: 11,
     },
+  },
+  key_budget_exhausted: {
+    key_id: { schema: { type: 'string', description: 'The key whose limit the call would pass.' }, required: true, example: 'key_3kTz9c2Lb' },
+    limit: { schema: count(1, 'The key’s limit in that window, in credits.'), required: true, example: 1_000 },
+    window: { schema: { type: 'string', enum: ['day', 'month'], description: 'The limit’s window: the UTC day or the UTC month.' }, required: true, example: 'day' },
+    spent: { schema: count(0, 'Credits the key spent in that window so far.'), required: true, example: 998 },
+    cost: { schema: count(1, 'The credits the call would have cost.'), required: true, example: 3 },
+    resets_at: { schema: { type: 'string', format: 'date-time', description: 'When the window starts again (00:00 UTC the next day, or on the 1st of next month).' }, required: true, example: '2026-11-28T00:00:00.000Z' },
+    retry_after_seconds: { schema: count(1, 'Seconds until then, as `Retry-After` says.'), required: true, example: 3_600 },
   },
   rate_limited: {
     retry_after_seconds: { schema: count(1, 'Seconds to wait, as `Retry-After` says.'), required: true, example: 1 },

@@ -11,6 +11,7 @@ export const HEADER = {
   requestId: 'X-Request-Id',
   creditsRemaining: 'X-Credits-Remaining',
   creditsCost: 'X-Credits-Cost',
+  keyBudgetRemaining: 'X-Key-Budget-Remaining',
   rateLimit: 'RateLimit',
   rateLimitPolicy: 'RateLimit-Policy',
   retryAfter: 'Retry-After',
@@ -115,6 +116,12 @@ export const RESPONSE_HEADERS = {
     description:
       'What this call cost, in credits (0 for a free call); on a dry run (`X-Dry-Run: true`, answered 204), what it would cost now. Sent on every answered call priced by the rate card.',
     schema: { type: 'string', pattern: '^[0-9]+$', example: '2' },
+  },
+  KeyBudgetRemaining: {
+    name: HEADER.keyBudgetRemaining,
+    description:
+      'Credits this key may still spend after this call: the smaller of what is left of its daily and its monthly credit limit (UTC day and month). Only on a charged call’s answer, and only for a key that has a credit limit (set on the account page, with `scores keys limits` or `PATCH /v1/keys/{key_id}`); MCP results carry it as `_meta.key_budget_remaining`.',
+    schema: { type: 'string', pattern: '^[0-9]+$', example: '750' },
   },
   RateLimit: {
     name: HEADER.rateLimit,

@@ -7,6 +7,7 @@ import { benchFlood } from './flood.bench.js';
 import { benchFreeBytes } from './free-bytes.bench.js';
 import { benchHttp } from './http.bench.js';
 import { benchIngest } from './ingest.bench.js';
+import { benchKeyLimits } from './key-limits.bench.js';
 import { benchLedgerGrowth } from './ledger-growth.bench.js';
 import { benchLitestream } from './litestream.bench.js';
 import { benchMcp, benchMcpBatchFlood } from './mcp.bench.js';
@@ -20,9 +21,9 @@ import { benchSinceQuery } from './since.bench.js';
 import { benchWebhooks } from './webhooks.bench.js';
 
 // `npm run bench`: every benchmark, medians over several runs, targets beside each figure.
-// BENCH_ONLY=seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream,requestlog picks some.
+// BENCH_ONLY=seed,since,outcomes,debit,ids,http,keylimits,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream,requestlog picks some.
 const runs = Number(process.env['BENCH_RUNS'] ?? 3);
-const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream,requestlog').split(','));
+const only = new Set((process.env['BENCH_ONLY'] ?? 'seed,since,outcomes,debit,ids,http,keylimits,mcp,flood,freebytes,webhooks,exports,ledger,ingest,pg,pgbackup,engines,scale,first,litestream,requestlog').split(','));
 const now = process.env['SCORES_NOW'] ?? new Date().toISOString();
 process.stdout.write(`benchmarks (runs=${runs}, clock=${now}, node ${process.version})\n`);
 if (only.has('seed')) await benchSeedAndReplay(runs, now);
@@ -32,6 +33,7 @@ if (only.has('debit')) await benchDebits(runs);
 if (only.has('ids')) await benchEventIds(runs);
 if (only.has('http')) await benchHttp(runs);
 if (only.has('requestlog')) await benchRequestLog(runs, now);
+if (only.has('keylimits')) await benchKeyLimits(runs);
 if (only.has('mcp')) {
   await benchMcp(runs);
   await benchMcpBatchFlood(runs);

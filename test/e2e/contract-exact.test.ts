@@ -171,6 +171,8 @@ describe('The contract says exactly what is served', function () {
         'GET /v1/earnings': 'getUpcomingEarnings',
         'GET /v1/coverage': 'getCoverage',
         'GET /v1/track-record': 'getTrackRecord',
+        'GET /v1/keys': 'listKeys',
+        'PATCH /v1/keys/{key_id}': 'setKeyLimits',
         'GET /v1/meta': 'getMeta',
         'GET /v1/usage': 'getUsage',
         'GET /v1/usage/ledger': 'getUsageLedger',

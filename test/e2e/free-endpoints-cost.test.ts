@@ -67,7 +67,7 @@ describe('Free endpoints: a repeated call is cheap', function () {
   }
 
   it('covers every free read of the rate card', () => {
-    expect(new Set(freeCalls().map((c) => c.key))).to.deep.equal(new Set(['coverage', 'track_record', 'usage', 'usage_ledger', 'requests', 'meta', 'bulk_exports', 'webhooks']));
+    expect(new Set(freeCalls().map((c) => c.key))).to.deep.equal(new Set(['coverage', 'track_record', 'usage', 'usage_ledger', 'requests', 'meta', 'bulk_exports', 'keys', 'webhooks']));
   });
 
   it('answers each free GET again with at most two bounded reads, and none for meta, coverage and track record', async () => {
@@ -82,7 +82,7 @@ describe('Free endpoints: a repeated call is cheap', function () {
       expect(reads.filter((r) => r.unbounded), `${path}: unbounded reads`).to.deep.equal([]);
       expect(reads.length, `${path}: ${JSON.stringify(reads)}`).to.be.at.most(BUILT_ONCE.has(key) ? 0 : MAX_READS);
     }
-    expect(Object.keys(costs)).to.include.members(['/v1/meta', '/v1/coverage', '/v1/track-record', '/v1/usage', '/v1/usage/ledger', '/v1/requests', '/v1/bulk/exports', '/v1/webhooks']);
+    expect(Object.keys(costs)).to.include.members(['/v1/meta', '/v1/coverage', '/v1/track-record', '/v1/usage', '/v1/usage/ledger', '/v1/requests', '/v1/bulk/exports', '/v1/keys', '/v1/webhooks']);
   });
 
   it('builds meta again once the read models it describes change, and then serves that', async () => {

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { runExport } from '../../commands/export-bundles/export-run.handler.js';
-import { createAccountWithKey, revokeKey, setRateLimit } from '../../commands/manage-keys/keys.handler.js';
+import { createAccountWithKey, issueKey, revokeKey, setRateLimit, type IssuedKey } from '../../commands/manage-keys/keys.handler.js';
 import { TRANSPORT_HEADERS } from '../../src/web/response-headers.js';
 import { ANONYMOUS_RATE_PER_SECOND, PLANS, RATE_BURST_FACTOR, TIERS, type Tier } from '../../src/domain/plans.js';
 import { RATE_CARD, rateKeyOf } from '../../src/domain/rate-card.js';
@@ -126,7 +126,11 @@ describe('The API contract: every operation, called validly and invalidly, answe
       return k;
     };
     const keys = {} as Record<Tier, string>;
-    for (const tier of TIERS) keys[tier] = (await account(tier)).key;
+    const issued = {} as Record<Tier, IssuedKey>;
+    for (const tier of TIERS) keys[tier] = (issued[tier] = await account(tier)).key;
+    // Keys of the quant account: one whose limits are changed, one with limits of its own (which may change no key).
+    const target = (await issueKey(s, issued.quant.account_id, 'conformance-target')).key_id;
+    const bounded = (await issueKey(s, issued.quant.account_id, 'conformance-bounded', { daily_credit_limit: 10 })).key;
     const other = (await account('quant')).key;
     const revoked = await account('quant');
     await s.runner.waitForHead();
@@ -191,6 +195,31 @@ describe('The API contract: every operation, called validly and invalidly, answe
 
     const TABLE: Record<string, OperationCalls> = {
       'GET /v1/webhooks': { key: keys.quant, valid: [{ what: 'list', expect: 200, path: '/v1/webhooks' }], invalid: [] },
+      'GET /v1/keys': {
+        key: keys.quant,
+        valid: [
+          { what: 'list', expect: 200, path: '/v1/keys' },
+          { what: 'free', expect: 200, path: '/v1/keys', key: keys.free },
+        ],
+        invalid: [],
+      },
+      'PATCH /v1/keys/{key_id}': {
+        key: keys.quant,
+        valid: [
+          json('a daily limit', 200, `/v1/keys/${target}`, { daily_credit_limit: 1000 }),
+          json('every field', 200, `/v1/keys/${target}`, { daily_credit_limit: null, monthly_credit_limit: 5000, expires_at: '2099-01-01T00:00:00Z', scope: 'read_only', operations: ['scores', 'get_usage'] }),
+        ],
+        invalid: [
+          json('a limit of 0', 400, `/v1/keys/${target}`, { daily_credit_limit: 0 }),
+          json('an unknown field', 400, `/v1/keys/${target}`, { anything: 1 }),
+          json('an unknown operation', 400, `/v1/keys/${target}`, { operations: ['teleport'] }),
+          json('an expiry in the past', 400, `/v1/keys/${target}`, { expires_at: '2001-01-01T00:00:00Z' }),
+          json("another account's key", 404, `/v1/keys/${target}`, { daily_credit_limit: 5 }, other),
+          json('a key with limits of its own', 403, `/v1/keys/${target}`, { daily_credit_limit: 5 }, bounded),
+          oversized(`/v1/keys/${target}`),
+          textBody(`/v1/keys/${target}`),
+        ],
+      },
       'POST /v1/webhooks': {
         key: keys.quant,
         valid: [json('register', 201, '/v1/webhooks', { event_type: 'score_move', url: receiverUrl })],

@@ -149,7 +149,7 @@ describe('The OpenAPI document', () => {
     expect(checked).to.be.greaterThan(100);
     // A response that names its problems gets one example each.
     const score403 = doc['paths']['/v1/scores/{ticker}']['get'].responses['403'];
-    expect(Object.keys(score403.content['application/problem+json'].examples)).to.deep.equal(['key_forbidden', 'coverage', 'cost_exceeds_max']);
+    expect(Object.keys(score403.content['application/problem+json'].examples)).to.deep.equal(['key_forbidden', 'coverage', 'cost_exceeds_max', 'key_expired', 'key_scope_forbidden']);
   });
 
   it('declares on every operation the statuses every request can get: 400, 431 and 500, and 401, 403 and 429 with a key; 304 on the daily bodies', () => {

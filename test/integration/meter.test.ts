@@ -37,7 +37,7 @@ describe('The meter', function () {
     const before = Number(await services.meter.remaining(p));
 
     const charged = await services.meter.charge(p, 'screener', 3, 'mcp');
-    expect(charged).to.deep.equal({ cost: 6, remaining: String(before - 6) });
+    expect(charged).to.deep.equal({ cost: 6, remaining: String(before - 6), keyBudgetRemaining: null });
     expect(await services.meter.remaining(p)).to.equal(charged.remaining);
     const usage = await services.meter.usage(p);
     expect(String(usage.credits_remaining! + usage.prepaid_credits)).to.equal(charged.remaining);
@@ -66,8 +66,9 @@ describe('The meter', function () {
     const p = await services.meter.authenticate(k.key, 'req_race');
     const busy = {
       state: (account: string) => services.ledger.state(account),
-      debit: () => Promise.reject(new ConcurrencyError(ledgerStream(k.account_id), 7, 8)),
-      quote: (account: string) => services.ledger.state(account),
+      keySpend: (account: string) => services.ledger.keySpend(account),
+      execute: () => Promise.reject(new ConcurrencyError(ledgerStream(k.account_id), 7, 8)),
+      quote: () => Promise.reject(new Error('no dry run in this test')),
     };
     const meter = new LedgerMeter(busy, services.reads, services.clock);
     expect(await refusal(meter.charge(p, 'scores', 1, 'rest'))).to.include({ code: 'rate_limited', status: 429 });

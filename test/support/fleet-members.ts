@@ -6,9 +6,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawnCli } from './processes.js';
 
-/** An API process or a worker of the fleet (a FleetProcess is one). */
+/** An API process or a worker of the fleet (a FleetProcess is one), or a whole service (`all`: `scores serve`, every job). */
 export interface Member {
-  role: 'api' | 'worker';
+  role: 'api' | 'worker' | 'all';
   url: string;
   child: ChildProcess;
 }
@@ -23,7 +23,8 @@ const gone = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
  * its URL. `spawned` is told of the process at once, so a test can kill it even while it starts.
  */
 export function startMember(role: Member['role'], env: NodeJS.ProcessEnv, port: number, timeoutMs: number, spawned?: (child: ChildProcess) => void): Promise<Member> {
-  const args = role === 'api' ? ['serve', '--role', 'api', '--port', String(port), '--json'] : ['worker', '--port', String(port), '--json'];
+  const args =
+    role === 'worker' ? ['worker', '--port', String(port), '--json'] : ['serve', ...(role === 'api' ? ['--role', 'api'] : []), '--port', String(port), '--json'];
   const { child, done } = spawnCli(args, env);
   spawned?.(child);
   return new Promise((resolve, reject) => {

@@ -72,6 +72,7 @@ describe('The rate card', () => {
     requests: ['GET', '/v1/requests', 0, 'call', 'free'],
     meta: ['GET', '/v1/meta', 0, 'call', 'free'],
     bulk_exports: ['GET', '/v1/bulk/exports', 0, 'call', 'quant'],
+    keys: ['GET', '/v1/keys', 0, 'call', 'free'],
     webhooks: ['POST', '/v1/webhooks', 0, 'call', 'quant'],
   };
 

@@ -58,7 +58,7 @@ describe('Refusal messages', () => {
   describe('429 rate_limited', () => {
     const principal = (perSecond: number, capacity: number): Principal => {
       const rate: RateDecision = { allowed: false, perSecond, capacity, remaining: 0, resetSeconds: 1, retryAfterSeconds: 1 };
-      return { account_id: 'a', key_id: 'k', tier: 'free', pro: false, entitlements: entitlementsOf('free', false), request_id: 'r', rate };
+      return { account_id: 'a', key_id: 'k', tier: 'free', pro: false, entitlements: entitlementsOf('free', false), request_id: 'r', rate, limits: null };
     };
 
     it('says "1 request per second" and "10 requests per second"', () => {

@@ -50,6 +50,10 @@ export class BadRequestError extends ScoresApiError<'bad_request'> {}
 export class CursorInvalidError extends ScoresApiError<'cursor_invalid'> {}
 export class UnauthorizedError extends ScoresApiError<'unauthorized'> {}
 export class KeyForbiddenError extends ScoresApiError<'key_forbidden'> {}
+/** 403: the key is past its expiry (`expires_at`). */
+export class KeyExpiredError extends ScoresApiError<'key_expired'> {}
+/** 403: the key may not make this call (read-only, or limited to other operations); nothing was read or charged. */
+export class KeyScopeForbiddenError extends ScoresApiError<'key_scope_forbidden'> {}
 export class CoverageError extends ScoresApiError<'coverage'> {}
 export class TierError extends ScoresApiError<'tier'> {}
 export class NotFoundError extends ScoresApiError<'not_found'> {}
@@ -66,6 +70,8 @@ export class LimitExceededError extends ScoresApiError<'limit_exceeded'> {}
 export class CreditsExhaustedError extends ScoresApiError<'credits_exhausted'> {}
 /** 403: the call would cost more than the maximum sent with it (`maxCredits`); nothing was charged. Never retried: the same call costs the same. */
 export class CostExceedsMaxError extends ScoresApiError<'cost_exceeds_max'> {}
+/** 429: the call would take the key past its daily or monthly credit limit. Not retried: `retryAfter` is the window's reset, hours away. */
+export class KeyBudgetExhaustedError extends ScoresApiError<'key_budget_exhausted'> {}
 /** 429: too many requests per second, or (with `bytes_per_second`) too many bytes of free answers. Retried by the client after `Retry-After`. */
 export class RateLimitedError extends ScoresApiError<'rate_limited'> {}
 export class ConflictError extends ScoresApiError<'conflict'> {}
@@ -77,6 +83,8 @@ export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf
   cursor_invalid: CursorInvalidError,
   unauthorized: UnauthorizedError,
   key_forbidden: KeyForbiddenError,
+  key_expired: KeyExpiredError,
+  key_scope_forbidden: KeyScopeForbiddenError,
   coverage: CoverageError,
   tier: TierError,
   not_found: NotFoundError,
@@ -90,6 +98,7 @@ export const ERROR_CLASSES: { readonly [C in ErrorCode]: new (problem: ProblemOf
   limit_exceeded: LimitExceededError,
   credits_exhausted: CreditsExhaustedError,
   cost_exceeds_max: CostExceedsMaxError,
+  key_budget_exhausted: KeyBudgetExhaustedError,
   rate_limited: RateLimitedError,
   conflict: ConflictError,
   internal: InternalError,

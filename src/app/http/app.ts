@@ -25,6 +25,7 @@ import { v1PathsAndMethods } from './v1-paths.js';
 import { oneLayer } from './one-layer.js';
 import { limitRequestsInFlight, trustedPeerOf } from './client-limits.js';
 import { HEAD_STATEMENT } from '../../domain/ledger/ledger-head.js';
+import { keysInForce } from '../keys-in-force.js';
 
 /** Where the ledger's public keys are published. */
 export const LEDGER_KEYS_PATH = '/.well-known/scores-ledger-keys.json';
@@ -114,6 +115,7 @@ function provideContext(app: Express, services: Services, openapi: Record<string
       webhookSender: services.webhookSender,
       personal: services.personal,
       webhookAllowSubnets: services.config.webhookAllowSubnets,
+      keysInForce: (accountId) => keysInForce(services, accountId),
     },
     meter: services.meter,
     freeAnswers: services.freeAnswers,

@@ -6,6 +6,7 @@ import { admit, type Principal } from '../../web/meter.port.js';
 import { rateLimitHeaders } from '../metering/token-buckets.js';
 import { RATE_CARD, isRateKey, requireTier } from '../../domain/rate-card.js';
 import { budgetOf, DRY_RUN_HEADER, MAX_CREDITS_HEADER, type CallBudget } from '../../web/call-budget.js';
+import { requireKeyMayCall } from '../../domain/accounts/key-limits.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
 import { clientAddressWhenAsked } from './client-address.js';
 import { httpContextOf } from './http-context.js';
@@ -18,8 +19,9 @@ export function requestIdOf(req: AuthedRequest, ids: Ids): string {
 
 /**
  * tsoa's security hook for `@Security('api_key', [rateKey])`: 401 for a missing or unknown key,
- * 403 `key_forbidden` for a revoked key (or a rotated one past its grace period), 403 `tier`
- * when the plan is below the endpoint's minimum tier in the rate card. Runs before parameter
+ * 403 `key_forbidden` for a revoked key (or a rotated one past its grace period), 403
+ * `key_expired` for one past its expiry, 403 `key_scope_forbidden` for a call the key is
+ * restricted from, 403 `tier` when the plan is below the endpoint's minimum tier in the rate card. Runs before parameter
  * validation, so the check order is key, tier, parameters.
  */
 export async function expressAuthentication(request: Request, securityName: string, scopes?: string[]): Promise<Principal> {
@@ -39,8 +41,10 @@ export async function expressAuthentication(request: Request, securityName: stri
   // First of the checks, before any read-model work: a refused request costs nothing.
   admit(principal);
   const endpoint = scopes?.[0];
+  if (endpoint !== undefined && !isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
+  // What the key may call (read-only, a list of operations): a property of the key, before the plan's.
+  requireKeyMayCall(principal.limits, endpoint, request.method);
   if (endpoint) {
-    if (!isRateKey(endpoint)) throw new AppError('internal', `security scope ${endpoint} is not a rate-card key`);
     requireTier(principal.tier, endpoint);
     req.budget = callBudgetOf(request);
     req.rateKey = endpoint;

@@ -28,3 +28,5 @@ import '../../../queries/get-coverage/get-coverage.controller.js';
 import '../../../queries/get-bulk-exports/get-bulk-exports.controller.js';
 import '../../../commands/manage-webhooks/webhooks.controller.js';
 import '../../../commands/export-bundles/bulk-download.controller.js';
+import '../../../queries/get-key-usage/get-keys.controller.js';
+import '../../../commands/manage-keys/keys.controller.js';

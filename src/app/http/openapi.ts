@@ -239,7 +239,19 @@ const INTERNAL = 'The service failed to answer (internal); the error was logged 
 function tooManyRequests(key: RateKey, freeAnswer: boolean): string {
   const bytes = freeAnswer ? ', over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none)' : '';
   const rate = `Too many requests: over the account’s request rate (all its keys share it)${bytes}, more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait \`Retry-After\` seconds`;
-  return RATE_CARD[key].credits > 0 ? `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}` : rate;
+  if (RATE_CARD[key].credits === 0) return rate;
+  const keyBudget = 'the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset)';
+  return `Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), ${keyBudget}, or ${rate.charAt(0).toLowerCase()}${rate.slice(1)}`;
+}
+
+/** Every keyed operation's 403 also names the key's own refusals: an expiry passed, a restriction (src/domain/accounts/key-limits.ts). */
+function withKeyRefusals(response: OpenApiResponse): OpenApiResponse {
+  const text = response.description ?? '';
+  const more = [
+    ...(text.includes('(key_expired)') ? [] : ['a key past its expiry (key_expired)']),
+    ...(text.includes('(key_scope_forbidden)') ? [] : ['a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden)']),
+  ];
+  return more.length ? { ...response, description: `${text}; or ${more.join(', or ')}` } : response;
 }
 
 /**
@@ -288,6 +300,8 @@ function responseHeaders(path: string, status: string, key: RateKey | undefined)
     keys.push('CreditsRemaining', 'RateLimit', 'RateLimitPolicy');
     if (code < 400) required.push('CreditsRemaining');
     if (code < 400) keys.push('CreditsCost');
+    // A charged call's answer, to a key with credit limits.
+    if (code < 300 && RATE_CARD[key].credits > 0) keys.push('KeyBudgetRemaining');
   }
   if (code === 401) {
     keys.push('WwwAuthenticate');
@@ -389,10 +403,11 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
   if (key) {
     add('401', 'Missing or unknown API key');
     add('403', 'Revoked key (key_forbidden)');
+    const refusals = withKeyRefusals(declared['403']!);
+    declared['403'] = method === 'get' && RATE_CARD[key].credits > 0 ? { ...refusals, description: `${refusals.description}; or ${OVER_MAX}` } : refusals;
     // A free GET's JSON answer counts against the byte budget (fair-use.ts); a bundle file's download streams it, uncounted.
     const freeAnswer = method === 'get' && RATE_CARD[key].credits === 0 && path !== DOWNLOAD_PATH;
     declared['429'] = { description: tooManyRequests(key, freeAnswer) };
-    if (method === 'get' && RATE_CARD[key].credits > 0) declared['403'] = { ...declared['403']!, description: `${declared['403']!.description}; or ${OVER_MAX}` };
   }
   add('408', REQUEST_TIMEOUT);
   add('431', HEADERS_TOO_LARGE);
@@ -524,8 +539,8 @@ export function servedOpenApi(spec: Json, baseUrl: string): Json {
 
 const CONTRACT = [
   '## The contract',
-  'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
-  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 \`key_forbidden\` and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` where a call costs credits); 408 \`request_timeout\` for a request not received in time (the connection is then closed); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
+  'Send your key in `X-API-Key`. Every answer names its request in `X-Request-Id`; a call with a valid key also says your balance in `X-Credits-Remaining` and your request-rate budget in `RateLimit` and `RateLimit-Policy`, and a charged call of a key with a credit limit what the key may still spend in `X-Key-Budget-Remaining`. Each operation declares the headers it sends and every status it can answer, and its price and minimum plan as `x-rate-card` (the key `GET /v1/usage` and the ledger use), `x-credits` and `x-min-tier`.',
+  `Errors are \`application/problem+json\` (RFC 9457) with a stable \`code\` (one of ${ERROR_CODES.map((c) => `\`${c}\``).join(', ')}); \`/docs/errors\` says what each means. Each code's problems carry their own fields, typed in its schema (\`TierProblem\` has \`required_tier\`, \`LimitExceededProblem\` \`maximum\`, …; \`ProblemDetails\` is their union, told apart by \`code\`). Statuses every operation can answer: 400 for a query parameter it does not take; 401, 403 (\`key_forbidden\`; \`key_expired\` and \`key_scope_forbidden\` for a key with an expiry or a restriction) and 429 (\`rate_limited\`, with \`Retry-After\`; \`credits_exhausted\` and \`key_budget_exhausted\`, with \`Retry-After\`, where a call costs credits); 408 \`request_timeout\` for a request not received in time (the connection is then closed); 431 for a request line and headers over 16 KiB; 500 \`internal\` when the service fails.`,
   'Two answers belong to no operation. A method a path does not declare (HEAD included) is 405 `method_not_allowed` with `Allow` listing the methods it answers, described at the root of the document as `x-method-not-allowed`. A path spelt otherwise than here (another case, a trailing slash) is 404 `not_found`.',
   'Budgets. Every read takes `X-Max-Credits`, the most it may cost (above it: 403 `cost_exceeds_max`, nothing charged), and `X-Dry-Run: true`, which prices it without running or charging it: 204 with `X-Credits-Cost`, or the refusal the call would get. The dry run is described once, at the root, as `x-dry-run`.',
   `Headers left undeclared, as they say nothing about a call's result: ${TRANSPORT_HEADERS.map((h) => `\`${h}\``).join(', ')} (HTTP's framing, content negotiation and connection headers, and the same security headers on every response).`,

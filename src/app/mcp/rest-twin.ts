@@ -2,6 +2,7 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import { AppError } from '../../core/errors.js';
 import type { Principal } from '../../web/meter.port.js';
 import { RATE_CARD, describeCost, requireTier, type RateKey } from '../../domain/rate-card.js';
+import { requireKeyMayCall } from '../../domain/accounts/key-limits.js';
 import { problemOf, type ProblemDetails } from '../../web/problem.js';
 import { MeteredCall, type QueryContext } from '../../../queries/shared/query-context.js';
 import { budgetOf, DRY_RUN_ARGUMENT, DryRunPriced, MAX_CREDITS_ARGUMENT, NO_BUDGET, type CallBudget, type DryRunResult } from '../../web/call-budget.js';
@@ -99,6 +100,7 @@ function creditsNumber(header: string): number | null {
  */
 export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolContract, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
   try {
+    requireKeyMayCall(ctx.principal.limits, tool.key, 'GET');
     requireTier(ctx.principal.tier, tool.key);
     const { budget, rest } = budgetArguments(args);
     const call = new MeteredCall(ctx.queries, ctx.principal, 'mcp', budget, tool.key);
@@ -119,10 +121,12 @@ export async function callTwin(ctx: ToolContext, tool: TwinTool, contract: ToolC
     }
     const remaining = call.remaining;
     if (remaining !== null) ctx.creditsRemaining(remaining);
+    // A key with credit limits: what it may still spend, beside the account's balance.
+    const keyBudget = call.keyBudgetRemaining !== null ? { key_budget_remaining: call.keyBudgetRemaining } : {};
     return {
       content: [{ type: 'text', text }],
       structuredContent: body as Record<string, unknown>,
-      ...(remaining !== null ? { _meta: { credits_remaining: creditsNumber(remaining) } } : {}),
+      ...(remaining !== null ? { _meta: { credits_remaining: creditsNumber(remaining), ...keyBudget } } : {}),
     };
   } catch (err) {
     return errorResult(ctx, err);

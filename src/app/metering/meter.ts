@@ -12,8 +12,11 @@ import { ANONYMOUS_RATE_PER_SECOND, PLANS, entitlementsOf } from '../../domain/p
 import { TokenBuckets, type RateLimiter } from './token-buckets.js';
 import type { RecordedEvent } from '../../core/event-store.port.js';
 import type { AccountEvent } from '../../domain/accounts/account.events.js';
-import { costOf, type RateKey } from '../../domain/rate-card.js';
+import { RATE_CARD, costOf, type RateKey } from '../../domain/rate-card.js';
 import type { Channel } from '../../domain/ledger/ledger.events.js';
+import type { DebitCredits } from '../../domain/ledger/ledger.commands.js';
+import { spentAt } from '../../domain/ledger/key-spend.js';
+import { keyBudgetOf, limitsOf, requireUnexpired } from '../../domain/accounts/key-limits.js';
 
 /** How long a key lookup is trusted at most; a key event in the read models drops it sooner (see forgetKeys). */
 const KEY_CACHE_MS = 5000;
@@ -21,22 +24,34 @@ const KEY_CACHE_MS = 5000;
 /** Revocations and rotations seen in the log kept at most (then forgotten, all at once: the read models have them by then). */
 const MAX_LOGGED_KEYS = 100_000;
 
-type LoggedKeyStatus = Pick<ApiKeyDoc, 'status' | 'grace_until'>;
+type LoggedKeyStatus = Partial<Pick<ApiKeyDoc, 'status' | 'grace_until' | 'limits'>>;
 
 /** The meter over the accounts' credit ledgers and the api-keys read model. */
 /** The events whose data `keyEventsSeen` reads: the rest of a batch is read by type and stream alone. */
-export const KEY_STATUS_EVENTS = ['ApiKeyRevoked', 'ApiKeyRotated'] as const;
+export const KEY_STATUS_EVENTS = ['ApiKeyRevoked', 'ApiKeyRotated', 'ApiKeyLimitsSet'] as const;
+
+/**
+ * The debit of a call: what it cost, for whom, over which face, with the key's credit limits
+ * when it has any (the ledger refuses a debit past them). The one way a call's debit is built:
+ * a dry run decides this same command without appending it (Ledger.preview).
+ */
+export function debitCommand(principal: Principal, endpoint: RateKey, cost: number, channel: Channel): DebitCredits {
+  const data: DebitCredits['data'] = { request_id: principal.request_id, endpoint, channel, cost, key_id: principal.key_id };
+  const budget = keyBudgetOf(principal.limits);
+  if (budget) data.key_budget = budget;
+  return { type: 'DebitCredits', data };
+}
 
 export class LedgerMeter implements Meter {
   private readonly keys = new Map<string, { at: number; doc: Promise<ApiKeyDoc | null> }>();
   private readonly accountDocs = new Map<string, { at: number; doc: Promise<AccountDoc | null> }>();
   // Requests without a valid key are limited per process: a flood of them never reaches a shared store.
   private readonly anonymous = new TokenBuckets();
-  /** Keys revoked or rotated in the log, by key id, perhaps before the key read model says so (keyEventsSeen). */
+  /** Keys revoked, rotated or given new limits in the log, by key id, perhaps before the key read model says so (keyEventsSeen). */
   private readonly loggedKeys = new Map<string, LoggedKeyStatus>();
 
   constructor(
-    private readonly ledger: Pick<LedgerService, 'state' | 'debit' | 'quote'>,
+    private readonly ledger: Pick<LedgerService, 'state' | 'execute' | 'keySpend' | 'quote'>,
     private readonly reads: ReadStore,
     private readonly clock: Clock,
     private readonly onDebited: (endpoint: RateKey, channel: Channel, cost: number) => void = () => undefined,
@@ -57,6 +72,8 @@ export class LedgerMeter implements Meter {
     if (doc.status === 'rotated' && (doc.grace_until === null || doc.grace_until <= this.realClock.now().toISOString())) {
       throw new AppError('key_forbidden', `key ${doc.prefix}… was rotated and its grace period ended at ${doc.grace_until ?? 'once'}`);
     }
+    // On the wall clock, as a rotated key's grace: a credential's life is real time even where SCORES_NOW pins the data.
+    requireUnexpired(doc.limits, doc.prefix, this.realClock.now());
     const ledger = stateAt(await this.ledger.state(doc.account_id), now);
     const override = (await this.accountDoc(doc.account_id))?.rate_limit;
     const perSecond = override === 'unlimited' ? null : typeof override === 'number' ? override : PLANS[ledger.tier].rate_per_second;
@@ -68,6 +85,8 @@ export class LedgerMeter implements Meter {
       entitlements: entitlementsOf(ledger.tier, ledger.pro),
       request_id: requestId,
       rate: await this.takeRate(doc.account_id, perSecond),
+      // As the key read model (or the log, keyEventsSeen) wrote them: all five fields.
+      limits: doc.limits ?? null,
     };
   }
 
@@ -94,20 +113,24 @@ export class LedgerMeter implements Meter {
 
   async charge(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
     const cost = costOf(endpoint, quantity);
-    const outcome = await this.ledger.debit(principal.account_id, { request_id: principal.request_id, endpoint, channel, cost, key_id: principal.key_id }).catch((err: unknown) => {
+    const outcome = await this.ledger.execute(principal.account_id, debitCommand(principal, endpoint, cost, channel)).catch((err: unknown) => {
       // Another process (a second API replica) kept winning the race to the account's ledger
       // stream through every retry: nothing was charged, and the caller may simply try again.
       if (err instanceof ConcurrencyError) throw new AppError('rate_limited', "This account's ledger is busy with calls served by another process; nothing was charged: retry in 1 s", { retry_after_seconds: 1 });
       throw err;
     });
     this.onDebited(endpoint, channel, cost);
-    return { cost, remaining: this.remainingOf(outcome.state) };
+    // The key's budget is said on the answers of priced endpoints (a free one never touches it).
+    const keyBudgetRemaining = RATE_CARD[endpoint].credits > 0 ? (outcome.key_budget_remaining ?? null) : null;
+    return { cost, remaining: this.remainingOf(outcome.state), keyBudgetRemaining };
   }
 
   async quote(principal: Principal, endpoint: RateKey, quantity: number, channel: Channel): Promise<Charge> {
     const cost = costOf(endpoint, quantity);
-    await this.ledger.quote(principal.account_id, { type: 'DebitCredits', data: { request_id: principal.request_id, endpoint, channel, cost, key_id: principal.key_id } });
-    return { cost, remaining: await this.remaining(principal) };
+    // The very debit the call would make: a key past its limit gets its refusal here too.
+    const outcome = await this.ledger.quote(principal.account_id, debitCommand(principal, endpoint, cost, channel));
+    const keyBudgetRemaining = RATE_CARD[endpoint].credits > 0 ? (outcome.key_budget_remaining ?? null) : null;
+    return { cost, remaining: await this.remaining(principal), keyBudgetRemaining };
   }
 
   async remaining(principal: Principal): Promise<string> {
@@ -117,6 +140,13 @@ export class LedgerMeter implements Meter {
   /** What the account has spent: fresh from its stream, so a call just answered by another replica is in it. */
   async usage(principal: Principal): Promise<UsageFigures> {
     return usageFigures(await this.ledger.state(principal.account_id, { fresh: true }), this.clock.now());
+  }
+
+  /** Meter.keySpend: the ledger's key spend at the clock's day and month. */
+  async keySpend(principal: Principal): Promise<ReadonlyMap<string, { today: number; month: number }>> {
+    const spend = await this.ledger.keySpend(principal.account_id);
+    const at = this.clock.now().toISOString();
+    return new Map(Object.keys(spend).map((k) => [k, spentAt(spend, k, at)]));
   }
 
   /** Drops every cached key lookup: call it when a key event (issue, rotation, revocation) reaches the read models. */
@@ -138,10 +168,12 @@ export class LedgerMeter implements Meter {
       seen = true;
       const event = raw as unknown as AccountEvent;
       if (this.loggedKeys.size >= MAX_LOGGED_KEYS) this.loggedKeys.clear();
+      const logged = this.loggedKeys.get((event.data as { key_id?: string }).key_id ?? '');
       if (event.type === 'ApiKeyRevoked') this.loggedKeys.set(event.data.key_id, { status: 'revoked', grace_until: null });
-      if (event.type === 'ApiKeyRotated' && this.loggedKeys.get(event.data.key_id)?.status !== 'revoked') {
-        this.loggedKeys.set(event.data.key_id, { status: 'rotated', grace_until: event.data.grace_until });
+      if (event.type === 'ApiKeyRotated' && logged?.status !== 'revoked') {
+        this.loggedKeys.set(event.data.key_id, { ...logged, status: 'rotated', grace_until: event.data.grace_until });
       }
+      if (event.type === 'ApiKeyLimitsSet') this.loggedKeys.set(event.data.key_id, { ...logged, limits: limitsOf(event.data) });
     }
     if (seen) this.forgetKeys();
   }

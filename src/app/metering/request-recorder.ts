@@ -34,6 +34,7 @@ export class RequestRecorder {
       authenticate: (key, requestId, client) => inner.authenticate(key, requestId, client),
       remaining: (principal) => inner.remaining(principal),
       usage: (principal) => inner.usage(principal),
+      keySpend: (principal) => inner.keySpend(principal),
       // A dry run charges nothing: its call is recorded with 0 credits.
       quote: (principal, endpoint, quantity, channel) => inner.quote(principal, endpoint, quantity, channel),
       async charge(principal, endpoint, quantity, channel): Promise<Charge> {

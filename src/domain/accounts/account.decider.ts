@@ -5,6 +5,7 @@
 import type { Decider } from '../../core/decider.js';
 import { AppError, notFound } from '../../core/errors.js';
 import { MAX_ACTIVE_KEYS_PER_ACCOUNT } from './api-keys.js';
+import { applyLimits, sameLimits, type KeyLimitsChange } from './key-limits.js';
 import type { AccountEvent, ApiKeyRevoked } from './account.events.js';
 import { evolveAccount, forgetAccount, initialAccountState, issuedKey, openAccount, type AccountState, type KeyMaterial } from './account.state.js';
 
@@ -13,6 +14,8 @@ export type AccountCommand =
   | { type: 'IssueKey'; key: KeyMaterial }
   | { type: 'RevokeKey'; key_id: string }
   | { type: 'RotateKey'; key_id: string; grace_seconds: number; key: KeyMaterial }
+  /** `change` applied to the key's limits as they are when decided (`now`: the wall clock, which an expiry is checked on). */
+  | { type: 'SetKeyLimits'; key_id: string; change: KeyLimitsChange }
   | { type: 'SetRateLimit'; per_second: number | 'unlimited' | 'tier' }
   | { type: 'ForgetAccount' };
 
@@ -70,10 +73,18 @@ function decide(state: AccountState, command: AccountCommand, now: Date): Accoun
       }
       const grace_until = new Date(now.getTime() + command.grace_seconds * 1000).toISOString();
       return [
-        { type: 'ApiKeyIssued', data: issuedKey(state, command.key, at, k.name) },
+        { type: 'ApiKeyIssued', data: issuedKey(state, command.key, at, k) },
         { type: 'ApiKeyRotated', data: { key_id: k.key_id, replaced_by: command.key.key_id, grace_until, at } },
         ...endGraceBefore(state, k.key_id, now),
       ];
+    }
+    case 'SetKeyLimits': {
+      const k = state.keys.get(command.key_id);
+      if (!k) throw notFound(`no key ${command.key_id} on this account`);
+      if (k.status === 'revoked') throw new AppError('conflict', `key ${command.key_id} is revoked; its limits no longer matter`);
+      const limits = applyLimits(k.limits, command.change, now);
+      if (sameLimits(k.limits, limits)) return [];
+      return [{ type: 'ApiKeyLimitsSet', data: { key_id: k.key_id, at, ...limits } }];
     }
     case 'SetRateLimit': {
       const v = command.per_second;

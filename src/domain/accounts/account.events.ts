@@ -1,4 +1,6 @@
 /** Account and key events. One stream per account: `account-<account_id>`. */
+import type { KeyLimits } from './key-limits.js';
+
 export interface AccountCreated {
   type: 'AccountCreated';
   /** `email` sealed under the account's key (`pii:v1:…`, src/core/personal-data.port.ts); in clear in events written before. */
@@ -18,9 +20,10 @@ export interface ApiKeyIssued {
   /**
    * Only the SHA-256 of the key is kept, with a short clear prefix to tell keys apart. `name`: what
    * the account calls the key; absent from events written before keys had names, which read as
-   * `Key <n>`, n the key's place among the account's keys (defaultKeyName).
+   * `Key <n>`, n the key's place among the account's keys (defaultKeyName). `limits`: what the key
+   * may spend and do (key-limits.ts), when it was issued with any; absent: none.
    */
-  data: { key_id: string; key_hash: string; prefix: string; name?: string; at: string };
+  data: { key_id: string; key_hash: string; prefix: string; name?: string; limits?: KeyLimits; at: string };
 }
 export interface ApiKeyRevoked {
   type: 'ApiKeyRevoked';
@@ -43,6 +46,11 @@ export interface RateLimitSet {
   type: 'RateLimitSet';
   data: { per_second: number | 'unlimited' | 'tier'; at: string };
 }
-export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated | RateLimitSet | AccountForgotten;
+/** A key's limits changed (the account page, `scores keys limits`, `PATCH /v1/keys/{key_id}`): all five fields, as they now are. */
+export interface ApiKeyLimitsSet {
+  type: 'ApiKeyLimitsSet';
+  data: { key_id: string; at: string } & KeyLimits;
+}
+export type AccountEvent = AccountCreated | ApiKeyIssued | ApiKeyRevoked | ApiKeyRotated | ApiKeyLimitsSet | RateLimitSet | AccountForgotten;
 
 export const accountStream = (accountId: string) => `account-${accountId}`;

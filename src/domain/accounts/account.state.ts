@@ -7,6 +7,7 @@
 import { AppError } from '../../core/errors.js';
 import type { AccountEvent } from './account.events.js';
 import { defaultKeyName, keyNameOf } from './api-keys.js';
+import { NO_LIMITS, limitsOf, sameLimits, type KeyLimits } from './key-limits.js';
 
 export interface KeyState {
   key_id: string;
@@ -17,6 +18,8 @@ export interface KeyState {
   grace_until: string | null;
   /** For a rotated key: the key that replaced it. */
   replaced_by: string | null;
+  /** What the key may spend and do (NO_LIMITS for a key without any). */
+  limits: KeyLimits;
 }
 
 export interface AccountState {
@@ -40,7 +43,14 @@ export function evolveAccount(state: AccountState, event: AccountEvent): Account
     case 'ApiKeyIssued': {
       const keys = new Map(state.keys);
       const name = event.data.name ?? defaultKeyName(state.keys.size + 1);
-      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, name, status: 'active', grace_until: null, replaced_by: null });
+      keys.set(event.data.key_id, { key_id: event.data.key_id, prefix: event.data.prefix, name, status: 'active', grace_until: null, replaced_by: null, limits: limitsOf(event.data.limits) });
+      return { ...state, keys };
+    }
+    case 'ApiKeyLimitsSet': {
+      const k = state.keys.get(event.data.key_id);
+      if (!k) return state;
+      const keys = new Map(state.keys);
+      keys.set(k.key_id, { ...k, limits: limitsOf(event.data) });
       return { ...state, keys };
     }
     case 'ApiKeyRevoked': {
@@ -78,22 +88,31 @@ export function forgetAccount(state: AccountState, now: Date): AccountEvent[] {
   return [...revoked, { type: 'AccountForgotten', data: { account_id: state.account_id!, at } }];
 }
 
-/** The key material a new key is recorded with (the key itself is never stored), and the name it was given, if any. */
+/** The key material a new key is recorded with (the key itself is never stored), and the name and limits it was given, if any. */
 export interface KeyMaterial {
   key_id: string;
   key_hash: string;
   prefix: string;
   name?: string;
+  limits?: KeyLimits;
 }
 
 /**
  * The `ApiKeyIssued` data of a new key: its name as given, else `inherited` (a rotation's new key
  * keeps the name of the key it replaces), else the default for its place on the account. Every
- * new key's event carries a name.
+ * new key's event carries a name. Limits likewise (a rotation must not free a bounded key of its
+ * bounds): given, else inherited; none are recorded for a key without any.
  */
-export function issuedKey(state: AccountState, key: KeyMaterial, at: string, inherited?: string): Extract<AccountEvent, { type: 'ApiKeyIssued' }>['data'] {
-  const name = keyNameOf(key.name) ?? inherited ?? defaultKeyName(state.keys.size + 1);
-  return { key_id: key.key_id, key_hash: key.key_hash, prefix: key.prefix, name, at };
+export function issuedKey(
+  state: AccountState,
+  key: KeyMaterial,
+  at: string,
+  inherited?: { name: string; limits: KeyLimits },
+): Extract<AccountEvent, { type: 'ApiKeyIssued' }>['data'] {
+  const name = keyNameOf(key.name) ?? inherited?.name ?? defaultKeyName(state.keys.size + 1);
+  const limits = key.limits ?? inherited?.limits;
+  const data = { key_id: key.key_id, key_hash: key.key_hash, prefix: key.prefix, name, at };
+  return limits && !sameLimits(limits, NO_LIMITS) ? { ...data, limits } : data;
 }
 
 /** `AccountCreated` with its first key; 409 `conflict` for an account that exists. */

@@ -7,6 +7,7 @@
  */
 import { defineCollection } from '../../core/read-store.port.js';
 import type { LedgerState } from './ledger.state.js';
+import type { KeySpend } from './key-spend.js';
 
 export interface LedgerSnapshot {
   account_id: string;
@@ -15,6 +16,11 @@ export interface LedgerSnapshot {
   /** That event's global position. */
   position: string;
   state: LedgerState;
+  /**
+   * What each key spent in the day and month of the state (key-spend.ts), folded beside it; absent
+   * in snapshots written before key limits, which are not used (the stream is folded whole once).
+   */
+  key_spend?: KeySpend;
 }
 
 export const ledgerSnapshots = defineCollection<LedgerSnapshot>({

@@ -8,15 +8,18 @@ import type { Tier } from '../plans.js';
 import type { RateKey } from '../rate-card.js';
 import type { Channel, LedgerEvent } from './ledger.events.js';
 import type { LedgerState } from './ledger.state.js';
+import type { KeyBudget, KeySpend } from './key-spend.js';
 
 export type OpenLedger = { type: 'OpenLedger'; data: { account_id: string; tier: Tier; pro: boolean } };
 /**
  * `cost` comes from the rate card (`costOf`) once the call's rows are counted. `key_id`: the key
  * that made the call, kept in the appended event's metadata, not in the hashed line (callKeys).
+ * `key_budget`: that key's credit limits, when it has any: a debit that would take the key past
+ * one is refused (429 `key_budget_exhausted`, src/domain/ledger/key-spend.ts).
  */
 export type DebitCredits = {
   type: 'DebitCredits';
-  data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number; key_id?: string };
+  data: { request_id: string; endpoint: RateKey; channel: Channel; cost: number; key_id?: string; key_budget?: KeyBudget };
 };
 /** `price_cents` and `payment_ref` when sold on the account page (paid through the Billing port). */
 export type PurchasePack = { type: 'PurchasePack'; data: { pack_id: string; credits: number; price_cents?: number; payment_ref?: string } };
@@ -46,6 +49,8 @@ export interface LedgerOutcome {
   events: LedgerEvent[];
   /** Global position of the last event written, null when the command wrote nothing. */
   position: string | null;
+  /** A debit of a key with credit limits: what the key may still spend after it (`X-Key-Budget-Remaining`). */
+  key_budget_remaining?: number | null;
 }
 
 /** The write side of the accounts' ledgers, as other features use it (commands/ledger/ledger.handler.ts implements it). */
@@ -58,4 +63,11 @@ export interface Ledger {
   state(accountId: string, options?: { fresh?: boolean }): Promise<LedgerState>;
   /** Decides `command` on the account's ledger and appends what it produces. */
   execute(accountId: string, command: LedgerCommand): Promise<LedgerOutcome>;
+  /**
+   * Decides `command` as `execute` would now, key limits included, and appends nothing (a dry
+   * run): the outcome it would have, or the refusal it would get, thrown.
+   */
+  quote(accountId: string, command: LedgerCommand): Promise<LedgerOutcome>;
+  /** What each key of the account spent today and this month (fresh from the stream, as `state` with `fresh`). */
+  keySpend(accountId: string): Promise<KeySpend>;
 }

@@ -34,9 +34,11 @@ import { advanceTo, recorder, type Recorder } from './ledger.recorder.js';
 import { openLedger, validateOpening } from './ledger.opening.js';
 import type { DebitCredits, DowngradePlan, LedgerCommand, PurchasePack, SetPlan, StartPro, UpgradePlan } from './ledger.commands.js';
 import { packDebits, withCallKeys, type LedgerEvent } from './ledger.events.js';
+import { NO_KEY_SPEND, addSpend, budgetLeft, foldKeySpend, requireKeyBudget, spentAt, type KeySpend } from './key-spend.js';
 
 const isCount = (x: unknown, min: number): x is number => Number.isSafeInteger(x) && (x as number) >= min;
 const isText = (x: unknown): x is string => typeof x === 'string' && x.trim().length > 0;
+const validBudget = (b: { daily: unknown; monthly: unknown } | null): boolean => b !== null && typeof b === 'object' && [b.daily, b.monthly].every((v) => v === null || isCount(v, 1));
 
 /**
  * Allowance left this period; Infinity when unmetered. Overage already charged this month counts
@@ -211,6 +213,7 @@ function validate(command: LedgerCommand): void {
       if (d.channel !== 'rest' && d.channel !== 'mcp') throw badRequest(`Unknown channel ${String(d.channel)}`);
       if (!isCount(d.cost, 0)) throw badRequest('cost must be a non-negative integer', { cost: d.cost });
       if (d.key_id !== undefined && !isText(d.key_id)) throw badRequest('key_id must name a key');
+      if (d.key_budget !== undefined && !validBudget(d.key_budget)) throw badRequest('key_budget names whole-number limits (or null) of a key');
       return;
     }
     case 'PurchasePack': {
@@ -282,8 +285,29 @@ export function decideAndFold(state: LedgerState, command: LedgerCommand, now: D
 
 export const ledgerDecider = { initialState: (): LedgerState => initialLedgerState, evolve, decide } satisfies Decider<LedgerState, LedgerCommand, LedgerEvent>;
 
-/** What one command of a batch came to: its events and the state after them, or why it was refused. */
-export type BatchOutcome = { ok: true; events: LedgerEvent[]; state: LedgerState } | { ok: false; error: unknown };
+/**
+ * The state the ledger handler decides on: the ledger's own, and what each key spent today and this
+ * month (key-spend.ts), folded from the debits' metadata beside it.
+ */
+export interface LedgerDecisionState {
+  ledger: LedgerState;
+  keys: KeySpend;
+}
+
+export const initialDecisionState = (): LedgerDecisionState => ({ ledger: initialLedgerState, keys: NO_KEY_SPEND });
+
+/** Folds a recorded event of the stream into both parts (the key spend reads the event's metadata). */
+export function evolveDecision(s: LedgerDecisionState, e: LedgerEvent & { metadata?: Record<string, unknown> | null }): LedgerDecisionState {
+  const keys = foldKeySpend(s.keys, e);
+  return { ledger: evolve(s.ledger, e), keys };
+}
+
+/**
+ * What one command of a batch came to: its events and the ledger state after them, or why it was
+ * refused. `key_budget_remaining`: for a debit of a key with limits, what the key may still spend
+ * after it (the smaller of the day's and the month's rest).
+ */
+export type BatchOutcome = { ok: true; events: LedgerEvent[]; state: LedgerState; key_budget_remaining?: number | null } | { ok: false; error: unknown };
 
 /** The key of each call that names one, by its request id. */
 function callKeysOf(commands: readonly LedgerCommand[]): Map<string, string> {
@@ -296,25 +320,45 @@ function callKeysOf(commands: readonly LedgerCommand[]): Map<string, string> {
 }
 
 /**
+ * One command of a batch on `state`: a debit of a key with limits is first held to them (on the
+ * spend the commands before it in the batch left), then decided on the ledger; a charged debit adds
+ * its cost to its key's spend. `owned`: the spend is a copy this batch made, changed in place.
+ */
+function decideOne(state: LedgerDecisionState, command: LedgerCommand, now: Date, owned: boolean): { decided: { events: LedgerEvent[]; state: LedgerState }; keys: KeySpend; left?: number | null } {
+  const debit = command.type === 'DebitCredits' ? command.data : null;
+  const budget = debit?.key_id ? debit.key_budget : undefined;
+  const at = debit?.key_id ? now.toISOString() : '';
+  if (budget && debit!.cost > 0) requireKeyBudget(state.keys, debit!.key_id!, budget, debit!.cost, now, at);
+  const decided = decideAndFold(state.ledger, command, now);
+  const charged = debit?.key_id && decided.events.length > 0 ? debit.cost : 0;
+  const keys = charged > 0 ? addSpend(state.keys, [[debit!.key_id!, charged]], at, owned) : state.keys;
+  if (!budget) return { decided, keys };
+  return { decided, keys, left: budgetLeft(budget, spentAt(keys, debit!.key_id!, at)) };
+}
+
+/**
  * The commands that queued up for one account while its previous append was committing (the
  * ledger service, commands/ledger/ledger.handler.ts), each decided on the state the one before
- * left; a refused one changes nothing and the others still go. Their events are appended as one:
- * a batch's calls become one event (each line still hashed on its own), with each call's key
- * beside it (the account page's "last used").
+ * left, key spend included, so that calls queued together cannot overspend a key between them; a
+ * refused one changes nothing and the others still go. Their events are appended as one: a
+ * batch's calls become one event (each line still hashed on its own), with each call's key beside
+ * it (the account page's "last used", and the key spend folded back from the log).
  */
-export const ledgerBatchDecider: Decider<LedgerState, readonly LedgerCommand[], LedgerEvent, BatchOutcome[]> = {
-  initialState: ledgerDecider.initialState,
-  evolve,
+export const ledgerBatchDecider: Decider<LedgerDecisionState, readonly LedgerCommand[], LedgerEvent, BatchOutcome[]> = {
+  initialState: initialDecisionState,
+  evolve: evolveDecision,
   decide(start, commands, now) {
     let state = start;
+    let owned = false;
     const outcomes: BatchOutcome[] = [];
     const events: LedgerEvent[] = [];
     for (let i = 0; i < commands.length; i++) {
       try {
-        const decided = decideAndFold(state, commands[i]!, now);
-        state = decided.state;
-        for (let e = 0; e < decided.events.length; e++) events.push(decided.events[e]!);
-        outcomes.push({ ok: true, events: decided.events, state });
+        const one = decideOne(state, commands[i]!, now, owned);
+        owned ||= one.keys !== state.keys;
+        state = { ledger: one.decided.state, keys: one.keys };
+        for (let e = 0; e < one.decided.events.length; e++) events.push(one.decided.events[e]!);
+        outcomes.push(one.left === undefined ? { ok: true, events: one.decided.events, state: state.ledger } : { ok: true, events: one.decided.events, state: state.ledger, key_budget_remaining: one.left });
       } catch (error) {
         outcomes.push({ ok: false, error });
       }

@@ -50,6 +50,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "resend_delivery": ("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"),
     "resend_failed_deliveries": ("POST", "/v1/webhooks/{webhook_id}/resend-failed"),
     "download_bulk_export_file": ("GET", "/v1/bulk/exports/{bundle_id}/{name}"),
+    "list_keys": ("GET", "/v1/keys"),
+    "set_key_limits": ("PATCH", "/v1/keys/{key_id}"),
 }
 
 
@@ -182,6 +184,15 @@ class ResendFrame(models.ResendResponse):
         return value_frame(self.message_ids, "message_id", "string")
 
 
+_API_KEYS_FRAME_COLUMNS = {"key_id": "string", "name": "string", "prefix": "string", "status": "category", "current": "bool", "daily_credit_limit": "Int64", "monthly_credit_limit": "Int64", "expires_at": "instant", "scope": "object", "operations": "object", "spent_today": "Int64", "spent_this_month": "Int64", "budget_remaining": "Int64", "last_used_at": "instant"}
+
+
+class ApiKeysFrame(models.ApiKeysResponse):
+    def to_pandas(self) -> pd.DataFrame:
+        """``keys``, one row each, a column per field."""
+        return frame(self.keys, _API_KEYS_FRAME_COLUMNS)
+
+
 class Operations:
     """A typed method per operation; a failure raises the SDK's typed error."""
 
@@ -220,7 +231,7 @@ class Operations:
         r = self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
 
-    def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
+    def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "keys", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
         """``GET /v1/requests``: Your request log
 
         key: Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
@@ -423,6 +434,24 @@ class Operations:
         r = self.request("GET", f"/v1/bulk/exports/{path_segment(bundle_id)}/{path_segment(name)}")
         return r.content
 
+    def list_keys(self) -> ApiKeysFrame:
+        """``GET /v1/keys``: Your API keys, their limits and spend"""
+        r = self.request("GET", "/v1/keys")
+        return ApiKeysFrame.model_validate_json(r.content)
+
+    def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> models.KeyLimitsResponse:
+        """``PATCH /v1/keys/{key_id}``: Set a key's limits
+
+        key_id: The key's `key_id` (`GET /v1/keys` lists them).
+        daily_credit_limit: Credits the key may spend per UTC day; null removes the daily limit.
+        monthly_credit_limit: Credits the key may spend per UTC month; null removes the monthly limit.
+        expires_at: When the key stops working (ISO 8601; without a zone, UTC), in the future; null: never.
+        scope: `read_only`: GET calls only (no webhook or key changes); `all`: whatever the plan allows.
+        operations: The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool names; null: all its scope allows.
+        """
+        r = self.request("PATCH", f"/v1/keys/{path_segment(key_id)}", json=body_of({"daily_credit_limit": daily_credit_limit, "monthly_credit_limit": monthly_credit_limit, "expires_at": expires_at, "scope": scope, "operations": operations}))
+        return models.KeyLimitsResponse.model_validate_json(r.content)
+
 
 class AsyncOperations:
     """A typed coroutine per operation; a failure raises the SDK's typed error."""
@@ -462,7 +491,7 @@ class AsyncOperations:
         r = await self.request("GET", "/v1/usage/ledger", params={"month": month, "limit": limit, "cursor": cursor})
         return LedgerPageFrame.model_validate_json(r.content)
 
-    async def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
+    async def get_request_log(self, *, key: str | None = None, status: str | None = None, operation: Literal["scores", "history", "social_heat", "multi_history", "screener", "divergence", "signals", "themes", "theme_detail", "coverage", "earnings", "divergence_events", "track_record", "divergence_open", "usage", "usage_ledger", "requests", "meta", "bulk_exports", "keys", "webhooks"] | None = None, day: DateLike | None = None, request_id: str | None = None, limit: int | None = None, cursor: str | None = None) -> RequestLogPageFrame:
         """``GET /v1/requests``: Your request log
 
         key: Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it).
@@ -664,3 +693,21 @@ class AsyncOperations:
         """
         r = await self.request("GET", f"/v1/bulk/exports/{path_segment(bundle_id)}/{path_segment(name)}")
         return r.content
+
+    async def list_keys(self) -> ApiKeysFrame:
+        """``GET /v1/keys``: Your API keys, their limits and spend"""
+        r = await self.request("GET", "/v1/keys")
+        return ApiKeysFrame.model_validate_json(r.content)
+
+    async def set_key_limits(self, key_id: str, daily_credit_limit: int | None = None, monthly_credit_limit: int | None = None, expires_at: str | None = None, scope: str | None = None, operations: Sequence[str] | None = None) -> models.KeyLimitsResponse:
+        """``PATCH /v1/keys/{key_id}``: Set a key's limits
+
+        key_id: The key's `key_id` (`GET /v1/keys` lists them).
+        daily_credit_limit: Credits the key may spend per UTC day; null removes the daily limit.
+        monthly_credit_limit: Credits the key may spend per UTC month; null removes the monthly limit.
+        expires_at: When the key stops working (ISO 8601; without a zone, UTC), in the future; null: never.
+        scope: `read_only`: GET calls only (no webhook or key changes); `all`: whatever the plan allows.
+        operations: The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool names; null: all its scope allows.
+        """
+        r = await self.request("PATCH", f"/v1/keys/{path_segment(key_id)}", json=body_of({"daily_credit_limit": daily_credit_limit, "monthly_credit_limit": monthly_credit_limit, "expires_at": expires_at, "scope": scope, "operations": operations}))
+        return models.KeyLimitsResponse.model_validate_json(r.content)

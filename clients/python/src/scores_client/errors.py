@@ -15,6 +15,8 @@ from .models import (
     CursorInvalidProblem,
     UnauthorizedProblem,
     KeyForbiddenProblem,
+    KeyExpiredProblem,
+    KeyScopeForbiddenProblem,
     CoverageProblem,
     TierProblem,
     NotFoundProblem,
@@ -28,6 +30,7 @@ from .models import (
     LimitExceededProblem,
     CreditsExhaustedProblem,
     CostExceedsMaxProblem,
+    KeyBudgetExhaustedProblem,
     RateLimitedProblem,
     ConflictProblem,
     InternalProblem,
@@ -40,6 +43,8 @@ Problem = (
     | CursorInvalidProblem
     | UnauthorizedProblem
     | KeyForbiddenProblem
+    | KeyExpiredProblem
+    | KeyScopeForbiddenProblem
     | CoverageProblem
     | TierProblem
     | NotFoundProblem
@@ -53,6 +58,7 @@ Problem = (
     | LimitExceededProblem
     | CreditsExhaustedProblem
     | CostExceedsMaxProblem
+    | KeyBudgetExhaustedProblem
     | RateLimitedProblem
     | ConflictProblem
     | InternalProblem
@@ -102,6 +108,19 @@ class UnauthorizedError(ScoresApiError):
 
 class KeyForbiddenError(ScoresApiError):
     problem: KeyForbiddenProblem
+
+
+class KeyExpiredError(ScoresApiError):
+    """403: the key is past its expiry (``expires_at``)."""
+
+    problem: KeyExpiredProblem
+
+
+class KeyScopeForbiddenError(ScoresApiError):
+    """403: the key may not make this call (read-only, or limited to other operations); nothing
+    was read or charged."""
+
+    problem: KeyScopeForbiddenProblem
 
 
 class CoverageError(ScoresApiError):
@@ -163,6 +182,13 @@ class CostExceedsMaxError(ScoresApiError):
     problem: CostExceedsMaxProblem
 
 
+class KeyBudgetExhaustedError(ScoresApiError):
+    """429: the call would take the key past its daily or monthly credit limit. Not retried:
+    ``retry_after`` is the window's reset, hours away."""
+
+    problem: KeyBudgetExhaustedProblem
+
+
 class RateLimitedError(ScoresApiError):
     """429: too many requests per second, or (with ``bytes_per_second``) too many bytes of free
     answers. The client retries it after ``Retry-After``."""
@@ -183,6 +209,8 @@ ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
     "cursor_invalid": CursorInvalidError,
     "unauthorized": UnauthorizedError,
     "key_forbidden": KeyForbiddenError,
+    "key_expired": KeyExpiredError,
+    "key_scope_forbidden": KeyScopeForbiddenError,
     "coverage": CoverageError,
     "tier": TierError,
     "not_found": NotFoundError,
@@ -196,6 +224,7 @@ ERROR_CLASSES: dict[str, type[ScoresApiError]] = {
     "limit_exceeded": LimitExceededError,
     "credits_exhausted": CreditsExhaustedError,
     "cost_exceeds_max": CostExceedsMaxError,
+    "key_budget_exhausted": KeyBudgetExhaustedError,
     "rate_limited": RateLimitedError,
     "conflict": ConflictError,
     "internal": InternalError,

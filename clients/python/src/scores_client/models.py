@@ -166,6 +166,7 @@ class LedgerEntryResponse(BaseModel):
             "requests",
             "meta",
             "bulk_exports",
+            "keys",
             "webhooks",
         ]
         | None
@@ -1807,6 +1808,128 @@ class ResendFailedRequest(BaseModel):
     """
 
 
+class KeyScope(RootModel[Literal["all", "read_only"]]):
+    root: Literal["all", "read_only"]
+
+
+class ApiKeyItem(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    key_id: str = Field(..., examples=["key_3kTz9c2Lb"])
+    name: str
+    """
+    What the account calls the key.
+    """
+    prefix: str
+    """
+    The key's first characters, shown to tell keys apart (the key itself is never shown again).
+    """
+    status: Literal["active", "revoked", "rotated"]
+    """
+    `rotated`: replaced by another key; it works until its grace period ends.
+    """
+    current: bool
+    """
+    True for the key that made this request.
+    """
+    daily_credit_limit: int | None = Field(...)
+    """
+    Credits the key may spend per UTC day; null: no daily limit.
+    """
+    monthly_credit_limit: int | None = Field(...)
+    """
+    Credits the key may spend per UTC month; null: no monthly limit.
+    """
+    expires_at: AwareDatetime | None = Field(...)
+    """
+    When the key stops working (ISO 8601, UTC); null: never.
+    """
+    scope: KeyScope
+    """
+    `read_only`: GET calls only (no webhook or key changes).
+    """
+    operations: list[str] | None = Field(...)
+    """
+    The operations (rate-card keys, as `GET /v1/usage` lists them) the key may call; null: all its scope allows.
+    """
+    spent_today: int
+    """
+    Credits charged to the key today (UTC).
+    """
+    spent_this_month: int
+    """
+    Credits charged to the key this month (UTC).
+    """
+    budget_remaining: int | None = Field(...)
+    """
+    What the key may still spend: the smaller of what is left of its daily and monthly limits; null without a credit limit.
+    """
+    last_used_at: AwareDatetime | None = Field(...)
+    """
+    The key's last charged call; null: none yet.
+    """
+
+
+class ApiKeysResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    keys: list[ApiKeyItem]
+
+
+class KeyLimitsResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    key_id: str
+    changed: bool
+    """
+    False when the key had these limits already (nothing was recorded).
+    """
+    daily_credit_limit: int | None = Field(...)
+    monthly_credit_limit: int | None = Field(...)
+    expires_at: AwareDatetime | None = Field(...)
+    scope: KeyScope
+    operations: list[str] | None = Field(...)
+    """
+    Rate-card keys (MCP tool names given are kept as the rate-card keys they mirror).
+    """
+
+
+class KeyLimitsRequest(BaseModel):
+    """
+    A change of a key's limits: a field left out stays as it is; null removes it.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    daily_credit_limit: int | None = Field(None, ge=1, le=1000000000)
+    """
+    Credits the key may spend per UTC day; null removes the daily limit.
+    """
+    monthly_credit_limit: int | None = Field(None, ge=1, le=1000000000)
+    """
+    Credits the key may spend per UTC month; null removes the monthly limit.
+    """
+    expires_at: str | None = Field(None, examples=["2026-12-31T23:59:59Z"])
+    """
+    When the key stops working (ISO 8601; without a zone, UTC), in the future; null: never.
+    """
+    scope: KeyScope | None = None
+    """
+    `read_only`: GET calls only (no webhook or key changes); `all`: whatever the plan allows.
+    """
+    operations: list[str] | None = Field(
+        None, examples=[["scores", "get_score_history"]]
+    )
+    """
+    The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool
+    names; null: all its scope allows.
+    """
+
+
 class Error(BaseModel):
     model_config = ConfigDict(
         extra="allow",
@@ -1916,6 +2039,70 @@ class KeyForbiddenProblem(BaseModel):
     code: Literal["key_forbidden"]
     """
     Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+
+
+class KeyExpiredProblem(BaseModel):
+    """
+    A `key_expired` problem (403 API key expired); `/docs/errors#key_expired` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["API key expired"]
+    status: Literal[403]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["key_expired"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    expires_at: AwareDatetime
+    """
+    When the key expired.
+    """
+
+
+class KeyScopeForbiddenProblem(BaseModel):
+    """
+    A `key_scope_forbidden` problem (403 Operation not allowed for this key); `/docs/errors#key_scope_forbidden` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Operation not allowed for this key"]
+    status: Literal[403]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["key_scope_forbidden"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    scope: Literal["all", "read_only"]
+    """
+    The key’s scope: `read_only` keys make GET calls only.
+    """
+    operations: list[str] | None = Field(...)
+    """
+    The operations (rate-card keys) the key may call; null: all its scope allows.
+    """
+    operation: str | None = Field(...)
+    """
+    The operation (rate-card key) refused.
     """
 
 
@@ -2291,6 +2478,58 @@ class CostExceedsMaxProblem(BaseModel):
     """
 
 
+class KeyBudgetExhaustedProblem(BaseModel):
+    """
+    A `key_budget_exhausted` problem (429 Key spend limit reached); `/docs/errors#key_budget_exhausted` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Key spend limit reached"]
+    status: Literal[429]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["key_budget_exhausted"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    key_id: str
+    """
+    The key whose limit the call would pass.
+    """
+    limit: int = Field(..., ge=1)
+    """
+    The key’s limit in that window, in credits.
+    """
+    window: Literal["day", "month"]
+    """
+    The limit’s window: the UTC day or the UTC month.
+    """
+    spent: int = Field(..., ge=0)
+    """
+    Credits the key spent in that window so far.
+    """
+    cost: int = Field(..., ge=1)
+    """
+    The credits the call would have cost.
+    """
+    resets_at: AwareDatetime
+    """
+    When the window starts again (00:00 UTC the next day, or on the 1st of next month).
+    """
+    retry_after_seconds: int = Field(..., ge=1)
+    """
+    Seconds until then, as `Retry-After` says.
+    """
+
+
 class RateLimitedProblem(BaseModel):
     """
     A `rate_limited` problem (429 Too many requests); `/docs/errors#rate_limited` says what to do.
@@ -2393,6 +2632,8 @@ class ProblemDetails(
         | CursorInvalidProblem
         | UnauthorizedProblem
         | KeyForbiddenProblem
+        | KeyExpiredProblem
+        | KeyScopeForbiddenProblem
         | CoverageProblem
         | TierProblem
         | NotFoundProblem
@@ -2406,6 +2647,7 @@ class ProblemDetails(
         | LimitExceededProblem
         | CreditsExhaustedProblem
         | CostExceedsMaxProblem
+        | KeyBudgetExhaustedProblem
         | RateLimitedProblem
         | ConflictProblem
         | InternalProblem
@@ -2416,6 +2658,8 @@ class ProblemDetails(
         | CursorInvalidProblem
         | UnauthorizedProblem
         | KeyForbiddenProblem
+        | KeyExpiredProblem
+        | KeyScopeForbiddenProblem
         | CoverageProblem
         | TierProblem
         | NotFoundProblem
@@ -2429,6 +2673,7 @@ class ProblemDetails(
         | LimitExceededProblem
         | CreditsExhaustedProblem
         | CostExceedsMaxProblem
+        | KeyBudgetExhaustedProblem
         | RateLimitedProblem
         | ConflictProblem
         | InternalProblem

@@ -38,6 +38,8 @@ export const OPERATIONS = {
   resendDelivery: { method: 'POST', path: '/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend' },
   resendFailedDeliveries: { method: 'POST', path: '/v1/webhooks/{webhook_id}/resend-failed' },
   downloadBulkExportFile: { method: 'GET', path: '/v1/bulk/exports/{bundle_id}/{name}' },
+  listKeys: { method: 'GET', path: '/v1/keys' },
+  setKeyLimits: { method: 'PATCH', path: '/v1/keys/{key_id}' },
 } as const;
 
 /** The query parameters of `getUsageLedger` (`GET /v1/usage/ledger`). */
@@ -316,5 +318,17 @@ export abstract class Operations {
   async downloadBulkExportFile(bundle_id: operations['downloadBulkExportFile']['parameters']['path']['bundle_id'], name: operations['downloadBulkExportFile']['parameters']['path']['name']): Promise<ArrayBuffer> {
     const { data } = await this.api.GET('/v1/bulk/exports/{bundle_id}/{name}', { params: { path: { bundle_id, name } }, parseAs: 'arrayBuffer' });
     return data! as ArrayBuffer;
+  }
+
+  /** `GET /v1/keys`: Your API keys, their limits and spend */
+  async listKeys(): Promise<components['schemas']['ApiKeysResponse']> {
+    const { data } = await this.api.GET('/v1/keys');
+    return data!;
+  }
+
+  /** `PATCH /v1/keys/{key_id}`: Set a key's limits */
+  async setKeyLimits(key_id: operations['setKeyLimits']['parameters']['path']['key_id'], body: components['schemas']['KeyLimitsRequest']): Promise<components['schemas']['KeyLimitsResponse']> {
+    const { data } = await this.api.PATCH('/v1/keys/{key_id}', { params: { path: { key_id } }, body });
+    return data!;
   }
 }

@@ -756,6 +756,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your API keys, their limits and spend
+         * @description Your account's API keys: each one's limits (credits per UTC day and month, expiry, read-only,
+         *     operations), what it spent today and this month, what it may still spend, and its last charged
+         *     call. The spend is the ledger's own, what the key's next call is decided on. Free.
+         *
+         *     **Rate card** `keys`: free, on every plan.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set a key's limits
+         * @description Sets the limits of one of your account's keys: credits per UTC day and per UTC month, an
+         *     expiry, read-only, a list of operations. A field left out stays as it is, null removes it. The
+         *     change holds on every API process within seconds; a call over a credit limit is refused with
+         *     429 `key_budget_exhausted`, an expired key with 403 `key_expired`, a restricted call with 403
+         *     `key_scope_forbidden`. Only a key without any limit or restriction may change keys (a bounded
+         *     key could lift its own bounds). Free.
+         *
+         *     **Rate card** `keys`: free, on every plan.
+         */
+        patch: operations["setKeyLimits"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -782,7 +833,7 @@ export interface components {
             webhooks: components["schemas"]["WebhookListItem"][];
         };
         /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries. */
-        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["DeliveryExpiredProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
+        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["KeyExpiredProblem"] | components["schemas"]["KeyScopeForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["DeliveryExpiredProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["KeyBudgetExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
         WebhookDeliveryItem: {
             /** @description The message the attempt sent: its `webhook-id` header, the same on every attempt of it; the `delivery_id` to resend it by. */
             message_id: string;
@@ -853,7 +904,7 @@ export interface components {
              * @description Rate-card key of the endpoint charged.
              * @enum {string|null}
              */
-            endpoint: "coverage" | "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "webhooks" | null;
+            endpoint: "coverage" | "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "keys" | "webhooks" | null;
             /**
              * @description `rest` or `mcp`: how the call came.
              * @enum {string|null}
@@ -2175,6 +2226,108 @@ export interface components {
              */
             since: string;
         };
+        /** @enum {string} */
+        KeyScope: "all" | "read_only";
+        ApiKeyItem: {
+            /** @example key_3kTz9c2Lb */
+            key_id: string;
+            /** @description What the account calls the key. */
+            name: string;
+            /** @description The key's first characters, shown to tell keys apart (the key itself is never shown again). */
+            prefix: string;
+            /**
+             * @description `rotated`: replaced by another key; it works until its grace period ends.
+             * @enum {string}
+             */
+            status: "active" | "revoked" | "rotated";
+            /** @description True for the key that made this request. */
+            current: boolean;
+            /**
+             * Format: int32
+             * @description Credits the key may spend per UTC day; null: no daily limit.
+             */
+            daily_credit_limit: number | null;
+            /**
+             * Format: int32
+             * @description Credits the key may spend per UTC month; null: no monthly limit.
+             */
+            monthly_credit_limit: number | null;
+            /**
+             * Format: date-time
+             * @description When the key stops working (ISO 8601, UTC); null: never.
+             */
+            expires_at: string | null;
+            /** @description `read_only`: GET calls only (no webhook or key changes). */
+            scope: components["schemas"]["KeyScope"];
+            /** @description The operations (rate-card keys, as `GET /v1/usage` lists them) the key may call; null: all its scope allows. */
+            operations: string[] | null;
+            /**
+             * Format: int32
+             * @description Credits charged to the key today (UTC).
+             */
+            spent_today: number;
+            /**
+             * Format: int32
+             * @description Credits charged to the key this month (UTC).
+             */
+            spent_this_month: number;
+            /**
+             * Format: int32
+             * @description What the key may still spend: the smaller of what is left of its daily and monthly limits; null without a credit limit.
+             */
+            budget_remaining: number | null;
+            /**
+             * Format: date-time
+             * @description The key's last charged call; null: none yet.
+             */
+            last_used_at: string | null;
+        };
+        ApiKeysResponse: {
+            keys: components["schemas"]["ApiKeyItem"][];
+        };
+        KeyLimitsResponse: {
+            key_id: string;
+            /** @description False when the key had these limits already (nothing was recorded). */
+            changed: boolean;
+            /** Format: int32 */
+            daily_credit_limit: number | null;
+            /** Format: int32 */
+            monthly_credit_limit: number | null;
+            /** Format: date-time */
+            expires_at: string | null;
+            scope: components["schemas"]["KeyScope"];
+            /** @description Rate-card keys (MCP tool names given are kept as the rate-card keys they mirror). */
+            operations: string[] | null;
+        };
+        /** @description A change of a key's limits: a field left out stays as it is; null removes it. */
+        KeyLimitsRequest: {
+            /**
+             * Format: int32
+             * @description Credits the key may spend per UTC day; null removes the daily limit.
+             */
+            daily_credit_limit?: number | null;
+            /**
+             * Format: int32
+             * @description Credits the key may spend per UTC month; null removes the monthly limit.
+             */
+            monthly_credit_limit?: number | null;
+            /**
+             * @description When the key stops working (ISO 8601; without a zone, UTC), in the future; null: never.
+             * @example 2026-12-31T23:59:59Z
+             */
+            expires_at?: string | null;
+            /** @description `read_only`: GET calls only (no webhook or key changes); `all`: whatever the plan allows. */
+            scope?: components["schemas"]["KeyScope"];
+            /**
+             * @description The only operations the key may call: rate-card keys (`GET /v1/usage` lists them) or MCP tool
+             *     names; null: all its scope allows.
+             * @example [
+             *       "scores",
+             *       "get_score_history"
+             *     ]
+             */
+            operations?: string[] | null;
+        };
         /** @description A `bad_request` problem (400 Bad request); `/docs/errors#bad_request` says what to do. */
         BadRequestProblem: {
             /**
@@ -2268,6 +2421,62 @@ export interface components {
              * @enum {string}
              */
             code: "key_forbidden";
+        };
+        /** @description A `key_expired` problem (403 API key expired); `/docs/errors#key_expired` says what to do. */
+        KeyExpiredProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "API key expired";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 403;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "key_expired";
+            /**
+             * Format: date-time
+             * @description When the key expired.
+             */
+            expires_at: string;
+        };
+        /** @description A `key_scope_forbidden` problem (403 Operation not allowed for this key); `/docs/errors#key_scope_forbidden` says what to do. */
+        KeyScopeForbiddenProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Operation not allowed for this key";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 403;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "key_scope_forbidden";
+            /**
+             * @description The key’s scope: `read_only` keys make GET calls only.
+             * @enum {string}
+             */
+            scope: "all" | "read_only";
+            /** @description The operations (rate-card keys) the key may call; null: all its scope allows. */
+            operations: string[] | null;
+            /** @description The operation (rate-card key) refused. */
+            operation: string | null;
         };
         /** @description A `coverage` problem (403 Outside your coverage); `/docs/errors#coverage` says what to do. */
         CoverageProblem: {
@@ -2590,6 +2799,47 @@ export interface components {
             /** @description Sent instead of `cost` for a call priced per row: the rows were counted only as far as your maximum, so the call costs at least this (a dry run, `X-Dry-Run: true`, gives the exact price). */
             cost_at_least?: number;
         };
+        /** @description A `key_budget_exhausted` problem (429 Key spend limit reached); `/docs/errors#key_budget_exhausted` says what to do. */
+        KeyBudgetExhaustedProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Key spend limit reached";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 429;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "key_budget_exhausted";
+            /** @description The key whose limit the call would pass. */
+            key_id: string;
+            /** @description The key’s limit in that window, in credits. */
+            limit: number;
+            /**
+             * @description The limit’s window: the UTC day or the UTC month.
+             * @enum {string}
+             */
+            window: "day" | "month";
+            /** @description Credits the key spent in that window so far. */
+            spent: number;
+            /** @description The credits the call would have cost. */
+            cost: number;
+            /**
+             * Format: date-time
+             * @description When the window starts again (00:00 UTC the next day, or on the 1st of next month).
+             */
+            resets_at: string;
+            /** @description Seconds until then, as `Retry-After` says. */
+            retry_after_seconds: number;
+        };
         /** @description A `rate_limited` problem (429 Too many requests); `/docs/errors#rate_limited` says what to do. */
         RateLimitedProblem: {
             /**
@@ -2678,6 +2928,8 @@ export interface components {
         CreditsRemainingOptional: string;
         /** @description What this call cost, in credits (0 for a free call); on a dry run (`X-Dry-Run: true`, answered 204), what it would cost now. Sent on every answered call priced by the rate card. */
         CreditsCostOptional: string;
+        /** @description Credits this key may still spend after this call: the smaller of what is left of its daily and its monthly credit limit (UTC day and month). Only on a charged call’s answer, and only for a key that has a credit limit (set on the account page, with `scores keys limits` or `PATCH /v1/keys/{key_id}`); MCP results carry it as `_meta.key_budget_remaining`. */
+        KeyBudgetRemainingOptional: string;
         /** @description The account’s request-rate budget now (all its keys share one) (IETF draft-ietf-httpapi-ratelimit-headers): `r` requests left in the burst, `t` seconds until it is full again. On every response to a request with a valid key, except for a key without a rate limit. */
         RateLimitOptional: string;
         /** @description The account’s request-rate policy: a burst of `q` requests, refilled over `w` seconds. Sent with `RateLimit`. */
@@ -2766,7 +3018,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2888,7 +3140,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3057,7 +3309,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3199,7 +3451,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key */
+            /** @description Revoked key; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3289,7 +3541,7 @@ export interface operations {
                 /** @description Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`. */
                 status?: string;
                 /** @description Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP. */
-                operation?: "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "coverage" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "webhooks";
+                operation?: "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "coverage" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "keys" | "webhooks";
                 /** @description Only calls of this UTC day, `YYYY-MM-DD`. */
                 day?: string;
                 /** @description Only the call with this request id. */
@@ -3349,7 +3601,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key */
+            /** @description Revoked key; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3484,7 +3736,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key */
+            /** @description Revoked key; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3618,7 +3870,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3703,6 +3955,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3733,7 +3986,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3759,7 +4012,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3824,6 +4077,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3854,7 +4108,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3893,7 +4147,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3963,6 +4217,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3993,7 +4248,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4032,7 +4287,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4094,6 +4349,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4124,7 +4380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4163,7 +4419,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4227,6 +4483,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4257,7 +4514,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4296,7 +4553,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4372,6 +4629,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4402,7 +4660,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4441,7 +4699,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4523,6 +4781,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4553,7 +4812,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or tickers outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or tickers outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4605,7 +4864,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4671,6 +4930,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4701,7 +4961,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4740,7 +5000,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4845,7 +5105,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4933,6 +5193,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4963,7 +5224,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below builder (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or plan below builder (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5002,7 +5263,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5061,6 +5322,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5091,7 +5353,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5117,7 +5379,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5179,6 +5441,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5209,7 +5472,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5235,7 +5498,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5299,6 +5562,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "X-Key-Budget-Remaining": components["headers"]["KeyBudgetRemainingOptional"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5329,7 +5593,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5368,7 +5632,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            /** @description Credits exhausted: the allowance and prepaid credits are gone and overage is off (credits_exhausted), the call would take the key past its daily or monthly credit limit (key_budget_exhausted; `Retry-After` is the window’s reset), or too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5476,7 +5740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) */
+            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5591,7 +5855,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5712,7 +5976,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5854,7 +6118,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6024,7 +6288,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6194,7 +6458,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6372,7 +6636,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6573,7 +6837,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6798,7 +7062,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier) */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6845,6 +7109,295 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     "Content-Range": components["headers"]["UnsatisfiedRange"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeysResponse"];
+                };
+            };
+            /** @description A query parameter (this endpoint takes none) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key (key_forbidden), expired key (key_expired), or a key restricted to other operations (key_scope_forbidden) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    setKeyLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The key's `key_id` (`GET /v1/keys` lists them).
+                 * @example key_3kTz9c2Lb
+                 */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyLimitsRequest"];
+            };
+        };
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyLimitsResponse"];
+                };
+            };
+            /** @description Body not JSON, an unknown field, a limit not a whole number from 1, an expiry not an instant in the future, an unknown scope or operation; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key (key_forbidden), expired key (key_expired), or a key with limits or restrictions of its own (key_scope_forbidden) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description No key of your account with that id (not_found) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The key is revoked (conflict) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body over 16 KiB (payload_too_large) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body not application/json (unsupported_media_type) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
                     [name: string]: unknown;
                 };
                 content: {

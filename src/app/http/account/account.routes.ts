@@ -13,7 +13,7 @@ import { buyCreditPack, changePlan, checkoutReturned, joinPro, leavePro, openBil
 import { confirmDelete, deleteOwnAccount } from './delete.route.js';
 import { sendInvoice } from './invoices.route.js';
 import { sendUsageCsv } from './usage-export.route.js';
-import { confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey } from './keys.route.js';
+import { confirmLimits, confirmRevoke, confirmRotate, createKey, revokeOwnKey, rotateOwnKey, setOwnKeyLimits } from './keys.route.js';
 import { refusedAction, showAccount } from './overview.route.js';
 import { refusedWebhookAction, WEBHOOK_ROUTES } from './webhooks.routes.js';
 import { showRequest, showRequests } from './requests.route.js';
@@ -29,6 +29,8 @@ const ACCOUNT_ROUTES: ReadonlyArray<readonly ['get' | 'post', string, AccountHan
   ['post', '/account/keys/:id/rotate', rotateOwnKey],
   ['get', '/account/keys/:id/revoke', confirmRevoke],
   ['post', '/account/keys/:id/revoke', revokeOwnKey],
+  ['get', '/account/keys/:id/limits', confirmLimits],
+  ['post', '/account/keys/:id/limits', setOwnKeyLimits],
   ['post', '/account/overage', switchOverage],
   ['get', '/account/plan', showPlanChange],
   ['post', '/account/plan', changePlan],

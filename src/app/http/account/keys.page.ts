@@ -1,6 +1,12 @@
-/** The confirmation steps of the account's keys (confirm.page.ts): a revocation and a rotation, each naming the key and what happens to calls with it. */
+/**
+ * The confirmation steps of the account's keys (confirm.page.ts): a revocation and a rotation,
+ * each naming the key and what happens to calls with it; a key's limits, in a form of their own.
+ */
 import type { KeyState } from '../../../domain/accounts/account.state.js';
+import type { KeyLimits } from '../../../domain/accounts/key-limits.js';
+import { RATE_KEYS } from '../../../domain/rate-card.js';
 import { html, type SafeHtml } from '../pages/html.js';
+import { csrfField } from './account-web.js';
 import { confirmPage } from './confirm.page.js';
 
 /** A key as the pages name it: its name and its clear prefix. */
@@ -31,4 +37,43 @@ export function rotatePage(k: KeyState, hours: number, graceUntil: string, csrf:
     confirm: `Confirm: rotate ${k.name}`,
     cancel: '/account#keys',
   });
+}
+
+const credits = (n: number) => n.toLocaleString('en-US');
+
+/** A key's limits in words ("1,000 credits a day · read-only"), or "none". */
+export function limitsText(l: KeyLimits): string {
+  const parts = [
+    l.daily_credit_limit === null ? null : `${credits(l.daily_credit_limit)} credits a day`,
+    l.monthly_credit_limit === null ? null : `${credits(l.monthly_credit_limit)} credits a month`,
+    l.expires_at === null ? null : `expires ${l.expires_at}`,
+    l.scope === 'read_only' ? 'read-only' : null,
+    l.operations === null ? null : `only ${l.operations.join(', ')}`,
+  ].filter((p): p is string => p !== null);
+  return parts.length ? parts.join(' · ') : 'none';
+}
+
+/**
+ * The fields of a key's limits, filled with `l` (empty: none), shared by the "Create a key" form
+ * and a key's limits page. `id` prefixes the fields' ids (two forms may be on one page).
+ */
+export function limitFields(l: KeyLimits, id: string): SafeHtml {
+  const num = (name: string, label: string, value: number | null) =>
+    html`<p><label for="${id}-${name}">${label}</label><br><input id="${id}-${name}" name="${name}" type="number" min="1" step="1" inputmode="numeric" value="${value === null ? '' : String(value)}" placeholder="no limit"></p>`;
+  const ops = RATE_KEYS.map(
+    (k) => html`<label class="op"><input type="checkbox" name="op_${k}" value="on"${l.operations?.includes(k) ? html` checked` : ''}> <code>${k}</code></label> `,
+  );
+  return html`${num('daily_credit_limit', 'Credits per day (UTC)', l.daily_credit_limit)}${num('monthly_credit_limit', 'Credits per month (UTC)', l.monthly_credit_limit)}
+<p><label for="${id}-expires_at">Expires at (UTC)</label><br><input id="${id}-expires_at" name="expires_at" type="datetime-local" value="${l.expires_at ? l.expires_at.slice(0, 16) : ''}"></p>
+<p><label><input type="checkbox" name="read_only" value="on"${l.scope === 'read_only' ? html` checked` : ''}> Read-only: data and usage reads only, no webhook or key changes</label></p>
+<fieldset><legend>Only these operations (none ticked: all)</legend>${ops}</fieldset>`;
+}
+
+/** `GET /account/keys/:id/limits`: the key's limits, in a form; Confirm sets them, Cancel changes nothing. */
+export function limitsPage(k: KeyState, csrf: string): SafeHtml {
+  return html`<h1>Limits of a key</h1>
+<p id="consequence"><strong>You are about to set the limits of the key ${keyLabel(k)}</strong> (now: ${limitsText(k.limits)}).</p>
+<p>A call that would take the key past a credit limit is refused (429 <code>key_budget_exhausted</code>) and charged nothing; the account's other keys are not affected. After its expiry the key is refused (403 <code>key_expired</code>); a read-only key, or one limited to some operations, is refused any other call (403 <code>key_scope_forbidden</code>). Every API process enforces the change within seconds. Leave a field empty for no limit.</p>
+<form method="post" action="/account/keys/${k.key_id}/limits" class="confirm">${csrfField(csrf)}${limitFields(k.limits, 'limits')}
+<button type="submit">Confirm: set the limits of ${k.name}</button> <a class="button secondary" href="/account#keys">Cancel</a></form>`;
 }

@@ -10,6 +10,7 @@ import { formatUsd, monthName } from '../../../domain/billing/invoice.js';
 import { DUNNING_GRACE_DAYS } from '../../../domain/billing/dunning.js';
 import { monthlyPriceCents, PRO_MONTHLY_PRICE_CENTS } from '../../../domain/ledger/proration.js';
 import type { KeyState } from '../../../domain/accounts/account.state.js';
+import { NO_LIMITS } from '../../../domain/accounts/key-limits.js';
 import type { WebhookListItem } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import type { InvoiceDoc, InvoicePaymentDoc } from '../../../../projections/invoices/invoices.projection.js';
 import { html, type SafeHtml } from '../pages/html.js';
@@ -18,6 +19,7 @@ import { csrfField } from './account-web.js';
 import { ledgerSection, upcomingSection, usageSection, type UsageView } from './usage.page.js';
 import { simulatedBillingNotice } from './confirm.page.js';
 import { booksSection } from './usage-export.page.js';
+import { limitFields, limitsText } from './keys.page.js';
 
 const count = (n: number) => n.toLocaleString('en-US');
 
@@ -39,6 +41,8 @@ export interface AccountView extends UsageView {
   invoices: InvoiceDoc[];
   /** When each key last made a charged call (key id → instant); a key absent was never used. */
   lastUsed: ReadonlyMap<string, string>;
+  /** What each key spent today and this month (UTC), the ledger's own figures; a key absent spent nothing. */
+  spend: ReadonlyMap<string, { today: number; month: number }>;
   csrf: string;
   /** No money moves (the embedded billing adapter): the plan section says so. */
   simulatedBilling: boolean;
@@ -59,22 +63,25 @@ function keysSection(v: AccountView): SafeHtml {
     const at = v.lastUsed.get(k.key_id);
     return at ? instant(at) : html`<span class="muted">never</span>`;
   };
+  const limits = (k: KeyState) => html`<form method="get" action="/account/keys/${k.key_id}/limits" class="inline"><button type="submit">Limits</button></form>`;
   const rows = v.keys.map(
     (k) => html`<tr role="row"><td role="cell" data-label="Prefix"><code>${k.prefix}…</code></td><td role="cell" data-label="Id">${k.key_id}</td><td role="cell" data-label="Name" class="key-name">${k.name}</td><td role="cell" data-label="Status">${k.status}${k.status === 'rotated' && k.grace_until ? html` (${inGrace(k) ? 'works' : 'worked'} until ${k.grace_until})` : ''}</td><td role="cell" data-label="Last used" class="key-used">${used(k)}</td>
+<td role="cell" data-label="Limits" class="key-limits">${limitsText(k.limits)}</td><td role="cell" data-label="Spent today" class="num key-today">${count(v.spend.get(k.key_id)?.today ?? 0)}</td><td role="cell" data-label="Spent this month" class="num key-month">${count(v.spend.get(k.key_id)?.month ?? 0)}</td>
 <td role="cell" class="key-actions">${
       k.status === 'active'
         ? html`<form method="get" action="/account/keys/${k.key_id}/rotate" class="inline"><label>grace <select name="grace_hours"><option value="0">none</option><option value="24" selected>24 h</option><option value="168">7 days</option></select></label> <button type="submit">Rotate</button></form>
-${revoke(k)}`
+${limits(k)}${revoke(k)}`
         : inGrace(k)
-          ? revoke(k)
+          ? html`${limits(k)}${revoke(k)}`
           : ''
     }</td></tr>`,
   );
   const active = v.keys.filter((k) => k.status === 'active').length;
   return html`<section id="keys" aria-labelledby="keys-h"><h2 id="keys-h">API keys</h2>
-<table aria-label="API keys" class="keys" role="table"><thead role="rowgroup"><tr role="row"><th role="columnheader">Prefix</th><th role="columnheader">Id</th><th role="columnheader">Name</th><th role="columnheader">Status</th><th role="columnheader">Last used</th><th role="columnheader"><span class="visually-hidden">Actions</span></th></tr></thead><tbody role="rowgroup">${rows}</tbody></table>
-<p class="muted" id="key-count">${active} of ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys${active >= MAX_ACTIVE_KEYS_PER_ACCOUNT ? ': revoke one to create another' : ''}. All the keys of the account share its request rate. Rotating or revoking a key ends the grace of the key it replaced. Last used: the last call charged to the key.</p>
-<form method="post" action="/account/keys">${csrfField(v.csrf)}<label for="key-name">Name of the new key</label> <input id="key-name" name="name" maxlength="${MAX_KEY_NAME_LENGTH}" placeholder="${defaultKeyName(v.keys.length + 1)}" autocomplete="off"> <button type="submit">Create a key</button></form></section>`;
+<table aria-label="API keys" class="keys" role="table"><thead role="rowgroup"><tr role="row"><th role="columnheader">Prefix</th><th role="columnheader">Id</th><th role="columnheader">Name</th><th role="columnheader">Status</th><th role="columnheader">Last used</th><th role="columnheader">Limits</th><th role="columnheader" class="num">Spent today</th><th role="columnheader" class="num">Spent this month</th><th role="columnheader"><span class="visually-hidden">Actions</span></th></tr></thead><tbody role="rowgroup">${rows}</tbody></table>
+<p class="muted" id="key-count">${active} of ${MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys${active >= MAX_ACTIVE_KEYS_PER_ACCOUNT ? ': revoke one to create another' : ''}. All the keys of the account share its request rate and credits; a key can be given limits of its own (credits a day or a month, an expiry, read-only, some operations only). Rotating or revoking a key ends the grace of the key it replaced, and the new key keeps its limits. Last used: the last call charged to the key; spent: credits charged to it, UTC day and month.</p>
+<form method="post" action="/account/keys">${csrfField(v.csrf)}<label for="key-name">Name of the new key</label> <input id="key-name" name="name" maxlength="${MAX_KEY_NAME_LENGTH}" placeholder="${defaultKeyName(v.keys.length + 1)}" autocomplete="off"> <button type="submit">Create a key</button>
+<details><summary>Limits of the new key (optional)</summary>${limitFields(NO_LIMITS, 'new-key-limits')}</details></form></section>`;
 }
 
 function webhooksSection(v: AccountView): SafeHtml {

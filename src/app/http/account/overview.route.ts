@@ -12,6 +12,7 @@ import { getUpcomingInvoice } from '../../../../queries/get-upcoming-invoice/get
 import { getUsageLedger } from '../../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { listWebhooks, webhooksCaughtUp } from '../../../../queries/get-webhooks/get-webhooks.query.js';
 import { stateAt, usageFigures } from '../../../domain/ledger/ledger.figures.js';
+import { spentAt } from '../../../domain/ledger/key-spend.js';
 import type { AppError } from '../../../core/errors.js';
 import type { SafeHtml } from '../pages/html.js';
 import type { AccountRequest } from './account-route.js';
@@ -45,7 +46,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
   const cursor = typeof req.query['cursor'] === 'string' && req.query['cursor'] !== '' ? req.query['cursor'] : null;
   const left = web.takeNotice(req, res);
   const shown = web.takeShownKey(req, res);
-  const [days, ledger, webhooks, invoices, upcoming, lastUsed, dunning] = await Promise.all([
+  const [days, ledger, webhooks, invoices, upcoming, lastUsed, dunning, spend] = await Promise.all([
     getUsageDays(services.reads, accountId, figures.period),
     getUsageLedger(services.reads, services.events, { accountId, limit: LEDGER_PAGE, cursor }),
     listWebhooks(services.reads, accountId),
@@ -53,6 +54,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     getUpcomingInvoice(services.reads, services.events, accountId, now),
     keysLastUsed(services.reads, accountId),
     listDunning(services.reads, accountId),
+    services.ledger.keySpend(accountId),
   ]);
   const body = accountBody({
     account_id: accountId,
@@ -68,6 +70,7 @@ export async function renderAccount({ req, res, who, services, web }: AccountReq
     invoices,
     upcoming,
     lastUsed,
+    spend: new Map(Object.keys(spend).map((k) => [k, spentAt(spend, k, now.toISOString())])),
     csrf: web.csrfToken(req, res, answer.status !== undefined),
     simulatedBilling: services.billing.simulated,
     processor: services.billing.processor,

@@ -89,6 +89,15 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
       'The call would cost more than the maximum you sent with it (`X-Max-Credits`, or the MCP argument `max_credits`). Nothing was charged, and a call priced per row stopped reading at your maximum: the problem carries `max_credits` and the `cost` (or, per row, `cost_at_least`).',
     fix: 'Narrow the call (fewer tickers, a shorter date range, a lower limit), or raise the maximum. A dry run (`X-Dry-Run: true`, or `dry_run: true` on MCP) gives the exact price without charging.',
   },
+  key_expired: {
+    meaning: 'The key is past the expiry it was given (`expires_at`, in the problem). It works nowhere, REST or MCP.',
+    fix: 'Use another key of your account, or set a later expiry (or none) on the account page, with `scores keys limits`, or with `PATCH /v1/keys/{key_id}` from an unrestricted key.',
+  },
+  key_scope_forbidden: {
+    meaning:
+      'The key may not make this call: it is read-only (`scope` `read_only`: GET calls only, no webhook or key changes) or limited to a list of operations (`operations`) that does not include this one (`operation`). Changing keys (`PATCH /v1/keys/{key_id}`) needs a key without any limit or restriction. Refused before anything was read or charged.',
+    fix: 'Use a key of the account that may make the call, or change this key’s restrictions on the account page.',
+  },
   coverage: {
     meaning: "The ticker is outside your key's universe. Free keys cover `top100`, the 100 largest stocks; every other plan and the Pro membership cover `all`.",
     fix: 'GET /v1/coverage lists the tickers your key sees. Upgrade, or add the Pro membership, for the full universe.',
@@ -109,6 +118,11 @@ const ERROR_DOCS: Record<ErrorCode, { meaning: string; fix: string }> = {
     meaning:
       'The call would cost more credits than are left of your monthly allowance and prepaid credits, and overage is off. Nothing was returned and nothing was charged. X-Credits-Remaining shows what is left.',
     fix: 'The problem’s detail lists what your plan allows: buy a credit pack (any plan), switch overage on (hobbyist, builder, quant), upgrade, start the Pro membership (free), or wait for the allowance to reset at `resets_at` (GET /v1/usage).',
+  },
+  key_budget_exhausted: {
+    meaning:
+      'The call would take this key past its credit limit for the UTC day or month (`window`, `limit`, `spent`, `cost`). The account’s other keys are not affected, and nothing was returned or charged. Retry-After and `resets_at` say when the window starts again.',
+    fix: 'Wait until `resets_at`, use another key of the account, or raise the key’s limit on the account page (or `scores keys limits`, or `PATCH /v1/keys/{key_id}` from an unrestricted key). Responses to a key with limits carry X-Key-Budget-Remaining.',
   },
   method_not_allowed: {
     meaning: 'The path exists, but not for this HTTP method (the MCP endpoint takes POST only: it is stateless, with no stream to GET and no session to DELETE).',

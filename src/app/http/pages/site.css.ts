@@ -81,6 +81,8 @@ button.secondary:hover, .button.secondary:hover { background: var(--bg-soft); co
 button.danger, .button.danger { background: #b42318; border-color: #b42318; }
 form.inline { display: inline-block; margin: 0 var(--s1); }
 fieldset { border: 1px solid var(--line); border-radius: var(--radius); padding: var(--s3) var(--s4); margin: 0 0 var(--s4); }
+input[type=datetime-local] { font: inherit; color: inherit; padding: var(--s2) var(--s3); border: 1px solid #8a96a3; border-radius: var(--radius); background: #fff; max-width: 100%; }
+label.op { display: inline-block; font-weight: 400; margin: 0 var(--s3) var(--s1) 0; }
 
 /* Notices */
 .note, .notice { background: var(--warn-bg); border: 1px solid var(--warn-line); border-radius: var(--radius); padding: var(--s3) var(--s4); }
