@@ -270,7 +270,7 @@ describe('Webhooks and usage downloads on the account page, in a real browser', 
     expect(ledger.filter((l) => l.kind === 'CreditsDebited').length).to.be.at.least(3);
 
     await page.goto(`${server.url}/account#books`);
-    await page.getByLabel('Month').selectOption(MONTH);
+    await page.getByLabel('Month', { exact: true }).selectOption(MONTH);
     const download = async (name: string) => {
       const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name }).click()]);
       return { name: file.suggestedFilename(), rows: parse<Record<string, string>>(readFileSync(await file.path(), 'utf8'), { columns: true }) };

@@ -151,7 +151,7 @@ describe('Logs and CLI for operators', function () {
     const scratch = tempDir('scores-operators-json-');
     const env = testEnv(scratch, NOW, { SCORES_DEMO: 'off', LOG_LEVEL: 'info' });
     after(() => rmSync(scratch, { recursive: true, force: true }));
-    const ctx = { account: '', keyToRotate: '', keyToRevoke: '', file: join(scratch, 'tickers.jsonl') };
+    const ctx = { account: '', keyToRotate: '', keyToRevoke: '', keyToLimit: '', file: join(scratch, 'tickers.jsonl') };
 
     before(async () => {
       const create = async () => JSON.parse((await runCli(['keys', 'create', '--tier', 'builder'], env)).stdout) as { account_id: string; key_id: string };
@@ -159,6 +159,7 @@ describe('Logs and CLI for operators', function () {
       ctx.account = first.account_id;
       ctx.keyToRotate = first.key_id;
       ctx.keyToRevoke = (await create()).key_id;
+      ctx.keyToLimit = (await create()).key_id;
       writeFileSync(ctx.file, `${JSON.stringify({ type: 'ticker', symbol: 'NEWCO', company: 'New Co', sector: 'Industrials', size_rank: 999 })}\n`);
     });
 
@@ -174,6 +175,8 @@ describe('Logs and CLI for operators', function () {
       'keys create': () => ['--tier', 'hobbyist'],
       'keys revoke': () => [ctx.keyToRevoke],
       'keys rotate': () => [ctx.keyToRotate, '--grace', '60'],
+      'keys list': () => ['--account', ctx.account],
+      'keys limits': () => [ctx.keyToLimit, '--daily-limit', '100'],
       'plan set': () => ['--account', ctx.account, '--tier', 'quant'],
       'plan cancel': () => ['--account', ctx.account],
       pro: () => ['on', '--account', ctx.account],
