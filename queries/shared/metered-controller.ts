@@ -27,6 +27,7 @@ export abstract class MeteredController extends Controller {
       this.setStatus(204);
       this.setHeader(CREDITS_HEADER, err.remaining);
       this.setHeader(HEADER.creditsCost, String(err.cost));
+      if (err.keyBudgetRemaining !== null) this.setHeader(HEADER.keyBudgetRemaining, String(err.keyBudgetRemaining));
       return undefined as T;
     }
     if (call.remaining !== null) this.setHeader(CREDITS_HEADER, call.remaining);

@@ -89,7 +89,7 @@ export class MeteredCall {
     requireWithinBudget(this.budget, endpoint, quantity);
     if (this.budget.dryRun) {
       const quote = await this.ctx.meter.quote(this.principal, endpoint, quantity, this.channel);
-      throw new DryRunPriced(quote.cost, quote.remaining);
+      throw new DryRunPriced(quote.cost, quote.remaining, quote.keyBudgetRemaining);
     }
     const charged = await this.ctx.meter.charge(this.principal, endpoint, quantity, this.channel);
     this.remaining = charged.remaining;

@@ -89,6 +89,8 @@ export class DryRunPriced extends Error {
     readonly cost: number,
     /** `X-Credits-Remaining` now (nothing was charged). */
     readonly remaining: string,
+    /** For a key with credit limits: what it could still spend after such a call (`X-Key-Budget-Remaining`). */
+    readonly keyBudgetRemaining: number | null = null,
   ) {
     super(`dry run: ${cost} credits`);
     this.name = 'DryRunPriced';

@@ -39,10 +39,10 @@ describe('Keys that can do less, and keys that expire', function () {
     await server.services.runner.waitForHead();
     return k;
   };
-  const call = async (method: string, path: string, key: string, body?: unknown) => {
+  const call = async (method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
     const r = await fetch(`${server.url}${path}`, {
       method,
-      headers: { 'X-API-Key': key, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: { 'X-API-Key': key, ...headers, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await r.text();
@@ -168,6 +168,23 @@ describe('Keys that can do less, and keys that expire', function () {
       // null removes a limit: the key spends again.
       await call('PATCH', `/v1/keys/${agent.key_id}`, owner.key, { daily_credit_limit: null });
       expect((await call('GET', '/v1/scores/AAPL', agent.key)).status).to.equal(200);
+    });
+
+    it('prices a call by a dry run as its debit would be decided: what the key would have left, or key_budget_exhausted past its limit, charging nothing', async () => {
+      const k = await keyWith({ daily_credit_limit: 3 }, 'dry-run');
+      const dry = (path: string) => call('GET', path, k.key, undefined, { 'X-Dry-Run': 'true' });
+      const before = await ledgerLength();
+      const priced = await dry('/v1/scores/AAPL');
+      expect(priced.status).to.equal(204);
+      expect([priced.headers.get('x-credits-cost'), priced.headers.get('x-key-budget-remaining')]).to.deep.equal(['2', '1']);
+      expect(await ledgerLength()).to.equal(before);
+      expect((await call('GET', '/v1/scores/AAPL', k.key)).headers.get('x-key-budget-remaining')).to.equal('1');
+      const refused = await dry('/v1/scores/MSFT');
+      expect(refused.status).to.equal(429);
+      expect(refused.body).to.include({ code: 'key_budget_exhausted', spent: 2, limit: 3, cost: 2 });
+      const overMcp = await tool(await mcp(k.key), 'get_scores', { ticker: 'MSFT', dry_run: true });
+      expect(overMcp.structuredContent).to.include({ code: 'key_budget_exhausted' });
+      expect(await ledgerLength()).to.equal(before + 1);
     });
 
     it('refuses PATCH from a key with limits of its own (it could lift them), and for a key of another account', async () => {

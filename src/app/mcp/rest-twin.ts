@@ -149,7 +149,8 @@ function budgetArguments(args: Record<string, unknown> | undefined): { budget: C
 function dryRunResult(ctx: ToolContext, priced: DryRunPriced): CallToolResult {
   const body: DryRunResult = { dry_run: true, cost: priced.cost, credits_remaining: creditsNumber(priced.remaining) };
   ctx.creditsRemaining(priced.remaining);
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: { ...body }, _meta: { credits_remaining: body.credits_remaining } };
+  const keyBudget = priced.keyBudgetRemaining !== null ? { key_budget_remaining: priced.keyBudgetRemaining } : {};
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: { ...body }, _meta: { credits_remaining: body.credits_remaining, ...keyBudget } };
 }
 
 /** A tool error: the problem details REST would send for `err` (in structuredContent and as text), with the balance. */
