@@ -403,11 +403,12 @@ function completeResponses(path: string, method: string, op: OpenApiOperation, k
   if (key) {
     add('401', 'Missing or unknown API key');
     add('403', 'Revoked key (key_forbidden)');
-    const refusals = withKeyRefusals(declared['403']!);
-    declared['403'] = method === 'get' && RATE_CARD[key].credits > 0 ? { ...refusals, description: `${refusals.description}; or ${OVER_MAX}` } : refusals;
     // A free GET's JSON answer counts against the byte budget (fair-use.ts); a bundle file's download streams it, uncounted.
     const freeAnswer = method === 'get' && RATE_CARD[key].credits === 0 && path !== DOWNLOAD_PATH;
     declared['429'] = { description: tooManyRequests(key, freeAnswer) };
+    // The call's own refusals first (a priced read's maximum among them), then the key's.
+    const own = declared['403']!;
+    declared['403'] = withKeyRefusals(method === 'get' && RATE_CARD[key].credits > 0 ? { ...own, description: `${own.description}; or ${OVER_MAX}` } : own);
   }
   add('408', REQUEST_TIMEOUT);
   add('431', HEADERS_TOO_LARGE);
