@@ -44,6 +44,14 @@ class WebhookDeliveryItem(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
+    message_id: str
+    """
+    The message the attempt sent: its `webhook-id` header, the same on every attempt of it; the `delivery_id` to resend it by.
+    """
+    attempt: int
+    """
+    The attempt's number, counted per message from 1 (a resend's attempts follow the earlier ones).
+    """
     kind: Literal["live", "test"]
     """
     `live` or `test`.
@@ -155,6 +163,7 @@ class LedgerEntryResponse(BaseModel):
             "divergence_open",
             "usage",
             "usage_ledger",
+            "requests",
             "meta",
             "bulk_exports",
             "keys",
@@ -251,6 +260,90 @@ class LedgerPageResponse(BaseModel):
     signed_head: SignedLedgerHeadResponse | None = Field(...)
     """
     The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads.
+    """
+
+
+class RequestLogEntryResponse(BaseModel):
+    """
+    One call of one of your keys, answered or refused.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    request_id: str
+    """
+    The call's `X-Request-Id` (over MCP, the id of its JSON-RPC request): the ledger entry of its charge names it too.
+    """
+    at: str
+    """
+    When the call ended: ISO 8601 UTC, to the millisecond.
+    """
+    key_name: str
+    """
+    The key's name, as the account page shows it.
+    """
+    key_prefix: str
+    """
+    The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page.
+    """
+    channel: str
+    """
+    `rest` or `mcp`.
+    """
+    operation: str | None = Field(...)
+    """
+    The rate-card key of the operation (`scores`, `history`, …); null for a call that named none (an MCP POST refused as a whole).
+    """
+    tool: str | None = Field(...)
+    """
+    The MCP tool called; null over REST.
+    """
+    method: str
+    """
+    The HTTP method.
+    """
+    path: str
+    """
+    The route's template (`/v1/scores/{ticker}`), or `/mcp/http`.
+    """
+    status: int
+    """
+    The HTTP status; for an MCP tool call, the status its REST twin would have answered (499: the client left before the answer).
+    """
+    code: str | None = Field(...)
+    """
+    The problem's stable code when the call was refused (`tier`, `credits_exhausted`, `rate_limited`, `not_found`, …); null when answered.
+    """
+    credits: int
+    """
+    Credits the call was charged (0 when refused or free).
+    """
+    latency_ms: float
+    """
+    From the request's arrival to its answer, in milliseconds.
+    """
+
+
+class RequestLogPageResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    requests: list[RequestLogEntryResponse]
+    """
+    Newest first.
+    """
+    next_cursor: str | None = Field(...)
+    """
+    Pass as `cursor` for the next (older) page, with the same filters; null on the last page.
+    """
+    count: int
+    """
+    Calls on this page.
+    """
+    kept_days: int
+    """
+    How many days calls are kept.
     """
 
 
@@ -1669,6 +1762,52 @@ class EnabledWebhookResponse(BaseModel):
     """
 
 
+class ResendResponse(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    webhook_id: int
+    message_ids: list[str]
+    """
+    The messages owed again, each sent under this id (its `webhook-id`) within seconds; oldest first.
+    """
+    count: int
+    """
+    Messages owed again.
+    """
+    since: str | None = Field(
+        ..., pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
+    )
+    """
+    A bulk resend's lower bound as applied (30 days back at most), `YYYY-MM-DD HH:MM:SS` UTC; null for one delivery.
+    """
+    idempotency_key: str
+    """
+    The request's `Idempotency-Key`, or the one the service gave it when none was sent.
+    """
+    replayed: bool
+    """
+    True when an earlier request with this key decided the resend: this one sent nothing more.
+    """
+    requested_at: str = Field(
+        ..., pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$"
+    )
+    """
+    When the resend was decided, `YYYY-MM-DD HH:MM:SS` UTC.
+    """
+
+
+class ResendFailedRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    since: str = Field(..., examples=["2024-02-29T00:00:00Z"])
+    """
+    Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone,
+    or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has. Earlier than 30 days ago means 30 days ago.
+    """
+
+
 class KeyScope(RootModel[Literal["all", "read_only"]]):
     root: Literal["all", "read_only"]
 
@@ -2107,6 +2246,34 @@ class RequestTimeoutProblem(BaseModel):
     """
 
 
+class DeliveryExpiredProblem(BaseModel):
+    """
+    A `delivery_expired` problem (410 Delivery too old to resend); `/docs/errors#delivery_expired` says what to do.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    type: AnyUrl
+    """
+    A URI naming the problem type; resolves to the error reference in the docs.
+    """
+    title: Literal["Delivery too old to resend"]
+    status: Literal[410]
+    """
+    The response's HTTP status.
+    """
+    detail: str
+    code: Literal["delivery_expired"]
+    """
+    Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do.
+    """
+    made_at: AwareDatetime
+    """
+    When the delivery was made (a live message queued, a test sent); it could be resent for 30 days from then.
+    """
+
+
 class PayloadTooLargeProblem(BaseModel):
     """
     A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do.
@@ -2472,6 +2639,7 @@ class ProblemDetails(
         | NotFoundProblem
         | MethodNotAllowedProblem
         | RequestTimeoutProblem
+        | DeliveryExpiredProblem
         | PayloadTooLargeProblem
         | UnsupportedMediaTypeProblem
         | RangeNotSatisfiableProblem
@@ -2497,6 +2665,7 @@ class ProblemDetails(
         | NotFoundProblem
         | MethodNotAllowedProblem
         | RequestTimeoutProblem
+        | DeliveryExpiredProblem
         | PayloadTooLargeProblem
         | UnsupportedMediaTypeProblem
         | RangeNotSatisfiableProblem

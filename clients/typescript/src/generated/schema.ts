@@ -46,7 +46,8 @@ export interface paths {
         /**
          * A webhook's latest deliveries
          * @description The latest 50 delivery attempts of one of your webhooks, newest first: live and test, each
-         *     with its outcome (never the receiver's answer). Free.
+         *     with its message id (to resend it by) and attempt number, and its outcome (never the
+         *     receiver's answer). Free.
          *
          *     **Rate card** `webhooks`: free, on the quant plan or higher.
          */
@@ -80,6 +81,31 @@ export interface paths {
          *     **Rate card** `usage_ledger`: free, on every plan.
          */
         get: operations["getUsageLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your request log
+         * @description Your account's calls of the last 30 days, REST and MCP, answered and refused alike, newest
+         *     first: when, which key, which operation, the status or the refusal's problem code, the credits
+         *     charged, the latency and the request id (your responses' `X-Request-Id`). Free. A call shows
+         *     here within a second or so of its answer (at once on the replica that answered it).
+         *
+         *     **Rate card** `requests`: free, on every plan.
+         */
+        get: operations["getRequestLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -649,6 +675,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend a delivery
+         * @description Sends one delivery again: a message this webhook was sent (live or test, failed or not) within
+         *     the last 30 days, under its original message id (`webhook-id`: a receiver that keeps the ids it
+         *     processed skips one it has), with the same body, signed at the sending time. Answers 202: the
+         *     message is owed again and sent within seconds, then listed in
+         *     `GET /v1/webhooks/{webhook_id}/deliveries` as a further attempt of it, retried on failure like
+         *     a new message. One resend per `Idempotency-Key`: the same request sent again (a retry, or
+         *     another replica reached) answers the same, with `replayed: true`, and sends nothing more.
+         *     Body: none, or an empty JSON object. Free.
+         *
+         *     **Rate card** `webhooks`: free, on the quant plan or higher.
+         */
+        post: operations["resendDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/resend-failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend every failed delivery since an instant
+         * @description Sends again every message of this webhook made since `since` (30 days back at most) whose last
+         *     attempt failed: what a receiver that was down missed. Each goes under its original message id,
+         *     signed at the sending time, as `POST …/deliveries/{delivery_id}/resend` sends one. Answers 202
+         *     with the message ids owed again (none: `count` 0). One resend per `Idempotency-Key`, as there.
+         *     Free.
+         *
+         *     **Rate card** `webhooks`: free, on the quant plan or higher.
+         */
+        post: operations["resendFailedDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/bulk/exports/{bundle_id}/{name}": {
         parameters: {
             query?: never;
@@ -752,8 +833,15 @@ export interface components {
             webhooks: components["schemas"]["WebhookListItem"][];
         };
         /** @description RFC 9457 problem details, as REST sends them and MCP tools return them. One schema per `code`, with the fields that code carries. */
-        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["KeyExpiredProblem"] | components["schemas"]["KeyScopeForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["KeyBudgetExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
+        ProblemDetails: components["schemas"]["BadRequestProblem"] | components["schemas"]["CursorInvalidProblem"] | components["schemas"]["UnauthorizedProblem"] | components["schemas"]["KeyForbiddenProblem"] | components["schemas"]["KeyExpiredProblem"] | components["schemas"]["KeyScopeForbiddenProblem"] | components["schemas"]["CoverageProblem"] | components["schemas"]["TierProblem"] | components["schemas"]["NotFoundProblem"] | components["schemas"]["MethodNotAllowedProblem"] | components["schemas"]["RequestTimeoutProblem"] | components["schemas"]["DeliveryExpiredProblem"] | components["schemas"]["PayloadTooLargeProblem"] | components["schemas"]["UnsupportedMediaTypeProblem"] | components["schemas"]["RangeNotSatisfiableProblem"] | components["schemas"]["HeadersTooLargeProblem"] | components["schemas"]["LimitExceededProblem"] | components["schemas"]["CreditsExhaustedProblem"] | components["schemas"]["CostExceedsMaxProblem"] | components["schemas"]["KeyBudgetExhaustedProblem"] | components["schemas"]["RateLimitedProblem"] | components["schemas"]["ConflictProblem"] | components["schemas"]["InternalProblem"];
         WebhookDeliveryItem: {
+            /** @description The message the attempt sent: its `webhook-id` header, the same on every attempt of it; the `delivery_id` to resend it by. */
+            message_id: string;
+            /**
+             * Format: int32
+             * @description The attempt's number, counted per message from 1 (a resend's attempts follow the earlier ones).
+             */
+            attempt: number;
             /**
              * @description `live` or `test`.
              * @enum {string}
@@ -816,7 +904,7 @@ export interface components {
              * @description Rate-card key of the endpoint charged.
              * @enum {string|null}
              */
-            endpoint: "coverage" | "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "meta" | "bulk_exports" | "keys" | "webhooks" | null;
+            endpoint: "coverage" | "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "keys" | "webhooks" | null;
             /**
              * @description `rest` or `mcp`: how the call came.
              * @enum {string|null}
@@ -881,6 +969,60 @@ export interface components {
             count: number;
             /** @description The head of your whole ledger (its newest line, whatever the page), signed now; null when the service signs no heads. */
             signed_head: components["schemas"]["SignedLedgerHeadResponse"] | null;
+        };
+        /** @description One call of one of your keys, answered or refused. */
+        RequestLogEntryResponse: {
+            /** @description The call's `X-Request-Id` (over MCP, the id of its JSON-RPC request): the ledger entry of its charge names it too. */
+            request_id: string;
+            /** @description When the call ended: ISO 8601 UTC, to the millisecond. */
+            at: string;
+            /** @description The key's name, as the account page shows it. */
+            key_name: string;
+            /** @description The key's clear prefix (`sk_live_` and 6 characters): what names a key here, as on the account page. */
+            key_prefix: string;
+            /** @description `rest` or `mcp`. */
+            channel: string;
+            /** @description The rate-card key of the operation (`scores`, `history`, …); null for a call that named none (an MCP POST refused as a whole). */
+            operation: string | null;
+            /** @description The MCP tool called; null over REST. */
+            tool: string | null;
+            /** @description The HTTP method. */
+            method: string;
+            /** @description The route's template (`/v1/scores/{ticker}`), or `/mcp/http`. */
+            path: string;
+            /**
+             * Format: int32
+             * @description The HTTP status; for an MCP tool call, the status its REST twin would have answered (499: the client left before the answer).
+             */
+            status: number;
+            /** @description The problem's stable code when the call was refused (`tier`, `credits_exhausted`, `rate_limited`, `not_found`, …); null when answered. */
+            code: string | null;
+            /**
+             * Format: int32
+             * @description Credits the call was charged (0 when refused or free).
+             */
+            credits: number;
+            /**
+             * Format: double
+             * @description From the request's arrival to its answer, in milliseconds.
+             */
+            latency_ms: number;
+        };
+        RequestLogPageResponse: {
+            /** @description Newest first. */
+            requests: components["schemas"]["RequestLogEntryResponse"][];
+            /** @description Pass as `cursor` for the next (older) page, with the same filters; null on the last page. */
+            next_cursor: string | null;
+            /**
+             * Format: int32
+             * @description Calls on this page.
+             */
+            count: number;
+            /**
+             * Format: int32
+             * @description How many days calls are kept.
+             */
+            kept_days: number;
         };
         /** @enum {string} */
         Coverage: "all" | "top100";
@@ -2057,6 +2199,33 @@ export interface components {
              */
             is_active: true;
         };
+        ResendResponse: {
+            /** Format: int32 */
+            webhook_id: number;
+            /** @description The messages owed again, each sent under this id (its `webhook-id`) within seconds; oldest first. */
+            message_ids: string[];
+            /**
+             * Format: int32
+             * @description Messages owed again.
+             */
+            count: number;
+            /** @description A bulk resend's lower bound as applied (30 days back at most), `YYYY-MM-DD HH:MM:SS` UTC; null for one delivery. */
+            since: string | null;
+            /** @description The request's `Idempotency-Key`, or the one the service gave it when none was sent. */
+            idempotency_key: string;
+            /** @description True when an earlier request with this key decided the resend: this one sent nothing more. */
+            replayed: boolean;
+            /** @description When the resend was decided, `YYYY-MM-DD HH:MM:SS` UTC. */
+            requested_at: string;
+        };
+        ResendFailedRequest: {
+            /**
+             * @description Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone,
+             *     or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has. Earlier than 30 days ago means 30 days ago.
+             * @example 2024-02-29T00:00:00Z
+             */
+            since: string;
+        };
         /** @enum {string} */
         KeyScope: "all" | "read_only";
         ApiKeyItem: {
@@ -2432,6 +2601,32 @@ export interface components {
              * @enum {string}
              */
             code: "request_timeout";
+        };
+        /** @description A `delivery_expired` problem (410 Delivery too old to resend); `/docs/errors#delivery_expired` says what to do. */
+        DeliveryExpiredProblem: {
+            /**
+             * Format: uri
+             * @description A URI naming the problem type; resolves to the error reference in the docs.
+             */
+            type: string;
+            /** @enum {string} */
+            title: "Delivery too old to resend";
+            /**
+             * @description The response's HTTP status.
+             * @enum {integer}
+             */
+            status: 410;
+            detail: string;
+            /**
+             * @description Stable machine-readable code; `/docs/errors#<code>` says what it means and what to do. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            code: "delivery_expired";
+            /**
+             * Format: date-time
+             * @description When the delivery was made (a live message queued, a test sent); it could be resent for 30 days from then.
+             */
+            made_at: string;
         };
         /** @description A `payload_too_large` problem (413 Request body too large); `/docs/errors#payload_too_large` says what to do. */
         PayloadTooLargeProblem: {
@@ -3338,6 +3533,156 @@ export interface operations {
             };
         };
     };
+    getRequestLog: {
+        parameters: {
+            query?: {
+                /** @description Only the calls of this key of yours, named by its prefix (`sk_live_` and 6 characters, as the account page shows it). */
+                key?: string;
+                /** @description Only calls answered with this status class: `2xx`, `3xx`, `4xx` or `5xx`. */
+                status?: string;
+                /** @description Only calls of this rate-card key (`scores`, `history`, …), over REST and MCP. */
+                operation?: "scores" | "history" | "social_heat" | "multi_history" | "screener" | "divergence" | "signals" | "themes" | "theme_detail" | "coverage" | "earnings" | "divergence_events" | "track_record" | "divergence_open" | "usage" | "usage_ledger" | "requests" | "meta" | "bulk_exports" | "keys" | "webhooks";
+                /** @description Only calls of this UTC day, `YYYY-MM-DD`. */
+                day?: string;
+                /** @description Only the call with this request id. */
+                request_id?: string;
+                /** @description Calls per page (default 50, max 500). */
+                limit?: number;
+                /** @description `next_cursor` of the previous page (with the same filters). */
+                cursor?: string;
+            };
+            header?: {
+                /** @description The most this call may cost, in credits. A call that would cost more is refused with 403 `cost_exceeds_max` and charged nothing; a call priced per row stops reading once past the maximum, so a broad query with a small maximum reads almost nothing. To know the exact price first, send the same request with `X-Dry-Run: true` (`x-dry-run`). */
+                "X-Max-Credits"?: number;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RequestLogPageResponse"];
+                };
+            };
+            /** @description A malformed filter or cursor, or limit not an integer or below 1; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description limit above 500 (limit_exceeded) */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), over its budget of free answers’ bytes (with `bytes_per_second`; a 304 costs none), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
     getUsage: {
         parameters: {
             query?: never;
@@ -3641,7 +3986,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3763,7 +4108,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3903,7 +4248,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4035,7 +4380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4169,7 +4514,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4315,7 +4660,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4467,7 +4812,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or tickers outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or tickers outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4616,7 +4961,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or ticker outside your coverage (coverage); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4879,7 +5224,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below builder (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or plan below builder (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5008,7 +5353,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5127,7 +5472,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5248,7 +5593,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
-            /** @description Revoked key (key_forbidden); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum */
+            /** @description Revoked key (key_forbidden); or the call would cost more than `X-Max-Credits` (cost_exceeds_max): nothing was charged, and a call priced per row stopped reading at the maximum; or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6148,6 +6493,399 @@ export interface operations {
                     "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
                     RateLimit: components["headers"]["RateLimitOptional"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body over 16 KiB (payload_too_large) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body not application/json (unsupported_media_type) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    resendDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any string of 1 to 255 visible ASCII characters; one resend per key and webhook, for 30 days. Without it, each request resends. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`.
+                 * @example 7
+                 */
+                webhook_id: number;
+                /**
+                 * @description The delivery's `message_id` (in `/deliveries`; the `webhook-id` header it was sent with).
+                 * @example msg_5wJX0T3Qk2m8d9Yv1r4Z7A
+                 */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NoFieldsRequest"];
+            };
+        };
+        responses: {
+            /** @description Owed again: sent within seconds */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResendResponse"];
+                };
+            };
+            /** @description webhook_id not a positive integer, delivery_id not a message id, an Idempotency-Key that is empty, too long or not visible ASCII, or a body that is not an empty JSON object; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description No webhook of yours with that id, or no delivery with that id of it: unknown, deleted or another account's (not_found) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The webhook is deactivated (enable it first), or the Idempotency-Key was used for another resend of it (conflict) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The delivery was made more than 30 days ago (delivery_expired) */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body over 16 KiB (payload_too_large) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Body not application/json (unsupported_media_type) */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Too many requests: over the account’s request rate (all its keys share it), more requests in flight than a key may have at once, or too many requests without a valid key from your address (rate_limited); wait `Retry-After` seconds */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request line and headers over 16 KiB (headers_too_large), refused before the key is read */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The service failed to answer (internal); the error was logged under the response’s X-Request-Id: quote it to support */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    resendFailedDeliveries: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any string of 1 to 255 visible ASCII characters; one resend per key and webhook, for 30 days. Without it, each request resends. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The webhook's `id`.
+                 * @example 7
+                 */
+                webhook_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResendFailedRequest"];
+            };
+        };
+        responses: {
+            /** @description Owed again: sent within seconds */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemaining"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "X-Credits-Cost": components["headers"]["CreditsCostOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResendResponse"];
+                };
+            };
+            /** @description webhook_id not a positive integer, since missing or not an instant, an unknown field, or an Idempotency-Key that is empty, too long or not visible ASCII; or a query parameter this endpoint does not take */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Missing or unknown API key */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Revoked key (key_forbidden) or plan below quant (tier); or a key past its expiry (key_expired), or a key restricted from this call: read-only, or limited to other operations (key_scope_forbidden) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description No webhook of yours with that id: unknown, deleted or another account's (not_found) */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The request was not received in time: its headers within 10 s, its body at 1 KiB/s on average after its first 10 s, all of it within 60 s (the defaults); the connection is then closed (request_timeout) */
+            408: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description The webhook is deactivated (enable it first), or the Idempotency-Key was used for another resend of it (conflict) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "X-Credits-Remaining": components["headers"]["CreditsRemainingOptional"];
+                    RateLimit: components["headers"]["RateLimitOptional"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyOptional"];
+                    "Cache-Control": components["headers"]["PrivateCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
