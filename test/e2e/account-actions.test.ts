@@ -10,20 +10,19 @@
  */
 import { expect } from 'chai';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { fixedClock } from '../../src/core/clock.js';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
 import { ledgerStream } from '../../src/domain/ledger/ledger.events.js';
 import { PLANS, PRO_MONTHLY_PRICE_USD, type Tier } from '../../src/domain/plans.js';
+import { severeAxeViolations } from '../support/axe-check.js';
 import { linksTo } from '../support/form-browser.js';
 import type { TestServer } from '../support/server.js';
 import { startTestServer } from '../support/server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const SHOTS = join(process.cwd(), '.tmp', 'screenshots');
 const SESSION_COOKIE = '__Host-scores.sid';
 const NOW = '2019-04-10T12:00:00.000Z';
@@ -33,13 +32,6 @@ const EMAIL = 'actions.owner@example.com';
 const prorated = (monthlyUsd: number) => Math.round((Math.round(monthlyUsd * 100) * 21) / 30);
 const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`;
 const priceOf = (tier: Tier) => PLANS[tier].monthly_price_usd!;
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 describe('Account actions confirm and report (Chromium, without JavaScript)', function () {
   let server: TestServer;
@@ -362,10 +354,7 @@ describe('Account actions confirm and report (Chromium, without JavaScript)', fu
           await p.screenshot({ path: file, fullPage: true });
           expect(statSync(file).size).to.be.greaterThan(5_000);
           expect(Number(await p.evaluate('document.documentElement.scrollWidth')), `${path} at ${width}`).to.be.at.most(width);
-          await p.addScriptTag({ path: AXE });
-          const violations = await p.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)");
-          const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-          expect(severe.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join('; ')})`), `${path} at ${width}`).to.deep.equal([]);
+          expect(await severeAxeViolations(p), `${path} at ${width}`).to.deep.equal([]);
           await p.close();
         }
       }

@@ -8,25 +8,16 @@
  */
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { accountStream } from '../../src/domain/accounts/account.events.js';
-import { linksTo } from '../support/form-browser.js';
+import { severeAxeViolations } from '../support/axe-check.js';
+import { signInByEmail } from '../support/browser-sign-in.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-const SESSION_COOKIE = '__Host-scores.sid';
 const NOW = '2019-04-10T12:00:00.000Z';
 const EMAIL = 'limits.owner@example.com';
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 describe('Key limits on the account page (Chromium, without JavaScript)', function () {
   this.timeout(180_000);
@@ -55,20 +46,7 @@ describe('Key limits on the account page (Chromium, without JavaScript)', functi
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
     context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
-    await page.goto(`${server.url}/account/sign-in`);
-    await page.getByLabel('Email address').fill(EMAIL);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    await page.getByRole('heading', { name: 'Check your email' }).waitFor();
-    const [token] = linksTo(server.dir, EMAIL);
-    await page.goto(`${server.url}/account/sign-in/${token}`);
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(token!)), page.getByRole('button', { name: 'Sign in' }).click()]);
-    await page.getByRole('heading', { name: 'Welcome to Scores API' }).waitFor();
-    if (!(await context.cookies()).some((c) => c.name === SESSION_COOKIE)) {
-      // Playwright refuses a Secure cookie for an http URL; the same value is given for https (Chromium sends it to localhost).
-      const sent = (await response.headersArray()).find((h) => h.name.toLowerCase() === 'set-cookie' && h.value.startsWith(`${SESSION_COOKIE}=`))!;
-      const value = sent.value.slice(SESSION_COOKIE.length + 1).split(';')[0]!;
-      await context.addCookies([{ name: SESSION_COOKIE, value, url: `${server.url.replace(/^http:/, 'https:')}/`, secure: true, httpOnly: true, sameSite: 'Lax' }]);
-    }
+    await signInByEmail(page, server, EMAIL);
     await page.goto(`${server.url}/account`);
     accountId = (await page.locator('p', { hasText: 'Signed in as' }).locator('code').innerText()).trim();
   });
@@ -164,10 +142,7 @@ describe('Key limits on the account page (Chromium, without JavaScript)', functi
           await p.setViewportSize({ width, height: width > 600 ? 900 : 844 });
           expect((await p.goto(`${server.url}${path}`))?.status(), path).to.equal(200);
           expect(Number(await p.evaluate('document.documentElement.scrollWidth')), `${path} at ${width}`).to.be.at.most(width);
-          await p.addScriptTag({ path: AXE });
-          const violations = await p.evaluate<AxeViolation[]>("axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations)");
-          const severe = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-          expect(severe.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join('; ')})`), `${path} at ${width}`).to.deep.equal([]);
+          expect(await severeAxeViolations(p), `${path} at ${width}`).to.deep.equal([]);
           await p.close();
         }
       }
