@@ -26,7 +26,7 @@ describe('The official MCP inspector CLI against the server (scripts/mcp-inspect
   it('lists every tool and calls get_scores with the REST body', async () => {
     const { code, out } = await run(join(projectRoot(), 'scripts/mcp-inspector.sh'), [`${server.url}/mcp/http`, demoKey(server.dir, 'quant')]);
     expect(code, out).to.equal(0);
-    expect(TOOLS).to.have.length(19);
+    expect(TOOLS).to.have.length(20);
     for (const { name } of TOOLS) expect(out).to.include(`"name": "${name}"`);
     const rest = (await (await fetch(`${server.url}/v1/scores/AAPL`, { headers: { 'X-API-Key': demoKey(server.dir, 'quant') } })).json()) as Record<string, unknown>;
     const structured = /"structuredContent": (\{[\s\S]*?\n {2}\})/.exec(out);
