@@ -168,7 +168,8 @@ export class LedgerMeter implements Meter {
       seen = true;
       const event = raw as unknown as AccountEvent;
       if (this.loggedKeys.size >= MAX_LOGGED_KEYS) this.loggedKeys.clear();
-      const logged = this.loggedKeys.get((event.data as { key_id?: string }).key_id ?? '');
+      // Another event's data may be null here (see above): only the status events name a key.
+      const logged = this.loggedKeys.get((event.data as { key_id?: string } | null)?.key_id ?? '');
       if (event.type === 'ApiKeyRevoked') this.loggedKeys.set(event.data.key_id, { status: 'revoked', grace_until: null });
       if (event.type === 'ApiKeyRotated' && logged?.status !== 'revoked') {
         this.loggedKeys.set(event.data.key_id, { ...logged, status: 'rotated', grace_until: event.data.grace_until });
