@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/app/config.js';
 import { openServices, type Services } from '../../src/app/container.js';
 import { createApp } from '../../src/app/http/app.js';
 import type { LedgerMeter } from '../../src/app/metering/meter.js';
+import type { Meter } from '../../src/web/meter.port.js';
 import { RATE_BURST_FACTOR } from '../../src/domain/plans.js';
 import { FLEET_READ_STORE, enginesFor, openEnginesSandbox, unsetEngines, type EnginesSandbox } from '../support/engines-sandbox.js';
 import { until } from '../support/processes.js';
@@ -162,7 +163,8 @@ describe(`State the API replicas share: the rate limit and key revocation (Postg
     expect((await get(b.url, k.key)).status).to.equal(200);
     // When B's follower of the log hands the revocation to its meter: B's only way to learn of it
     // besides its key lookup's cache (5 s) running out, which the next call cannot wait for.
-    const meter = b.services.meter as LedgerMeter;
+    // The meter the calls charge through wraps B's LedgerMeter (the request log notes each charge).
+    const meter = (b.services.meter as Meter & { inner: LedgerMeter }).inner;
     const seen = meter.keyEventsSeen.bind(meter);
     let reached = false;
     meter.keyEventsSeen = (batch) => {

@@ -27,10 +27,11 @@ export class RequestRecorder {
     readonly enabled: boolean,
   ) {}
 
-  /** `inner`, with each charge's cost noted against its principal. */
-  meter(inner: Meter): Meter {
+  /** `inner`, with each charge's cost noted against its principal (`inner` stays reachable: a test hooks the meter it wraps). */
+  meter<M extends Meter>(inner: M): Meter & { readonly inner: M } {
     const charged = this.charged;
     return {
+      inner,
       authenticate: (key, requestId, client) => inner.authenticate(key, requestId, client),
       remaining: (principal) => inner.remaining(principal),
       usage: (principal) => inner.usage(principal),
