@@ -6,8 +6,10 @@
  * strings that repeat on every row; a request id `req_…` is stored as its 12 random bytes. Two
  * indexes: by account and time (the listing, newest first) and by request id (the detail).
  */
+import type { Statement } from 'better-sqlite3';
 import type { RequestLogQuery, RequestLogSize, RequestRecord } from '../../src/core/request-log.port.js';
 import type { SqliteDb } from './database.js';
+import { CALL_WIDTH, type EncodedCalls } from './request-log-batch.js';
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS names (ref INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
@@ -47,6 +49,9 @@ export class RequestLogDb {
   private readonly refs = new Map<string, number>();
   private readonly texts = new Map<number, string>();
   private readonly routes = new Map<number, Route>();
+  private insert: Statement | undefined;
+  /** The dictionary's reference of each number the sending side gave a name (request-log-batch.ts). */
+  private readonly wire: number[] = [];
 
   constructor(private readonly db: SqliteDb) {
     db.exec(DDL);
@@ -69,17 +74,20 @@ export class RequestLogDb {
     return ref;
   }
 
-  private routeName(r: Route): string {
-    return `route:${JSON.stringify({ channel: r.channel, method: r.method, path: r.path, operation: r.operation, tool: r.tool })}`;
-  }
-
-  append(records: readonly RequestRecord[]): void {
-    const insert = this.db.prepare('INSERT INTO calls (account, at, id, key, route, status, code, credits, latency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  /**
+   * A batch as the serving thread sent it (request-log-batch.ts): its new names are added to the
+   * dictionary, then every call is one row, in one transaction.
+   */
+  appendEncoded(batch: EncodedCalls): void {
+    const wire = this.wire;
+    for (const [n, name] of batch.names) wire[n] = this.ref(name);
+    const insert = (this.insert ??= this.db.prepare('INSERT INTO calls (account, at, id, key, route, status, code, credits, latency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'));
+    const v = batch.numbers;
     this.db.transaction(() => {
-      for (const r of records) {
-        const code = r.code === null ? null : this.ref(`code:${r.code}`);
-        insert.run(this.ref(`account:${r.account_id}`), r.at, storedId(r.request_id), this.ref(`key:${r.key_id}`), this.ref(this.routeName(r)), r.status, code, r.credits, Math.round(r.latency_ms * 10));
-      }
+      batch.requestIds.forEach((id, i) => {
+        const o = i * CALL_WIDTH;
+        insert.run(wire[v[o + 1]!], v[o], storedId(id), wire[v[o + 2]!], wire[v[o + 3]!], v[o + 4], v[o + 5]! < 0 ? null : wire[v[o + 5]!], v[o + 6], Math.round(v[o + 7]! * 10));
+      });
     })();
   }
 

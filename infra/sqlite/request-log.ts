@@ -1,5 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import type { RequestLogQuery, RequestLogSize, RequestLogStore, RequestRecord } from '../../src/core/request-log.port.js';
+import { CallEncoder } from './request-log-batch.js';
 import { startWorker } from './worker.js';
 
 /** The embedded request log's file in the data directory, apart from the store: `scores backup` leaves it out. */
@@ -16,6 +17,8 @@ export class SqliteRequestLog implements RequestLogStore {
   private readonly worker: Worker;
   private readonly waiting = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
   private lastId = 0;
+  /** Calls go to the thread as numbers and strings (request-log-batch.ts), its names numbered here. */
+  private encoder = new CallEncoder();
 
   constructor(file: string) {
     this.worker = startWorker('request-log', { file });
@@ -35,33 +38,38 @@ export class SqliteRequestLog implements RequestLogStore {
     this.worker.unref();
   }
 
-  private ask<T>(op: string, ...args: unknown[]): Promise<T> {
+  private ask<T>(op: string, args: unknown[], transfer: ArrayBuffer[] = []): Promise<T> {
     const id = ++this.lastId;
     return new Promise<T>((resolve, reject) => {
       if (this.waiting.size === 0) this.worker.ref();
       this.waiting.set(id, { resolve: resolve, reject });
-      this.worker.postMessage({ id, op, args });
+      this.worker.postMessage({ id, op, args }, transfer);
     });
   }
 
   append(records: readonly RequestRecord[]): Promise<void> {
-    return this.ask('append', records);
+    const batch = this.encoder.encode(records);
+    return this.ask<void>('append', [batch], [batch.numbers.buffer as ArrayBuffer]).catch((err: unknown) => {
+      // The thread may not have kept this batch's names: the next batch names everything again.
+      this.encoder = new CallEncoder();
+      throw err;
+    });
   }
 
   list(query: RequestLogQuery): Promise<RequestRecord[]> {
-    return this.ask('list', query);
+    return this.ask('list', [query]);
   }
 
   prune(before: number, perAccount: number): Promise<number> {
-    return this.ask('prune', before, perAccount);
+    return this.ask('prune', [before, perAccount]);
   }
 
   forget(accountId: string): Promise<number> {
-    return this.ask('forget', accountId);
+    return this.ask('forget', [accountId]);
   }
 
   size(): Promise<RequestLogSize> {
-    return this.ask('size');
+    return this.ask('size', []);
   }
 
   async close(): Promise<void> {

@@ -3,12 +3,22 @@
  * a listing and a prune never run on the event loop that serves the metered calls. Messages
  * {id, op, args}, answered {id, result} or {id, failure}, in order; {close} closes the file.
  */
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './database.js';
+import type { EncodedCalls } from './request-log-batch.js';
 import { RequestLogDb } from './request-log-db.js';
 
 type Op = 'append' | 'list' | 'prune' | 'forget' | 'size';
 
+// The log is written behind the calls, never in their way: on Linux a thread has a priority of its
+// own, and this one yields the CPU to the threads that serve (under full load its calls wait in the
+// buffer, bounded: request-log.ts). A system that refuses it leaves the thread as it was.
+try {
+  setPriority(19);
+} catch {
+  // not permitted here: the thread keeps the process's priority
+}
 const db = openSqlite((workerData as { file: string }).file, { synchronous: 'NORMAL' });
 // A log of calls is read a page at a time: a small cache (the store's default is 256 MiB).
 db.pragma('cache_size = -16384');
@@ -17,7 +27,7 @@ const log = new RequestLogDb(db);
 function run(op: Op, args: unknown[]): unknown {
   switch (op) {
     case 'append':
-      return log.append(args[0] as Parameters<RequestLogDb['append']>[0]);
+      return log.appendEncoded(args[0] as EncodedCalls);
     case 'list':
       return log.list(args[0] as Parameters<RequestLogDb['list']>[0]);
     case 'prune':

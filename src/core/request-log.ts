@@ -21,7 +21,7 @@ export interface RequestLogOptions {
 
 export const REQUEST_LOG_DEFAULTS = {
   flushMs: 1000,
-  batchRows: 2000,
+  batchRows: 500,
   perAccount: 1_000_000,
   pruneEveryMs: 10 * 60_000,
 } as const;
@@ -46,6 +46,8 @@ const MAX_BUFFERED = 100_000;
 export class RequestLog {
   private buffer: RequestRecord[] = [];
   private writing: Promise<void> = Promise.resolve();
+  /** A flush waiting for the write in progress: it takes the buffer when it starts. */
+  private queued: Promise<void> | null = null;
   private readonly refusals = new Map<string, { second: number; n: number }>();
   private readonly timer: NodeJS.Timeout;
   private lastPrune = -Infinity;
@@ -83,7 +85,7 @@ export class RequestLog {
       return;
     }
     this.buffer.push(call);
-    if (this.buffer.length >= this.options.batchRows) void this.flush();
+    if (this.buffer.length >= this.options.batchRows && !this.queued) void this.flush();
   }
 
   private refusalAllowed(accountId: string, at: number): boolean {
@@ -103,18 +105,34 @@ export class RequestLog {
     return true;
   }
 
-  /** Writes what the buffer holds, after any write in progress. */
+  /**
+   * Writes what the buffer holds once any write in progress is done. One batch is in flight at a
+   * time: calls that end meanwhile wait in the buffer (bounded by MAX_BUFFERED), so a store that
+   * falls behind (its thread yields the CPU to serving under full load) holds no pile of batches.
+   */
   flush(): Promise<void> {
+    if (this.queued) return this.queued;
+    const next = this.writing.then(() => {
+      this.queued = null;
+      return this.writeBuffer();
+    });
+    this.queued = next;
+    this.writing = next;
+    return next;
+  }
+
+  private async writeBuffer(): Promise<void> {
     const batch = this.buffer;
     this.buffer = [];
-    const write = this.writing.then(() => (batch.length ? this.store.append(batch) : undefined));
-    this.writing = write.catch((err: unknown) => {
+    if (!batch.length) return;
+    try {
+      await this.store.append(batch);
+    } catch (err) {
       this.options.onError(err, 'request log not written; its calls are kept to try again');
       const room = MAX_BUFFERED - this.buffer.length;
       this.dropped += Math.max(0, batch.length - room);
       this.buffer = [...batch.slice(0, Math.max(0, room)), ...this.buffer];
-    });
-    return this.writing;
+    }
   }
 
   private async tick(): Promise<void> {

@@ -27,13 +27,28 @@ export const HEADER = {
 
 export type HeaderName = (typeof HEADER)[keyof typeof HEADER];
 
-/** A request id: `req_` and 12 random bytes (96 bits) in base64url, 16 characters. */
+/**
+ * A request id: `req_` and 12 bytes in base64url, 16 characters. The first 6 bytes are the wall
+ * clock's millisecond (big-endian), the other 6 (48 bits) random: ids made later sort later, so the
+ * request log's index on them grows at its end instead of at random places (an insert cost half as
+ * much; docs/benchmarks.md, "The request log"), and an id says when it was made.
+ */
 const REQUEST_ID_PREFIX = 'req_';
 const REQUEST_ID_BYTES = 12;
+const REQUEST_ID_RANDOM_BYTES = 6;
+let lastMs = -1;
+let lastTime = '';
 
 /** A new request id (`X-Request-Id`, and the `request_id` of the call's ledger entry). */
-export function newRequestId(ids: Ids): string {
-  return ids.next(REQUEST_ID_PREFIX, REQUEST_ID_BYTES);
+export function newRequestId(ids: Ids, nowMs: number = Date.now()): string {
+  if (nowMs !== lastMs) {
+    const time = Buffer.alloc(6);
+    time.writeUIntBE(Math.max(0, Math.min(nowMs, 2 ** 48 - 1)), 0, 6);
+    lastMs = nowMs;
+    lastTime = time.toString('base64url');
+  }
+  // 6 bytes are 8 base64url characters with no padding: the two halves join into the id's 16.
+  return `${REQUEST_ID_PREFIX}${lastTime}${ids.next('', REQUEST_ID_RANDOM_BYTES)}`;
 }
 
 /** The request header that carries the API key (the document's `api_key` security scheme). */

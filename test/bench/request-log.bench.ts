@@ -57,7 +57,7 @@ export async function benchRequestLog(runs: number, now: string, seconds = 5): P
         const w = await load(t.url, t.key, 3);
         if (t === on) warmUp = w.rps * 3;
       }
-      const pairs = Math.max(6, runs * 2);
+      const pairs = Math.max(10, runs * 3);
       for (let i = 0; i < pairs; i++) {
         for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) figures[k]!.push(await load([on, off][k]!.url, [on, off][k]!.key, seconds));
       }

@@ -7,7 +7,8 @@ import { PostgresRequestLog } from '../../infra/postgresql/request-log.js';
 import { REQUEST_LOG_FILE, SqliteRequestLog } from '../../infra/sqlite/request-log.js';
 import { fixedClock } from '../../src/core/clock.js';
 import { REFUSALS_LOGGED_PER_SECOND, RequestLog } from '../../src/core/request-log.js';
-import type { RequestRecord } from '../../src/core/request-log.port.js';
+import type { RequestLogStore, RequestRecord } from '../../src/core/request-log.port.js';
+import { until } from '../support/processes.js';
 import { tempDir } from '../support/server.js';
 import { requestLogContract } from './request-log.contract.js';
 
@@ -93,11 +94,42 @@ describe('The request log writer (src/core/request-log.ts)', () => {
     expect(await log.list({ account_id: 'acct_a', limit: 10 })).to.have.length(5);
   });
 
-  it('writes the buffer at once when it holds a batch', async () => {
+  it('writes the buffer as soon as it holds a batch, without waiting for the timer', async () => {
     await log.close();
     log = open({ batchRows: 3 });
-    for (let i = 0; i < 7; i++) log.record(call(i));
-    expect(log.pending).to.equal(1);
+    for (let i = 0; i < 2; i++) log.record(call(i));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log.pending, 'under a batch: waits for the timer (an hour here)').to.equal(2);
+    log.record(call(2));
+    await until(() => log.pending === 0, 10_000);
+  });
+
+  it('has one batch in flight at a time: calls that end meanwhile wait in the buffer and go as the next batch', async () => {
+    const batches: number[] = [];
+    let release: () => void = () => undefined;
+    const held: RequestLogStore = {
+      append: async (records) => {
+        batches.push(records.length);
+        await new Promise<void>((resolve) => (release = resolve));
+      },
+      list: async () => [],
+      prune: async () => 0,
+      forget: async () => 0,
+      size: async () => ({ rows: 0, bytes: 0 }),
+      close: async () => undefined,
+    };
+    const writer = new RequestLog(held, { clock, flushMs: 3_600_000, batchRows: 3 });
+    for (let i = 0; i < 3; i++) writer.record(call(i));
+    await until(() => batches.length === 1, 10_000);
+    for (let i = 3; i < 12; i++) writer.record(call(i));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches, 'nothing more is sent while the first batch is written').to.deep.equal([3]);
+    expect(writer.pending).to.equal(9);
+    release();
+    await until(() => batches.length === 2, 10_000);
+    expect(batches).to.deep.equal([3, 9]);
+    release();
+    await writer.close();
   });
 
   it(`logs at most ${REFUSALS_LOGGED_PER_SECOND} refusals per account and second, answered calls all, and counts what it left out`, async () => {

@@ -50,11 +50,12 @@ export function createApp(services: Services, mounts: readonly RouteMount[] = []
   configure(app, services);
   const openapi = loadOpenApi();
   provideContext(app, services, openapi);
-  // What every request passes first, as one router layer: the access log and the request metrics
-  // (first, so that they see every request), the request log (a key's calls, when they end), the API headers, the client's requests in flight (a
-  // refusal costs nothing more), the /v1 path and method check, compression.
+  // What every request passes first, as one router layer: the access log, the request metrics and
+  // the request log (first, so that they see every request; a key's calls recorded when they end),
+  // the API headers, the client's requests in flight (a refusal costs nothing more), the /v1 path
+  // and method check, compression.
   const inFlight = limitRequestsInFlight(services.config.clientLimits.maxRequestsInFlightPerClient, trustedPeerOf(app), () => services.baseUrl());
-  app.use(oneLayer(observeRequests(services), recordRequests(services.recorder), apiHeaders(services), inFlight, v1PathsAndMethods(services, openapi), compressBodies()));
+  app.use(oneLayer(observeRequests(services, ...recordRequests(services.recorder)), apiHeaders(services), inFlight, v1PathsAndMethods(services, openapi), compressBodies()));
   app.get(DAILY_FREE_PATHS, dailyEtag);
   app.use(PRIVATE_PATH_PREFIXES, noStore);
   // The API first: it takes almost all the traffic, and its routes share no path with the rest.

@@ -1,4 +1,4 @@
-import type { Express, Request, RequestHandler } from 'express';
+import type { Express, Request, RequestHandler, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import { allProjections } from '../../../projections/index.js';
 import type { AllowSubnets } from '../../domain/webhooks/address-policy.js';
@@ -20,13 +20,16 @@ export const HEALTH_CHECK_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/r
  * Runs first for every request: when its response is done, one access-log line at `info` (at
  * `debug` for the health checks) (request id, method, route pattern, status, duration, the key's
  * shown prefix: never the key) and the request's duration in `scores_http_request_duration_seconds`;
- * a 429 also counts in `scores_http_too_many_requests_total` under its problem code.
+ * a 429 also counts in `scores_http_too_many_requests_total` under its problem code; then
+ * `alsoWhenDone` (the request log's recording), given when the request began.
  */
-export function observeRequests(services: Services): RequestHandler {
+export function observeRequests(services: Services, ...alsoWhenDone: readonly ((req: Request, res: Response, started: number) => void)[]): RequestHandler {
   const { log, metrics } = services;
   return (req, res, next) => {
     const start = performance.now();
+    // One listener per request for everything done at its end: each listener cost a call about a microsecond.
     res.once('close', () => {
+      for (const done of alsoWhenDone) done(req, res, start);
       const ms = performance.now() - start;
       const route = routeOf(req);
       const status = res.statusCode;

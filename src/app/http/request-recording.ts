@@ -1,7 +1,7 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { Request, Response } from 'express';
 import { rateKeyOf } from '../../domain/rate-card.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
-import type { CallOutcome, RequestRecorder } from '../metering/request-recorder.js';
+import type { CallRoute, RequestRecorder } from '../metering/request-recorder.js';
 import { routeOf } from './metrics.routes.js';
 import { PROBLEM_CODE_LOCAL } from './problem.js';
 
@@ -20,25 +20,27 @@ const CLIENT_CLOSED = 499;
  * without a valid key belongs to no account and is not recorded. An MCP POST is recorded here only
  * when it was refused as a whole (over its rate, a wrong media type, malformed JSON) and no tool
  * call of it was recorded. The record is pushed onto the log's buffer: the call never waits for it.
+ * Run by the request metrics' own listener at the response's end (observeRequests); none when
+ * the log is off.
  */
-export function recordRequests(recorder: RequestRecorder): RequestHandler {
-  const routes = new Map<string, Omit<CallOutcome, 'status' | 'code'>>();
-  return (req, res, next) => {
-    if (!recorder.enabled || !(req.url.startsWith('/v1/') || req.url.startsWith(MCP_PATH))) return next();
-    const started = performance.now();
-    res.once('close', () => {
+export function recordRequests(recorder: RequestRecorder): ((req: Request, res: Response, started: number) => void)[] {
+  if (!recorder.enabled) return [];
+  const routes = new Map<string, CallRoute>();
+  return [
+    (req, res, started) => {
       const user = (req as AuthedRequest).user;
-      if (!user) return;
+      if (!user || !(req.originalUrl.startsWith('/v1/') || req.originalUrl.startsWith(MCP_PATH))) return;
       const route = routeFields(req, routes);
       if (route.channel === 'mcp' && (res.locals[TOOL_CALLS_RECORDED] === true || res.statusCode < 400)) return;
-      recorder.record(user, { ...route, ...statusOf(res) }, started);
-    });
-    next();
-  };
+      if (!res.headersSent) return recorder.record(user, route, CLIENT_CLOSED, null, started);
+      // A refusal that is no problem (MCP's JSON-RPC errors over HTTP) has its status alone.
+      recorder.record(user, route, res.statusCode, (res.locals[PROBLEM_CODE_LOCAL] as string | undefined) ?? null, started);
+    },
+  ];
 }
 
 /** The route's fields, worked out once per method and route. */
-function routeFields(req: Request, cache: Map<string, Omit<CallOutcome, 'status' | 'code'>>): Omit<CallOutcome, 'status' | 'code'> {
+function routeFields(req: Request, cache: Map<string, CallRoute>): CallRoute {
   const method = req.method;
   const template = routeOf(req);
   const id = `${method} ${template}`;
@@ -51,10 +53,4 @@ function routeFields(req: Request, cache: Map<string, Omit<CallOutcome, 'status'
     if (cache.size < 1000) cache.set(id, fields);
   }
   return fields;
-}
-
-function statusOf(res: Response): Pick<CallOutcome, 'status' | 'code'> {
-  if (!res.headersSent) return { status: CLIENT_CLOSED, code: null };
-  // A refusal that is no problem (MCP's JSON-RPC errors over HTTP) has its status alone.
-  return { status: res.statusCode, code: (res.locals[PROBLEM_CODE_LOCAL] as string | undefined) ?? null };
 }

@@ -18,7 +18,8 @@ export function recordToolCall(recorder: RequestRecorder, caller: Principal, req
   if (request.method !== 'tools/call' || answer === null) return false;
   const name = (request.params as { name?: unknown } | undefined)?.name;
   const key = typeof name === 'string' ? toolKeyOf(name) : undefined;
-  recorder.record(caller, { channel: 'mcp', operation: key ?? null, tool: key ? (name as string) : null, method: 'POST', path: MCP_PATH, ...outcomeOf(answer) }, started);
+  const { status, code } = outcomeOf(answer);
+  recorder.record(caller, { channel: 'mcp', operation: key ?? null, tool: key ? (name as string) : null, method: 'POST', path: MCP_PATH }, status, code, started);
   return true;
 }
 

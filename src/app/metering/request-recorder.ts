@@ -6,6 +6,9 @@ import type { Charge, Meter, Principal } from '../../web/meter.port.js';
 /** What a call was, besides who made it and what it cost: its face, operation, route and outcome. */
 export type CallOutcome = Pick<RequestRecord, 'channel' | 'operation' | 'tool' | 'method' | 'path' | 'status' | 'code'>;
 
+/** What a call was, without its outcome: its face, operation, route. */
+export type CallRoute = Omit<CallOutcome, 'status' | 'code'>;
+
 /** The rate-card key of each MCP tool. */
 const TOOL_KEYS: ReadonlyMap<string, RateKey> = new Map(RATE_KEYS.flatMap((k) => (RATE_CARD[k].mcp_tool ? [[RATE_CARD[k].mcp_tool, k] as const] : [])));
 
@@ -46,15 +49,22 @@ export class RequestRecorder {
     };
   }
 
-  /** One call of `principal`, begun at `started` (`performance.now()`), ended now with `outcome`. */
-  record(principal: Principal, outcome: CallOutcome, started: number): void {
+  /** One call of `principal` by `route`, begun at `started` (`performance.now()`), ended now with `status` and `code`. */
+  record(principal: Principal, route: CallRoute, status: number, code: string | null, started: number): void {
     if (!this.enabled) return;
+    // One object of one shape per call, its fields named (no spreads): it is made on every call.
     this.log.record({
       request_id: principal.request_id,
       account_id: principal.account_id,
       key_id: principal.key_id,
       at: this.log.now(),
-      ...outcome,
+      channel: route.channel,
+      operation: route.operation,
+      tool: route.tool,
+      method: route.method,
+      path: route.path,
+      status,
+      code,
       credits: this.charged.get(principal) ?? 0,
       latency_ms: Math.round((performance.now() - started) * 10) / 10,
     });
