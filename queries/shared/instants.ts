@@ -25,6 +25,12 @@ export const INSTANT_PARAM_SCHEMA = {
   anyOf: [{ format: 'date' }, { format: 'date-time' }, { pattern: `^${CALENDAR_DATE} ${CLOCK}$` }],
 } as const;
 
+/** An instant a body names (a resend's `since`): an RFC 3339 date-time, or a `YYYY-MM-DD HH:MM:SS` timestamp (UTC); no bare date. */
+export const INSTANT_BODY_SCHEMA = {
+  type: 'string',
+  anyOf: [{ type: 'string', format: 'date-time' }, { type: 'string', pattern: `^${CALENDAR_DATE} ${CLOCK}$` }],
+} as const;
+
 /**
  * An instant query parameter (`since`, `as_known_at`) as a canonical ISO string
  * (`toISOString()` form, the form the read models store), or undefined when absent.

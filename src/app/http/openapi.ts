@@ -19,7 +19,7 @@ import { SIGNALS_LIMIT } from '../../../queries/get-signals/get-signals.query.js
 import { LEDGER_CURSOR, MONTH, USAGE_LEDGER_LIMIT } from '../../../queries/get-usage-ledger/get-usage-ledger.query.js';
 import { THEME_SLUG } from '../../../queries/get-themes/get-themes.query.js';
 import { DAY, KEY_PREFIX, REQUEST_ID, REQUEST_LOG_CURSOR, REQUEST_LOG_LIMIT, STATUS_CLASS } from '../../../queries/get-request-log/get-request-log.query.js';
-import { INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
+import { INSTANT_BODY_SCHEMA, INSTANT_PARAM_SCHEMA } from '../../../queries/shared/instants.js';
 import { MAX_TICKERS_PER_CALL, MAX_TICKER_LENGTH, SYMBOL } from '../../../queries/shared/tickers.js';
 
 type Json = Record<string, unknown>;
@@ -123,6 +123,8 @@ const TEXT_FORMATS: Record<string, string> = {
 const SCHEMA_RULES: Record<string, Record<string, Json>> = {
   LedgerEntryResponse: { kind: { enum: [...LEDGER_EVENT_TYPES] } },
   RegisterWebhookRequest: { url: { pattern: WEBHOOK_URL_PATTERN, maxLength: MAX_WEBHOOK_URL_LENGTH } },
+  // What parseSince reads (a string of any other form was a 400 the document did not foretell).
+  ResendFailedRequest: { since: INSTANT_BODY_SCHEMA },
 };
 
 /**

@@ -1797,11 +1797,23 @@ class ResendResponse(BaseModel):
     """
 
 
+class Since(RootModel[str]):
+    root: str = Field(
+        ...,
+        examples=["2024-02-29T00:00:00Z"],
+        pattern="^(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29) (?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)$",
+    )
+    """
+    Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone,
+    or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has. Earlier than 30 days ago means 30 days ago.
+    """
+
+
 class ResendFailedRequest(BaseModel):
     model_config = ConfigDict(
         extra="allow",
     )
-    since: str = Field(..., examples=["2024-02-29T00:00:00Z"])
+    since: AwareDatetime | Since = Field(..., examples=["2024-02-29T00:00:00Z"])
     """
     Resend the failed messages made at or after this instant: an RFC 3339 date-time with a zone,
     or the `YYYY-MM-DD HH:MM:SS` UTC form `created_at` has. Earlier than 30 days ago means 30 days ago.
