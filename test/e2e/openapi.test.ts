@@ -13,7 +13,8 @@ import { PLANS, TIERS } from '../../src/domain/plans.js';
 import { RATE_CARD, RATE_KEYS, isRateKey } from '../../src/domain/rate-card.js';
 import { LEDGER_EVENT_TYPES } from '../../src/domain/ledger/ledger.events.js';
 import { FIELD_DEFINITIONS } from '../../queries/get-meta/field-definitions.js';
-import { INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
+import { INSTANT_BODY_SCHEMA, INSTANT_PARAM_SCHEMA } from '../../queries/shared/instants.js';
+import { parseSince } from '../../commands/manage-webhooks/resend-request.js';
 import type { TestServer } from '../support/server.js';
 import { demoKey, getJson, startTestServer, tempDir } from '../support/server.js';
 
@@ -357,6 +358,16 @@ describe('The OpenAPI document', () => {
     expect(['0', '123456789012345'].filter((c) => ledgerCursor.test(c))).to.have.length(2);
     expect(['', '-1', '1.5', '1234567890123456', 'abc'].filter((c) => ledgerCursor.test(c))).to.deep.equal([]);
     expect(param('/v1/scores/history', 'since').schema).to.deep.equal(INSTANT_PARAM_SCHEMA);
+    // A body's instant too: the resend's `since` is what parseSince reads, a date-time or a timestamp, not any string.
+    const since = doc['components']['schemas']['ResendFailedRequest'].properties['since'] as Json;
+    expect(since['anyOf']).to.deep.equal(INSTANT_BODY_SCHEMA.anyOf);
+    const timestamp = new RegExp(INSTANT_BODY_SCHEMA.anyOf[1].pattern);
+    for (const ok of ['2024-02-29T00:00:00Z', '2024-02-29 00:00:00']) expect(() => parseSince(ok), ok).to.not.throw();
+    expect(timestamp.test('2024-02-29 00:00:00')).to.equal(true);
+    for (const bad of ['2023-02-29 00:00:00', '2024-02-29', 'soon']) {
+      expect(timestamp.test(bad), bad).to.equal(false);
+      expect(() => parseSince(bad), bad).to.throw();
+    }
     // No parameter is left a bare string: a new integer, date, list or cursor parameter must be typed too.
     const bare: string[] = [];
     for (const { path, op } of operationsOf(doc)) {
