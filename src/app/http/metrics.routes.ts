@@ -21,17 +21,17 @@ export const HEALTH_CHECK_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/r
  * `debug` for the health checks) (request id, method, route pattern, status, duration, the key's
  * shown prefix: never the key) and the request's duration in `scores_http_request_duration_seconds`;
  * a 429 also counts in `scores_http_too_many_requests_total` under its problem code; then
- * `alsoWhenDone` (the request log's recording), given when the request began.
+ * `alsoWhenDone` (the request log's recording), given when the request began and its route pattern.
  */
-export function observeRequests(services: Services, ...alsoWhenDone: readonly ((req: Request, res: Response, started: number) => void)[]): RequestHandler {
+export function observeRequests(services: Services, ...alsoWhenDone: readonly ((req: Request, res: Response, started: number, route: string) => void)[]): RequestHandler {
   const { log, metrics } = services;
   return (req, res, next) => {
     const start = performance.now();
     // One listener per request for everything done at its end: each listener cost a call about a microsecond.
     res.once('close', () => {
-      for (const done of alsoWhenDone) done(req, res, start);
       const ms = performance.now() - start;
       const route = routeOf(req);
+      for (const done of alsoWhenDone) done(req, res, start, route);
       const status = res.statusCode;
       const code = res.locals[PROBLEM_CODE_LOCAL] as string | undefined;
       metrics.request(req.method, route, status, ms / 1000);

@@ -2,7 +2,6 @@ import type { Request, Response } from 'express';
 import { rateKeyOf } from '../../domain/rate-card.js';
 import type { AuthedRequest } from '../../web/meter.port.js';
 import type { CallRoute, RequestRecorder } from '../metering/request-recorder.js';
-import { routeOf } from './metrics.routes.js';
 import { PROBLEM_CODE_LOCAL } from './problem.js';
 
 /** The MCP endpoint, whose tool calls the MCP route records one by one. */
@@ -23,14 +22,14 @@ const CLIENT_CLOSED = 499;
  * Run by the request metrics' own listener at the response's end (observeRequests); none when
  * the log is off.
  */
-export function recordRequests(recorder: RequestRecorder): ((req: Request, res: Response, started: number) => void)[] {
+export function recordRequests(recorder: RequestRecorder): ((req: Request, res: Response, started: number, route: string) => void)[] {
   if (!recorder.enabled) return [];
   const routes = new Map<string, CallRoute>();
   return [
-    (req, res, started) => {
+    (req, res, started, template) => {
       const user = (req as AuthedRequest).user;
       if (!user || !(req.originalUrl.startsWith('/v1/') || req.originalUrl.startsWith(MCP_PATH))) return;
-      const route = routeFields(req, routes);
+      const route = routeFields(req.method, template, routes);
       if (route.channel === 'mcp' && (res.locals[TOOL_CALLS_RECORDED] === true || res.statusCode < 400)) return;
       if (!res.headersSent) return recorder.record(user, route, CLIENT_CLOSED, null, started);
       // A refusal that is no problem (MCP's JSON-RPC errors over HTTP) has its status alone.
@@ -39,10 +38,8 @@ export function recordRequests(recorder: RequestRecorder): ((req: Request, res: 
   ];
 }
 
-/** The route's fields, worked out once per method and route. */
-function routeFields(req: Request, cache: Map<string, CallRoute>): CallRoute {
-  const method = req.method;
-  const template = routeOf(req);
+/** The route's fields, worked out once per method and route (`template`: the metrics' route pattern). */
+function routeFields(method: string, template: string, cache: Map<string, CallRoute>): CallRoute {
   const id = `${method} ${template}`;
   let fields = cache.get(id);
   if (!fields) {
