@@ -3,7 +3,8 @@
  *
  * A call is one row of numbers: the account, its key, the route (channel, method, path template,
  * rate key, tool) and a refusal's code are references into `names`, a dictionary of the few
- * strings that repeat on every row; a request id `req_…` is stored as its 12 random bytes. Two
+ * strings that repeat on every row; a request id `req_…` is stored as its 12 bytes (the
+ * millisecond it was made, then 6 random: newRequestId), so that its index grows at its end. Two
  * indexes: by account and time (the listing, newest first) and by request id (the detail).
  */
 import type { Statement } from 'better-sqlite3';

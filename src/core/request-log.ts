@@ -85,7 +85,7 @@ export class RequestLog {
       return;
     }
     this.buffer.push(call);
-    if (this.buffer.length >= this.options.batchRows && !this.queued) void this.flush();
+    if (this.buffer.length >= this.options.batchRows) void this.flush();
   }
 
   private refusalAllowed(accountId: string, at: number): boolean {
